@@ -1,0 +1,196 @@
+"""Every error the system can raise or send over the wire, in one place.
+
+Each error type has a numeric ``code`` (stable, carried in protocol replies) and a
+``retriable`` flag (a client may refresh metadata and try again). ``error_for_code``
+maps a code back to its type, so a server error arrives at the caller typed.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "FluvioError",
+    "CorruptFrameError",
+    "CorruptSegmentError",
+    "LogGapError",
+    "OffsetOutOfRangeError",
+    "RecordTooLargeError",
+    "UnknownTopicError",
+    "UnknownPartitionError",
+    "NotLeaderError",
+    "NotEnoughReplicasError",
+    "UnauthorizedError",
+    "InvalidRequestError",
+    "InvalidConfigError",
+    "TopicExistsError",
+    "RequestTimeoutError",
+    "ConnectionClosedError",
+    "ConflictError",
+    "NotFoundError",
+    "UnsupportedVersionError",
+    "DuplicateSequenceError",
+    "OutOfOrderSequenceError",
+    "StorageError",
+    "error_for_code",
+]
+
+
+class FluvioError(Exception):
+    """Root of every error this project raises on purpose."""
+
+    code: ClassVar[int] = 1
+    retriable: ClassVar[bool] = False
+
+
+class InvalidRequestError(FluvioError):
+    """A request or option is malformed or contradictory."""
+
+    code = 2
+
+
+class CorruptFrameError(FluvioError):
+    """Bytes that should hold a batch frame or protocol frame do not."""
+
+    code = 3
+
+
+class CorruptSegmentError(FluvioError):
+    """A sealed segment file failed validation; its name is in the message."""
+
+    code = 4
+
+
+class LogGapError(FluvioError):
+    """A replicated append would leave a gap or overlap in the log."""
+
+    code = 5
+
+
+class OffsetOutOfRangeError(FluvioError):
+    """The requested offset is below the log start or above the end."""
+
+    code = 6
+
+
+class RecordTooLargeError(FluvioError):
+    """A batch or record is larger than the configured limit."""
+
+    code = 7
+
+
+class UnknownTopicError(FluvioError):
+    """The topic does not exist."""
+
+    code = 8
+
+
+class UnknownPartitionError(FluvioError):
+    """The partition does not exist or is not hosted here."""
+
+    code = 9
+    retriable = True
+
+
+class NotLeaderError(FluvioError):
+    """This SPU is not the leader of the partition; refresh metadata and retry."""
+
+    code = 10
+    retriable = True
+
+
+class NotEnoughReplicasError(FluvioError):
+    """Fewer in-sync replicas than ``min_in_sync_replicas`` for ``acks=all``."""
+
+    code = 11
+    retriable = True
+
+
+class UnauthorizedError(FluvioError):
+    """The peer is not allowed to do this (unknown SPU id, bad token)."""
+
+    code = 12
+
+
+class InvalidConfigError(FluvioError):
+    """A spec or configuration value is invalid; the message names the field."""
+
+    code = 13
+
+
+class TopicExistsError(FluvioError):
+    """A topic of that name already exists."""
+
+    code = 14
+
+
+class RequestTimeoutError(FluvioError):
+    """The request did not complete in time."""
+
+    code = 15
+    retriable = True
+
+
+class ConnectionClosedError(FluvioError):
+    """The connection closed before the reply arrived."""
+
+    code = 16
+    retriable = True
+
+
+class ConflictError(FluvioError):
+    """A compare-and-set write lost against a newer revision."""
+
+    code = 17
+    retriable = True
+
+
+class NotFoundError(FluvioError):
+    """The named object does not exist."""
+
+    code = 18
+
+
+class UnsupportedVersionError(FluvioError):
+    """The peer speaks an api key or version this side does not know."""
+
+    code = 19
+
+
+class DuplicateSequenceError(FluvioError):
+    """An idempotent producer resent a batch that was already appended."""
+
+    code = 20
+
+
+class OutOfOrderSequenceError(FluvioError):
+    """An idempotent producer skipped a sequence number."""
+
+    code = 21
+
+
+class StorageError(FluvioError):
+    """The storage engine cannot complete the operation (I/O, closed log)."""
+
+    code = 22
+
+
+_BY_CODE: dict[int, type[FluvioError]] = {}
+
+
+def _index(cls: type[FluvioError]) -> None:
+    if cls.code in _BY_CODE and _BY_CODE[cls.code] is not cls:
+        raise RuntimeError(f"duplicate error code {cls.code}")
+    _BY_CODE[cls.code] = cls
+    for sub in cls.__subclasses__():
+        _index(sub)
+
+
+_index(FluvioError)
+
+
+def error_for_code(code: int, message: str = "") -> FluvioError:
+    """Build the typed error for a wire ``code``; unknown codes become ``FluvioError``."""
+    cls = _BY_CODE.get(code, FluvioError)
+    err = cls(message or cls.__doc__ or cls.__name__)
+    return err

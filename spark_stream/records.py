@@ -1,0 +1,388 @@
+"""The record schema and the batch frame: the one format shared by client, SPU and storage.
+
+Theory of operation. A *batch frame* is a fixed 56-byte little-endian header followed by
+one Arrow IPC record-batch message (the encapsulated message, without the schema):
+
+    off size field
+      0    4 magic            b"FLVB"
+      4    1 version          1
+      5    1 attributes       bits 0-1: compression codec (0 none, 1 lz4, 2 zstd)
+      6    2 reserved         0
+      8    8 base_offset      offset of row 0; rewritten by the leader, so not in the crc
+     16    4 payload_length   bytes of the Arrow message that follow the header
+     20    4 crc32c           over bytes [24, 56 + payload_length): header tail + payload
+     24    4 record_count     rows in the batch
+     28    4 sequence         idempotent producer sequence, -1 when none
+     32    8 first_timestamp  microseconds since the epoch, UTC
+     40    8 max_timestamp    microseconds since the epoch, UTC
+     48    8 producer_id      idempotent producer id, -1 when none
+
+Offsets are not stored per record: row ``i`` has offset ``base_offset + i``, materialised
+only when a reader asks for the column. The payload is stored and served as written;
+decoding wraps it with ``pyarrow.ipc.read_record_batch`` without copying its buffers.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Literal
+
+from crc32c import crc32c
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+from spark_stream.errors import CorruptFrameError
+
+__all__ = [
+    "RECORD_SCHEMA",
+    "HEADERS_TYPE",
+    "OFFSET_FIELD",
+    "FRAME_MAGIC",
+    "FRAME_VERSION",
+    "HEADER_SIZE",
+    "Compression",
+    "FrameHeader",
+    "build_batch",
+    "encode_batch",
+    "encode_records",
+    "read_header",
+    "verify_frame",
+    "decode_frame",
+    "iter_frames",
+    "decode_frames",
+    "with_base_offset",
+    "now_us",
+]
+
+HEADERS_TYPE = pa.list_(
+    pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
+)
+RECORD_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.binary(), nullable=True),
+        pa.field("value", pa.binary(), nullable=False),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("headers", HEADERS_TYPE, nullable=True),
+    ]
+)
+OFFSET_FIELD = pa.field("offset", pa.int64(), nullable=False)
+
+FRAME_MAGIC = b"FLVB"
+FRAME_VERSION = 1
+_HEADER = struct.Struct("<4sBBHqIIiiqqq")
+HEADER_SIZE = _HEADER.size  # 56
+_CRC_START = 24
+_BASE_OFFSET = struct.Struct("<q")
+_MAX_PAYLOAD = 2**31 - 1
+
+Compression = Literal["none", "lz4", "zstd"]
+_CODECS: dict[str, int] = {"none": 0, "lz4": 1, "zstd": 2}
+_CODEC_BITS = 0b11
+
+
+@dataclass(frozen=True, slots=True)
+class FrameHeader:
+    """The decoded fixed header of one batch frame."""
+
+    base_offset: int
+    record_count: int
+    first_timestamp: int
+    max_timestamp: int
+    payload_length: int
+    crc: int
+    producer_id: int = -1
+    sequence: int = -1
+    attributes: int = 0
+
+    @property
+    def frame_length(self) -> int:
+        """Bytes of the whole frame, header included."""
+        return HEADER_SIZE + self.payload_length
+
+    @property
+    def last_offset(self) -> int:
+        """Offset of the last record in the batch."""
+        return self.base_offset + self.record_count - 1
+
+    @property
+    def next_offset(self) -> int:
+        """Offset the batch after this one starts at."""
+        return self.base_offset + self.record_count
+
+    @property
+    def compression(self) -> Compression:
+        """The codec the producer compressed the Arrow buffers with."""
+        code = self.attributes & _CODEC_BITS
+        return next((name for name, c in _CODECS.items() if c == code), "none")  # type: ignore[return-value]
+
+
+def now_us() -> int:
+    """The current time in microseconds since the epoch."""
+    return int(datetime.now(UTC).timestamp() * 1_000_000)
+
+
+def build_batch(
+    values: Sequence[bytes | str] | pa.Array,
+    keys: Sequence[bytes | str | None] | pa.Array | None = None,
+    timestamps: Sequence[int] | pa.Array | None = None,
+    headers: Sequence[Sequence[tuple[str, bytes]] | None] | None = None,
+) -> pa.RecordBatch:
+    """Build a record batch of ``RECORD_SCHEMA`` from Python lists or Arrow arrays.
+
+    Args:
+        values: record values; ``str`` is encoded as UTF-8.
+        keys: optional record keys, ``None`` entries allowed.
+        timestamps: microseconds since the epoch per record; defaults to now.
+        headers: optional per-record lists of ``(name, value)`` pairs.
+    """
+    n = len(values)
+    value_arr = _binary(values)
+    key_arr = pa.nulls(n, pa.binary()) if keys is None else _binary(keys)
+    if len(key_arr) != n:
+        raise ValueError(f"keys has {len(key_arr)} entries for {n} values")
+    if timestamps is None:
+        ts_arr = pa.array(np.full(n, now_us(), dtype=np.int64)).cast(RECORD_SCHEMA.field("timestamp").type)
+    else:
+        ts_arr = pa.array(timestamps, pa.int64()).cast(RECORD_SCHEMA.field("timestamp").type)
+    if len(ts_arr) != n:
+        raise ValueError(f"timestamps has {len(ts_arr)} entries for {n} values")
+    if headers is None:
+        hdr_arr = pa.nulls(n, HEADERS_TYPE)
+    else:
+        hdr_arr = pa.array(
+            [None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers],
+            HEADERS_TYPE,
+        )
+        if len(hdr_arr) != n:
+            raise ValueError(f"headers has {len(hdr_arr)} entries for {n} values")
+    return pa.RecordBatch.from_arrays([key_arr, value_arr, ts_arr, hdr_arr], schema=RECORD_SCHEMA)
+
+
+def _binary(items: Sequence[bytes | str | None] | pa.Array) -> pa.Array:
+    if isinstance(items, pa.Array):
+        return items.cast(pa.binary())
+    return pa.array(
+        [s.encode() if isinstance(s, str) else s for s in items], pa.binary()
+    )
+
+
+@cache
+def _schema_prefix_length(schema: pa.Schema, compression: str) -> int:
+    """Bytes of the schema message that an IPC stream writer emits before the batches."""
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, schema, options=_write_options(compression)):
+        pass
+    return sink.getvalue().size - 8  # minus the end-of-stream marker
+
+
+@cache
+def _write_options(compression: str) -> ipc.IpcWriteOptions:
+    if compression not in _CODECS:
+        raise ValueError(f"compression must be one of {sorted(_CODECS)}, got {compression!r}")
+    return ipc.IpcWriteOptions(compression=None if compression == "none" else compression)
+
+
+def _timestamp_range(batch: pa.RecordBatch) -> tuple[int, int]:
+    index = batch.schema.get_field_index("timestamp")
+    if index < 0 or batch.num_rows == 0:
+        now = now_us()
+        return now, now
+    column = batch.column(index)
+    if pa.types.is_timestamp(column.type):
+        column = column.cast(pa.timestamp("us", tz=column.type.tz)).view(pa.int64())
+    first = column[0].as_py()
+    top = pc.max(column).as_py()
+    return (first if first is not None else now_us()), (top if top is not None else now_us())
+
+
+def encode_batch(
+    batch: pa.RecordBatch,
+    *,
+    base_offset: int = 0,
+    compression: Compression = "none",
+    producer_id: int = -1,
+    sequence: int = -1,
+) -> bytes:
+    """Encode one record batch as a batch frame.
+
+    Args:
+        batch: the records; any schema (the topic's), ``RECORD_SCHEMA`` by default.
+        base_offset: offset of row 0 (the leader rewrites it on append).
+        compression: Arrow IPC buffer compression done here, transparent to readers.
+        producer_id: idempotent producer id, -1 for none.
+        sequence: idempotent producer sequence of this batch, -1 for none.
+    """
+    if batch.num_rows == 0:
+        raise ValueError("a batch frame holds at least one record")
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, batch.schema, options=_write_options(compression)) as writer:
+        writer.write_batch(batch)
+    stream = sink.getvalue()
+    start = _schema_prefix_length(batch.schema, compression)
+    payload = memoryview(stream)[start : stream.size - 8]
+    first_ts, max_ts = _timestamp_range(batch)
+    tail = _HEADER.pack(
+        FRAME_MAGIC, FRAME_VERSION, _CODECS[compression], 0, base_offset, len(payload), 0,
+        batch.num_rows, sequence, first_ts, max_ts, producer_id,
+    )[_CRC_START:]
+    crc = crc32c(payload, crc32c(tail))
+    head = _HEADER.pack(
+        FRAME_MAGIC, FRAME_VERSION, _CODECS[compression], 0, base_offset, len(payload), crc,
+        batch.num_rows, sequence, first_ts, max_ts, producer_id,
+    )
+    return b"".join((head, payload))
+
+
+def encode_records(
+    values: Sequence[bytes | str],
+    keys: Sequence[bytes | str | None] | None = None,
+    timestamps: Sequence[int] | None = None,
+    headers: Sequence[Sequence[tuple[str, bytes]] | None] | None = None,
+    **options: object,
+) -> bytes:
+    """Encode Python lists as one batch frame; ``options`` as for ``encode_batch``."""
+    return encode_batch(build_batch(values, keys, timestamps, headers), **options)  # type: ignore[arg-type]
+
+
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> FrameHeader:
+    """Parse and sanity-check the header at ``pos`` without touching the payload.
+
+    Raises:
+        CorruptFrameError: too few bytes, bad magic or version, or impossible fields.
+    """
+    view = memoryview(buf)
+    if len(view) - pos < HEADER_SIZE:
+        raise CorruptFrameError(
+            f"truncated frame header at byte {pos}: {len(view) - pos} of {HEADER_SIZE} bytes"
+        )
+    (magic, version, attributes, _reserved, base, length, crc, count, seq, first_ts, max_ts,
+     producer) = _HEADER.unpack_from(view, pos)
+    if magic != FRAME_MAGIC:
+        raise CorruptFrameError(f"bad magic {bytes(magic)!r} at byte {pos}, expected {FRAME_MAGIC!r}")
+    if version != FRAME_VERSION:
+        raise CorruptFrameError(f"unsupported frame version {version} at byte {pos}")
+    if count <= 0:
+        raise CorruptFrameError(f"record count {count} at byte {pos} is not positive")
+    if base < 0:
+        raise CorruptFrameError(f"negative base offset {base} at byte {pos}")
+    if length > _MAX_PAYLOAD or length == 0:
+        raise CorruptFrameError(f"impossible payload length {length} at byte {pos}")
+    if (attributes & _CODEC_BITS) == 3:
+        raise CorruptFrameError(f"unknown compression codec in attributes {attributes:#x}")
+    return FrameHeader(base, count, first_ts, max_ts, length, crc, producer, seq, attributes)
+
+
+def verify_frame(buf: bytes | bytearray | memoryview, pos: int = 0) -> FrameHeader:
+    """Parse the header at ``pos`` and check the payload is whole and its crc matches.
+
+    Raises:
+        CorruptFrameError: naming the first thing that is wrong.
+    """
+    header = read_header(buf, pos)
+    view = memoryview(buf)
+    end = pos + header.frame_length
+    if end > len(view):
+        raise CorruptFrameError(
+            f"truncated payload at byte {pos}: {len(view) - pos - HEADER_SIZE} of "
+            f"{header.payload_length} bytes"
+        )
+    actual = crc32c(view[pos + _CRC_START : end])
+    if actual != header.crc:
+        raise CorruptFrameError(
+            f"crc mismatch at byte {pos}: stored {header.crc:#010x}, computed {actual:#010x}"
+        )
+    return header
+
+
+def decode_frame(
+    buf: bytes | bytearray | memoryview,
+    *,
+    schema: pa.Schema = RECORD_SCHEMA,
+    with_offsets: bool = False,
+    check_crc: bool = True,
+) -> pa.RecordBatch:
+    """Decode one whole frame (exactly one, nothing after it) to a record batch.
+
+    The payload buffers are wrapped, not copied: the batch keeps ``buf`` alive.
+
+    Raises:
+        CorruptFrameError: bad header, crc, length, or a payload that is not a record
+            batch of ``schema``.
+    """
+    header = verify_frame(buf) if check_crc else read_header(buf)
+    view = memoryview(buf)
+    if len(view) != header.frame_length:
+        raise CorruptFrameError(
+            f"frame is {len(view)} bytes but its header says {header.frame_length}"
+        )
+    return _decode_payload(view[HEADER_SIZE:], header, schema, with_offsets)
+
+
+def _decode_payload(
+    payload: memoryview, header: FrameHeader, schema: pa.Schema, with_offsets: bool
+) -> pa.RecordBatch:
+    try:
+        batch = ipc.read_record_batch(pa.py_buffer(payload), schema)
+        batch.validate(full=True)
+    except (pa.ArrowException, ValueError, OSError) as exc:
+        raise CorruptFrameError(
+            f"payload at offset {header.base_offset} is not a record batch of the schema: {exc}"
+        ) from exc
+    if batch.num_rows != header.record_count:
+        raise CorruptFrameError(
+            f"payload has {batch.num_rows} rows but the header says {header.record_count}"
+        )
+    if with_offsets:
+        offsets = pa.array(
+            np.arange(header.base_offset, header.next_offset, dtype=np.int64), pa.int64()
+        )
+        batch = pa.RecordBatch.from_arrays(
+            [offsets, *batch.columns], schema=pa.schema([OFFSET_FIELD, *schema])
+        )
+    return batch
+
+
+def iter_frames(
+    buf: bytes | bytearray | memoryview, *, check_crc: bool = True
+) -> Iterator[tuple[FrameHeader, memoryview]]:
+    """Walk a buffer of back-to-back frames, yielding each header and its whole frame bytes.
+
+    Raises:
+        CorruptFrameError: at the first frame that is torn or damaged.
+    """
+    view = memoryview(buf)
+    pos = 0
+    while pos < len(view):
+        header = verify_frame(view, pos) if check_crc else read_header(view, pos)
+        end = pos + header.frame_length
+        if end > len(view):
+            raise CorruptFrameError(f"truncated payload at byte {pos}")
+        yield header, view[pos:end]
+        pos = end
+
+
+def decode_frames(
+    buf: bytes | bytearray | memoryview,
+    *,
+    schema: pa.Schema = RECORD_SCHEMA,
+    with_offsets: bool = False,
+    check_crc: bool = True,
+) -> list[pa.RecordBatch]:
+    """Decode back-to-back frames (as read from a log or a fetch reply) to record batches."""
+    return [
+        _decode_payload(frame[HEADER_SIZE:], header, schema, with_offsets)
+        for header, frame in iter_frames(buf, check_crc=check_crc)
+    ]
+
+
+def with_base_offset(frame: bytes | bytearray | memoryview, base_offset: int) -> bytes:
+    """A copy of ``frame`` whose header carries ``base_offset`` (outside the crc)."""
+    out = bytearray(frame)
+    _BASE_OFFSET.pack_into(out, 8, base_offset)
+    return bytes(out)
