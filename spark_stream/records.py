@@ -31,11 +31,11 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Literal
 
-from crc32c import crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+from crc32c import crc32c
 
 from spark_stream.errors import CorruptFrameError
 
@@ -146,10 +146,11 @@ def build_batch(
     key_arr = pa.nulls(n, pa.binary()) if keys is None else _binary(keys)
     if len(key_arr) != n:
         raise ValueError(f"keys has {len(key_arr)} entries for {n} values")
+    ts_type = RECORD_SCHEMA.field("timestamp").type
     if timestamps is None:
-        ts_arr = pa.array(np.full(n, now_us(), dtype=np.int64)).cast(RECORD_SCHEMA.field("timestamp").type)
+        ts_arr = pa.array(np.full(n, now_us(), dtype=np.int64)).cast(ts_type)
     else:
-        ts_arr = pa.array(timestamps, pa.int64()).cast(RECORD_SCHEMA.field("timestamp").type)
+        ts_arr = pa.array(timestamps, pa.int64()).cast(ts_type)
     if len(ts_arr) != n:
         raise ValueError(f"timestamps has {len(ts_arr)} entries for {n} values")
     if headers is None:
@@ -264,7 +265,9 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> FrameHeade
     (magic, version, attributes, _reserved, base, length, crc, count, seq, first_ts, max_ts,
      producer) = _HEADER.unpack_from(view, pos)
     if magic != FRAME_MAGIC:
-        raise CorruptFrameError(f"bad magic {bytes(magic)!r} at byte {pos}, expected {FRAME_MAGIC!r}")
+        raise CorruptFrameError(
+            f"bad magic {bytes(magic)!r} at byte {pos}, expected {FRAME_MAGIC!r}"
+        )
     if version != FRAME_VERSION:
         raise CorruptFrameError(f"unsupported frame version {version} at byte {pos}")
     if count <= 0:
