@@ -5,12 +5,12 @@ one Arrow IPC record-batch message (the encapsulated message, without the schema
 
     off size field
       0    4 magic            b"FLVB"
-      4    1 version          1
-      5    1 attributes       bits 0-1: compression codec (0 none, 1 lz4, 2 zstd)
-      6    2 reserved         0
+      4    4 payload_length   bytes of the Arrow message that follow the header
       8    8 base_offset      offset of row 0; rewritten by the leader, so not in the crc
-     16    4 payload_length   bytes of the Arrow message that follow the header
-     20    4 crc32c           over bytes [24, 56 + payload_length): header tail + payload
+     16    4 crc32c           over bytes [20, 56 + payload_length): header tail + payload
+     20    1 version          1
+     21    1 attributes       bits 0-1: compression codec (0 none, 1 lz4, 2 zstd)
+     22    2 reserved         0
      24    4 record_count     rows in the batch
      28    4 sequence         idempotent producer sequence, -1 when none
      32    8 first_timestamp  microseconds since the epoch, UTC
@@ -75,9 +75,9 @@ OFFSET_FIELD = pa.field("offset", pa.int64(), nullable=False)
 
 FRAME_MAGIC = b"FLVB"
 FRAME_VERSION = 1
-_HEADER = struct.Struct("<4sBBHqIIiiqqq")
+_HEADER = struct.Struct("<4sIqIBBHiiqqq")
 HEADER_SIZE = _HEADER.size  # 56
-_CRC_START = 24
+_CRC_START = 20
 _BASE_OFFSET = struct.Struct("<q")
 _MAX_PAYLOAD = 2**31 - 1
 
@@ -228,15 +228,12 @@ def encode_batch(
     start = _schema_prefix_length(batch.schema, compression)
     payload = memoryview(stream)[start : stream.size - 8]
     first_ts, max_ts = _timestamp_range(batch)
-    tail = _HEADER.pack(
-        FRAME_MAGIC, FRAME_VERSION, _CODECS[compression], 0, base_offset, len(payload), 0,
-        batch.num_rows, sequence, first_ts, max_ts, producer_id,
-    )[_CRC_START:]
-    crc = crc32c(payload, crc32c(tail))
-    head = _HEADER.pack(
-        FRAME_MAGIC, FRAME_VERSION, _CODECS[compression], 0, base_offset, len(payload), crc,
-        batch.num_rows, sequence, first_ts, max_ts, producer_id,
+    fields = (
+        FRAME_VERSION, _CODECS[compression], 0, batch.num_rows, sequence, first_ts, max_ts,
+        producer_id,
     )
+    crc = crc32c(payload, crc32c(_HEADER.pack(FRAME_MAGIC, 0, 0, 0, *fields)[_CRC_START:]))
+    head = _HEADER.pack(FRAME_MAGIC, len(payload), base_offset, crc, *fields)
     return b"".join((head, payload))
 
 
@@ -262,7 +259,7 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> FrameHeade
         raise CorruptFrameError(
             f"truncated frame header at byte {pos}: {len(view) - pos} of {HEADER_SIZE} bytes"
         )
-    (magic, version, attributes, _reserved, base, length, crc, count, seq, first_ts, max_ts,
+    (magic, length, base, crc, version, attributes, _reserved, count, seq, first_ts, max_ts,
      producer) = _HEADER.unpack_from(view, pos)
     if magic != FRAME_MAGIC:
         raise CorruptFrameError(

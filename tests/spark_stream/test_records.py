@@ -104,7 +104,7 @@ def test_mismatched_list_lengths_are_refused() -> None:
     ("mutate", "message"),
     [
         (lambda f: b"XXXX" + f[4:], "bad magic"),
-        (lambda f: f[:4] + b"\x09" + f[5:], "unsupported frame version"),
+        (lambda f: f[:20] + b"\x09" + f[21:], "unsupported frame version"),
         (lambda f: f[:HEADER_SIZE - 3], "truncated frame header"),
         (lambda f: f[:-1], "truncated payload"),
         (lambda f: f[:-1] + bytes([f[-1] ^ 0xFF]), "crc mismatch"),
