@@ -1,0 +1,95 @@
+"""The wire protocol, pure: frames, the frame decoder, api keys, messages. No I/O here.
+
+``spark_stream.connection`` and ``spark_stream.server`` move these frames over asyncio
+streams; everything in this package works on bytes in memory. The layout is specified
+in ``docs/protocol.md``.
+"""
+
+from __future__ import annotations
+
+from spark_stream.protocol.api import API_VERSIONS, STREAM_APIS, ApiKey, api_name
+from spark_stream.protocol.data import (
+    DEFAULT_FETCH_MAX_BYTES,
+    Acks,
+    FetchOffsetsRequest,
+    FetchOffsetsResponse,
+    FetchRequest,
+    FetchResponse,
+    Isolation,
+    ProduceRequest,
+    ProduceResponse,
+    StreamFetchPush,
+    StreamFetchRequest,
+)
+from spark_stream.protocol.decoder import Event, FrameDecoder
+from spark_stream.protocol.frame import (
+    DEFAULT_MAX_FRAME_SIZE,
+    FRAME_MAGIC,
+    HEADER_SIZE,
+    MAX_CORRELATION_ID,
+    Buffer,
+    Frame,
+    FrameFlags,
+    FrameHeader,
+    FrameKind,
+    OversizedFrame,
+    Tail,
+    encode_frame,
+    parse_header,
+    tail_length,
+)
+from spark_stream.protocol.message import (
+    ErrorReply,
+    Message,
+    Payload,
+    Push,
+    Request,
+    Role,
+    message,
+    message_type,
+)
+from spark_stream.protocol.meta import decode_meta, encode_meta
+
+__all__ = [
+    "API_VERSIONS",
+    "STREAM_APIS",
+    "ApiKey",
+    "api_name",
+    "DEFAULT_FETCH_MAX_BYTES",
+    "Acks",
+    "Isolation",
+    "ProduceRequest",
+    "ProduceResponse",
+    "FetchRequest",
+    "FetchResponse",
+    "FetchOffsetsRequest",
+    "FetchOffsetsResponse",
+    "StreamFetchRequest",
+    "StreamFetchPush",
+    "Event",
+    "FrameDecoder",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "FRAME_MAGIC",
+    "HEADER_SIZE",
+    "MAX_CORRELATION_ID",
+    "Buffer",
+    "Tail",
+    "Frame",
+    "FrameFlags",
+    "FrameHeader",
+    "FrameKind",
+    "OversizedFrame",
+    "encode_frame",
+    "parse_header",
+    "tail_length",
+    "ErrorReply",
+    "Message",
+    "Payload",
+    "Request",
+    "Push",
+    "Role",
+    "message",
+    "message_type",
+    "decode_meta",
+    "encode_meta",
+]

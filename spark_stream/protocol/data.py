@@ -1,0 +1,223 @@
+"""Data-plane messages of the SPU public api: produce, fetch, fetch offsets, stream fetch.
+
+Records travel as back-to-back batch frames (``spark_stream.records``) in the message
+tail: the producer encodes them once, the leader rewrites only base offsets, and
+consumers decode them with ``records.decode_frames``. Nothing here looks inside a frame.
+Idempotence (producer id, sequence) lives in the batch frame headers, not in the meta.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+
+from spark_stream.errors import InvalidRequestError
+from spark_stream.protocol.api import ApiKey
+from spark_stream.protocol.frame import Tail
+from spark_stream.protocol.message import Message, Role, check_tail_present, message
+
+__all__ = [
+    "Acks",
+    "Isolation",
+    "DEFAULT_FETCH_MAX_BYTES",
+    "ProduceRequest",
+    "ProduceResponse",
+    "FetchRequest",
+    "FetchResponse",
+    "FetchOffsetsRequest",
+    "FetchOffsetsResponse",
+    "StreamFetchRequest",
+    "StreamFetchPush",
+]
+
+DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
+
+
+class Acks(IntEnum):
+    """When the leader answers a produce: never, after its own append, or after the ISR."""
+
+    NONE = 0
+    LEADER = 1
+    ALL = -1
+
+
+class Isolation(StrEnum):
+    """Which records a consumer may see: up to the high watermark, or up to the LEO."""
+
+    COMMITTED = "committed"
+    UNCOMMITTED = "uncommitted"
+
+
+def _non_negative(owner: str, **values: int | None) -> None:
+    for name, value in values.items():
+        if value is not None and value < 0:
+            raise InvalidRequestError(f"{owner}.{name} must be >= 0, got {value}")
+
+
+def _positive(owner: str, **values: int) -> None:
+    for name, value in values.items():
+        if value <= 0:
+            raise InvalidRequestError(f"{owner}.{name} must be > 0, got {value}")
+
+
+def _topic(owner: str, topic: str) -> None:
+    if not topic:
+        raise InvalidRequestError(f"{owner}.topic must not be empty")
+
+
+@message(ApiKey.PRODUCE, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class ProduceRequest(Message):
+    """Append batch frames to one partition on its leader.
+
+    Attributes:
+        topic: topic name.
+        partition: partition index.
+        acks: when to answer (see ``Acks``); ``ALL`` enforces ``min_in_sync_replicas``.
+        timeout_ms: how long the leader may wait for ``acks=ALL`` before failing.
+        tail: one or more back-to-back batch frames (base offsets are rewritten).
+    """
+
+    topic: str
+    partition: int
+    acks: Acks = Acks.LEADER
+    timeout_ms: int = 5000
+    tail: Tail = b""
+
+    def __post_init__(self) -> None:
+        _topic("ProduceRequest", self.topic)
+        _non_negative("ProduceRequest", partition=self.partition, timeout_ms=self.timeout_ms)
+        check_tail_present(self.tail, "ProduceRequest")
+
+
+@message(ApiKey.PRODUCE, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ProduceResponse(Message):
+    """Where the produced records landed.
+
+    Attributes:
+        base_offset: offset given to the first record of the request.
+        leo: log end offset after the append.
+        hw: high watermark when the answer was sent.
+    """
+
+    base_offset: int
+    leo: int
+    hw: int
+
+
+@message(ApiKey.FETCH, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class FetchRequest(Message):
+    """Read batch frames from a partition leader, starting at an offset.
+
+    Attributes:
+        offset: first offset wanted; the reply starts at the frame holding it.
+        max_bytes: soft limit on the reply's tail (at least one frame is returned).
+        isolation: committed (up to HW) or uncommitted (up to LEO).
+        max_wait_ms: how long the leader may wait for data when none is visible; 0 = none.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+    isolation: Isolation = Isolation.COMMITTED
+    max_wait_ms: int = 0
+
+    def __post_init__(self) -> None:
+        _topic("FetchRequest", self.topic)
+        _non_negative(
+            "FetchRequest", partition=self.partition, offset=self.offset,
+            max_wait_ms=self.max_wait_ms,
+        )
+        _positive("FetchRequest", max_bytes=self.max_bytes)
+
+
+@message(ApiKey.FETCH, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class FetchResponse(Message):
+    """Batch frames read from the log and the partition's offsets at read time.
+
+    Attributes:
+        hw: high watermark.
+        leo: log end offset.
+        log_start: first offset still in the log.
+        tail: back-to-back batch frames as stored, possibly empty.
+    """
+
+    hw: int
+    leo: int
+    log_start: int
+    tail: Tail = b""
+
+
+@message(ApiKey.FETCH_OFFSETS, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class FetchOffsetsRequest(Message):
+    """Ask a leader for a partition's offsets, and optionally the offset for a time.
+
+    Attributes:
+        timestamp_us: when set, also find the first offset whose timestamp is at or
+            after this time (microseconds since the epoch).
+    """
+
+    topic: str
+    partition: int
+    timestamp_us: int | None = None
+
+    def __post_init__(self) -> None:
+        _topic("FetchOffsetsRequest", self.topic)
+        _non_negative("FetchOffsetsRequest", partition=self.partition)
+
+
+@message(ApiKey.FETCH_OFFSETS, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class FetchOffsetsResponse(Message):
+    """A partition's offsets.
+
+    Attributes:
+        offset: the answer to ``timestamp_us``; None when not asked or no record is that
+            recent.
+    """
+
+    log_start: int
+    leo: int
+    hw: int
+    offset: int | None = None
+
+
+@message(ApiKey.STREAM_FETCH, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class StreamFetchRequest(Message):
+    """Open a stream: the leader pushes frames from ``offset`` on as they become visible.
+
+    Attributes:
+        max_bytes: soft limit on the tail of each push.
+        isolation: committed (pushes up to HW) or uncommitted (up to LEO).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+    isolation: Isolation = Isolation.COMMITTED
+
+    def __post_init__(self) -> None:
+        _topic("StreamFetchRequest", self.topic)
+        _non_negative("StreamFetchRequest", partition=self.partition, offset=self.offset)
+        _positive("StreamFetchRequest", max_bytes=self.max_bytes)
+
+
+@message(ApiKey.STREAM_FETCH, Role.PUSH)
+@dataclass(frozen=True, slots=True)
+class StreamFetchPush(Message):
+    """One push of a fetch stream: new frames and the offsets after them.
+
+    A push with an empty tail only reports moved offsets (e.g. the HW advanced).
+    """
+
+    hw: int
+    leo: int
+    log_start: int
+    tail: Tail = b""
