@@ -1,0 +1,214 @@
+"""The Topic object: a stream's partitioning, replication and log settings.
+
+Spec (seed ``003``)::
+
+    spec:
+      partitions: 6
+      replicationFactor: 3
+
+or a manual assignment, where partitions and replication factor follow from the list::
+
+    spec:
+      replicaAssignment:
+        - {partition: 0, replicas: [0, 1, 2]}
+        - {partition: 1, replicas: [1, 2, 0]}
+
+Status ``resolution`` moves ``Init`` -> ``Pending`` -> ``Provisioned`` (or
+``InsufficientResources`` / ``InvalidConfig`` with a ``reason``); ``replicaMap`` maps
+each partition index to its SPUs, leader first. The seed's list form
+``[{0: [0, 1, 2]}, ...]`` is accepted on input; output is a plain mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from spark_stream.models._base import (
+    CaseInsensitiveEnum,
+    FrozenModel,
+    KvObject,
+    Metadata,
+    check_name,
+)
+
+__all__ = [
+    "Compression",
+    "TopicSettings",
+    "PartitionAssignment",
+    "TopicSpec",
+    "TopicResolution",
+    "TopicStatus",
+    "Topic",
+    "MAX_PARTITIONS",
+    "MAX_TOPIC_NAME",
+]
+
+#: Upper bound on partitions per topic, so a typo cannot make the SC create millions.
+MAX_PARTITIONS = 100_000
+#: Topic names are DNS labels (63 characters); partition names append ``-{index}``.
+MAX_TOPIC_NAME = 63
+
+
+class Compression(CaseInsensitiveEnum):
+    """Arrow IPC buffer compression a topic accepts (``any``: the producer chooses)."""
+
+    ANY = "any"
+    NONE = "none"
+    LZ4 = "lz4"
+    ZSTD = "zstd"
+
+
+class TopicSettings(FrozenModel):
+    """Log and replication settings a topic hands down to each of its partitions.
+
+    ``None`` means "the SPU's configured default".
+    """
+
+    retention_secs: int | None = Field(default=None, ge=1)
+    max_partition_size: int | None = Field(default=None, ge=1)
+    segment_size: int | None = Field(default=None, ge=1)
+    compression: Compression = Compression.ANY
+    min_in_sync_replicas: int = Field(default=1, ge=1)
+    unclean_leader_election: bool = False
+
+    def settings(self) -> dict[str, Any]:
+        """Return the settings fields alone (snake_case), to copy into a partition spec."""
+        return {name: getattr(self, name) for name in TopicSettings.model_fields}
+
+
+class PartitionAssignment(FrozenModel):
+    """One row of a manual replica assignment: a partition and its SPUs, leader first."""
+
+    partition: int = Field(ge=0)
+    replicas: tuple[int, ...] = Field(min_length=1)
+
+    @field_validator("replicas")
+    @classmethod
+    def _distinct(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"replicas {list(value)} must be distinct SPUs")
+        if any(spu < 0 for spu in value):
+            raise ValueError("replicas: SPU ids must be >= 0")
+        return value
+
+
+class TopicSpec(TopicSettings):
+    """Desired state of a topic: computed (partitions x factor) or manually assigned."""
+
+    partitions: int = Field(default=1, ge=1, le=MAX_PARTITIONS)
+    replication_factor: int = Field(default=1, ge=1)
+    ignore_rack_assignment: bool = False
+    replica_assignment: tuple[PartitionAssignment, ...] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _counts_from_assignment(cls, data: Any) -> Any:
+        # With a manual assignment, partitions and factor default to what it implies.
+        if not isinstance(data, dict):
+            return data
+        rows = data.get("replicaAssignment", data.get("replica_assignment"))
+        if not isinstance(rows, list | tuple) or not rows:
+            return data
+        first = rows[0]
+        replicas = first.get("replicas") if isinstance(first, dict) else None
+        data = dict(data)
+        if "partitions" not in data:
+            data["partitions"] = len(rows)
+        if (
+            "replicationFactor" not in data
+            and "replication_factor" not in data
+            and isinstance(replicas, list | tuple)
+        ):
+            data["replicationFactor"] = len(replicas)
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.min_in_sync_replicas > self.replication_factor:
+            raise ValueError(
+                f"minInSyncReplicas ({self.min_in_sync_replicas}) exceeds "
+                f"replicationFactor ({self.replication_factor})"
+            )
+        rows = self.replica_assignment
+        if rows is None:
+            return self
+        if not rows:
+            raise ValueError("replicaAssignment must list at least one partition")
+        ids = sorted(row.partition for row in rows)
+        if ids != list(range(len(rows))):
+            raise ValueError(f"replicaAssignment: partitions {ids} must be 0..{len(rows) - 1}")
+        if self.partitions != len(rows):
+            raise ValueError(
+                f"partitions ({self.partitions}) differs from replicaAssignment ({len(rows)})"
+            )
+        for row in rows:
+            if len(row.replicas) != self.replication_factor:
+                raise ValueError(
+                    f"replicaAssignment: partition {row.partition} has {len(row.replicas)} "
+                    f"replicas, replicationFactor is {self.replication_factor}"
+                )
+        return self
+
+    @property
+    def is_manual(self) -> bool:
+        """True when the spec carries a manual replica assignment."""
+        return self.replica_assignment is not None
+
+    def assignment_map(self) -> dict[int, tuple[int, ...]]:
+        """The manual assignment as ``{partition: replicas}`` (empty when computed)."""
+        return {row.partition: row.replicas for row in self.replica_assignment or ()}
+
+
+class TopicResolution(CaseInsensitiveEnum):
+    """Provisioning state of a topic, exactly as the seed names it."""
+
+    INIT = "Init"
+    PENDING = "Pending"
+    INSUFFICIENT_RESOURCES = "InsufficientResources"
+    INVALID_CONFIG = "InvalidConfig"
+    PROVISIONED = "Provisioned"
+
+
+class TopicStatus(FrozenModel):
+    """Observed state of a topic; ``reason`` explains a failed resolution."""
+
+    resolution: TopicResolution = TopicResolution.INIT
+    replica_map: dict[int, tuple[int, ...]] = Field(default_factory=dict)
+    reason: str | None = None
+
+    @field_validator("replica_map", mode="before")
+    @classmethod
+    def _seed_list_form(cls, value: Any) -> Any:
+        # The seed writes `replicaMap: [{0: [0, 1, 2]}, {1: [...]}]`; fold it into a map.
+        if isinstance(value, list | tuple):
+            merged: dict[Any, Any] = {}
+            for row in value:
+                if not isinstance(row, dict):
+                    raise ValueError("replicaMap rows must be {partition: [spu ids]}")
+                for key, replicas in row.items():
+                    if key in merged:
+                        raise ValueError(f"replicaMap lists partition {key} twice")
+                    merged[key] = replicas
+            return merged
+        return value
+
+
+class Topic(KvObject[TopicSpec, TopicStatus]):
+    """A topic object (kind ``Topic``); its partitions are children in the store."""
+
+    kind: ClassVar[str] = "Topic"
+
+    status: TopicStatus = TopicStatus()
+
+    @field_validator("metadata")
+    @classmethod
+    def _short_name(cls, value: Metadata) -> Metadata:
+        check_name(value.name, MAX_TOPIC_NAME)
+        return value
+
+    @classmethod
+    def new(cls, name: str, spec: TopicSpec, status: TopicStatus | None = None) -> Topic:
+        """Build a topic object with revision 0 (the store assigns the real one)."""
+        return cls.build(name, spec, status)
