@@ -32,6 +32,9 @@ __all__ = [
     "DuplicateSequenceError",
     "OutOfOrderSequenceError",
     "StorageError",
+    "ObjectExistsError",
+    "KvUnavailableError",
+    "ServerStartError",
     "error_for_code",
 ]
 
@@ -173,6 +176,25 @@ class StorageError(FluvioError):
     """The storage engine cannot complete the operation (I/O, closed log)."""
 
     code = 22
+
+
+class ObjectExistsError(ConflictError):
+    """A KV create found an object of that kind and name already stored."""
+
+    code = 50
+    retriable = False
+
+
+class KvUnavailableError(ConnectionClosedError):
+    """The KV store (Redis) did not answer within the reconnect timeout."""
+
+    code = 51
+
+
+class ServerStartError(FluvioError):
+    """A local server process (e.g. redis-server) failed to start or answer in time."""
+
+    code = 52
 
 
 _BY_CODE: dict[int, type[FluvioError]] = {}
