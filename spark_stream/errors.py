@@ -35,6 +35,7 @@ __all__ = [
     "ObjectExistsError",
     "KvUnavailableError",
     "ServerStartError",
+    "InsufficientResourcesError",
     "error_for_code",
 ]
 
@@ -195,6 +196,13 @@ class ServerStartError(FluvioError):
     """A local server process (e.g. redis-server) failed to start or answer in time."""
 
     code = 52
+
+
+class InsufficientResourcesError(FluvioError):
+    """Too few SPUs for a topic's replication factor; it waits for more (``Pending``)."""
+
+    code = 60
+    retriable = True
 
 
 _BY_CODE: dict[int, type[FluvioError]] = {}
