@@ -79,6 +79,10 @@ def _answering_pid(port: int, timeout: float = 0.5) -> int | None:
     return int(line) if line.isdigit() else None
 
 
+class _PortTakenError(ServerStartError):
+    """The chosen port was taken before redis-server could bind it."""
+
+
 class RedisServer:
     """One ``redis-server`` process on loopback.
 
@@ -149,7 +153,7 @@ class RedisServer:
             try:
                 self._spawn(binary)
                 return
-            except ServerStartError:
+            except _PortTakenError:
                 if attempt == attempts - 1:
                     raise
 
@@ -177,9 +181,11 @@ class RedisServer:
                 _, raw = self._proc.communicate()  # reads and closes the pipes
                 err = raw.decode(errors="replace") if raw else ""
                 self._proc = None
-                raise ServerStartError(
-                    f"redis-server exited at start on port {self.port}: {err}{self._log_tail()}"
-                )
+                message = f"redis-server exited at start on port {self.port}: {err}"
+                message += self._log_tail()
+                if "Address already in use" in message:
+                    raise _PortTakenError(message)
+                raise ServerStartError(message)
             if _answering_pid(self.port) == self._proc.pid:
                 return
             time.sleep(0.02)  # poll interval of a bounded wait for PONG

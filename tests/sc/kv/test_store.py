@@ -328,3 +328,15 @@ def test_spec_types_are_checked_before_writing(backend: Backend) -> None:
         assert updated.spu_id == 9
 
     backend.run(body)
+
+
+def test_close_ends_a_blocked_watch(backend: Backend) -> None:
+    async def body(store: KvStore) -> None:
+        await store.create(topic("a"))
+        watch = store.watch("Topic", 1)
+        pending = asyncio.ensure_future(take(watch, 1))
+        await asyncio.sleep(0)
+        await store.close()
+        assert await pending == []
+
+    backend.run(body)

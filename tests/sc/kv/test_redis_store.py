@@ -1,0 +1,115 @@
+"""Redis-only behaviour: restarts under a running watcher, reconnect with backoff."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from sc.kv import ChangeEvent, ChangeType, RedisKvStore, Resync
+from spark_stream.errors import KvUnavailableError
+from spark_stream.local import RedisServer
+from tests.sc.kv.helpers import take, topic
+
+pytestmark = pytest.mark.integration
+
+
+def _store(url: str, reconnect_timeout: float = 20.0) -> RedisKvStore:
+    return RedisKvStore(
+        url, block_ms=100, reconnect_timeout=reconnect_timeout, backoff_max=0.2
+    )
+
+
+def test_watcher_resumes_after_a_restart_with_persistence(tmp_path: Path) -> None:
+    with RedisServer(tmp_path / "redis") as server:
+
+        async def main() -> None:
+            watcher, writer = _store(server.url), _store(server.url)
+            try:
+                watch = watcher.watch("Topic", 0)
+                await writer.create(topic("before"))
+                [first] = await take(watch, 1)
+                assert first.revision == 1
+                pending = asyncio.ensure_future(take(watch, 1))
+                await asyncio.to_thread(server.restart)
+                # The writer reconnects (and reloads its scripts) on its own.
+                after = await writer.create(topic("after"))
+                assert after.revision == 2
+                [event] = await pending
+                assert isinstance(event, ChangeEvent)
+                assert (event.name, event.type, event.revision) == ("after", ChangeType.ADDED, 2)
+                assert [t.name for t in (await watcher.list("Topic"))[0]] == ["after", "before"]
+            finally:
+                await watcher.close()
+                await writer.close()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_watcher_resyncs_when_redis_lost_its_data(tmp_path: Path) -> None:
+    with RedisServer(tmp_path / "redis", appendonly=False) as server:
+
+        async def main() -> None:
+            watcher, writer = _store(server.url), _store(server.url)
+            try:
+                watch = watcher.watch(None, 0)
+                await writer.create(topic("lost"))
+                [first] = await take(watch, 1)
+                assert first.revision == 1
+                pending = asyncio.ensure_future(take(watch, 1))
+                await asyncio.to_thread(server.restart)  # no AOF, no RDB: empty again
+                [resync] = await pending
+                assert isinstance(resync, Resync) and resync.revision == 0
+                assert all(objs == () for objs in resync.objects.values())
+                await writer.create(topic("fresh"))
+                [event] = await take(watch, 1)
+                assert (event.name, event.revision) == ("fresh", 1)
+            finally:
+                await watcher.close()
+                await writer.close()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_writes_wait_for_redis_to_come_back(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+
+        async def main() -> None:
+            store = _store(server.url)
+            try:
+                await store.create(topic("a"))
+                await asyncio.to_thread(server.stop)
+                write = asyncio.ensure_future(store.create(topic("b")))
+                await asyncio.to_thread(server.start)  # same port, same data
+                created = await write
+                assert created.revision == 2
+                assert [t.name for t in (await store.list("Topic"))[0]] == ["a", "b"]
+            finally:
+                await store.close()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
+    finally:
+        server.stop()
+
+
+def test_unreachable_redis_is_a_typed_error_in_bounded_time(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    url = server.url
+    server.stop()
+
+    async def main() -> None:
+        store = _store(url, reconnect_timeout=0.3)
+        try:
+            with pytest.raises(KvUnavailableError, match="redis unreachable"):
+                await store.get("Topic", "a")
+            with pytest.raises(KvUnavailableError):
+                await take(store.watch("Topic", 0), 1)
+        finally:
+            await store.close()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+

@@ -1,0 +1,96 @@
+"""RedisServer: a real redis-server child, started, restarted and stopped by pid."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import redis
+
+from spark_stream.errors import ServerStartError
+from spark_stream.local import RedisServer, find_redis_server, free_port
+
+pytestmark = pytest.mark.integration
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_finds_a_binary() -> None:
+    path = find_redis_server()
+    assert os.access(path, os.X_OK) and path.endswith("redis-server")
+
+
+def test_free_port_is_bindable() -> None:
+    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+def test_start_restart_stop(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path / "data")
+    try:
+        server.start()
+        pid, port = server.pid, server.port
+        assert pid is not None and server.running
+        assert server.url == f"redis://127.0.0.1:{port}/0"
+        client = redis.Redis.from_url(server.url)
+        try:
+            client.set("k", "v")
+            server.restart()
+            assert server.port == port and server.pid not in (None, pid)
+            assert _gone(pid)
+            assert client.get("k") == b"v"  # AOF replayed; the client reconnects
+        finally:
+            client.close()
+        assert (tmp_path / "data" / "redis.log").is_file()
+    finally:
+        server.stop()
+    assert not server.running and server.pid is None
+    server.stop()  # idempotent
+
+
+def test_context_manager_stops_by_pid(tmp_path: Path) -> None:
+    with RedisServer(tmp_path) as server:
+        pid = server.pid
+        assert pid is not None and not _gone(pid)
+    assert _gone(pid)
+
+
+def test_taken_fixed_port_fails_fast(tmp_path: Path) -> None:
+    with RedisServer(tmp_path / "a") as first:
+        second = RedisServer(tmp_path / "b", port=first.port)
+        with pytest.raises(ServerStartError, match="Address already in use|exited"):
+            second.start()
+        assert not second.running
+        assert first.running
+
+
+def test_missing_binary(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path, binary=str(tmp_path / "no-such-redis"))
+    with pytest.raises(ServerStartError, match="cannot run"):
+        server.start()
+
+
+def test_silent_server_times_out_and_is_killed(tmp_path: Path) -> None:
+    # A "server" that never answers and ignores SIGTERM: start() gives up, SIGKILL ends it.
+    fake = tmp_path / "fake-redis"
+    fake.write_text("#!/bin/sh\ntrap '' TERM\nexec sleep 60\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    server = RedisServer(tmp_path / "d", binary=str(fake), start_timeout=0.5, stop_timeout=0.5)
+    began = time.monotonic()
+    with pytest.raises(ServerStartError, match="did not answer PING"):
+        server.start()
+    assert time.monotonic() - began < 20  # bounded, not a speed claim
+    assert not server.running
+    children = psutil.Process().children(recursive=True)
+    assert not any(c.cmdline()[-2:] == ["sleep", "60"] for c in children if not _gone(c.pid))
