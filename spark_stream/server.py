@@ -64,6 +64,8 @@ DisconnectHook = Callable[["ConnContext", BaseException | None], Awaitable[None]
 
 DEFAULT_MAX_IN_FLIGHT = 64
 DEFAULT_MAX_STREAMS = 256
+LINGER_SECONDS = 1.0
+LINGER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +279,7 @@ class _Session:
             log.warning("closing connection server=%s conn=%d peer=%s error=%r",
                         self.server.name, self.ctx.id, self.ctx.peer, exc)
             self._write_error(0, 0, exc)  # correlation id 0: about the whole connection
+            await self._linger()
         except (OSError, ConnectionError) as exc:
             cause = exc
         except Exception as exc:
@@ -291,6 +294,21 @@ class _Session:
             with contextlib.suppress(OSError, ConnectionError):
                 await self.writer.wait_closed()
             await self._disconnected(cause)
+
+    async def _linger(self) -> None:
+        """Half-close and drain what the peer still sends, so it reads our error reply.
+
+        Closing a socket with unread input makes the kernel send a reset, which can
+        destroy the reply before the peer reads it. Bounded by ``LINGER_SECONDS`` and
+        ``LINGER_BYTES``.
+        """
+        with contextlib.suppress(OSError, ConnectionError, RuntimeError, TimeoutError):
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+            async with asyncio.timeout(LINGER_SECONDS):
+                discarded = 0
+                while discarded < LINGER_BYTES and (data := await self.reader.read(65536)):
+                    discarded += len(data)
 
     async def _disconnected(self, cause: BaseException | None) -> None:
         log.debug("connection closed server=%s conn=%d cause=%r",
