@@ -198,6 +198,10 @@ class KvStore(abc.ABC):
 
         Yields ``Resync`` instead when the feed cannot continue from the position. The
         iterator runs until the caller stops iterating (or the store closes).
+
+        Raises:
+            InvalidConfigError: an unknown kind (raised by the call, not the iteration).
+            KvUnavailableError: the backend stayed unreachable past its reconnect timeout.
         """
 
     @abc.abstractmethod

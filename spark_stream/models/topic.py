@@ -23,7 +23,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from spark_stream.models._base import (
     CaseInsensitiveEnum,
@@ -76,6 +82,20 @@ class TopicSettings(FrozenModel):
     def settings(self) -> dict[str, Any]:
         """Return the settings fields alone (snake_case), to copy into a partition spec."""
         return {name: getattr(self, name) for name in TopicSettings.model_fields}
+
+    @model_serializer(mode="wrap")
+    def _settings_last(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Subclass fields (partitions, replicas...) read first, as in the seed's YAML.
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        first = {k: v for k, v in data.items() if k not in _SETTING_KEYS}
+        return first | {k: v for k, v in data.items() if k in _SETTING_KEYS}
+
+
+_SETTING_KEYS = frozenset(
+    key for name, info in TopicSettings.model_fields.items() for key in (name, info.alias)
+)
 
 
 class PartitionAssignment(FrozenModel):
