@@ -55,7 +55,15 @@ from spark_stream.protocol import (
     message_type,
 )
 
-__all__ = ["Connection", "Stream", "DEFAULT_STREAM_WINDOW", "READ_CHUNK", "STREAM_LIMIT"]
+__all__ = [
+    "Connection",
+    "Stream",
+    "close_writer",
+    "DEFAULT_STREAM_WINDOW",
+    "READ_CHUNK",
+    "STREAM_LIMIT",
+    "CLOSE_GRACE",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +72,22 @@ READ_CHUNK = 1 << 20
 STREAM_LIMIT = 1 << 20
 """asyncio StreamReader buffer limit: bigger reads mean fewer wake-ups for large tails."""
 
+CLOSE_GRACE = 2.0
+"""Seconds a closing socket may spend flushing queued bytes before it is aborted."""
+
 Reply = tuple[dict[str, Any], memoryview]
+
+
+async def close_writer(writer: asyncio.StreamWriter, grace: float = CLOSE_GRACE) -> None:
+    """Close a stream writer, flushing queued bytes for up to ``grace`` seconds, then abort."""
+    writer.close()
+    try:
+        async with asyncio.timeout(grace):
+            await writer.wait_closed()
+    except TimeoutError:
+        writer.transport.abort()
+    except (OSError, ConnectionError):
+        pass
 
 
 class Connection:
@@ -97,6 +120,7 @@ class Connection:
         self._streams: dict[int, Stream] = {}
         self._next_id = 1
         self._close_cause: BaseException | None = None
+        self._peer_error: FluvioError | None = None  # sent with correlation id 0
         self._closed = False
         self._reader_task = self._loop.create_task(self._read_loop(), name=f"conn-{self.name}")
 
@@ -216,13 +240,13 @@ class Connection:
         if window < 1:
             raise InvalidRequestError(f"stream window must be >= 1, got {window}")
         cid = self._allocate_id()
-        stream = Stream(self, cid, api_key, window)
-        self._streams[cid] = stream
         parts = encode_frame(
             FrameKind.REQUEST, api_key, cid, meta, tail, version=version,
             flags=FrameFlags.STREAM, max_frame_size=self.max_frame_size,
         )
         parts += encode_frame(FrameKind.CREDIT, api_key, cid, {"credit": window})
+        stream = Stream(self, cid, api_key, window)
+        self._streams[cid] = stream
         try:
             await self._send(parts)
         except BaseException:
@@ -237,8 +261,7 @@ class Connection:
             self._reader_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader_task
-        with contextlib.suppress(OSError, ConnectionError):
-            await self._writer.wait_closed()
+        await close_writer(self._writer)
 
     async def __aenter__(self) -> Self:
         return self
@@ -305,7 +328,7 @@ class Connection:
             while True:
                 data = await self._reader.read(max(READ_CHUNK, self._decoder.bytes_needed()))
                 if not data:
-                    cause = self._close_cause or ConnectionResetError("peer closed the connection")
+                    cause = ConnectionResetError("peer closed the connection")
                     break
                 for event in self._decoder.feed(data):
                     self._dispatch(event)
@@ -318,7 +341,7 @@ class Connection:
         except Exception as exc:  # a bug here must not leave callers waiting forever
             log.exception("connection reader failed name=%s", self.name)
             cause = exc
-        self._shutdown(cause)
+        self._shutdown(self._peer_error or cause)
 
     def _dispatch(self, event: Event) -> None:
         header = event.header
@@ -349,7 +372,7 @@ class Connection:
         elif kind is FrameKind.ERROR:
             err = self._error_from(event)
             if cid == 0:  # connection-level: the peer is about to close
-                self._close_cause = err
+                self._peer_error = err
             else:
                 self._fail_one(cid, err)
         elif kind is FrameKind.REQUEST:
@@ -380,6 +403,7 @@ class Stream:
 
     Iteration ends when the server sends the end marker (its meta is in ``end_meta``)
     and raises the typed error if the server fails the stream or the connection closes.
+    One task consumes a stream; pushes already received are delivered before an error.
     """
 
     def __init__(self, conn: Connection, cid: int, api_key: int, window: int) -> None:

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from spark_stream.connection import READ_CHUNK, STREAM_LIMIT
+from spark_stream.connection import READ_CHUNK, STREAM_LIMIT, close_writer
 from spark_stream.errors import (
     FluvioError,
     InvalidRequestError,
@@ -160,7 +160,13 @@ class Server:
         return [s.ctx for s in self._sessions]
 
     async def start(self) -> Self:
-        """Bind and start accepting connections; ``port`` holds the bound port after."""
+        """Bind and start accepting connections; ``port`` holds the bound port after.
+
+        Raises:
+            RuntimeError: the server is already started.
+        """
+        if self._server is not None:
+            raise RuntimeError(f"server {self.name} is already started")
         self._server = await asyncio.start_server(
             self._accept, self.host, self._requested_port, limit=STREAM_LIMIT
         )
@@ -291,8 +297,7 @@ class _Session:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            with contextlib.suppress(OSError, ConnectionError):
-                await self.writer.wait_closed()
+            await close_writer(self.writer)
             await self._disconnected(cause)
 
     async def _linger(self) -> None:
