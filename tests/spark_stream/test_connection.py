@@ -12,20 +12,27 @@ import pytest
 from spark_stream.connection import Connection
 from spark_stream.errors import (
     ConnectionClosedError,
+    CorruptFrameError,
     FluvioError,
     InvalidRequestError,
     NotLeaderError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     RequestTimeoutError,
+    UnsupportedVersionError,
 )
 from spark_stream.protocol import (
     ApiKey,
+    Frame,
+    FrameDecoder,
+    FrameKind,
     ProduceRequest,
     ProduceResponse,
     Request,
     StreamFetchPush,
     StreamFetchRequest,
+    decode_meta,
+    encode_frame,
 )
 from spark_stream.server import ConnContext, Server
 
@@ -332,3 +339,112 @@ def test_usable_from_a_background_event_loop_thread() -> None:
         thread.join(10)
         loop.close()
     assert not thread.is_alive()
+
+
+class RawServer:
+    """A misbehaving peer: runs ``script(reader, writer, decoder)`` for each connection."""
+
+    def __init__(self, script: Callable[..., Awaitable[None]]) -> None:
+        self.script = script
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> int:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await self.script(reader, writer, FrameDecoder())
+            finally:
+                writer.close()
+
+        self.server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+
+async def read_frame(reader: asyncio.StreamReader, decoder: FrameDecoder) -> Frame:
+    while True:
+        event = decoder.next_event()
+        if event is not None:
+            assert isinstance(event, Frame)
+            return event
+        data = await reader.read(65536)
+        assert data, "client closed early"
+        decoder.feed(data)
+
+
+def test_garbage_from_the_server_fails_pending_with_corrupt_frame() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dec: Any) -> None:
+        await read_frame(reader, dec)
+        writer.write(b"\xff" * 64)
+        await writer.drain()
+        await reader.read()  # until the client hangs up
+
+    async def main() -> None:
+        async with RawServer(script) as port:
+            conn = await Connection.open("127.0.0.1", port)
+            with pytest.raises(ConnectionClosedError, match="magic") as info:
+                await conn.request(ECHO, {})
+            assert isinstance(info.value.__cause__, CorruptFrameError)
+            await conn.close()
+
+    run(main())
+
+
+def test_server_ignoring_credit_fails_the_stream() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dec: Any) -> None:
+        request = await read_frame(reader, dec)
+        credit = await read_frame(reader, dec)
+        assert credit.header.kind is FrameKind.CREDIT
+        assert decode_meta(credit.meta) == {"credit": 2}
+        cid = request.header.correlation_id
+        for i in range(5):  # 3 more than granted
+            writer.writelines(encode_frame(FrameKind.PUSH, STREAM, cid, {"i": i}))
+        await writer.drain()
+        cancel = await read_frame(reader, dec)
+        assert cancel.header.kind is FrameKind.CANCEL and cancel.header.correlation_id == cid
+        writer.writelines(encode_frame(FrameKind.RESPONSE, ECHO, cid + 1, {"alive": True}))
+        await read_frame(reader, dec)
+        await reader.read()
+
+    async def main() -> None:
+        async with RawServer(script) as port:
+            conn = await Connection.open("127.0.0.1", port)
+            stream = await conn.stream(STREAM, {}, window=2)
+            got = []
+            with pytest.raises(CorruptFrameError, match="more pushes than the 2 granted"):
+                async for push in stream:
+                    got.append(push.meta["i"])
+            assert got == [0, 1]  # what fit in the window was delivered
+            assert (await conn.request(ECHO, {}))[0] == {"alive": True}
+            await conn.close()
+
+    run(main())
+
+
+def test_a_request_from_the_server_is_refused_not_ignored() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dec: Any) -> None:
+        writer.writelines(encode_frame(FrameKind.REQUEST, ApiKey.UPDATE_LRS, 77, {}))
+        await writer.drain()
+        reply = await read_frame(reader, dec)
+        while reply.header.kind is FrameKind.REQUEST:  # the client's own request
+            reply = await read_frame(reader, dec)
+        assert reply.header.kind is FrameKind.ERROR
+        assert reply.header.correlation_id == 77
+        code = decode_meta(reply.meta)["code"]
+        # report the refusal back as a connection-level error, then hang up cleanly
+        writer.writelines(encode_frame(FrameKind.ERROR, 0, 0, {"code": code, "message": "ok"}))
+        writer.write_eof()
+        await reader.read()
+
+    async def main() -> None:
+        async with RawServer(script) as port:
+            conn = await Connection.open("127.0.0.1", port)
+            with pytest.raises(ConnectionClosedError) as info:
+                await conn.request(ECHO, {})
+            assert isinstance(info.value.__cause__, UnsupportedVersionError)
+            await conn.close()
+
+    run(main())
