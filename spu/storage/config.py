@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from spark_stream.records import HEADER_SIZE
 
@@ -17,8 +17,8 @@ __all__ = ["StorageConfig", "GIB", "MIB", "DAY_MS"]
 MIB = 1 << 20
 GIB = 1 << 30
 DAY_MS = 24 * 3600 * 1000
-# Positions in a segment are stored as uint32 in the offset index; keep a margin for one
-# frame past the roll limit (a frame that does not fit rolls first, so at most one).
+# Batch positions are uint32 in the offset index. A batch starts below segment_max_bytes
+# (one that would not fit rolls first), so 2 GiB keeps every position representable.
 _MAX_SEGMENT_BYTES = (1 << 31) - 1
 
 
@@ -65,10 +65,3 @@ class StorageConfig(BaseModel):
     recovery_scan: Literal["active", "all"] = "active"
     check_payload: bool = True
     tier_url: str | None = None
-
-    @model_validator(mode="after")
-    def _batch_fits_in_positions(self) -> StorageConfig:
-        # A full segment plus one oversize frame must still be addressable by uint32.
-        if self.segment_max_bytes + self.max_batch_bytes > (1 << 32) - 1:
-            raise ValueError("segment_max_bytes + max_batch_bytes must stay below 4 GiB")
-        return self
