@@ -284,10 +284,10 @@ class Segment:
         limit = pos + max(max_bytes, 0)
         if limit >= visible:
             stop = visible
+        elif limit < pos + first.frame_length:
+            stop = pos + first.frame_length          # one frame, whatever the budget
         else:
             stop = self._boundary_at_or_below(limit, pos)
-            if stop == pos:
-                stop = pos + first.frame_length
         buf = self._buffer()
         next_offset = self.next_offset if stop == self.size else read_header(buf, stop).base_offset
         return LogSlice(offset, first.base_offset, next_offset, memoryview(buf)[pos:stop],

@@ -1,0 +1,86 @@
+"""Parquet export of sealed segments into an fsspec tier directory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from spark_stream.errors import CorruptFrameError
+from spark_stream.records import OFFSET_FIELD, RECORD_SCHEMA
+from spu.storage import ReplicaLog, tier_path
+
+from .helpers import fill
+
+
+def log_table(log: ReplicaLog, base: int, end: int) -> pa.Table:
+    batches = []
+    offset = base
+    while offset < end:
+        piece = log.read(offset, 1 << 20, end_offset=end)
+        batches += piece.decode(with_offsets=True)
+        offset = piece.next_offset
+    return pa.Table.from_batches(batches)
+
+
+def test_parquet_file_content_equals_the_log(
+    open_log: Callable[..., ReplicaLog], tmp_path: Path
+) -> None:
+    log = open_log()
+    fill(log, 40)
+    segment = log.segments[1]
+    url = log.export_parquet(segment.base_offset, tmp_path / "tier")
+    assert url == tier_path(tmp_path / "tier", segment.base_offset)
+    assert Path(url).name == f"{segment.base_offset:020d}.parquet"
+
+    table = pq.read_table(url)
+    assert table.schema.remove_metadata().equals(pa.schema([OFFSET_FIELD, *RECORD_SCHEMA]))
+    assert table.schema.metadata[b"fluvio.base_offset"] == str(segment.base_offset).encode()
+    assert table.schema.metadata[b"fluvio.next_offset"] == str(segment.next_offset).encode()
+    assert table.column("offset").to_pylist() == list(
+        range(segment.base_offset, segment.next_offset))
+    expected = log_table(log, segment.base_offset, segment.next_offset)
+    assert table.replace_schema_metadata(None).equals(expected)
+
+
+def test_default_tier_is_inside_the_replica_directory(
+    open_log: Callable[..., ReplicaLog],
+) -> None:
+    log = open_log()
+    fill(log, 20)
+    url = log.export_parquet(0)
+    assert Path(url).parent == log.directory / "tier"
+    assert pq.read_table(url).num_rows == log.segments[0].next_offset
+
+
+def test_any_fsspec_url_works(open_log: Callable[..., ReplicaLog], tmp_path: Path) -> None:
+    log = open_log()
+    fill(log, 20)
+    url = log.export_parquet(0, "memory://tier/orders-0")
+    with fsspec.open(url, "rb") as f:
+        table = pq.read_table(f)
+    assert table.num_rows == log.segments[0].next_offset
+    fs = fsspec.filesystem("memory")
+    assert fs.ls("/tier/orders-0", detail=False) == ["/tier/orders-0/00000000000000000000.parquet"]
+    fs.rm("/tier", recursive=True)
+
+    file_url = log.export_parquet(0, f"file://{tmp_path}/t2")
+    assert pq.read_table(file_url.removeprefix("file://")).num_rows == table.num_rows
+
+
+def test_a_damaged_segment_does_not_export(open_log: Callable[..., ReplicaLog]) -> None:
+    log = open_log()
+    fill(log, 20)
+    segment = log.segments[0]
+    log.close()
+    data = bytearray(segment.path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    segment.path.write_bytes(bytes(data))
+    reopened = open_log()
+    with pytest.raises(CorruptFrameError):
+        reopened.export_parquet(0)
+    assert not (reopened.directory / "tier" / "00000000000000000000.parquet").exists()
