@@ -205,6 +205,33 @@ class InsufficientResourcesError(FluvioError):
     retriable = True
 
 
+class DataSourceOptionError(InvalidConfigError):
+    """A Spark data source option is unknown, malformed or contradicts another; named."""
+
+    code = 100
+
+
+class DataLossError(OffsetOutOfRangeError):
+    """Records a query must read are gone (retention passed them) and failOnDataLoss is on."""
+
+    code = 101
+
+
+class SinkSchemaError(InvalidRequestError):
+    """A DataFrame written to a topic has columns the sink cannot map; the message names them."""
+
+    code = 102
+
+
+class JarFetchError(FluvioError):
+    """Spark's Delta jars could not be fetched (Maven missing, offline, or it failed)."""
+
+    code = 103
+
+
+__all__ += ["DataSourceOptionError", "DataLossError", "SinkSchemaError", "JarFetchError"]
+
+
 _BY_CODE: dict[int, type[FluvioError]] = {}
 
 
