@@ -1,0 +1,176 @@
+"""Partition controller: partition specs to SPUs, leader election, live replica status.
+
+Theory of operation (seed ``003``, "Partition Controller"):
+
+- **Add Partition** -> ``CmAddPartition`` (the replicas' SPUs get the spec) and, for a
+  new partition (``Init``), status ``Offline`` under its initial leader; the leader's
+  first live replica status (LRS) turns it ``Online``. A partition re-listed after an
+  SC restart keeps its status: only the connection manager is told again.
+- **Modify Partition** (spec changed) -> ``CmUpdatePartition``. **Delete Partition** ->
+  ``CmDeletePartition``.
+- **SPU Online -> Offline** -> for every partition it led: elect a new leader among the
+  online replicas (``sc.election``: in sync, highest LEO; unclean only if the topic
+  allows). Found -> status ``Online`` under the new leader (KV) and ``CmLeaderChange``
+  to the replicas. None -> status ``Offline`` (KV), the old leader kept.
+- **SPU Offline -> Online** -> for every ``Offline`` partition that has the SPU as a
+  replica, is not led by it (a returning leader resumes by its own LRS) and has no live
+  leader: if the SPU is eligible, it leads (same two actions as above).
+- **LRS change** -> status ``Online`` with the reported leader, replicas, LEO and HW.
+  A report from an SPU that is not the partition's leader is dropped: that fences a
+  deposed leader that comes back and still believes it leads.
+- **Reconcile** -> the same rules as a sweep: ``Init`` partitions go ``Offline``,
+  partitions whose leader is not online get an election.
+
+A status equal to the current one is never written, so replaying an event on a
+snapshot that already reflects it adds no KV action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sc.actions import (
+    Action,
+    CmAddPartition,
+    CmDeletePartition,
+    CmLeaderChange,
+    CmUpdatePartition,
+    UpdatePartitionStatus,
+)
+from sc.controllers.events import Change, ControllerEvent, LrsUpdate, Reconcile
+from sc.controllers.partition.policy import elect, has_live_leader, leader_of, offline, with_leader
+from sc.kv.store import ChangeType
+from sc.store import StoreView
+from spark_stream.models import (
+    Partition,
+    PartitionResolution,
+    PartitionStatus,
+    Spu,
+)
+
+__all__ = ["reduce"]
+
+_NO_LEADER = "no in-sync replica is online"
+
+
+def reduce(store: StoreView, event: ControllerEvent) -> list[Action]:
+    """Actions for one event; events about other objects yield none."""
+    match event:
+        case Change(kind=Partition.kind):
+            return _on_partition_change(event)
+        case Change(kind=Spu.kind, type=ChangeType.MODIFIED, old=Spu() as old, new=Spu() as new):
+            if old.status.is_online and not new.status.is_online:
+                return _on_spu_offline(store, new.spu_id)
+            if new.status.is_online and not old.status.is_online:
+                return _on_spu_online(store, new.spu_id)
+        case LrsUpdate():
+            return _on_lrs(store, event)
+        case Reconcile():
+            return _reconcile(store)
+    return []
+
+
+def _on_partition_change(change: Change) -> list[Action]:
+    if change.type is ChangeType.DELETED and isinstance(change.old, Partition):
+        return [CmDeletePartition(change.name, change.old.spec.replicas)]
+    new = change.new
+    if not isinstance(new, Partition):
+        return []
+    if change.type is ChangeType.ADDED:
+        return [CmAddPartition(new), *_initial_status(new)]
+    old = change.old
+    if isinstance(old, Partition) and old.spec == new.spec:
+        return []
+    return [CmUpdatePartition(new)]
+
+
+def _initial_status(partition: Partition) -> list[Action]:
+    if partition.status.resolution is not PartitionResolution.INIT:
+        return []
+    status = partition.status.model_copy(
+        update={
+            "resolution": PartitionResolution.OFFLINE,
+            "leader": partition.spec.initial_leader,
+        }
+    )
+    return [UpdatePartitionStatus(partition.name, status, partition.revision)]
+
+
+def _write(partition: Partition, status: PartitionStatus) -> list[Action]:
+    if status == partition.status:
+        return []
+    return [UpdatePartitionStatus(partition.name, status, partition.revision)]
+
+
+def _elect_away(partition: Partition, online: frozenset[int], lost: int) -> list[Action]:
+    """Replace the lost leader ``lost``, or mark the partition offline."""
+    leader = elect(partition, online, exclude={lost})
+    if leader is None:
+        return _write(partition, offline(partition, _NO_LEADER))
+    change = CmLeaderChange(partition.name, leader, partition.spec.replicas)
+    return [*_write(partition, with_leader(partition, leader)), change]
+
+
+def _on_spu_offline(store: StoreView, spu_id: int) -> list[Action]:
+    online = store.online_spu_ids() - {spu_id}
+    actions: list[Action] = []
+    for partition in store.partitions():
+        if leader_of(partition) != spu_id:
+            continue
+        if partition.status.resolution is PartitionResolution.OFFLINE:
+            continue  # already leaderless; it waits for an eligible replica
+        actions += _elect_away(partition, online, spu_id)
+    return actions
+
+
+def _on_spu_online(store: StoreView, spu_id: int) -> list[Action]:
+    online = store.online_spu_ids() | {spu_id}
+    actions: list[Action] = []
+    for partition in store.partitions():
+        if partition.status.resolution is not PartitionResolution.OFFLINE:
+            continue
+        if spu_id not in partition.spec.replicas or leader_of(partition) == spu_id:
+            continue
+        if has_live_leader(partition, online):
+            continue  # its leader is up and about to report
+        leader = elect(partition, online)
+        if leader is not None:
+            change = CmLeaderChange(partition.name, leader, partition.spec.replicas)
+            actions += [*_write(partition, with_leader(partition, leader)), change]
+    return actions
+
+
+def _on_lrs(store: StoreView, report: LrsUpdate) -> list[Action]:
+    partition = store.partition(report.partition)
+    if partition is None or report.leader != leader_of(partition):
+        return []
+    status = PartitionStatus(
+        resolution=PartitionResolution.ONLINE,
+        leader=report.leader,
+        lrs=report.replicas,
+        leo=report.leo,
+        hw=report.hw,
+        log_start_offset=report.log_start_offset,
+    )
+    return _write(partition, status)
+
+
+def _reconcile(store: StoreView) -> list[Action]:
+    online = store.online_spu_ids()
+    actions: list[Action] = []
+    for partition in _sorted(store.partitions()):
+        if partition.status.resolution is PartitionResolution.INIT:
+            actions += _initial_status(partition)
+        elif partition.status.resolution is PartitionResolution.OFFLINE:
+            if not has_live_leader(partition, online):
+                leader = elect(partition, online)
+                if leader is not None:
+                    change = CmLeaderChange(partition.name, leader, partition.spec.replicas)
+                    actions += [*_write(partition, with_leader(partition, leader)), change]
+        elif not has_live_leader(partition, online):
+            actions += _elect_away(partition, online, leader_of(partition))
+    return actions
+
+
+def _sorted(partitions: Iterable[Partition]) -> list[Partition]:
+    return sorted(partitions, key=lambda p: p.name)

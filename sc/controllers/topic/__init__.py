@@ -1,0 +1,7 @@
+"""Topic controller (see ``reducer`` for its theory of operation, ``policy`` for rules)."""
+
+from __future__ import annotations
+
+from sc.controllers.topic.reducer import reduce
+
+__all__ = ["reduce"]

@@ -1,0 +1,114 @@
+"""Topic policy: the one-step status transitions of a topic, as pure functions.
+
+``validate`` takes a topic out of ``Init``/``InvalidConfig``; ``provision`` takes it out
+of ``Pending``/``InsufficientResources``. Both read the registered SPUs from the store
+(any status: a replica on an SPU that is offline right now catches up when it returns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sc.assignment import (
+    Assignment,
+    InsufficientSpus,
+    InvalidAssignment,
+    SpuInfo,
+    check_manual_assignment,
+    compute_assignment,
+)
+from sc.store import StoreView
+from spark_stream.models import (
+    Partition,
+    PartitionSpec,
+    Topic,
+    TopicResolution,
+    TopicStatus,
+)
+
+__all__ = ["Provisioning", "validate", "provision", "partitions_for", "missing_partitions"]
+
+
+@dataclass(frozen=True, slots=True)
+class Provisioning:
+    """The outcome of a provisioning attempt: the new status and partitions to create."""
+
+    status: TopicStatus
+    partitions: tuple[Partition, ...] = ()
+
+
+def _manual(topic: Topic, store: StoreView) -> Assignment | InvalidAssignment:
+    spec = topic.spec
+    return check_manual_assignment(
+        spec.assignment_map(),
+        {spu.spu_id for spu in store.spus()},
+        partitions=spec.partitions,
+        replication_factor=spec.replication_factor,
+    )
+
+
+def validate(topic: Topic, store: StoreView) -> TopicStatus:
+    """Status after validating partitions and replication settings.
+
+    ``Pending`` when the parameters are valid; ``InvalidConfig`` with the reason
+    otherwise (a manual assignment naming unknown SPUs, duplicates, bad counts).
+    """
+    spec = topic.spec
+    if spec.is_manual:
+        result = _manual(topic, store)
+        if isinstance(result, InvalidAssignment):
+            return TopicStatus(resolution=TopicResolution.INVALID_CONFIG, reason=result.reason)
+    elif spec.partitions < 1 or spec.replication_factor < 1:  # the model forbids it today
+        reason = "partitions and replication factor must be at least 1"
+        return TopicStatus(resolution=TopicResolution.INVALID_CONFIG, reason=reason)
+    return TopicStatus(resolution=TopicResolution.PENDING)
+
+
+def provision(topic: Topic, store: StoreView, start_index: int) -> Provisioning:
+    """Try to build the replica map and the partitions.
+
+    Returns ``Provisioned`` with the map and one partition per row; or
+    ``InsufficientResources`` (too few SPUs) / ``InvalidConfig`` (a manual map that
+    stopped matching the SPUs) with the reason and nothing to create.
+    """
+    spec = topic.spec
+    result: Assignment | InsufficientSpus | InvalidAssignment
+    if spec.is_manual:
+        result = _manual(topic, store)
+    else:
+        infos = [SpuInfo(spu.spu_id, spu.spec.rack) for spu in store.spus()]
+        result = compute_assignment(
+            infos,
+            spec.partitions,
+            spec.replication_factor,
+            start_index=start_index,
+            ignore_rack=spec.ignore_rack_assignment,
+        )
+    if isinstance(result, InsufficientSpus):
+        status = TopicStatus(
+            resolution=TopicResolution.INSUFFICIENT_RESOURCES, reason=result.reason
+        )
+        return Provisioning(status)
+    if isinstance(result, InvalidAssignment):
+        status = TopicStatus(resolution=TopicResolution.INVALID_CONFIG, reason=result.reason)
+        return Provisioning(status)
+    replica_map = result.replica_map()
+    status = TopicStatus(resolution=TopicResolution.PROVISIONED, replica_map=replica_map)
+    return Provisioning(status, partitions_for(topic, replica_map))
+
+
+def partitions_for(topic: Topic, replica_map: dict[int, tuple[int, ...]]) -> tuple[Partition, ...]:
+    """One partition object per replica-map row, leader first, topic settings copied."""
+    return tuple(
+        Partition.new(topic.name, index, PartitionSpec.for_replicas(topic.spec, replicas))
+        for index, replicas in sorted(replica_map.items())
+    )
+
+
+def missing_partitions(topic: Topic, store: StoreView) -> tuple[Partition, ...]:
+    """Partitions a provisioned topic's replica map lists but the store lacks."""
+    if topic.status.resolution is not TopicResolution.PROVISIONED:
+        return ()
+    present = {p.index for p in store.partitions_of(topic.name)}
+    wanted = {i: reps for i, reps in topic.status.replica_map.items() if i not in present}
+    return partitions_for(topic, wanted)
