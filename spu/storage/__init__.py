@@ -17,7 +17,8 @@ from __future__ import annotations
 from spu.storage.config import StorageConfig
 from spu.storage.interface import ReplicaStorage
 from spu.storage.layout import replica_dir
-from spu.storage.log import DEFAULT_READ_BYTES, RecoveryReport, ReplicaLog
+from spu.storage.log import DEFAULT_READ_BYTES, ReplicaLog
+from spu.storage.recovery import RecoveryReport
 from spu.storage.segment import SegmentInfo
 from spu.storage.slices import LogSlice, decode_trusted
 from spu.storage.tier import tier_path, write_parquet

@@ -13,6 +13,7 @@ a live export would stop the map from being closed or resized.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from pathlib import Path
@@ -153,7 +154,8 @@ class IndexFile:
         if self._map is not None:
             if self.writable:
                 self._map.flush()
-            self._map.close()
+            with contextlib.suppress(BufferError):  # a stray view: unmapped when it goes
+                self._map.close()
             self._map = None
 
     def _remap(self) -> None:

@@ -40,19 +40,16 @@ keeps a second opener, in this or another process, out of the directory.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 import pyarrow as pa
 
 from spark_stream.errors import (
-    CorruptSegmentError,
     InvalidRequestError,
     LogGapError,
     NotFoundError,
@@ -60,47 +57,30 @@ from spark_stream.errors import (
     StorageError,
 )
 from spark_stream.records import RECORD_SCHEMA, now_us
+from spu.storage._fileio import fsync_dir
 from spu.storage.checkpoint import read_checkpoint, write_checkpoint
 from spu.storage.config import MIB, StorageConfig
 from spu.storage.framing import Frame, FramesInput, split_frames
 from spu.storage.index import MAX_RELATIVE_OFFSET
 from spu.storage.layout import (
     CHECKPOINT_NAME,
-    CORRUPT_SUFFIX,
-    INDEX_SUFFIX,
-    LOCK_NAME,
-    LOG_SUFFIX,
-    SWAP_SUFFIX,
-    TIMEINDEX_SUFFIX,
-    list_segment_bases,
-    segment_paths,
 )
-from spu.storage.recovery import open_active, open_sealed
+from spu.storage.recovery import (
+    RecoveryReport,
+    lock_directory,
+    open_segments,
+    remove_leftovers,
+)
 from spu.storage.retention import segments_to_delete
-from spu.storage.segment import Segment, SegmentInfo, fsync_dir
+from spu.storage.segment import Segment, SegmentInfo
 from spu.storage.slices import LogSlice
 from spu.storage.tier import write_parquet
 
-__all__ = ["ReplicaLog", "RecoveryReport", "DEFAULT_READ_BYTES"]
+__all__ = ["ReplicaLog", "DEFAULT_READ_BYTES"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_READ_BYTES = 1 * MIB
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryReport:
-    """What opening the log had to repair.
-
-    Attributes:
-        cut_tail: what was cut off the active segment (torn or corrupt tail), or ``None``.
-        corrupt_segments: the damaged sealed segment (its error names the file).
-        set_aside: files renamed ``*.corrupt`` (the damaged segment and all after it).
-    """
-
-    cut_tail: str | None = None
-    corrupt_segments: tuple[CorruptSegmentError, ...] = ()
-    set_aside: tuple[Path, ...] = ()
 
 
 class ReplicaLog:
@@ -157,10 +137,10 @@ class ReplicaLog:
         config = config or StorageConfig()
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        lock_fd = _lock(directory)
+        lock_fd = lock_directory(directory)
         try:
-            _remove_leftovers(directory)
-            segments, recovery = _open_segments(directory, config, clock, initial_offset)
+            remove_leftovers(directory)
+            segments, recovery = open_segments(directory, config, clock, initial_offset)
         except BaseException:
             os.close(lock_fd)
             raise
@@ -514,76 +494,3 @@ class ReplicaLog:
             return True
         interval = config.flush_interval_ms
         return interval is not None and now - self._last_flush_us >= interval * 1000
-
-
-def _lock(directory: Path) -> int:
-    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise StorageError(f"{directory} is already open (its {LOCK_NAME} is held)") from None
-    return fd
-
-
-def _remove_leftovers(directory: Path) -> None:
-    """Delete what a crash can leave half-done: swap and temp files, orphan indexes."""
-    for path in directory.iterdir():
-        if not path.is_file():
-            continue
-        name = path.name
-        orphan = name.endswith((INDEX_SUFFIX, TIMEINDEX_SUFFIX)) and not (
-            path.with_suffix(LOG_SUFFIX).exists()
-        )
-        if name.endswith((SWAP_SUFFIX, ".tmp")) or orphan:
-            path.unlink(missing_ok=True)
-
-
-def _open_segments(
-    directory: Path, config: StorageConfig, clock: Callable[[], int], initial_offset: int
-) -> tuple[list[Segment], RecoveryReport]:
-    interval = config.index_interval_bytes
-    bases = list_segment_bases(directory)
-    segments: list[Segment] = []
-    cut_tail = None
-    for i, base in enumerate(bases):
-        try:
-            if i == len(bases) - 1:
-                segment, cut_tail = open_active(directory, base, interval, clock())
-            else:
-                segment = open_sealed(directory, base, interval,
-                                      verify_all=config.recovery_scan == "all")
-            if segments and segments[-1].next_offset != segment.base_offset:
-                segment.close()
-                raise CorruptSegmentError(
-                    f"{segment.path.name} starts at offset {segment.base_offset} but "
-                    f"{segments[-1].path.name} ends at {segments[-1].next_offset}"
-                )
-        except CorruptSegmentError as exc:
-            for opened in segments:
-                opened.close()
-            log.error("setting aside a damaged segment and all after it: %s", exc)
-            moved = _set_aside(directory, bases[i:])
-            # The survivors open again without the set-aside files; the last one is now
-            # the active segment. With no survivor the log restarts at the damaged base.
-            segments, report = _open_segments(directory, config, clock, base)
-            return segments, RecoveryReport(
-                report.cut_tail, (exc, *report.corrupt_segments), moved + report.set_aside
-            )
-        segments.append(segment)
-    if not segments:
-        segments.append(Segment.create(directory, initial_offset, interval, clock()))
-        fsync_dir(directory)
-    return segments, RecoveryReport(cut_tail=cut_tail)
-
-
-def _set_aside(directory: Path, bases: Sequence[int]) -> tuple[Path, ...]:
-    moved = []
-    for base in bases:
-        for path in segment_paths(directory, base):
-            if path.exists():
-                target = path.with_name(path.name + CORRUPT_SUFFIX)
-                os.replace(path, target)
-                moved.append(target)
-    fsync_dir(directory)
-    return tuple(moved)

@@ -1,4 +1,4 @@
-"""Opening segments from disk: scan the active one, check the sealed ones, rebuild indexes.
+"""Opening a replica directory: lock it, clean up after a crash, open and repair segments.
 
 Theory of operation. Only the last segment can have been written to when the process
 died, so it is always scanned in full: every frame's header and crc, and the contiguity
@@ -19,15 +19,20 @@ segments in full too.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import mmap
 import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from spark_stream.errors import CorruptFrameError, CorruptSegmentError
+from spark_stream.errors import CorruptFrameError, CorruptSegmentError, StorageError
 from spark_stream.records import HEADER_SIZE, FrameHeader, read_header
+from spu.storage._fileio import fsync_dir
+from spu.storage.config import StorageConfig
 from spu.storage.framing import BASE_OFFSET_AT, ScanResult, scan_frames
 from spu.storage.index import (
     OFFSET_ENTRY,
@@ -37,13 +42,44 @@ from spu.storage.index import (
     time_index_problem,
 )
 from spu.storage.index_file import IndexFile
-from spu.storage.layout import segment_paths
+from spu.storage.layout import (
+    CORRUPT_SUFFIX,
+    INDEX_SUFFIX,
+    LOCK_NAME,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIMEINDEX_SUFFIX,
+    list_segment_bases,
+    segment_paths,
+)
 from spu.storage.segment import Segment, restore_cursor
 from spu.storage.slices import FileHandle
 
-__all__ = ["open_active", "open_sealed"]
+__all__ = [
+    "RecoveryReport",
+    "lock_directory",
+    "open_active",
+    "open_sealed",
+    "open_segments",
+    "remove_leftovers",
+]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    """What opening the log had to repair.
+
+    Attributes:
+        cut_tail: what was cut off the active segment (torn or corrupt tail), or ``None``.
+        corrupt_segments: the damaged sealed segment (its error names the file).
+        set_aside: files renamed ``*.corrupt`` (the damaged segment and all after it).
+    """
+
+    cut_tail: str | None = None
+    corrupt_segments: tuple[CorruptSegmentError, ...] = ()
+    set_aside: tuple[Path, ...] = ()
 
 
 def open_active(
@@ -216,3 +252,87 @@ def _bases_at(mapped: mmap.mmap, positions: np.ndarray) -> np.ndarray:
 def _close_quietly(mapped: mmap.mmap) -> None:
     with contextlib.suppress(BufferError):  # a view is alive; the map goes when it does
         mapped.close()
+
+
+def lock_directory(directory: Path) -> int:
+    """Take the directory's ``.lock`` (flock) for this open log; return its descriptor.
+
+    Raises:
+        StorageError: another open log, in this process or another, holds it.
+    """
+    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StorageError(f"{directory} is already open (its {LOCK_NAME} is held)") from None
+    return fd
+
+
+def remove_leftovers(directory: Path) -> None:
+    """Delete what a crash can leave half-done: swap and temp files, orphan indexes."""
+    for path in directory.iterdir():
+        if not path.is_file():
+            continue
+        name = path.name
+        orphan = name.endswith((INDEX_SUFFIX, TIMEINDEX_SUFFIX)) and not (
+            path.with_suffix(LOG_SUFFIX).exists()
+        )
+        if name.endswith((SWAP_SUFFIX, ".tmp")) or orphan:
+            path.unlink(missing_ok=True)
+
+
+def open_segments(
+    directory: Path, config: StorageConfig, clock: Callable[[], int], initial_offset: int
+) -> tuple[list[Segment], RecoveryReport]:
+    """Open every segment of ``directory``: the last one active, the others sealed.
+
+    A damaged sealed segment (or a gap between two segments) sets that segment and all
+    later ones aside; the survivors are opened again, the last of them as the active
+    segment. With no segment at all, an empty one starts at ``initial_offset``.
+    """
+    interval = config.index_interval_bytes
+    bases = list_segment_bases(directory)
+    segments: list[Segment] = []
+    cut_tail = None
+    for i, base in enumerate(bases):
+        try:
+            if i == len(bases) - 1:
+                segment, cut_tail = open_active(directory, base, interval, clock())
+            else:
+                segment = open_sealed(directory, base, interval,
+                                      verify_all=config.recovery_scan == "all")
+            if segments and segments[-1].next_offset != segment.base_offset:
+                segment.close()
+                raise CorruptSegmentError(
+                    f"{segment.path.name} starts at offset {segment.base_offset} but "
+                    f"{segments[-1].path.name} ends at {segments[-1].next_offset}"
+                )
+        except CorruptSegmentError as exc:
+            for opened in segments:
+                opened.close()
+            log.error("setting aside a damaged segment and all after it: %s", exc)
+            moved = _set_aside(directory, bases[i:])
+            # The survivors open again without the set-aside files; the last one is now
+            # the active segment. With no survivor the log restarts at the damaged base.
+            segments, report = open_segments(directory, config, clock, base)
+            return segments, RecoveryReport(
+                report.cut_tail, (exc, *report.corrupt_segments), moved + report.set_aside
+            )
+        segments.append(segment)
+    if not segments:
+        segments.append(Segment.create(directory, initial_offset, interval, clock()))
+        fsync_dir(directory)
+    return segments, RecoveryReport(cut_tail=cut_tail)
+
+
+def _set_aside(directory: Path, bases: Sequence[int]) -> tuple[Path, ...]:
+    moved = []
+    for base in bases:
+        for path in segment_paths(directory, base):
+            if path.exists():
+                target = path.with_name(path.name + CORRUPT_SUFFIX)
+                os.replace(path, target)
+                moved.append(target)
+    fsync_dir(directory)
+    return tuple(moved)

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import mmap
 import os
 import weakref
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +32,7 @@ import pyarrow.ipc as ipc
 
 from spark_stream.errors import CorruptFrameError, CorruptSegmentError, StorageError
 from spark_stream.records import HEADER_SIZE, FrameHeader, read_header, with_base_offset
+from spu.storage._fileio import copy_range, fsync_dir, pwrite_all
 from spu.storage.framing import Frame, ScanResult, scan_frames
 from spu.storage.index import (
     OFFSET_ENTRY,
@@ -49,10 +48,7 @@ from spu.storage.index_file import IndexFile
 from spu.storage.layout import SWAP_SUFFIX, segment_paths
 from spu.storage.slices import FileHandle, LogSlice
 
-__all__ = ["Segment", "SegmentInfo", "restore_cursor", "fsync_dir"]
-
-_IOV_MAX = 1024
-
+__all__ = ["Segment", "SegmentInfo", "restore_cursor"]
 
 @dataclass(frozen=True, slots=True)
 class SegmentInfo:
@@ -161,7 +157,7 @@ class Segment:
                 time_entries.append(time_entry)
             pos += header.frame_length
         try:
-            _pwrite_all(self._fd(), buffers, self.size)
+            pwrite_all(self._fd(), buffers, self.size)
         except OSError as exc:
             self._cursor = saved
             with contextlib.suppress(OSError):
@@ -366,7 +362,7 @@ class Segment:
         swap = self.path.with_name(self.path.name + SWAP_SUFFIX)
         out = os.open(swap, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            _copy_range(self._fd(), out, cut)
+            copy_range(self._fd(), out, cut)
             os.fsync(out)
         except OSError:
             os.close(out)
@@ -411,15 +407,6 @@ def restore_cursor(
     return result, cursor
 
 
-def fsync_dir(directory: Path) -> None:
-    """fsync a directory so that file creations, renames and removals in it are durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _first_row_at_or_after(
     buf: mmap.mmap, pos: int, header: FrameHeader, ts: int, schema: pa.Schema
 ) -> int | None:
@@ -438,39 +425,3 @@ def _first_row_at_or_after(
     values = column.to_numpy(zero_copy_only=False)
     hits = np.flatnonzero(values >= ts)
     return int(hits[0]) if len(hits) else None
-
-
-def _pwrite_all(fd: int, buffers: Sequence[bytes | memoryview], offset: int) -> None:
-    pending: deque[memoryview] = deque(memoryview(b) for b in buffers)
-    while pending:
-        chunk = list(itertools.islice(pending, _IOV_MAX))
-        written = os.pwritev(fd, chunk, offset)
-        if written <= 0:
-            raise OSError(f"pwritev wrote {written} bytes")
-        offset += written
-        while written:
-            head = pending[0]
-            if written >= len(head):
-                written -= len(head)
-                pending.popleft()
-            else:
-                pending[0] = head[written:]
-                written = 0
-
-
-def _copy_range(src: int, dst: int, count: int) -> None:
-    copied = 0
-    try:
-        while copied < count:
-            n = os.copy_file_range(src, dst, count - copied, copied, copied)
-            if n == 0:
-                break
-            copied += n
-    except OSError:
-        pass
-    while copied < count:
-        chunk = os.pread(src, min(8 << 20, count - copied), copied)
-        if not chunk:
-            raise OSError(f"short read copying a segment at byte {copied}")
-        os.pwrite(dst, chunk, copied)
-        copied += len(chunk)
