@@ -15,6 +15,7 @@ Theory of operation (seed ``003``, "Partition Controller"):
 - **SPU Offline -> Online** -> for every ``Offline`` partition that has the SPU as a
   replica, is not led by it (a returning leader resumes by its own LRS) and has no live
   leader: if the SPU is eligible, it leads (same two actions as above).
+- **SPU deleted** -> as Online -> Offline: its partitions get a new leader.
 - **LRS change** -> status ``Online`` with the reported leader, replicas, LEO and HW.
   A report from an SPU that is not the partition's leader is dropped: that fences a
   deposed leader that comes back and still believes it leads.
@@ -26,8 +27,6 @@ snapshot that already reflects it adds no KV action.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from sc.actions import (
     Action,
@@ -63,6 +62,8 @@ def reduce(store: StoreView, event: ControllerEvent) -> list[Action]:
                 return _on_spu_offline(store, new.spu_id)
             if new.status.is_online and not old.status.is_online:
                 return _on_spu_online(store, new.spu_id)
+        case Change(kind=Spu.kind, type=ChangeType.DELETED, old=Spu() as old):
+            return _on_spu_offline(store, old.spu_id)  # a deleted SPU leads nothing
         case LrsUpdate():
             return _on_lrs(store, event)
         case Reconcile():
@@ -123,6 +124,17 @@ def _on_spu_offline(store: StoreView, spu_id: int) -> list[Action]:
     return actions
 
 
+def _take_over(partition: Partition, online: frozenset[int]) -> list[Action]:
+    """Give a leaderless partition the best eligible online replica, if there is one."""
+    if has_live_leader(partition, online):
+        return []  # its leader is up and about to report
+    leader = elect(partition, online)
+    if leader is None:
+        return []
+    change = CmLeaderChange(partition.name, leader, partition.spec.replicas)
+    return [*_write(partition, with_leader(partition, leader)), change]
+
+
 def _on_spu_online(store: StoreView, spu_id: int) -> list[Action]:
     online = store.online_spu_ids() | {spu_id}
     actions: list[Action] = []
@@ -131,12 +143,7 @@ def _on_spu_online(store: StoreView, spu_id: int) -> list[Action]:
             continue
         if spu_id not in partition.spec.replicas or leader_of(partition) == spu_id:
             continue
-        if has_live_leader(partition, online):
-            continue  # its leader is up and about to report
-        leader = elect(partition, online)
-        if leader is not None:
-            change = CmLeaderChange(partition.name, leader, partition.spec.replicas)
-            actions += [*_write(partition, with_leader(partition, leader)), change]
+        actions += _take_over(partition, online)
     return actions
 
 
@@ -158,19 +165,12 @@ def _on_lrs(store: StoreView, report: LrsUpdate) -> list[Action]:
 def _reconcile(store: StoreView) -> list[Action]:
     online = store.online_spu_ids()
     actions: list[Action] = []
-    for partition in _sorted(store.partitions()):
-        if partition.status.resolution is PartitionResolution.INIT:
+    for partition in store.partitions():
+        resolution = partition.status.resolution
+        if resolution is PartitionResolution.INIT:
             actions += _initial_status(partition)
-        elif partition.status.resolution is PartitionResolution.OFFLINE:
-            if not has_live_leader(partition, online):
-                leader = elect(partition, online)
-                if leader is not None:
-                    change = CmLeaderChange(partition.name, leader, partition.spec.replicas)
-                    actions += [*_write(partition, with_leader(partition, leader)), change]
+        elif resolution is PartitionResolution.OFFLINE:
+            actions += _take_over(partition, online)
         elif not has_live_leader(partition, online):
             actions += _elect_away(partition, online, leader_of(partition))
     return actions
-
-
-def _sorted(partitions: Iterable[Partition]) -> list[Partition]:
-    return sorted(partitions, key=lambda p: p.name)

@@ -34,7 +34,7 @@ from sc.controllers.events import Change, ControllerEvent, Reconcile
 from sc.controllers.topic.policy import missing_partitions, provision, validate
 from sc.kv.store import ChangeType
 from sc.store import StoreView
-from spark_stream.models import Spu, Topic, TopicResolution
+from spark_stream.models import Partition, Spu, Topic, TopicResolution
 
 __all__ = ["reduce"]
 
@@ -67,7 +67,7 @@ def _advance(topics: Iterable[Topic], store: StoreView) -> list[Action]:
         resolution = topic.status.resolution
         if resolution in _VALIDATE:
             status = validate(topic, store)
-            created: tuple = ()
+            created: tuple[Partition, ...] = ()
         elif resolution in _PROVISION:
             outcome = provision(topic, store, start)
             status, created = outcome.status, outcome.partitions

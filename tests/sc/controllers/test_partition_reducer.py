@@ -111,6 +111,8 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
      [_status(LONE, resolution=P.OFFLINE, leader=1, reason=NO_LEADER)]),
     ("leader offline: unclean topic takes the best out-of-sync replica", [*S1_DOWN, LONE_UNCLEAN],
      S1_GOING_DOWN, _elected(LONE_UNCLEAN, 3)),
+    ("leader SPU deleted: elected away as if offline", [make_spu(2), make_spu(3), LED],
+     deleted(make_spu(1)), _elected(LED, 3)),
     ("follower offline: nothing", [*S1_DOWN, FOLLOWED], S1_GOING_DOWN, []),
     ("already Offline: nothing", [*S1_DOWN, WAITING], S1_GOING_DOWN, []),
     ("fresh partition whose initial leader drops: any replica may lead", [*S1_DOWN, NEW],
