@@ -336,6 +336,7 @@ class Segment:
             try:
                 self._map.close()
             except BufferError:
+                self._retired = [r for r in self._retired if r() is not None]
                 self._retired.append(weakref.ref(self._map))
             self._map, self._mapped = None, 0
 

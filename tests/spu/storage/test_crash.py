@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -43,38 +44,49 @@ def expected_values(tag: int, n: int) -> list[bytes]:
     return [f"t{tag}-r{i}".encode() * (1 + i % 4) for i in range(n)]
 
 
+def parse_acks(lines: list[bytes]) -> list[tuple[int, int, int]]:
+    acks = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) == 4 and fields[0] == b"ack":
+            acks.append((int(fields[1]), int(fields[2]), int(fields[3])))
+    return acks
+
+
 def run_and_kill(directory: Path, first_tag: int, acks_wanted: int) -> list[tuple[int, int, int]]:
     """Start the writer, SIGKILL it after ``acks_wanted`` acks; return every ack it printed."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(directory), str(first_tag)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
     )
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
     acks: list[tuple[int, int, int]] = []
+    pending = b""
     try:
         deadline = time.monotonic() + 60
-        assert proc.stdout is not None
         while len(acks) < acks_wanted:
-            assert time.monotonic() < deadline, "the writer did not acknowledge in time"
-            line = proc.stdout.readline()
-            assert line, f"the writer exited: {proc.stderr.read() if proc.stderr else ''}"
-            if line.startswith("ack"):
-                _, tag, base, n = line.split()
-                acks.append((int(tag), int(base), int(n)))
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, "the writer did not acknowledge in time"
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            assert chunk, f"the writer exited with {proc.wait(timeout=30)}"
+            *lines, pending = (pending + chunk).split(b"\n")
+            acks += parse_acks(lines)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        rest = proc.stdout.read()          # acks printed before the kill landed
-        for line in rest.splitlines():
-            if line.startswith("ack") and len(line.split()) == 4:
-                _, tag, base, n = line.split()
-                acks.append((int(tag), int(base), int(n)))
+        # Acks printed before the kill landed are acknowledged too; a torn last line is not.
+        while chunk := os.read(fd, 1 << 16):
+            pending += chunk
+        acks += parse_acks(pending.split(b"\n")[:-1])
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        proc.stdout.close()
     assert proc.returncode == -signal.SIGKILL
     return acks
 
