@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
@@ -38,7 +39,9 @@ def test_split_accepts_one_buffer_or_a_sequence() -> None:
         (lambda f: b"", InvalidRequestError),                         # nothing
     ],
 )
-def test_split_rejects_damaged_input(mangle, error: type[Exception]) -> None:
+def test_split_rejects_damaged_input(
+    mangle: Callable[[bytes], bytes], error: type[Exception]
+) -> None:
     with pytest.raises(error):
         split_frames(mangle(make_frame(1, 3)), max_frame_bytes=1 << 20)
 

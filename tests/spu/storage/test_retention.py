@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_stream.errors import OffsetOutOfRangeError
 from spu.storage import ReplicaLog, StorageConfig
 from spu.storage.retention import segments_to_delete
 from spu.storage.segment import SegmentInfo
@@ -82,5 +83,5 @@ def test_retention_by_time_uses_record_timestamps(
     kept = log.segments
     assert kept[0].max_timestamp >= now - 3600 * 1_000_000 or not kept[0].sealed
     assert kept[-1].sealed is False
-    with pytest.raises(Exception, match="outside the log"):
+    with pytest.raises(OffsetOutOfRangeError, match="outside the log"):
         log.read(0)
