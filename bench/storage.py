@@ -44,7 +44,7 @@ from spark_stream.records import RECORD_SCHEMA, encode_batch
 from spu.storage import ReplicaLog, StorageConfig
 
 APPEND_REPS = 5
-READ_REPS = 7
+READ_REPS = 25
 LOOKUPS = 10_000
 LOOKUP_LOG_BYTES = 1 << 30
 READ_BUDGET = 16 << 20
