@@ -232,6 +232,21 @@ class JarFetchError(FluvioError):
 __all__ += ["DataSourceOptionError", "DataLossError", "SinkSchemaError", "JarFetchError"]
 
 
+class SpuExistsError(ObjectExistsError):
+    """An SPU with that id (or name) is registered, or the id is reserved by an SPU group."""
+
+    code = 70
+
+
+class ProvisionError(FluvioError):
+    """A managed SPU could not be started or stopped by the provisioner."""
+
+    code = 71
+
+
+__all__ += ["SpuExistsError", "ProvisionError"]
+
+
 _BY_CODE: dict[int, type[FluvioError]] = {}
 
 
