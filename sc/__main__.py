@@ -1,0 +1,98 @@
+"""``python -m sc`` (console script ``fluvio-sc``): run one Streaming Controller.
+
+Settings come from ``conf/sc.yaml`` with ``FLUVIO_SC_*`` overrides (see
+``spark_stream.config``); the flags below override both. Managed SPUs run the command
+of ``--spu-command`` or ``FLUVIO_SC_SPU_COMMAND`` (a shell-quoted argv template).
+SIGTERM or SIGINT stops the SC cleanly (exit 0); a failed start exits 1. With
+``--ready-file`` the SC writes ``{"pid", "public_port", "private_port"}`` as JSON once
+both servers listen, so a supervisor can use port 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from sc.app import ScApp
+from spark_stream.config import ScSettings, load_settings
+from spark_stream.errors import FluvioError
+
+__all__ = ["main", "parse_args"]
+
+log = logging.getLogger("sc")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(prog="fluvio-sc", description=__doc__.splitlines()[0])
+    parser.add_argument("--redis-url", help="the KV store, redis://host:port/db")
+    parser.add_argument("--host", help="address both servers bind to")
+    parser.add_argument("--public-port", type=int, help="clients and admin (0: any free)")
+    parser.add_argument("--private-port", type=int, help="SPU connections (0: any free)")
+    parser.add_argument("--key-prefix", help="prefix of every Redis key")
+    parser.add_argument("--heartbeat-timeout", type=float, dest="heartbeat_timeout_s",
+                        help="seconds of SPU silence before it is Offline")
+    parser.add_argument("--data-dir", help="where managed SPUs keep their data")
+    parser.add_argument("--spu-command", default=os.environ.get("FLUVIO_SC_SPU_COMMAND"),
+                        help="argv template of a managed SPU (placeholders: {spu_id}...)")
+    parser.add_argument("--ready-file", type=Path, help="write ports as JSON here once up")
+    parser.add_argument("--log-level", default=os.environ.get("FLUVIO_SC_LOG_LEVEL", "INFO"))
+    return parser.parse_args(argv)
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    names = ("redis_url", "host", "public_port", "private_port", "key_prefix",
+             "heartbeat_timeout_s", "data_dir")
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
+    command = shlex.split(args.spu_command) if args.spu_command else None
+    app = ScApp(settings, spu_command=command)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await app.start()
+    except (FluvioError, OSError) as exc:
+        log.error("sc failed to start error=%r", exc)
+        return 1
+    if args.ready_file is not None:
+        ready = {"pid": os.getpid(), "public_port": app.public_port,
+                 "private_port": app.private_port}
+        tmp = args.ready_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ready))
+        tmp.replace(args.ready_file)
+    await stop.wait()
+    log.info("sc stopping on signal")
+    await app.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the SC until SIGTERM/SIGINT; return the exit code."""
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        settings = load_settings(ScSettings, **_overrides(args))
+    except FluvioError as exc:
+        log.error("bad configuration error=%s", exc)
+        return 2
+    return asyncio.run(_run(settings, args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""The Streaming Controller, wired: KV store, mirror, controllers, CM, servers, provisioner.
+
+Start-up order, and why:
+
+1. The private server binds first, so managed SPUs can be told the SC's real address
+   (port 0 picks one). An SPU that connects this early waits (bounded) in its
+   authorisation until the state is loaded.
+2. ``Dispatcher.load`` lists the whole KV into the mirror and reduces it: the
+   controllers re-announce every SPU and partition to the connection manager; objects
+   whose state is already right produce no KV writes, so a restart changes nothing.
+3. The watch and the controller loop start, then the public server.
+4. Managed SPUs are re-provisioned (the provisioner adopts those still running).
+5. After ``heartbeat_timeout_s`` (SPUs had time to reconnect) and then periodically, a
+   ``Reconcile`` with the set of connected SPUs repairs drift: SPUs that did not come
+   back go ``Offline`` and their partitions get new leaders.
+
+``stop()`` stops the controller loop *before* closing SPU connections: the SC going
+away is not the SPUs failing, so no status is written and no leader moves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+
+from sc.actions import ProvisionSpu
+from sc.connection_manager import ConnectionManager
+from sc.controllers import Reducer
+from sc.controllers.events import Reconcile
+from sc.dispatcher import Dispatcher
+from sc.kv import KvStore, RedisKvStore
+from sc.private_api import PrivateApi
+from sc.provisioner import LocalProcessProvisioner, NullProvisioner, Provisioner
+from sc.public_api import PublicApi
+from sc.store import LocalStore
+from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
+from spark_stream.config import ScSettings
+from spark_stream.models import SpuGroup, SpuGroupResolution
+
+__all__ = ["ScApp"]
+
+log = logging.getLogger(__name__)
+
+
+class ScApp:
+    """One Streaming Controller.
+
+    Args:
+        settings: ports, Redis URL, token, heartbeat timeout, data dir.
+        kv: the KV store; default a ``RedisKvStore`` on ``settings.redis_url``.
+        provisioner: runs managed SPUs; default a ``LocalProcessProvisioner`` when
+            ``spu_command`` is given, else one that runs nothing.
+        spu_command: argv template of a managed SPU process (see ``sc.provisioner``).
+        reducers: the controllers; default ``sc.controllers.REDUCERS``.
+        reconcile_interval_s: period of the reconcile sweep; default
+            ``max(heartbeat_timeout_s, 10)``.
+    """
+
+    def __init__(
+        self,
+        settings: ScSettings,
+        *,
+        kv: KvStore | None = None,
+        provisioner: Provisioner | None = None,
+        spu_command: Sequence[str] | None = None,
+        reducers: Mapping[str, Reducer] | None = None,
+        reconcile_interval_s: float | None = None,
+    ) -> None:
+        self.settings = settings
+        self.kv: KvStore = kv or RedisKvStore(settings.redis_url, prefix=settings.key_prefix)
+        self.store = LocalStore()
+        self._provisioner = provisioner
+        self._spu_command = list(spu_command) if spu_command else None
+        self.reconcile_interval_s = reconcile_interval_s or max(settings.heartbeat_timeout_s, 10.0)
+        self.cm = ConnectionManager(
+            settings.spu_token, settings.heartbeat_timeout_s, self._submit,
+            revision=lambda: self.store.revision,
+        )
+        self.provisioner_updater = ProvisionerUpdater(NullProvisioner())
+        self.actions = ActionDispatcher(KvUpdater(self.kv), self.cm, self.provisioner_updater)
+        self.dispatcher = Dispatcher(self.kv, self.store, self.actions.execute, reducers)
+        self.private = PrivateApi(
+            self.cm, self.dispatcher, self.kv, host=settings.host, port=settings.private_port
+        )
+        self.public = PublicApi(
+            self.kv, self.dispatcher, host=settings.host, port=settings.public_port
+        )
+        self._timer: asyncio.Task[None] | None = None
+        self._started = False
+
+    @property
+    def provisioner(self) -> Provisioner:
+        """The provisioner in use (set during ``start``)."""
+        return self.provisioner_updater.provisioner
+
+    @property
+    def public_port(self) -> int:
+        """The public server's bound port."""
+        return self.public.port
+
+    @property
+    def private_port(self) -> int:
+        """The private server's bound port."""
+        return self.private.port
+
+    def _submit(self, event: object) -> None:
+        self.dispatcher.submit(event)  # type: ignore[arg-type]
+
+    async def start(self) -> None:
+        """Load the state, start the controllers and both servers.
+
+        Raises:
+            KvUnavailableError: Redis did not answer within its reconnect timeout.
+            OSError: a port cannot be bound.
+        """
+        if self._started:
+            raise RuntimeError("the SC is already started")
+        self._started = True
+        try:
+            await self.private.start()
+            self.provisioner_updater.provisioner = self._make_provisioner()
+            await self.dispatcher.load()
+            self.dispatcher.start()
+            await self.public.start()
+            await self._ensure_managed()
+        except BaseException:
+            await self.stop()
+            raise
+        self._timer = asyncio.get_running_loop().create_task(self._reconcile_loop(),
+                                                             name="sc-reconcile")
+        log.info("sc started public=%s:%d private=%s:%d revision=%d", self.settings.host,
+                 self.public_port, self.settings.host, self.private_port, self.store.revision)
+
+    def _make_provisioner(self) -> Provisioner:
+        if self._provisioner is not None:
+            return self._provisioner
+        if self._spu_command:
+            return LocalProcessProvisioner(
+                self._spu_command, self.settings.data_dir,
+                sc_endpoint=f"{self.settings.host}:{self.private_port}",
+                token=self.settings.spu_token,
+            )
+        return NullProvisioner()
+
+    async def _ensure_managed(self) -> None:
+        """Provision every managed SPU of a reserved group (adopt, or restart the dead)."""
+        wanted = []
+        for spu in self.store.spus():
+            parent = spu.metadata.parent
+            if parent is None or parent.kind != SpuGroup.kind:
+                continue
+            group = self.store.spu_group(parent.name)
+            if group is None or group.status.resolution is not SpuGroupResolution.RESERVED:
+                continue
+            if spu.spu_id in group.spec.spu_ids:
+                wanted.append(ProvisionSpu(spu.spu_id, spu.name, group.name, group.spec.template))
+        try:
+            await self.provisioner.ensure(wanted)
+        except Exception:
+            log.exception("provisioning managed SPUs failed")
+
+    async def _reconcile_loop(self) -> None:
+        self.dispatcher.submit(Reconcile())
+        await asyncio.sleep(self.settings.heartbeat_timeout_s)  # SPUs had time to reconnect
+        while True:
+            self.dispatcher.submit(Reconcile(self.cm.connected_ids()))
+            await self._ensure_managed()
+            await asyncio.sleep(self.reconcile_interval_s)  # periodic drift repair
+
+    async def stop(self) -> None:
+        """Stop the controllers, then the servers, the managed SPUs and the KV client."""
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+            self._timer = None
+        await self.dispatcher.stop()
+        await self.public.stop()
+        await self.private.stop()
+        with contextlib.suppress(Exception):
+            await self.provisioner.close()
+        await self.kv.close()
+        log.info("sc stopped")

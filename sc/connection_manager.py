@@ -1,0 +1,335 @@
+"""Connection manager (CM): the SC's side of every SPU connection.
+
+Theory of operation (seed ``003``, "Connection Manager"):
+
+- **Cache.** The SPU and partition controllers hand the CM SPU specs and partition
+  specs as actions (``CmAddSpu``, ``CmAddPartition``, ``CmLeaderChange``...). The CM
+  keeps them (SPUs by id, partitions as ``Replica`` entries, an index SPU id -> the
+  partitions it holds) and queues the change for each connected SPU concerned.
+- **Setup.** An SPU presents its id and token. Only an SPU id in the cache (registered
+  in the KV) with the cluster's token is accepted; anything else is refused with
+  ``UnauthorizedError`` and logged. An accepted SPU gets a ``SpuSession``; the CM tells
+  the controllers ``SpuConnected`` (they mark it ``Online``). A second connection for
+  an id already connected **replaces** the first, which is closed: a restarted SPU must
+  not wait for its dead predecessor to time out.
+- **Pushes.** A session's ``pushes()`` yields ``SpuConnectAccepted``, a full
+  ``UpdateSpus`` and a full ``UpdateReplicas``, then incremental updates. Changes queued
+  while the SPU is slow are coalesced per SPU id and per partition, so a slow SPU gets
+  fewer, larger pushes and never an unbounded backlog.
+- **Live replica status.** ``UpdateLrs`` entries from the partition's current leader are
+  forwarded as ``LrsUpdate`` events (unchanged repeats are dropped); others are rejected.
+- **Failure.** When the connection ends, or the SPU stays silent past
+  ``heartbeat_timeout_s`` (``expired``), the session is detached and the controllers hear
+  ``SpuDisconnected`` (they mark it ``Offline`` and elect new leaders).
+
+Everything here is synchronous bookkeeping on the event loop; sockets belong to
+``sc.private_api``, which calls in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from sc.actions import (
+    CmAction,
+    CmAddPartition,
+    CmAddSpu,
+    CmDeletePartition,
+    CmDeleteSpu,
+    CmLeaderChange,
+    CmUpdatePartition,
+    CmUpdateSpu,
+)
+from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected, SpuDisconnected
+from spark_stream.errors import UnauthorizedError
+from spark_stream.models import Spu
+from spark_stream.protocol import Message
+from spark_stream.protocol.control import (
+    LrsStatus,
+    Replica,
+    SpuConnectAccepted,
+    UpdateReplicas,
+    UpdateSpus,
+)
+
+__all__ = ["ConnectionManager", "SpuSession"]
+
+log = logging.getLogger(__name__)
+
+#: Most entries one incremental push carries; more wait for the next push.
+MAX_PUSH_ENTRIES = 5000
+
+
+class SpuSession:
+    """One accepted SPU connection: its pending changes and its liveness.
+
+    Args:
+        cm: the owning connection manager.
+        spu_id: the SPU this connection speaks for.
+        closer: closes the underlying connection (``ConnContext.close``).
+    """
+
+    def __init__(self, cm: ConnectionManager, spu_id: int, closer: Callable[[], None]) -> None:
+        self.cm = cm
+        self.spu_id = spu_id
+        self._closer = closer
+        self.last_seen = cm.clock()
+        self.active = True
+        self._spus: dict[int, Spu | None] = {}
+        self._replicas: dict[str, Replica | None] = {}
+        self._wakeup = asyncio.Event()
+
+    def touch(self) -> None:
+        """Record a sign of life (any request from the SPU)."""
+        self.last_seen = self.cm.clock()
+
+    def close(self) -> None:
+        """Close the connection; ``ConnectionManager.detach`` follows from the server."""
+        self.active = False
+        self._wakeup.set()
+        self._closer()
+
+    def queue_spu(self, spu_id: int, spu: Spu | None) -> None:
+        """Queue an SPU change (None: deleted) for the next incremental push."""
+        self._spus[spu_id] = spu
+        self._wakeup.set()
+
+    def queue_replica(self, name: str, replica: Replica | None) -> None:
+        """Queue a replica change (None: no longer held here) for the next push."""
+        self._replicas[name] = replica
+        self._wakeup.set()
+
+    @property
+    def pending(self) -> int:
+        """Changes queued and not yet pushed."""
+        return len(self._spus) + len(self._replicas)
+
+    async def pushes(self) -> AsyncIterator[Message]:
+        """The messages of the ``SPU_CONNECT`` stream, until the session ends.
+
+        The snapshot for the full pushes is taken before the first yield, together with
+        clearing the queues, so no change falls between the snapshot and the increments.
+        """
+        cm = self.cm
+        spus = [cm.spus[i] for i in sorted(cm.spus)]
+        replicas = cm.replicas_of(self.spu_id)
+        self._spus.clear()
+        self._replicas.clear()
+        revision = cm.revision()
+        yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision)
+        yield UpdateSpus.build(spus, full=True, revision=revision)
+        yield UpdateReplicas.build(replicas, full=True, revision=revision)
+        while self.active:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            if not self.active:
+                return
+            if self._spus:
+                batch = _take(self._spus)
+                yield UpdateSpus.build(
+                    [s for s in batch.values() if s is not None], full=False,
+                    deleted=[i for i, s in batch.items() if s is None], revision=cm.revision(),
+                )
+            if self._replicas:
+                taken = _take(self._replicas)
+                yield UpdateReplicas.build(
+                    [r for r in taken.values() if r is not None], full=False,
+                    deleted=[n for n, r in taken.items() if r is None], revision=cm.revision(),
+                )
+            if self._spus or self._replicas:
+                self._wakeup.set()  # more than one push's worth was queued
+
+
+def _take(pending: dict[Any, Any]) -> dict[Any, Any]:
+    """Remove and return up to ``MAX_PUSH_ENTRIES`` entries, oldest first."""
+    if len(pending) <= MAX_PUSH_ENTRIES:
+        taken = dict(pending)
+        pending.clear()
+        return taken
+    keys = list(pending)[:MAX_PUSH_ENTRIES]
+    return {key: pending.pop(key) for key in keys}
+
+
+class ConnectionManager:
+    """SPU/partition cache, SPU sessions, and the events they raise for the controllers.
+
+    Args:
+        token: the shared secret SPUs must present.
+        heartbeat_timeout_s: silence after which a session is dropped.
+        emit: hands an event to the controller loop (``Dispatcher.submit``).
+        revision: returns the KV revision the SC's mirror reflects (stamped on pushes).
+        clock: monotonic seconds (tests pass a fake one).
+    """
+
+    def __init__(
+        self,
+        token: str,
+        heartbeat_timeout_s: float,
+        emit: Callable[[ControllerEvent], None],
+        *,
+        revision: Callable[[], int] = lambda: 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._token = token.encode()
+        self.heartbeat_timeout_s = heartbeat_timeout_s
+        self._emit = emit
+        self.revision = revision
+        self.clock = clock
+        self.spus: dict[int, Spu] = {}
+        self.replicas: dict[str, Replica] = {}
+        self._held: dict[int, set[str]] = {}  # SPU id -> names of the partitions it holds
+        self.sessions: dict[int, SpuSession] = {}
+        self._last_lrs: dict[str, LrsStatus] = {}
+
+    # -- cache, fed by controller actions ---------------------------------------------
+
+    def apply(self, action: CmAction) -> None:
+        """Carry out one connection-manager action from a controller."""
+        match action:
+            case CmAddSpu(spu=spu) | CmUpdateSpu(spu=spu):
+                self.spus[spu.spu_id] = spu
+                for session in self.sessions.values():
+                    session.queue_spu(spu.spu_id, spu)
+            case CmDeleteSpu(spu_id=spu_id):
+                known = self.spus.get(spu_id)
+                if known is not None and known.name != action.name:
+                    return  # another object now holds that id
+                self.spus.pop(spu_id, None)
+                session = self.sessions.get(spu_id)
+                if session is not None:
+                    log.info("spu unregistered, closing its connection spu=%d", spu_id)
+                    session.close()
+                for other in self.sessions.values():
+                    other.queue_spu(spu_id, None)
+            case CmAddPartition(partition=p) | CmUpdatePartition(partition=p):
+                self._last_lrs.pop(p.name, None)
+                self._set_replica(Replica.from_partition(p))
+            case CmLeaderChange(name=name, leader=leader):
+                self._last_lrs.pop(name, None)
+                old = self.replicas.get(name)
+                if old is not None:
+                    self._set_replica(Replica(name, leader, old.spec, old.revision))
+            case CmDeletePartition(name=name):
+                old = self.replicas.pop(name, None)
+                self._last_lrs.pop(name, None)
+                holders = set(action.replicas) | (set(old.replicas) if old else set())
+                for spu_id in holders:
+                    self._held.get(spu_id, set()).discard(name)
+                    if (session := self.sessions.get(spu_id)) is not None:
+                        session.queue_replica(name, None)
+            case _:
+                raise TypeError(f"not a connection-manager action: {action!r}")
+
+    def _set_replica(self, replica: Replica) -> None:
+        name = replica.name
+        old = self.replicas.get(name)
+        self.replicas[name] = replica
+        before = set(old.replicas) if old is not None else set()
+        after = set(replica.replicas)
+        for spu_id in before - after:
+            self._held.get(spu_id, set()).discard(name)
+            if (session := self.sessions.get(spu_id)) is not None:
+                session.queue_replica(name, None)
+        for spu_id in after:
+            self._held.setdefault(spu_id, set()).add(name)
+            if (session := self.sessions.get(spu_id)) is not None:
+                session.queue_replica(name, replica)
+
+    def replicas_of(self, spu_id: int) -> list[Replica]:
+        """The replicas ``spu_id`` holds, sorted by partition name."""
+        return [self.replicas[name] for name in sorted(self._held.get(spu_id, ()))]
+
+    # -- connections -------------------------------------------------------------------
+
+    def authorize(self, spu_id: int, token: str) -> Spu:
+        """The registered SPU for ``spu_id`` if ``token`` is the cluster's secret.
+
+        Raises:
+            UnauthorizedError: wrong token, or no SPU registered with that id.
+        """
+        if not hmac.compare_digest(token.encode(), self._token):
+            raise UnauthorizedError(f"SPU {spu_id}: invalid token")
+        spu = self.spus.get(spu_id)
+        if spu is None:
+            raise UnauthorizedError(f"SPU {spu_id} is not registered")
+        return spu
+
+    def attach(self, spu_id: int, closer: Callable[[], None]) -> SpuSession:
+        """Bind a new authorised connection to ``spu_id``, replacing an older one."""
+        old = self.sessions.get(spu_id)
+        session = SpuSession(self, spu_id, closer)
+        self.sessions[spu_id] = session
+        if old is not None:
+            log.warning("spu reconnected, replacing its previous connection spu=%d", spu_id)
+            old.close()
+        else:
+            self._emit(SpuConnected(spu_id))
+        return session
+
+    def detach(self, session: SpuSession, cause: BaseException | str | None = None) -> None:
+        """Forget a session whose connection ended; idempotent.
+
+        Only the session that currently speaks for its SPU raises ``SpuDisconnected``: a
+        replaced session leaves quietly.
+        """
+        session.active = False
+        session._wakeup.set()
+        if self.sessions.get(session.spu_id) is not session:
+            return
+        del self.sessions[session.spu_id]
+        # Its next report must reach the controllers even if unchanged: the SC may
+        # have marked its partitions Offline meanwhile.
+        gone = session.spu_id
+        stale = [name for name, lrs in self._last_lrs.items() if lrs.status.leader == gone]
+        for name in stale:
+            del self._last_lrs[name]
+        log.info("spu disconnected spu=%d cause=%s", session.spu_id, cause)
+        self._emit(SpuDisconnected(session.spu_id))
+
+    def connected_ids(self) -> frozenset[int]:
+        """Ids of the SPUs connected now."""
+        return frozenset(self.sessions)
+
+    def expired(self) -> list[SpuSession]:
+        """Sessions silent for longer than ``heartbeat_timeout_s``."""
+        limit = self.clock() - self.heartbeat_timeout_s
+        return [s for s in self.sessions.values() if s.last_seen < limit]
+
+    def close_expired(self) -> int:
+        """Close every silent session (the server then detaches it); return how many."""
+        silent = self.expired()
+        for session in silent:
+            log.warning(
+                "spu silent past heartbeat timeout, dropping it spu=%d timeout_s=%s",
+                session.spu_id, self.heartbeat_timeout_s,
+            )
+            session.close()
+        return len(silent)
+
+    # -- live replica status -----------------------------------------------------------
+
+    def receive_lrs(self, spu_id: int, statuses: list[LrsStatus]) -> tuple[int, list[str]]:
+        """Forward the entries ``spu_id`` may report; return (accepted, rejected names).
+
+        An entry is accepted when the partition is known, the reporter is its current
+        leader and names itself as leader. Unchanged repeats are accepted but not
+        forwarded again.
+        """
+        accepted, rejected = 0, []
+        for entry in statuses:
+            replica = self.replicas.get(entry.name)
+            if replica is None or entry.status.leader != spu_id or replica.leader != spu_id:
+                rejected.append(entry.name)
+                continue
+            accepted += 1
+            if self._last_lrs.get(entry.name) == entry:
+                continue
+            self._last_lrs[entry.name] = entry
+            st = entry.status
+            self._emit(LrsUpdate(entry.name, spu_id, st.lrs, st.leo, st.hw, st.log_start_offset))
+        return accepted, rejected

@@ -1,0 +1,205 @@
+"""The SC private server (port 9004): SPU connections, live replica status, heartbeats.
+
+One handler per api (``SPU_CONNECT``, ``UPDATE_LRS``, ``HEARTBEAT``), all thin: they
+check the peer and call the connection manager (``sc.connection_manager``), which holds
+the logic. The conversation is specified in ``docs/protocol.md`` ("SC private
+messages"):
+
+- ``SPU_CONNECT`` (a stream): authorise the SPU (registered id, shared token; a refused
+  peer gets ``UnauthorizedError`` and the connection closes), store the endpoints it
+  actually bound in its SPU spec when they differ, attach a session and stream its
+  pushes. An SPU registered a moment ago may not be mirrored yet, so an unknown id is
+  checked again once the mirror caught up with the KV.
+- ``UPDATE_LRS`` / ``HEARTBEAT``: only on a connection that completed ``SPU_CONNECT``,
+  for the same SPU id. Every request refreshes the session's liveness; a watchdog task
+  drops sessions silent for ``heartbeat_timeout_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sc.connection_manager import ConnectionManager, SpuSession
+from sc.dispatcher import Dispatcher
+from sc.kv.store import KvStore
+from spark_stream.errors import ConflictError, InvalidRequestError, UnauthorizedError
+from spark_stream.models import PrivateEndpoint, PublicEndpoint, Spu
+from spark_stream.protocol import ApiKey, Message, Request
+from spark_stream.protocol.control import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    SpuConnectRequest,
+    UpdateLrsRequest,
+    UpdateLrsResponse,
+)
+from spark_stream.server import ConnContext, Server
+
+__all__ = ["PrivateApi"]
+
+log = logging.getLogger(__name__)
+
+_SESSION = "spu_session"
+
+
+class PrivateApi:
+    """The private server and its handlers.
+
+    Args:
+        cm: the connection manager.
+        dispatcher: the controller loop (to catch up before refusing an unknown id).
+        kv: the KV store (to record the endpoints an SPU bound).
+        host: address to bind.
+        port: port to bind (0: any free one; read ``port`` after ``start``).
+    """
+
+    def __init__(
+        self,
+        cm: ConnectionManager,
+        dispatcher: Dispatcher,
+        kv: KvStore,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 9004,
+    ) -> None:
+        self.cm = cm
+        self.dispatcher = dispatcher
+        self.kv = kv
+        self.server = Server(
+            {
+                ApiKey.SPU_CONNECT: self._spu_connect,
+                ApiKey.UPDATE_LRS: self._update_lrs,
+                ApiKey.HEARTBEAT: self._heartbeat,
+            },
+            host=host, port=port, name="sc-private", on_disconnect=self._on_disconnect,
+        )
+        self._watchdog: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (after ``start``)."""
+        return self.server.port
+
+    async def start(self) -> None:
+        """Listen, and start the heartbeat watchdog."""
+        await self.server.start()
+        self._watchdog = asyncio.get_running_loop().create_task(
+            self._watch_heartbeats(), name="sc-heartbeat-watchdog"
+        )
+
+    async def stop(self) -> None:
+        """Stop the watchdog and the server (closing every SPU connection)."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watchdog
+            self._watchdog = None
+        await self.server.stop()
+
+    async def _watch_heartbeats(self) -> None:
+        interval = min(1.0, self.cm.heartbeat_timeout_s / 4)
+        while True:
+            await asyncio.sleep(interval)  # periodic sweep of silent sessions
+            self.cm.close_expired()
+
+    # -- handlers ----------------------------------------------------------------------
+
+    async def _spu_connect(self, request: Request, ctx: ConnContext) -> AsyncIterator[Message]:
+        msg = request.message()
+        assert isinstance(msg, SpuConnectRequest)
+        if not request.stream:
+            raise InvalidRequestError("SPU_CONNECT answers with a stream; open it with stream()")
+        if _SESSION in ctx.state:
+            raise InvalidRequestError("this connection already carries an SPU session")
+        try:
+            spu = await self._authorize(msg)
+        except UnauthorizedError as exc:
+            log.warning("spu refused spu=%d peer=%s reason=%s", msg.spu_id, ctx.peer, exc)
+            ctx.close()
+            raise
+        public, private = msg.endpoints()
+        await self._record_endpoints(spu, public, private)
+        session = self.cm.attach(msg.spu_id, ctx.close)
+        ctx.state[_SESSION] = session
+        log.info("spu connected spu=%d peer=%s", msg.spu_id, ctx.peer)
+        return self._pushes(session)
+
+    async def _pushes(self, session: SpuSession) -> AsyncIterator[Message]:
+        try:
+            async for push in session.pushes():
+                yield push
+        finally:
+            self.cm.detach(session, "stream ended")
+
+    async def _authorize(self, msg: SpuConnectRequest) -> Spu:
+        try:
+            return self.cm.authorize(msg.spu_id, msg.token)
+        except UnauthorizedError:
+            if msg.spu_id in self.cm.spus:
+                raise  # a bad token: no need to look again
+        await self.dispatcher.catch_up(timeout=2.0)
+        return self.cm.authorize(msg.spu_id, msg.token)
+
+    async def _record_endpoints(
+        self, spu: Spu, public: PublicEndpoint | None, private: PrivateEndpoint | None
+    ) -> None:
+        """Write the endpoints the SPU bound into its spec, so clients can find it."""
+        update: dict[str, Any] = {}
+        if public is not None and public != spu.spec.public_endpoint:
+            update["public_endpoint"] = public
+        if private is not None and private != spu.spec.private_endpoint:
+            update["private_endpoint"] = private
+        if not update:
+            return
+        current: Any = spu
+        for _ in range(3):
+            try:
+                stored = await self.kv.update_spec(
+                    Spu.kind, current.name, current.spec.model_copy(update=update),
+                    current.revision,
+                )
+            except ConflictError:
+                current = await self.kv.get(Spu.kind, spu.name)
+                if current is None:
+                    raise UnauthorizedError(f"SPU {spu.spu_id} was unregistered") from None
+                continue
+            log.info("spu endpoints recorded spu=%d %s", spu.spu_id,
+                     " ".join(f"{k}={v.port}" for k, v in update.items()))
+            # The pushes that follow must carry the new endpoints.
+            await self.dispatcher.wait_revision(stored.revision, 5.0, processed=True)
+            return
+        log.warning("spu endpoints not recorded (busy object) spu=%d", spu.spu_id)
+
+    def _session(self, ctx: ConnContext, spu_id: int) -> SpuSession:
+        session = ctx.state.get(_SESSION)
+        if not isinstance(session, SpuSession) or not session.active:
+            raise UnauthorizedError("open SPU_CONNECT on this connection first")
+        if session.spu_id != spu_id:
+            raise UnauthorizedError(
+                f"this connection speaks for SPU {session.spu_id}, not SPU {spu_id}"
+            )
+        session.touch()
+        return session
+
+    async def _update_lrs(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, UpdateLrsRequest)
+        self._session(ctx, msg.spu_id)
+        accepted, rejected = self.cm.receive_lrs(msg.spu_id, msg.statuses())
+        if rejected:
+            log.info("lrs entries rejected spu=%d partitions=%s", msg.spu_id, rejected[:10])
+        return UpdateLrsResponse(accepted, rejected)
+
+    async def _heartbeat(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, HeartbeatRequest)
+        self._session(ctx, msg.spu_id)
+        return HeartbeatResponse(self.dispatcher.store.revision)
+
+    def _on_disconnect(self, ctx: ConnContext, cause: BaseException | None) -> None:
+        session = ctx.state.get(_SESSION)
+        if isinstance(session, SpuSession):
+            self.cm.detach(session, cause or "connection closed")

@@ -1,0 +1,399 @@
+"""The SC public server (port 9003): admin requests and the metadata watch.
+
+One handler per api. Writes go to the KV store (the SC's desired state); the
+controllers take it from there. Reads come from the local mirror after it caught up
+with the KV's current revision, and every write waits (bounded) until the mirror holds
+it, so a client reads its own writes. Errors are typed (``docs/protocol.md``):
+``InvalidConfigError`` naming the field, ``TopicExistsError``, ``UnknownTopicError``,
+``SpuExistsError``, ``ObjectExistsError``, ``NotFoundError``.
+
+The metadata watch (``MetadataFeed``) keeps the recent SPU, topic and partition changes
+in memory. A watcher that names a revision the feed still covers gets the changes after
+it; any other watcher first gets a full snapshot. Partition changes that only move LEO
+or HW are not sent (clients need endpoints and leaders, not offsets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sc.dispatcher import Dispatcher
+from sc.kv.store import KvStore
+from sc.store import Change, StoreView
+from spark_stream.errors import (
+    InvalidConfigError,
+    InvalidRequestError,
+    NotFoundError,
+    ObjectExistsError,
+    SpuExistsError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from spark_stream.models import (
+    KvObject,
+    Partition,
+    Spu,
+    SpuGroup,
+    SpuSpec,
+    SpuType,
+    Topic,
+)
+from spark_stream.protocol import ApiKey, Message, Request
+from spark_stream.protocol import control as c
+from spark_stream.server import ConnContext, Server
+
+__all__ = ["PublicApi", "MetadataFeed"]
+
+log = logging.getLogger(__name__)
+
+_WATCHED = (Spu.kind, Topic.kind, Partition.kind)
+_WAIT = 5.0  # seconds a handler waits for the mirror before answering anyway
+
+
+def _interesting(change: Change) -> bool:
+    """Whether a watcher needs this change (not a partition's LEO/HW moving)."""
+    if change.kind not in _WATCHED:
+        return False
+    old, new = change.old, change.new
+    if isinstance(old, Partition) and isinstance(new, Partition):
+        return (
+            old.spec != new.spec
+            or old.status.leader != new.status.leader
+            or old.status.resolution != new.status.resolution
+        )
+    return True
+
+
+class MetadataFeed:
+    """Recent metadata changes, in revision order, for the watch streams.
+
+    Args:
+        store: the mirror, for full snapshots.
+        capacity: changes kept; a watcher further behind gets a full snapshot.
+    """
+
+    def __init__(self, store: StoreView, capacity: int = 100_000) -> None:
+        self.store = store
+        self.capacity = capacity
+        self._revisions: list[int] = []
+        self._changes: list[Change] = []
+        self._base = 0  # sequence number of _changes[0]
+        self.start_revision = store.revision  # watchers from here on can resume
+        self.epoch = 0  # bumped on a resync: every watcher starts over with a snapshot
+        self._wakeup = asyncio.Event()
+
+    def on_changes(self, changes: list[Change], resync: bool) -> None:
+        """Dispatcher listener: record the changes watchers care about."""
+        if resync:
+            self.epoch += 1
+            self._base += len(self._changes)
+            self._changes.clear()
+            self._revisions.clear()
+            self.start_revision = self.store.revision
+        else:
+            for change in changes:
+                if _interesting(change):
+                    self._changes.append(change)
+                    self._revisions.append(change.revision)
+            if len(self._changes) > self.capacity:
+                cut = len(self._changes) - self.capacity
+                del self._changes[:cut], self._revisions[:cut]
+                self._base += cut
+                self.start_revision = self._revisions[0] - 1
+        self._wakeup.set()
+        self._wakeup = asyncio.Event()
+
+    def snapshot(self) -> tuple[c.MetadataUpdate, int]:
+        """A full update from the mirror and the feed position right after it."""
+        store = self.store
+        update = c.MetadataUpdate(
+            True, store.revision,
+            spus=[s.to_dict() for s in store.spus()],
+            topics=[t.to_dict() for t in store.topics()],
+            partitions=[p.to_dict() for p in store.partitions()],
+        )
+        return update, self._base + len(self._changes)
+
+    def position_after(self, revision: int) -> int | None:
+        """The feed position of the first change after ``revision``, if still held."""
+        if revision < self.start_revision or revision > self.store.revision:
+            return None
+        return self._base + bisect.bisect_right(self._revisions, revision)
+
+    async def updates(self, from_revision: int | None, max_items: int = 5000
+                      ) -> AsyncIterator[c.MetadataUpdate]:
+        """The pushes of one watch stream: a snapshot or the missed changes, then more."""
+        epoch = self.epoch
+        pos = None if from_revision is None else self.position_after(from_revision)
+        if pos is None:
+            update, pos = self.snapshot()
+            yield update
+        while True:
+            if epoch != self.epoch:  # a resync: the history restarted
+                epoch = self.epoch
+                update, pos = self.snapshot()
+                yield update
+                continue
+            if pos < self._base:  # fell out of the history
+                update, pos = self.snapshot()
+                yield update
+                continue
+            start = pos - self._base
+            if start >= len(self._changes):
+                await self._wakeup.wait()
+                continue
+            batch = self._changes[start:start + max_items]
+            pos += len(batch)
+            yield _incremental(batch)
+
+
+def _incremental(batch: list[Change]) -> c.MetadataUpdate:
+    last: dict[tuple[str, str], Change] = {}
+    for change in batch:
+        last.pop((change.kind, change.name), None)
+        last[(change.kind, change.name)] = change
+    lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _WATCHED}
+    deleted = []
+    for (kind, name), change in last.items():
+        if change.new is None:
+            deleted.append({"kind": kind, "name": name})
+        else:
+            lists[kind].append(change.new.to_dict())
+    return c.MetadataUpdate(
+        False, batch[-1].revision, spus=lists[Spu.kind], topics=lists[Topic.kind],
+        partitions=lists[Partition.kind], deleted=deleted,
+    )
+
+
+class PublicApi:
+    """The public server and its handlers.
+
+    Args:
+        kv: the KV store (writes, and the current revision for reads).
+        dispatcher: the controller loop (its mirror answers reads).
+        host: address to bind.
+        port: port to bind (0: any free one).
+    """
+
+    def __init__(
+        self, kv: KvStore, dispatcher: Dispatcher, *, host: str = "127.0.0.1", port: int = 9003
+    ) -> None:
+        self.kv = kv
+        self.dispatcher = dispatcher
+        self.store = dispatcher.store
+        self.feed = MetadataFeed(self.store)
+        dispatcher.add_listener(self.feed.on_changes)
+        self._spu_lock = asyncio.Lock()  # one SPU registration at a time: ids stay unique
+        self.server = Server(
+            {
+                ApiKey.CREATE_TOPIC: self._create_topic,
+                ApiKey.DELETE_TOPIC: self._delete_topic,
+                ApiKey.LIST_TOPICS: self._list_topics,
+                ApiKey.DESCRIBE_TOPIC: self._describe_topic,
+                ApiKey.LIST_PARTITIONS: self._list_partitions,
+                ApiKey.REGISTER_SPU: self._register_spu,
+                ApiKey.UNREGISTER_SPU: self._unregister_spu,
+                ApiKey.LIST_SPUS: self._list_spus,
+                ApiKey.CREATE_SPU_GROUP: self._create_spu_group,
+                ApiKey.DELETE_SPU_GROUP: self._delete_spu_group,
+                ApiKey.LIST_SPU_GROUPS: self._list_spu_groups,
+                ApiKey.WATCH_METADATA: self._watch_metadata,
+            },
+            host=host, port=port, name="sc-public",
+        )
+
+    @property
+    def port(self) -> int:
+        """The bound port (after ``start``)."""
+        return self.server.port
+
+    async def start(self) -> None:
+        """Listen."""
+        self.feed.start_revision = self.store.revision
+        await self.server.start()
+
+    async def stop(self) -> None:
+        """Stop listening and close every client connection."""
+        await self.server.stop()
+
+    # -- helpers -----------------------------------------------------------------------
+
+    async def _fresh(self) -> int:
+        """Wait until the mirror holds what the KV holds now; return the revision."""
+        await self.dispatcher.catch_up(_WAIT, processed=False)
+        return self.store.revision
+
+    async def _written(self, obj: KvObject[Any, Any]) -> None:
+        await self.dispatcher.wait_revision(obj.revision, _WAIT)
+
+    # -- topics ------------------------------------------------------------------------
+
+    async def _create_topic(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.CreateTopicRequest)
+        topic = msg.topic()
+        if msg.dry_run:
+            return c.CreateTopicResponse(topic.to_dict())
+        try:
+            stored = await self.kv.create(topic)
+        except ObjectExistsError:
+            raise TopicExistsError(f"topic {msg.name!r} already exists") from None
+        log.info("topic created topic=%s partitions=%d replication=%d", topic.name,
+                 topic.spec.partitions, topic.spec.replication_factor)
+        await self._written(stored)
+        return c.CreateTopicResponse(stored.to_dict())
+
+    async def _delete_topic(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.DeleteTopicRequest)
+        try:
+            await self.kv.delete(Topic.kind, msg.name)
+        except NotFoundError:
+            raise UnknownTopicError(f"topic {msg.name!r} does not exist") from None
+        revision = await self.kv.revision()
+        log.info("topic deleted topic=%s", msg.name)
+        await self.dispatcher.wait_revision(revision, _WAIT)
+        return c.DeleteTopicResponse(revision)
+
+    async def _list_topics(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.ListTopicsRequest)
+        revision = await self._fresh()
+        wanted = set(msg.names)
+        topics = [t for t in self.store.topics() if not wanted or t.name in wanted]
+        return c.ListTopicsResponse([t.to_dict() for t in topics], revision)
+
+    async def _describe_topic(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.DescribeTopicRequest)
+        revision = await self._fresh()
+        topic = self.store.topic(msg.name)
+        if topic is None:
+            raise UnknownTopicError(f"topic {msg.name!r} does not exist")
+        partitions = [p.to_dict() for p in self.store.partitions_of(msg.name)]
+        return c.DescribeTopicResponse(topic.to_dict(), partitions, revision)
+
+    async def _list_partitions(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.ListPartitionsRequest)
+        revision = await self._fresh()
+        if msg.topic is None:
+            partitions = self.store.partitions()
+        elif self.store.topic(msg.topic) is None:
+            raise UnknownTopicError(f"topic {msg.topic!r} does not exist")
+        else:
+            partitions = self.store.partitions_of(msg.topic)
+        return c.ListPartitionsResponse([p.to_dict() for p in partitions], revision)
+
+    # -- SPUs --------------------------------------------------------------------------
+
+    async def _register_spu(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.RegisterSpuRequest)
+        spec = _spu_spec(msg.spec)
+        name = msg.name or f"custom-spu-{spec.spu_id}"
+        spu = Spu.build(name, spec)
+        async with self._spu_lock:
+            await self._fresh()
+            holder = self.store.spu(spec.spu_id)
+            if holder is not None:
+                raise SpuExistsError(
+                    f"SPU id {spec.spu_id} is already registered as {holder.name!r}"
+                )
+            for group in self.store.spu_groups():
+                if spec.spu_id in group.spec.spu_ids:
+                    raise SpuExistsError(
+                        f"SPU id {spec.spu_id} is reserved by SPU group {group.name!r}"
+                    )
+            try:
+                stored = await self.kv.create(spu)
+            except ObjectExistsError:
+                raise SpuExistsError(f"an SPU named {name!r} already exists") from None
+            await self._written(stored)
+        log.info("spu registered spu=%d name=%s", spec.spu_id, name)
+        return c.RegisterSpuResponse(stored.to_dict())
+
+    async def _unregister_spu(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.UnregisterSpuRequest)
+        await self._fresh()
+        spu = self.store.spu(msg.spu_id) if msg.spu_id is not None else (
+            self.store.spu_by_name(msg.name or "")
+        )
+        if spu is None:
+            raise NotFoundError(f"no SPU {msg.spu_id if msg.name is None else repr(msg.name)}")
+        if spu.spec.spu_type is not SpuType.CUSTOM:
+            raise InvalidRequestError(
+                f"SPU {spu.spu_id} is managed by its SPU group; scale or delete the group"
+            )
+        await self.kv.delete(Spu.kind, spu.name)
+        revision = await self.kv.revision()
+        log.info("spu unregistered spu=%d name=%s", spu.spu_id, spu.name)
+        await self.dispatcher.wait_revision(revision, _WAIT)
+        return c.UnregisterSpuResponse(revision)
+
+    async def _list_spus(self, request: Request, ctx: ConnContext) -> Message:
+        revision = await self._fresh()
+        return c.ListSpusResponse([s.to_dict() for s in self.store.spus()], revision)
+
+    # -- SPU groups ---------------------------------------------------------------------
+
+    async def _create_spu_group(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.CreateSpuGroupRequest)
+        group = msg.group()
+        try:
+            stored = await self.kv.create(group)
+            log.info("spu group created group=%s replicas=%d min_id=%d", group.name,
+                     group.spec.replicas, group.spec.min_id)
+        except ObjectExistsError:
+            if not msg.update:
+                raise
+            current = await self.kv.get(SpuGroup.kind, group.name)
+            if current is None:
+                raise NotFoundError(f"SPU group {group.name!r} vanished; retry") from None
+            stored = await self.kv.update_spec(
+                SpuGroup.kind, group.name, group.spec, current.revision
+            )
+            log.info("spu group updated group=%s replicas=%d", group.name, group.spec.replicas)
+        await self._written(stored)
+        return c.CreateSpuGroupResponse(stored.to_dict())
+
+    async def _delete_spu_group(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.DeleteSpuGroupRequest)
+        await self.kv.delete(SpuGroup.kind, msg.name)
+        revision = await self.kv.revision()
+        log.info("spu group deleted group=%s", msg.name)
+        await self.dispatcher.wait_revision(revision, _WAIT)
+        return c.DeleteSpuGroupResponse(revision)
+
+    async def _list_spu_groups(self, request: Request, ctx: ConnContext) -> Message:
+        revision = await self._fresh()
+        return c.ListSpuGroupsResponse([g.to_dict() for g in self.store.spu_groups()], revision)
+
+    # -- metadata watch -----------------------------------------------------------------
+
+    async def _watch_metadata(
+        self, request: Request, ctx: ConnContext
+    ) -> AsyncIterator[c.MetadataUpdate]:
+        msg = request.message()
+        assert isinstance(msg, c.WatchMetadataRequest)
+        await self._fresh()
+        log.info("metadata watch opened peer=%s from_revision=%s", ctx.peer, msg.from_revision)
+        return self.feed.updates(msg.from_revision)
+
+
+def _spu_spec(data: dict[str, Any]) -> SpuSpec:
+    """A custom SPU's spec from a request (``spuType`` defaults to ``Custom``)."""
+    spec = Spu.build("spu", data).spec  # errors name the field as ``spec.<field>``
+    if spec.spu_type is not SpuType.CUSTOM:
+        raise InvalidConfigError(
+            "invalid Spu: spec.spuType: only Custom SPUs are registered; "
+            "managed SPUs come from SPU groups"
+        )
+    return spec
