@@ -36,7 +36,14 @@ from spark_stream.client.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.offset import Offset, OffsetKind
 from spark_stream.client.partitioner import Partitioner, fnv1a_32, fnv1a_32_array
 from spark_stream.client.producer import AsyncTopicProducer
-from spark_stream.client.sync import Consumer, Fluvio, PartitionConsumer, SyncStream, TopicProducer
+from spark_stream.client.sync import (
+    Consumer,
+    Fluvio,
+    PartitionConsumer,
+    SyncAdmin,
+    SyncStream,
+    TopicProducer,
+)
 from spark_stream.client.types import (
     BatchMetadata,
     PartitionInfo,
@@ -55,6 +62,7 @@ __all__ = [
     "Consumer",
     "AsyncConsumer",
     "SyncStream",
+    "SyncAdmin",
     "Offset",
     "OffsetKind",
     "Acks",

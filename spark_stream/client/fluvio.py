@@ -1,11 +1,11 @@
 """``FluvioAsync``: the asyncio client core (SC metadata, SPU connections, low-level fetch).
 
-Theory of operation. ``connect`` opens the SC's public endpoint, wraps it in the admin
-client and starts one metadata watch; a ``MetadataCache`` mirrors the SPUs and
-partitions it pushes, so leader discovery is a dictionary lookup refreshed on change.
-Data requests go straight to partition leaders over pooled connections (one per SPU,
-multiplexed). A retriable failure (``NotLeaderError``, a closed connection) drops the
-cached leader, waits for the watch to report a new one (bounded), and retries.
+Theory of operation. ``connect`` opens the SC's public endpoint and starts one metadata
+watch; a ``MetadataView`` mirrors the SPUs, topics and partitions it pushes, so leader
+discovery is a dictionary lookup refreshed on every change. Data requests go straight
+to partition leaders over pooled connections (one per SPU, multiplexed). A retriable
+failure (``NotLeaderError``, a closed connection) makes the next lookup wait briefly
+for the SC to publish a new leader, then the request is retried with backoff.
 
 Everything here runs on one event loop; ``spark_stream.client.Fluvio`` is the same API
 for threads, running this class on a background loop thread.
@@ -13,21 +13,58 @@ for threads, running this class on a background loop thread.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pyarrow as pa
 
+from spark_stream.admin import AdminClient
+from spark_stream.client import fetch
+from spark_stream.client.config import ConsumerConfig, ProducerConfig, parse_isolation
+from spark_stream.client.consumer import AsyncConsumer, AsyncPartitionConsumer
+from spark_stream.client.leader import LeaderClient, RetryPolicy
+from spark_stream.client.metadata import MetadataWatcher
+from spark_stream.client.pool import ConnectionPool
+from spark_stream.client.producer import AsyncTopicProducer
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
+from spark_stream.connection import Connection
+from spark_stream.errors import UnknownTopicError
+from spark_stream.local.profile import load_profile, parse_endpoint
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
-__all__ = ["FluvioAsync"]
+__all__ = ["FluvioAsync", "resolve_endpoint"]
+
+
+def resolve_endpoint(endpoint: str | None) -> str:
+    """``endpoint`` itself, or the profile's when None.
+
+    Raises:
+        NotFoundError: no endpoint and no profile.
+        InvalidConfigError: a malformed endpoint.
+    """
+    endpoint = endpoint or load_profile().endpoint
+    parse_endpoint(endpoint)
+    return endpoint
 
 
 class FluvioAsync:
-    """A connection to a cluster, for asyncio code. Create it with ``await connect()``."""
+    """A connection to a cluster, for asyncio code. Create it with ``await connect()``.
 
-    endpoint: str
+    Attributes:
+        endpoint: the SC public address in use.
+    """
+
+    def __init__(self, endpoint: str, timeout: float, watcher: MetadataWatcher) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.host, self.port = parse_endpoint(endpoint)
+        self.watcher = watcher
+        self.pool = ConnectionPool(connect_timeout=timeout)
+        self.leaders = LeaderClient(watcher, self.pool)
+        self._admin: AdminClient | None = None
+        self._producers: list[AsyncTopicProducer] = []
+        self._closed = False
 
     @classmethod
     async def connect(
@@ -44,51 +81,104 @@ class FluvioAsync:
             ConnectionClosedError: the SC is unreachable.
             NotFoundError: no endpoint given and no profile found.
         """
-        raise NotImplementedError
+        endpoint = resolve_endpoint(endpoint)
+        host, port = parse_endpoint(endpoint)
 
-    def admin(self) -> Any:
-        """The admin client (``spark_stream.admin.AdminClient``) on this connection."""
-        raise NotImplementedError
+        async def open_sc() -> Connection:
+            return await Connection.open(host, port, timeout=timeout, name=f"sc@{endpoint}")
 
-    async def topic_producer(self, topic: str, **config: Any) -> Any:
-        """A producer for ``topic`` (``AsyncTopicProducer``); options as ``ProducerConfig``.
+        watcher = MetadataWatcher(open_sc)
+        await watcher.start(timeout)
+        return cls(endpoint, timeout, watcher)
+
+    def admin(self) -> AdminClient:
+        """The admin client (topics, partitions, SPUs, SPU groups) on this cluster."""
+        if self._admin is None:
+            self._admin = AdminClient(self.host, self.port, timeout=max(self.timeout, 30.0))
+        return self._admin
+
+    def _policy(self) -> RetryPolicy:
+        return RetryPolicy(timeout_s=max(30.0, self.timeout * 3), request_timeout_s=30.0)
+
+    async def _known_topic(self, topic: str) -> None:
+        """Wait (bounded) for the topic to appear in the metadata, then check it exists."""
+        if self.watcher.view.partition_count(topic) is None:
+            with contextlib.suppress(Exception):
+                await self.watcher.wait_for(
+                    lambda v: v.partition_count(topic) is not None, min(self.timeout, 2.0)
+                )
+        if self.watcher.view.partition_count(topic) is None:
+            raise UnknownTopicError(f"topic {topic!r} not found")
+
+    async def topic_producer(self, topic: str, **config: Any) -> AsyncTopicProducer:
+        """A producer for ``topic``; options as ``ProducerConfig``.
 
         Raises:
             UnknownTopicError: the topic does not exist.
             InvalidConfigError: an unknown option or a bad value.
         """
-        raise NotImplementedError
+        cfg = ProducerConfig.from_options(**config)
+        await self._known_topic(topic)
+        producer = AsyncTopicProducer(topic, cfg, self.watcher, self.leaders)
+        self._producers.append(producer)
+        return producer
 
-    async def partition_consumer(self, topic: str, partition: int, **config: Any) -> Any:
-        """A consumer of one partition (``AsyncPartitionConsumer``); options as
-        ``ConsumerConfig``."""
-        raise NotImplementedError
+    async def partition_consumer(
+        self, topic: str, partition: int, **config: Any
+    ) -> AsyncPartitionConsumer:
+        """A consumer of one partition; options as ``ConsumerConfig``.
+
+        Raises:
+            UnknownTopicError: the topic does not exist.
+            UnknownPartitionError: no such partition.
+        """
+        cfg = ConsumerConfig.from_options(**config)
+        await self._known_topic(topic)
+        return AsyncPartitionConsumer(topic, partition, cfg, self.leaders)
 
     async def consumer(
         self, topic: str, partitions: list[int] | None = None, **config: Any
-    ) -> Any:
-        """A consumer of several partitions (all when None) merged (``AsyncConsumer``)."""
-        raise NotImplementedError
+    ) -> AsyncConsumer:
+        """A consumer of several partitions (all when None), merged."""
+        cfg = ConsumerConfig.from_options(**config)
+        await self._known_topic(topic)
+        count = self.watcher.view.partition_count(topic) or 0
+        indexes = list(range(count)) if partitions is None else list(partitions)
+        consumers = [AsyncPartitionConsumer(topic, p, cfg, self.leaders) for p in indexes]
+        return AsyncConsumer(topic, consumers)
 
     async def topic_partitions(self, topic: str) -> list[PartitionInfo]:
         """Every partition of ``topic`` with its leader and replicas, by index.
 
+        Waits (bounded) until the SC has created all of them.
+
         Raises:
             UnknownTopicError: the topic does not exist.
         """
-        raise NotImplementedError
+        await self._known_topic(topic)
+        view = self.watcher.view
+        with contextlib.suppress(Exception):
+            await self.watcher.wait_for(
+                lambda v: len(v.topic_partitions(topic)) >= (v.partition_count(topic) or 0),
+                self.timeout,
+            )
+        return view.topic_partitions(topic)
 
     async def fetch_offsets(self, topic: str, partition: int) -> PartitionOffsets:
         """The partition's ``(log_start, hw, leo)`` as its leader sees them now."""
-        raise NotImplementedError
+        await self._known_topic(topic)
+        return await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
 
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_us: int
     ) -> int | None:
         """The first offset whose timestamp is at or after ``timestamp_us`` (None: none)."""
-        raise NotImplementedError
+        await self._known_topic(topic)
+        return await fetch.offset_for_timestamp(
+            self.leaders, topic, partition, timestamp_us, self._policy()
+        )
 
-    def fetch_frames(
+    async def fetch_frames(
         self,
         topic: str,
         partition: int,
@@ -108,9 +198,15 @@ class FluvioAsync:
         Raises:
             OffsetOutOfRangeError: ``start`` is below the log start or past the end.
         """
-        raise NotImplementedError
+        await self._known_topic(topic)
+        async with contextlib.aclosing(fetch.fetch_frames(
+            self.leaders, topic, partition, start, end_exclusive, parse_isolation(isolation),
+            max_bytes, self._policy(),
+        )) as frames:
+            async for frame in frames:
+                yield frame
 
-    def fetch_batches(
+    async def fetch_batches(
         self,
         topic: str,
         partition: int,
@@ -126,11 +222,26 @@ class FluvioAsync:
         Each batch has the record schema with an ``offset`` column first (unless
         ``with_offsets=False``); buffers are zero-copy views of the received frames.
         """
-        raise NotImplementedError
+        await self._known_topic(topic)
+        async with contextlib.aclosing(fetch.fetch_batches(
+            self.leaders, topic, partition, start, end_exclusive, parse_isolation(isolation),
+            max_bytes, self._policy(), with_offsets=with_offsets,
+        )) as batches:
+            async for batch in batches:
+                yield batch
 
     async def close(self) -> None:
-        """Close producers' connections, the metadata watch and the SC connection."""
-        raise NotImplementedError
+        """Close producers (flushing them), the metadata watch and every connection."""
+        if self._closed:
+            return
+        self._closed = True
+        for producer in self._producers:
+            await producer.close()
+        self._producers.clear()
+        if self._admin is not None:
+            await self._admin.close()
+        await self.watcher.close()
+        await self.pool.close()
 
     async def __aenter__(self) -> FluvioAsync:
         return self

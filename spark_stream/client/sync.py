@@ -5,47 +5,193 @@ the ``FluvioAsync`` core lives on it. A blocking call submits a coroutine to tha
 and waits for its result; iterators cross the thread once per Arrow batch (records of a
 batch are then handed out locally). The producer's accumulator is thread-safe, so
 ``send`` never crosses to the loop thread at all: it appends under a lock and wakes the
-sender only when a batch fills or a linger timer must start. ``close`` stops producers
-and consumers, closes every socket, then stops and joins the thread.
+sender only when a batch fills or a linger timer must start; ``send_batch`` routes and
+encodes in the calling thread. ``close`` stops producers and consumers, closes every
+socket, then stops and joins the thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import asyncio
+import concurrent.futures
+import contextlib
+import inspect
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
+from spark_stream.client.consumer import AsyncConsumer, AsyncPartitionConsumer, batch_records
+from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.offset import Offset
-from spark_stream.client.types import PartitionInfo, PartitionOffsets, Record
+from spark_stream.client.producer import AsyncTopicProducer
+from spark_stream.client.types import PartitionInfo, PartitionOffsets
+from spark_stream.errors import FluvioError, RequestTimeoutError
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
-__all__ = ["Fluvio", "TopicProducer", "PartitionConsumer", "Consumer", "SyncStream"]
+__all__ = [
+    "Fluvio",
+    "TopicProducer",
+    "PartitionConsumer",
+    "Consumer",
+    "SyncStream",
+    "SyncAdmin",
+    "LoopThread",
+]
+
+T = TypeVar("T")
 
 
-class SyncStream(Iterator[Any]):
-    """A blocking iterator over an async stream on the client's loop; close it when done."""
+class LoopThread:
+    """An event loop on a daemon thread, and a way to run coroutines on it and wait."""
 
-    def __next__(self) -> Any:
-        raise NotImplementedError
+    def __init__(self, name: str = "fluvio-client") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for its result (its exception, typed).
+
+        Raises:
+            RuntimeError: called from the loop thread itself (it would deadlock).
+            RequestTimeoutError: not done within ``timeout`` (the coroutine is cancelled).
+        """
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("blocking Fluvio call made on the client's own loop thread")
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise RequestTimeoutError(f"operation not done within {timeout}s") from None
+
+    @property
+    def alive(self) -> bool:
+        """True while the loop thread runs."""
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop the loop, join the thread and close the loop. Idempotent."""
+        if self._thread.is_alive():
+            with contextlib.suppress(Exception):
+                shutdown = self.loop.shutdown_asyncgens()
+                asyncio.run_coroutine_threadsafe(shutdown, self.loop).result(5)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join()
+        if not self.loop.is_closed():
+            self.loop.close()
+
+
+class SyncStream(Iterator[T], Generic[T]):
+    """A blocking iterator over an async iterator living on a ``LoopThread``.
+
+    Args:
+        runner: the loop thread.
+        source: the async iterator (an async generator, closed by ``close``).
+        explode: turns each item into several (Arrow batch -> records), done here.
+    """
+
+    def __init__(
+        self,
+        runner: LoopThread,
+        source: AsyncIterator[Any],
+        explode: Callable[[Any], list[T]] | None = None,
+    ) -> None:
+        self._runner = runner
+        self._source = source
+        self._explode = explode
+        self._buffer: deque[T] = deque()
+        self._done = False
+
+    def __next__(self) -> T:
+        while not self._buffer:
+            if self._done:
+                raise StopIteration
+            try:
+                item = self._runner.run(_anext(self._source))
+            except StopAsyncIteration:
+                self._done = True
+                raise StopIteration from None
+            except BaseException:
+                self.close()
+                raise
+            if self._explode is None:
+                return item  # type: ignore[no-any-return]
+            self._buffer.extend(self._explode(item))
+        return self._buffer.popleft()
 
     def close(self) -> None:
         """Stop the stream (cancels it on the leader). Idempotent."""
-        raise NotImplementedError
+        self._buffer.clear()
+        if self._done:
+            return
+        self._done = True
+        aclose = getattr(self._source, "aclose", None)
+        if aclose is not None and self._runner.alive:
+            with contextlib.suppress(FluvioError, RuntimeError):
+                self._runner.run(aclose(), timeout=10.0)
 
-    def __enter__(self) -> SyncStream:
+    def __enter__(self) -> SyncStream[T]:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
+async def _anext(source: AsyncIterator[T]) -> T:
+    return await source.__anext__()
+
+
+class SyncAdmin:
+    """Blocking face of ``spark_stream.admin.AdminClient``: same methods, same arguments.
+
+    Coroutine methods run on the client's loop; ``watch_metadata`` is a blocking iterator.
+    """
+
+    def __init__(self, runner: LoopThread, admin: Any) -> None:
+        self._runner = runner
+        self._admin = admin
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._admin, name)
+        if inspect.isasyncgenfunction(attr):
+            return lambda *a, **k: SyncStream(self._runner, attr(*a, **k))
+        if inspect.iscoroutinefunction(attr):
+            return lambda *a, **k: self._runner.run(attr(*a, **k))
+        return attr
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(self._admin)) | set(super().__dir__()))
+
+
 class TopicProducer:
     """Blocking face of ``AsyncTopicProducer`` (see it for the arguments)."""
 
-    topic: str
-    producer_id: int | None
+    def __init__(self, core: AsyncTopicProducer, runner: LoopThread) -> None:
+        self._core = core
+        self._runner = runner
+        self.topic = core.topic
+        self.config = core.config
+        self.producer_id = core.producer_id
+
+    def _wait_space(self) -> None:
+        acc = self._core.accumulator
+        if not acc.has_space() and not acc.wait_for_space(
+            self.config.delivery_timeout_ms / 1000.0
+        ):
+            raise RequestTimeoutError(
+                f"producer buffer ({self.config.buffer_memory} bytes) still full after "
+                f"{self.config.delivery_timeout_ms / 1000.0}s"
+            )
 
     def send(
         self,
@@ -57,7 +203,8 @@ class TopicProducer:
         partition: int | None = None,
     ) -> DeliveryFuture:
         """Queue one record; returns its delivery future (``.result()`` waits)."""
-        raise NotImplementedError
+        self._wait_space()
+        return self._core.append_record(key, value, timestamp_us, headers, partition)
 
     def send_batch(
         self,
@@ -71,15 +218,36 @@ class TopicProducer:
         partition_column: str | None = None,
     ) -> BatchFuture:
         """Queue a whole Arrow table or batch (vectorised partitioning and encoding)."""
-        raise NotImplementedError
+        self._wait_space()
+        planned = self._core.plan_batch(
+            data, key_column=key_column, value_column=value_column,
+            timestamp_column=timestamp_column, headers_column=headers_column,
+            partition=partition, partition_column=partition_column,
+        )
+        for frame in planned:
+            self._core.encode_planned(frame)
+        return BatchFuture([f.batch.future for f in planned])
 
     def flush(self, timeout: float | None = None) -> None:
-        """Send everything queued and wait for it (raises the first delivery error)."""
-        raise NotImplementedError
+        """Send everything queued and wait for it (raises the first delivery error).
+
+        Raises:
+            FluvioError: the first delivery error among the batches flushed.
+            RequestTimeoutError: not settled within ``timeout``.
+        """
+        futures = self._core.begin_flush()
+        done, pending = concurrent.futures.wait(futures, timeout)
+        if pending:
+            raise RequestTimeoutError(f"{len(pending)} batch(es) not delivered within {timeout}s")
+        for future in futures:
+            exc = future.exception()
+            if exc is not None:
+                raise exc
 
     def close(self, timeout: float | None = None) -> None:
         """Flush and stop. Idempotent."""
-        raise NotImplementedError
+        if self._runner.alive:
+            self._runner.run(self._core.close(), timeout)
 
     def __enter__(self) -> TopicProducer:
         return self
@@ -91,8 +259,11 @@ class TopicProducer:
 class PartitionConsumer:
     """Blocking face of ``AsyncPartitionConsumer``."""
 
-    topic: str
-    partition: int
+    def __init__(self, core: AsyncPartitionConsumer, runner: LoopThread) -> None:
+        self._core = core
+        self._runner = runner
+        self.topic = core.topic
+        self.partition = core.partition
 
     def stream(
         self,
@@ -101,9 +272,12 @@ class PartitionConsumer:
         isolation: Isolation | str | None = None,
         end_offset: int | None = None,
         stop_at_end: bool = False,
-    ) -> SyncStream:
+    ) -> SyncStream[Any]:
         """A blocking iterator of ``Record`` from ``offset``."""
-        raise NotImplementedError
+        source = self._core.stream_batches(
+            offset, isolation=isolation, end_offset=end_offset, stop_at_end=stop_at_end
+        )
+        return SyncStream(self._runner, source, batch_records)
 
     def stream_batches(
         self,
@@ -112,16 +286,22 @@ class PartitionConsumer:
         isolation: Isolation | str | None = None,
         end_offset: int | None = None,
         stop_at_end: bool = False,
-    ) -> SyncStream:
+    ) -> SyncStream[pa.RecordBatch]:
         """A blocking iterator of ``pyarrow.RecordBatch`` from ``offset``."""
-        raise NotImplementedError
+        source = self._core.stream_batches(
+            offset, isolation=isolation, end_offset=end_offset, stop_at_end=stop_at_end
+        )
+        return SyncStream(self._runner, source)
 
 
 class Consumer:
     """Blocking face of ``AsyncConsumer`` (several partitions merged)."""
 
-    topic: str
-    partitions: list[int]
+    def __init__(self, core: AsyncConsumer, runner: LoopThread) -> None:
+        self._core = core
+        self._runner = runner
+        self.topic = core.topic
+        self.partitions = core.partitions
 
     def stream(
         self,
@@ -129,9 +309,10 @@ class Consumer:
         *,
         isolation: Isolation | str | None = None,
         stop_at_end: bool = False,
-    ) -> SyncStream:
+    ) -> SyncStream[Any]:
         """A blocking iterator of ``Record`` of every partition."""
-        raise NotImplementedError
+        source = self._core.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)
+        return SyncStream(self._runner, source, batch_records)
 
     def stream_batches(
         self,
@@ -139,15 +320,24 @@ class Consumer:
         *,
         isolation: Isolation | str | None = None,
         stop_at_end: bool = False,
-    ) -> SyncStream:
+    ) -> SyncStream[pa.RecordBatch]:
         """A blocking iterator of ``pyarrow.RecordBatch`` of every partition."""
-        raise NotImplementedError
+        source = self._core.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)
+        return SyncStream(self._runner, source)
 
 
 class Fluvio:
-    """A blocking connection to a cluster. ``Fluvio.connect()`` or ``Fluvio.connect("h:p")``."""
+    """A blocking connection to a cluster. ``Fluvio.connect()`` or ``Fluvio.connect("h:p")``.
 
-    endpoint: str
+    Attributes:
+        endpoint: the SC public address in use.
+    """
+
+    def __init__(self, core: FluvioAsync, runner: LoopThread) -> None:
+        self._core = core
+        self._runner = runner
+        self.endpoint = core.endpoint
+        self._closed = False
 
     @classmethod
     def connect(cls, endpoint: str | None = None, *, timeout: float = 10.0) -> Fluvio:
@@ -157,37 +347,60 @@ class Fluvio:
             ConnectionClosedError: the SC is unreachable.
             NotFoundError: no endpoint given and no profile found.
         """
-        raise NotImplementedError
+        runner = LoopThread()
+        try:
+            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout))
+        except BaseException:
+            runner.stop()
+            raise
+        return cls(core, runner)
 
-    def admin(self) -> Any:
+    @property
+    def core(self) -> FluvioAsync:
+        """The asyncio core (use it only from coroutines run on ``loop``)."""
+        return self._core
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The client's event loop (on its own thread)."""
+        return self._runner.loop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run a coroutine on the client's loop and wait for it."""
+        return self._runner.run(coro, timeout)
+
+    def admin(self) -> SyncAdmin:
         """A blocking admin client: the methods of ``AdminClient``, run on the loop."""
-        raise NotImplementedError
+        return SyncAdmin(self._runner, self._core.admin())
 
     def topic_producer(self, topic: str, **config: Any) -> TopicProducer:
         """A producer for ``topic``; options as ``ProducerConfig``."""
-        raise NotImplementedError
+        return TopicProducer(self._runner.run(self._core.topic_producer(topic, **config)),
+                             self._runner)
 
     def partition_consumer(self, topic: str, partition: int, **config: Any) -> PartitionConsumer:
         """A consumer of one partition; options as ``ConsumerConfig``."""
-        raise NotImplementedError
+        core = self._runner.run(self._core.partition_consumer(topic, partition, **config))
+        return PartitionConsumer(core, self._runner)
 
     def consumer(
         self, topic: str, partitions: list[int] | None = None, **config: Any
     ) -> Consumer:
         """A consumer of several partitions (all when None)."""
-        raise NotImplementedError
+        return Consumer(self._runner.run(self._core.consumer(topic, partitions, **config)),
+                        self._runner)
 
     def topic_partitions(self, topic: str) -> list[PartitionInfo]:
         """Every partition of ``topic`` with its leader and replicas, by index."""
-        raise NotImplementedError
+        return self._runner.run(self._core.topic_partitions(topic))
 
     def fetch_offsets(self, topic: str, partition: int) -> PartitionOffsets:
         """``(log_start, hw, leo)`` of a partition, from its leader."""
-        raise NotImplementedError
+        return self._runner.run(self._core.fetch_offsets(topic, partition))
 
     def offset_for_timestamp(self, topic: str, partition: int, timestamp_us: int) -> int | None:
         """The first offset at or after ``timestamp_us`` (None: no record that recent)."""
-        raise NotImplementedError
+        return self._runner.run(self._core.offset_for_timestamp(topic, partition, timestamp_us))
 
     def fetch_frames(
         self,
@@ -198,9 +411,12 @@ class Fluvio:
         *,
         isolation: Isolation | str = Isolation.COMMITTED,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
-    ) -> Iterator[memoryview]:
+    ) -> SyncStream[memoryview]:
         """Raw whole batch frames covering ``[start, end_exclusive)`` (see ``FluvioAsync``)."""
-        raise NotImplementedError
+        source = self._core.fetch_frames(
+            topic, partition, start, end_exclusive, isolation=isolation, max_bytes=max_bytes
+        )
+        return SyncStream(self._runner, source)
 
     def fetch_batches(
         self,
@@ -212,19 +428,27 @@ class Fluvio:
         isolation: Isolation | str = Isolation.COMMITTED,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         with_offsets: bool = True,
-    ) -> Iterator[pa.RecordBatch]:
+    ) -> SyncStream[pa.RecordBatch]:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches with offsets."""
-        raise NotImplementedError
+        source = self._core.fetch_batches(
+            topic, partition, start, end_exclusive, isolation=isolation, max_bytes=max_bytes,
+            with_offsets=with_offsets,
+        )
+        return SyncStream(self._runner, source)
 
     def close(self) -> None:
         """Close everything and stop the loop thread. Idempotent."""
-        raise NotImplementedError
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._runner.alive:
+                self._runner.run(self._core.close(), timeout=120.0)
+        finally:
+            self._runner.stop()
 
     def __enter__(self) -> Fluvio:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-_ = Record  # re-exported through the package

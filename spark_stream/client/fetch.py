@@ -1,0 +1,175 @@
+"""Low-level reads from partition leaders: offsets, a time lookup, frames and batches.
+
+These are what Spark's reader plans with: ``fetch_offsets`` gives ``(log_start, hw,
+leo)``, ``fetch_frames`` walks ``[start, end)`` with plain ``FETCH`` requests (one per
+``max_bytes``) and yields whole frames as received, and ``fetch_batches`` decodes them
+zero-copy and slices the first and last so exactly ``[start, end)`` comes out. Every
+request fails over through ``LeaderClient``; a read resumes from the next offset it
+has not yet yielded, so a leader change mid-range neither repeats nor skips records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pyarrow as pa
+
+from spark_stream.client.leader import LeaderClient, RetryPolicy
+from spark_stream.client.types import PartitionOffsets
+from spark_stream.errors import OffsetOutOfRangeError, RequestTimeoutError
+from spark_stream.protocol.data import (
+    FetchOffsetsRequest,
+    FetchOffsetsResponse,
+    FetchRequest,
+    FetchResponse,
+    Isolation,
+)
+from spark_stream.records import RECORD_SCHEMA, FrameHeader, decode_frame, iter_frames
+
+__all__ = [
+    "fetch_offsets",
+    "offset_for_timestamp",
+    "fetch_frames",
+    "fetch_range",
+    "fetch_batches",
+    "visible_end",
+    "slice_to_range",
+]
+
+#: How long a leader may hold a fetch that finds nothing new (a new leader's HW may lag).
+_EMPTY_WAIT_MS = 200
+
+
+def visible_end(offsets: PartitionOffsets, isolation: Isolation) -> int:
+    """The end a reader sees: the HW when committed, the LEO when uncommitted."""
+    return offsets.hw if isolation is Isolation.COMMITTED else offsets.leo
+
+
+async def fetch_offsets(
+    leaders: LeaderClient, topic: str, partition: int, policy: RetryPolicy
+) -> PartitionOffsets:
+    """``(log_start, hw, leo)`` from the leader."""
+    reply = await leaders.call(topic, partition, FetchOffsetsRequest(topic, partition), policy)
+    assert isinstance(reply, FetchOffsetsResponse)
+    return PartitionOffsets(reply.log_start, reply.hw, reply.leo)
+
+
+async def offset_for_timestamp(
+    leaders: LeaderClient, topic: str, partition: int, timestamp_us: int, policy: RetryPolicy
+) -> int | None:
+    """The first offset with a timestamp at or after ``timestamp_us`` (None: none)."""
+    request = FetchOffsetsRequest(topic, partition, timestamp_us=timestamp_us)
+    reply = await leaders.call(topic, partition, request, policy)
+    assert isinstance(reply, FetchOffsetsResponse)
+    return reply.offset
+
+
+async def fetch_frames(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    start: int,
+    end_exclusive: int | None,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+) -> AsyncIterator[memoryview]:
+    """Whole frames covering ``[start, end_exclusive)`` (see the module docstring)."""
+    async for _, frame in fetch_range(
+        leaders, topic, partition, start, end_exclusive, isolation, max_bytes, policy
+    ):
+        yield frame
+
+
+async def fetch_range(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    start: int,
+    end_exclusive: int | None,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+) -> AsyncIterator[tuple[FrameHeader, memoryview]]:
+    """Whole frames (crc-checked) with their headers, covering ``[start, end_exclusive)``.
+
+    Raises:
+        OffsetOutOfRangeError: ``start`` lies outside the log.
+        RequestTimeoutError: the range did not become readable within the policy's time.
+    """
+    if end_exclusive is None:
+        offsets = await fetch_offsets(leaders, topic, partition, policy)
+        end = visible_end(offsets, isolation) if end_exclusive is None else end_exclusive
+        if start < offsets.log_start or start > max(end, offsets.leo):
+            raise OffsetOutOfRangeError(
+                f"{topic}-{partition}: offset {start} outside [{offsets.log_start}, {end}]"
+            )
+    else:
+        end = end_exclusive
+    position = start
+    deadline = time.monotonic() + policy.timeout_s
+    while position < end:
+        request = FetchRequest(
+            topic, partition, position, max_bytes=max_bytes, isolation=isolation,
+            max_wait_ms=_EMPTY_WAIT_MS,
+        )
+        reply = await leaders.call(topic, partition, request, policy)
+        assert isinstance(reply, FetchResponse)
+        if position < reply.log_start:
+            raise OffsetOutOfRangeError(
+                f"{topic}-{partition}: offset {position} is below the log start "
+                f"{reply.log_start} (retention removed it)"
+            )
+        progressed = False
+        for header, frame in iter_frames(reply.tail):
+            if header.next_offset <= position:
+                continue  # a frame wholly before what we still need
+            yield header, frame
+            position = header.next_offset
+            progressed = True
+            if position >= end:
+                return
+        if progressed:
+            deadline = time.monotonic() + policy.timeout_s
+        elif time.monotonic() > deadline:
+            raise RequestTimeoutError(
+                f"{topic}-{partition}: offsets [{position}, {end}) not readable "
+                f"({isolation.value}) within {policy.timeout_s}s; hw={reply.hw} leo={reply.leo}"
+            )
+
+
+def slice_to_range(batch: pa.RecordBatch, base: int, start: int, end: int) -> pa.RecordBatch:
+    """The rows of ``batch`` (row 0 at offset ``base``) whose offsets are in ``[start, end)``."""
+    lo = max(0, start - base)
+    hi = min(batch.num_rows, end - base)
+    if lo == 0 and hi == batch.num_rows:
+        return batch
+    return batch.slice(lo, max(0, hi - lo))
+
+
+async def fetch_batches(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    start: int,
+    end_exclusive: int | None,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+    *,
+    with_offsets: bool = True,
+    schema: pa.Schema = RECORD_SCHEMA,
+) -> AsyncIterator[pa.RecordBatch]:
+    """Exactly the records ``[start, end_exclusive)`` as Arrow batches (zero-copy)."""
+    end = end_exclusive
+    if end is None:
+        offsets = await fetch_offsets(leaders, topic, partition, policy)
+        end = visible_end(offsets, isolation)
+    async for header, frame in fetch_range(
+        leaders, topic, partition, start, end, isolation, max_bytes, policy
+    ):
+        batch = decode_frame(frame, schema=schema, with_offsets=with_offsets, check_crc=False)
+        part = slice_to_range(batch, header.base_offset, start, end)
+        if part.num_rows:
+            yield part

@@ -1,0 +1,131 @@
+"""Requests to partition leaders with failover: find the leader, call, retry on retriable.
+
+Theory of operation. ``LeaderClient.call`` asks the metadata watcher for the leader,
+takes the pooled connection and sends the request. A typed error with ``retriable``
+set is retried after an exponential backoff until ``retries`` or the deadline run
+out: after ``NotLeaderError``, ``UnknownPartitionError`` or a dead connection the
+failed SPU is passed to the next leader lookup (which waits briefly for the SC to
+publish a new one) and a dead connection is dropped from the pool. Non-retriable
+errors surface at once, typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from spark_stream.client.metadata import Leader, MetadataWatcher
+from spark_stream.client.pool import ConnectionPool
+from spark_stream.connection import Connection
+from spark_stream.errors import (
+    ConnectionClosedError,
+    FluvioError,
+    NotLeaderError,
+    RequestTimeoutError,
+    UnknownPartitionError,
+)
+from spark_stream.protocol import Message
+
+__all__ = ["RetryPolicy", "LeaderClient", "backoff_delays"]
+
+M = TypeVar("M", bound=Message)
+
+#: Errors after which the leader is looked up again, avoiding the SPU that failed.
+LEADER_ERRORS = (NotLeaderError, UnknownPartitionError, ConnectionClosedError)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long to retry.
+
+    Attributes:
+        retries: attempts after the first.
+        backoff_s: first delay, doubled per attempt.
+        backoff_max_s: delay ceiling.
+        timeout_s: bound on the whole call, retries included.
+        request_timeout_s: bound on one attempt.
+    """
+
+    retries: int = 10
+    backoff_s: float = 0.05
+    backoff_max_s: float = 2.0
+    timeout_s: float = 60.0
+    request_timeout_s: float = 30.0
+
+
+def backoff_delays(policy: RetryPolicy) -> list[float]:
+    """The delays before each retry: ``backoff_s * 2**i`` capped at ``backoff_max_s``."""
+    return [min(policy.backoff_s * 2**i, policy.backoff_max_s) for i in range(policy.retries)]
+
+
+class LeaderClient:
+    """Sends requests to partition leaders through a pool, with failover and retries."""
+
+    def __init__(self, watcher: MetadataWatcher, pool: ConnectionPool) -> None:
+        self.watcher = watcher
+        self.pool = pool
+
+    async def connection(
+        self, topic: str, partition: int, timeout: float, *, not_spu: int | None = None  # noqa: ASYNC109
+    ) -> tuple[Leader, Connection]:
+        """The current leader and a connection to it (waits, bounded, for a leader)."""
+        leader = await self.watcher.leader(topic, partition, timeout, not_spu=not_spu)
+        return leader, await self.pool.get(leader)
+
+    async def call(
+        self,
+        topic: str,
+        partition: int,
+        request: Message | Callable[[], Message],
+        policy: RetryPolicy,
+        *,
+        retriable: tuple[type[FluvioError], ...] = (),
+        on_retry: Callable[[FluvioError], None] | None = None,
+    ) -> Message:
+        """Send ``request`` to the leader and return the typed reply, retrying as above.
+
+        Args:
+            request: the message, or a factory called per attempt.
+            policy: retries, backoff and time bounds.
+            retriable: more error types to retry in this context (e.g. an idempotent
+                producer's ``OutOfOrderSequenceError`` while an earlier batch retries).
+            on_retry: called with each retriable error before its retry (e.g. to refuse
+                retrying when ordering would break).
+
+        Raises:
+            FluvioError: a non-retriable error, or the last retriable one when attempts
+                or time ran out.
+        """
+        deadline = time.monotonic() + policy.timeout_s
+        delays = backoff_delays(policy)
+        not_spu: int | None = None
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RequestTimeoutError(
+                    f"request to {topic}-{partition} not done within {policy.timeout_s}s"
+                )
+            conn: Connection | None = None
+            leader: Leader | None = None
+            try:
+                leader, conn = await self.connection(topic, partition, remaining, not_spu=not_spu)
+                msg = request() if callable(request) else request
+                timeout = min(policy.request_timeout_s, max(0.001, deadline - time.monotonic()))
+                return await conn.call(msg, timeout=timeout)
+            except FluvioError as exc:
+                if not (exc.retriable or isinstance(exc, retriable)) or attempt >= len(delays):
+                    raise
+                if isinstance(exc, ConnectionClosedError) and conn is not None:
+                    self.pool.discard(conn)
+                not_spu = leader.spu_id if isinstance(exc, LEADER_ERRORS) and leader else None
+                if on_retry is not None:
+                    on_retry(exc)
+                delay = delays[attempt]
+                attempt += 1
+                if time.monotonic() + delay >= deadline:
+                    raise
+                await asyncio.sleep(delay)  # retry backoff

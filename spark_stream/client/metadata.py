@@ -1,0 +1,307 @@
+"""The client's mirror of cluster metadata, fed by the SC's ``WATCH_METADATA`` stream.
+
+Theory of operation. ``MetadataView`` is pure: it applies ``MetadataUpdate`` pushes (a
+full snapshot replaces everything, an incremental one upserts and deletes) and answers
+lookups: a partition's leader and that leader's public endpoint, a topic's partition
+count. ``MetadataWatcher`` owns the stream: one task reads pushes into the view and
+bumps a version that waiters poll through an ``asyncio.Condition``. When the stream or
+its SC connection fails, the watcher reconnects with backoff and resumes from the last
+applied revision (the SC replies with a full snapshot when it no longer holds the
+changes). Callers never read a half-applied update: an update is applied in one step
+on the loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from spark_stream.client.types import PartitionInfo
+from spark_stream.connection import Connection
+from spark_stream.errors import (
+    ConnectionClosedError,
+    FluvioError,
+    RequestTimeoutError,
+    UnknownPartitionError,
+    UnknownTopicError,
+)
+from spark_stream.models import Partition, PartitionResolution, Spu, Topic, partition_name
+from spark_stream.protocol.control import MetadataUpdate, WatchMetadataRequest
+
+__all__ = ["Leader", "MetadataView", "MetadataWatcher", "partition_info"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Leader:
+    """A partition leader to send data requests to."""
+
+    spu_id: int
+    host: str
+    port: int
+
+
+def _leader_id(partition: Partition) -> int | None:
+    leader = partition.status.leader
+    if leader is None and partition.status.resolution is PartitionResolution.INIT:
+        leader = partition.spec.initial_leader  # before the first LRS report
+    return leader
+
+
+def partition_info(partition: Partition, spus_by_id: dict[int, Spu]) -> PartitionInfo:
+    """The client view of a stored partition (leader endpoint resolved through the SPUs)."""
+    leader = _leader_id(partition)
+    endpoint = None
+    if leader is not None and (spu := spus_by_id.get(leader)) is not None:
+        ep = spu.spec.public_endpoint
+        endpoint = f"{ep.host}:{ep.port}"
+    status = partition.status
+    return PartitionInfo(
+        topic=partition.topic,
+        partition=partition.index,
+        leader=leader,
+        replicas=tuple(partition.spec.replicas),
+        resolution=str(status.resolution.value),
+        leader_endpoint=endpoint,
+        in_sync=tuple(r.spu_id for r in status.lrs if r.in_sync),
+        leo=status.leo,
+        hw=status.hw,
+        log_start=status.log_start_offset,
+    )
+
+
+class MetadataView:
+    """SPUs, topics and partitions as of ``revision`` (pure; no I/O)."""
+
+    def __init__(self) -> None:
+        self.revision: int | None = None
+        self.spus: dict[str, Spu] = {}
+        self.topics: dict[str, Topic] = {}
+        self.partitions: dict[str, Partition] = {}
+        self._by_id: dict[int, Spu] = {}
+
+    def apply(self, update: MetadataUpdate) -> None:
+        """Apply one push.
+
+        Raises:
+            InvalidRequestError: an entry does not validate (the view is unchanged).
+        """
+        spus, topics, partitions = update.objects()
+        if update.full:
+            self.spus, self.topics, self.partitions = {}, {}, {}
+        for spu in spus:
+            self.spus[spu.name] = spu
+        for topic in topics:
+            self.topics[topic.name] = topic
+        for part in partitions:
+            self.partitions[part.name] = part
+        for ref in update.deleted:
+            kind, name = ref.get("kind"), ref.get("name")
+            table: dict[str, object] | None = {
+                "Spu": self.spus, "Topic": self.topics, "Partition": self.partitions,
+            }.get(str(kind))  # type: ignore[assignment]
+            if table is not None and isinstance(name, str):
+                table.pop(name, None)
+                if kind == "Topic":
+                    prefix = f"{name}-"
+                    for key in [k for k in self.partitions if k.startswith(prefix)]:
+                        if self.partitions[key].topic == name:
+                            del self.partitions[key]
+        self._by_id = {spu.spu_id: spu for spu in self.spus.values()}
+        self.revision = update.revision
+
+    def spu(self, spu_id: int) -> Spu | None:
+        """The SPU with this id, if known."""
+        return self._by_id.get(spu_id)
+
+    def partition_count(self, topic: str) -> int | None:
+        """How many partitions ``topic`` has (from its spec), None if unknown."""
+        found = self.topics.get(topic)
+        if found is None:
+            return None
+        if found.status.replica_map:
+            return len(found.status.replica_map)
+        return found.spec.partitions
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        """The stored partition object, if known."""
+        return self.partitions.get(partition_name(topic, index))
+
+    def topic_partitions(self, topic: str) -> list[PartitionInfo]:
+        """Every known partition of ``topic``, by index."""
+        parts = [p for p in self.partitions.values() if p.topic == topic]
+        parts.sort(key=lambda p: p.index)
+        return [partition_info(p, self._by_id) for p in parts]
+
+    def leader(self, topic: str, index: int) -> Leader | None:
+        """The partition's leader if it is known and its SPU is online with an endpoint."""
+        part = self.partition(topic, index)
+        if part is None:
+            return None
+        spu_id = _leader_id(part)
+        spu = self._by_id.get(spu_id) if spu_id is not None else None
+        if spu is None or spu.status.resolution.value == "Offline":
+            return None
+        ep = spu.spec.public_endpoint
+        return Leader(spu.spu_id, ep.host, ep.port)
+
+
+class MetadataWatcher:
+    """Keeps a ``MetadataView`` current from the SC's metadata stream.
+
+    Args:
+        connect: opens a fresh connection to the SC (used at start and on reconnect).
+        reconnect_backoff: first delay between reconnect attempts (doubles to 2 s).
+    """
+
+    def __init__(
+        self, connect: Callable[[], Awaitable[Connection]], *, reconnect_backoff: float = 0.05
+    ) -> None:
+        self.view = MetadataView()
+        self._connect = connect
+        self._backoff = reconnect_backoff
+        self._changed = asyncio.Condition()
+        self._version = 0
+        self._task: asyncio.Task[None] | None = None
+        self._conn: Connection | None = None
+        self._closed = False
+        self.last_error: BaseException | None = None
+
+    async def start(self, timeout: float) -> None:  # noqa: ASYNC109 - typed error
+        """Open the stream and wait for the first snapshot.
+
+        Raises:
+            ConnectionClosedError: the SC is unreachable or sent nothing in time.
+        """
+        self._conn = await self._connect()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="metadata-watch")
+        try:
+            await self.wait_for(lambda v: v.revision is not None, timeout)
+        except RequestTimeoutError as exc:
+            await self.close()
+            cause = self.last_error
+            raise ConnectionClosedError(
+                f"no metadata from the SC within {timeout}s"
+                + (f": {cause}" if cause is not None else "")
+            ) from exc
+
+    async def _run(self) -> None:
+        backoff = self._backoff
+        while not self._closed:
+            try:
+                if self._conn is None or self._conn.closed:
+                    self._conn = await self._connect()
+                request = WatchMetadataRequest(from_revision=self.view.revision)
+                async with await self._conn.stream(request) as stream:
+                    async for push in stream:
+                        update = push.message()
+                        if isinstance(update, MetadataUpdate):
+                            self.view.apply(update)
+                            backoff = self._backoff
+                            await self._notify()
+            except asyncio.CancelledError:
+                raise
+            except (FluvioError, OSError) as exc:
+                self.last_error = exc
+                log.debug("metadata watch failed, reconnecting: %r", exc)
+                if self._conn is not None and not isinstance(exc, ConnectionClosedError):
+                    await self._conn.close()
+            if self._closed:
+                return
+            await asyncio.sleep(backoff)  # reconnect backoff, bounded below
+            backoff = min(backoff * 2, 2.0)
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._version += 1
+            self._changed.notify_all()
+
+    async def wait_for(
+        self,
+        predicate: Callable[[MetadataView], bool],
+        timeout: float,  # noqa: ASYNC109 - typed error
+    ) -> None:
+        """Wait until ``predicate(view)`` holds, re-checking after every update.
+
+        Raises:
+            RequestTimeoutError: it did not hold within ``timeout`` seconds.
+        """
+        try:
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(lambda: predicate(self.view))
+        except TimeoutError:
+            raise RequestTimeoutError(f"metadata condition not met within {timeout}s") from None
+
+    async def wait_changed(self, timeout: float) -> bool:  # noqa: ASYNC109
+        """Wait for the next applied update; False on timeout."""
+        start = self._version
+        try:
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(lambda: self._version != start)
+        except TimeoutError:
+            return False
+        return True
+
+    async def leader(
+        self, topic: str, index: int, timeout: float, *, not_spu: int | None = None  # noqa: ASYNC109
+    ) -> Leader:
+        """The partition's leader, waiting (bounded) until one is online.
+
+        Args:
+            not_spu: an SPU that just refused or failed; prefer waiting for metadata
+                to name another leader, but accept it again after a short wait.
+
+        Raises:
+            UnknownTopicError: the topic does not exist.
+            UnknownPartitionError: the topic has no such partition.
+            RequestTimeoutError: no online leader within ``timeout``.
+        """
+        self.check_partition(topic, index)
+        deadline = time.monotonic() + timeout
+        if not_spu is not None:
+            # Give the SC a moment to publish the election; then take what it says.
+            with contextlib.suppress(RequestTimeoutError):
+                await self.wait_for(
+                    lambda v: (ld := v.leader(topic, index)) is not None and ld.spu_id != not_spu,
+                    min(timeout, 0.5),
+                )
+        found = self.view.leader(topic, index)
+        if found is not None:
+            return found
+        remaining = max(0.0, deadline - time.monotonic())
+        try:
+            await self.wait_for(lambda v: v.leader(topic, index) is not None, remaining)
+        except RequestTimeoutError:
+            self.check_partition(topic, index)
+            raise RequestTimeoutError(
+                f"partition {topic}-{index} has no online leader after {timeout:.1f}s"
+            ) from None
+        found = self.view.leader(topic, index)
+        assert found is not None
+        return found
+
+    def check_partition(self, topic: str, index: int) -> None:
+        """Raise the typed error when the topic or partition does not exist."""
+        count = self.view.partition_count(topic)
+        if count is None:
+            raise UnknownTopicError(f"topic {topic!r} not found")
+        if not 0 <= index < count:
+            raise UnknownPartitionError(
+                f"topic {topic!r} has partitions 0..{count - 1}, not {index}"
+            )
+
+    async def close(self) -> None:
+        """Stop the watch task and close its connection. Idempotent."""
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._conn is not None:
+            await self._conn.close()
