@@ -1,0 +1,238 @@
+"""Connection manager bookkeeping without sockets: cache, auth, sessions, pushes, LRS."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from sc.actions import (
+    CmAddPartition,
+    CmAddSpu,
+    CmDeletePartition,
+    CmDeleteSpu,
+    CmLeaderChange,
+    CmUpdatePartition,
+    CmUpdateSpu,
+)
+from sc.connection_manager import ConnectionManager
+from sc.controllers.events import LrsUpdate, SpuConnected, SpuDisconnected
+from spark_stream.errors import UnauthorizedError
+from spark_stream.models import (
+    Partition,
+    PartitionSpec,
+    PartitionStatus,
+    PublicEndpoint,
+    Spu,
+    SpuSpec,
+)
+from spark_stream.protocol import Message
+from spark_stream.protocol.control import (
+    LrsStatus,
+    SpuConnectAccepted,
+    UpdateReplicas,
+    UpdateSpus,
+)
+from tests.sc.sim_spu import run
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def spu(spu_id: int, port: int = 9005) -> Spu:
+    spec = SpuSpec(spu_id=spu_id, public_endpoint=PublicEndpoint(port=port))
+    return Spu.new(f"spu-{spu_id}", spec)
+
+
+def part(name: str, replicas: tuple[int, ...], revision: int = 1, **status: Any) -> Partition:
+    topic, index = name.rsplit("-", 1)
+    spec = PartitionSpec(initial_leader=replicas[0], replicas=replicas)
+    return Partition.new(topic, int(index), spec, PartitionStatus(**status)).with_revision(revision)
+
+
+def make_cm(clock: Clock | None = None) -> tuple[ConnectionManager, list[Any], list[int]]:
+    events: list[Any] = []
+    closed: list[int] = []
+    cm = ConnectionManager("secret", 2.0, events.append, revision=lambda: 42,
+                           clock=clock or Clock())
+    for i in (1, 2, 3):
+        cm.apply(CmAddSpu(spu(i)))
+    cm.apply(CmAddPartition(part("t-0", (1, 2))))
+    cm.apply(CmAddPartition(part("t-1", (2, 3))))
+    return cm, events, closed
+
+
+async def take(it: AsyncIterator[Message], n: int) -> list[Message]:
+    out = []
+    for _ in range(n):
+        out.append(await asyncio.wait_for(it.__anext__(), 2))
+    return out
+
+
+def test_only_registered_spus_with_the_token_are_authorized() -> None:
+    cm, _, _ = make_cm()
+    assert cm.authorize(1, "secret").name == "spu-1"
+    with pytest.raises(UnauthorizedError, match="token"):
+        cm.authorize(1, "wrong")
+    with pytest.raises(UnauthorizedError, match="not registered"):
+        cm.authorize(99, "secret")
+    cm.apply(CmDeleteSpu(1, "spu-1"))
+    with pytest.raises(UnauthorizedError):
+        cm.authorize(1, "secret")
+
+
+def test_attach_emits_connected_and_detach_disconnected_once() -> None:
+    cm, events, _ = make_cm()
+    session = cm.attach(1, lambda: None)
+    assert events == [SpuConnected(1)]
+    assert cm.connected_ids() == {1}
+    cm.detach(session, "bye")
+    cm.detach(session, "again")
+    assert events == [SpuConnected(1), SpuDisconnected(1)]
+    assert cm.connected_ids() == frozenset()
+
+
+def test_second_connection_replaces_the_first_without_going_offline() -> None:
+    cm, events, _ = make_cm()
+    closed: list[str] = []
+    first = cm.attach(2, lambda: closed.append("first"))
+    second = cm.attach(2, lambda: closed.append("second"))
+    assert closed == ["first"] and not first.active
+    cm.detach(first, "replaced")  # the server reports the old connection's end later
+    assert events == [SpuConnected(2)]
+    assert cm.sessions[2] is second
+
+
+def test_pushes_start_with_accept_and_full_views_then_coalesced_changes() -> None:
+    async def body() -> None:
+        cm, _, _ = make_cm()
+        session = cm.attach(2, lambda: None)
+        pushes = session.pushes()
+        accepted, spus, replicas = await take(pushes, 3)
+        assert accepted == SpuConnectAccepted(2, 2.0, 42)
+        assert isinstance(spus, UpdateSpus) and spus.full
+        assert [s.spu_id for s in spus.spu_objects()] == [1, 2, 3]
+        assert isinstance(replicas, UpdateReplicas) and replicas.full
+        assert [r.name for r in replicas.replica_entries()] == ["t-0", "t-1"]
+        # Three changes to one partition and one SPU collapse into one push each.
+        cm.apply(CmLeaderChange("t-0", 2, (1, 2)))
+        cm.apply(CmUpdatePartition(part("t-0", (1, 2), revision=5)))
+        cm.apply(CmLeaderChange("t-0", 2, (1, 2)))
+        cm.apply(CmUpdateSpu(spu(3, port=7000)))
+        first, second = await take(pushes, 2)
+        assert isinstance(first, UpdateSpus) and not first.full
+        assert [s.spec.public_endpoint.port for s in first.spu_objects()] == [7000]
+        assert isinstance(second, UpdateReplicas) and not second.full
+        (entry,) = second.replica_entries()
+        assert (entry.name, entry.leader, entry.revision) == ("t-0", 2, 5)
+        await pushes.aclose()
+
+    run(body())
+
+
+def test_replica_moves_and_deletes_reach_only_the_spus_concerned() -> None:
+    async def body() -> None:
+        cm, _, _ = make_cm()
+        s1, s3 = cm.attach(1, lambda: None), cm.attach(3, lambda: None)
+        p1, p3 = s1.pushes(), s3.pushes()
+        await take(p1, 3)
+        await take(p3, 3)
+        cm.apply(CmUpdatePartition(part("t-0", (2, 3), revision=9)))  # moves off SPU 1
+        (to_1,) = await take(p1, 1)
+        assert isinstance(to_1, UpdateReplicas) and to_1.deleted == ["t-0"]
+        (to_3,) = await take(p3, 1)
+        assert isinstance(to_3, UpdateReplicas)
+        assert [r.name for r in to_3.replica_entries()] == ["t-0"]
+        assert [r.name for r in cm.replicas_of(1)] == []
+        cm.apply(CmDeletePartition("t-1", (2, 3)))
+        (gone,) = await take(p3, 1)
+        assert isinstance(gone, UpdateReplicas) and gone.deleted == ["t-1"]
+        await p1.aclose()
+        await p3.aclose()
+
+    run(body())
+
+
+def test_unregistering_a_connected_spu_closes_it_and_tells_the_others() -> None:
+    async def body() -> None:
+        cm, _, _ = make_cm()
+        closed: list[int] = []
+        cm.attach(1, lambda: closed.append(1))
+        other = cm.attach(2, lambda: None)
+        pushes = other.pushes()
+        await take(pushes, 3)
+        cm.apply(CmDeleteSpu(1, "spu-1"))
+        assert closed == [1]
+        (update,) = await take(pushes, 1)
+        assert isinstance(update, UpdateSpus) and update.deleted == [1]
+        await pushes.aclose()
+
+    run(body())
+
+
+def test_delete_of_a_stale_name_keeps_the_spu_that_now_holds_the_id() -> None:
+    cm, _, _ = make_cm()
+    cm.apply(CmDeleteSpu(1, "old-name"))
+    assert cm.authorize(1, "secret").name == "spu-1"
+
+
+def test_silent_sessions_expire_after_the_heartbeat_timeout() -> None:
+    clock = Clock()
+    cm, _, _ = make_cm(clock)
+    closed: list[int] = []
+    quiet = cm.attach(1, lambda: closed.append(1))
+    talky = cm.attach(2, lambda: closed.append(2))
+    clock.now += 1.5
+    talky.touch()
+    clock.now += 1.0
+    assert cm.expired() == [quiet]
+    assert cm.close_expired() == 1
+    assert closed == [1]
+
+
+def test_lrs_from_the_leader_is_forwarded_once_others_are_rejected() -> None:
+    cm, events, _ = make_cm()
+    good = LrsStatus("t-0", PartitionStatus(leader=1, leo=5, hw=4))
+    not_leader = LrsStatus("t-1", PartitionStatus(leader=1, leo=5, hw=4))
+    unknown = LrsStatus("zz-0", PartitionStatus(leader=1))
+    accepted, rejected = cm.receive_lrs(1, [good, not_leader, unknown])
+    assert (accepted, rejected) == (1, ["t-1", "zz-0"])
+    assert events == [LrsUpdate("t-0", 1, (), 5, 4, -1)]
+    cm.receive_lrs(1, [good])  # an unchanged repeat is not forwarded again
+    assert len(events) == 1
+    cm.receive_lrs(1, [LrsStatus("t-0", PartitionStatus(leader=1, leo=6, hw=6))])
+    assert events[-1] == LrsUpdate("t-0", 1, (), 6, 6, -1)
+
+
+def test_lrs_repeat_is_forwarded_again_after_the_leader_reconnects() -> None:
+    cm, events, _ = make_cm()
+    session = cm.attach(1, lambda: None)
+    entry = LrsStatus("t-0", PartitionStatus(leader=1, leo=5, hw=4))
+    cm.receive_lrs(1, [entry])
+    cm.detach(session)
+    cm.attach(1, lambda: None)
+    cm.receive_lrs(1, [entry])
+    forwarded = [e for e in events if isinstance(e, LrsUpdate)]
+    assert forwarded == [LrsUpdate("t-0", 1, (), 5, 4, -1)] * 2
+
+
+def test_a_deposed_leader_is_fenced() -> None:
+    cm, events, _ = make_cm()
+    cm.apply(CmLeaderChange("t-0", 2, (1, 2)))
+    accepted, rejected = cm.receive_lrs(1, [LrsStatus("t-0", PartitionStatus(leader=1))])
+    assert (accepted, rejected) == (0, ["t-0"])
+    accepted, _ = cm.receive_lrs(2, [LrsStatus("t-0", PartitionStatus(leader=2))])
+    assert accepted == 1
+
+
+def test_unknown_actions_are_refused() -> None:
+    cm, _, _ = make_cm()
+    with pytest.raises(TypeError):
+        cm.apply("nonsense")  # type: ignore[arg-type]
