@@ -59,7 +59,7 @@ def parse_isolation(value: Isolation | str) -> Isolation:
     """
     if isinstance(value, Isolation):
         return value
-    key = str(value).strip().lower().removeprefix("read_").replace("-", "_")
+    key = str(value).strip().lower().replace("-", "_").removeprefix("read_")
     try:
         return Isolation(key)
     except ValueError:
