@@ -1,0 +1,37 @@
+"""PySpark data source ``fluvio``: batch and streaming reads and writes of topics.
+
+``pyspark_fluvio.DefaultSource`` (a top-level module) is this package's
+``FluvioDataSource``, so Spark registers ``format("fluvio")`` by itself once the
+project is installed; ``spark.dataSource.register(FluvioDataSource)`` also works.
+"""
+
+from __future__ import annotations
+
+from datasource.options import (
+    ReaderOptions,
+    WriterOptions,
+    parse_reader_options,
+    parse_writer_options,
+)
+from datasource.partition import FluvioPartition, ReadSpec
+from datasource.reader import FluvioBatchReader, FluvioStreamReader
+from datasource.schema import arrow_schema, spark_schema
+from datasource.source import FluvioDataSource
+from datasource.writer import FluvioBatchWriter, FluvioCommitMessage, FluvioStreamWriter
+
+__all__ = [
+    "FluvioDataSource",
+    "FluvioBatchReader",
+    "FluvioStreamReader",
+    "FluvioBatchWriter",
+    "FluvioStreamWriter",
+    "FluvioCommitMessage",
+    "FluvioPartition",
+    "ReadSpec",
+    "ReaderOptions",
+    "WriterOptions",
+    "parse_reader_options",
+    "parse_writer_options",
+    "spark_schema",
+    "arrow_schema",
+]

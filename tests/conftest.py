@@ -36,3 +36,20 @@ def redis_url(redis_server: RedisServer) -> str:
     finally:
         client.close()
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """The ONE local SparkSession of the test session (``local[2]``, Delta enabled).
+
+    Spark tests use it and mark themselves ``@pytest.mark.spark``; it starts on first use
+    (about 12 s) and stops at the end of the session.
+    """
+    from datasource._spark import local_session
+
+    session = local_session("spark-stream-tests", delta=True)
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()

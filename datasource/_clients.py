@@ -1,0 +1,68 @@
+"""One client per cluster endpoint per Python process, made on first use, never pickled.
+
+Spark reuses its Python workers across tasks and micro-batches, so a connected
+``Fluvio`` (its SC metadata watch and pooled SPU connections) is kept here, in module
+state, instead of in readers or partitions, which must pickle. ``with_client`` runs a
+call and, when the connection under it has closed (the SC restarted, the process was
+forked), drops the cached client and retries the call once on a fresh one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from spark_stream.client import Fluvio
+from spark_stream.errors import ConnectionClosedError
+
+__all__ = ["client_for", "drop_client", "with_client", "close_all"]
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_clients: dict[str | None, Fluvio] = {}
+
+
+def client_for(endpoint: str | None) -> Fluvio:
+    """The process's client for ``endpoint`` (None: the local profile), connecting once."""
+    with _lock:
+        client = _clients.get(endpoint)
+        if client is None:
+            client = Fluvio.connect(endpoint)
+            _clients[endpoint] = client
+        return client
+
+
+def drop_client(endpoint: str | None) -> None:
+    """Forget and close the cached client for ``endpoint`` (if any)."""
+    with _lock:
+        client = _clients.pop(endpoint, None)
+    if client is not None:
+        # Closing a broken client must not mask the error that made us drop it.
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+def with_client(endpoint: str | None, call: Callable[[Fluvio], T]) -> T:
+    """Run ``call(client)``; on a closed connection, reconnect and run it once more."""
+    try:
+        return call(client_for(endpoint))
+    except ConnectionClosedError:
+        drop_client(endpoint)
+        return call(client_for(endpoint))
+
+
+def close_all() -> None:
+    """Close every cached client (at interpreter exit, and in tests)."""
+    with _lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+atexit.register(close_all)

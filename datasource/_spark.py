@@ -1,0 +1,131 @@
+"""Local SparkSession set-up shared by the jobs, the demo, the benchmark and the tests.
+
+Delta: the pip package ``delta-spark==4.4.1`` would have Spark resolve a jar that Maven
+Central does not hold, so the 4.4.0 jars are fetched once with ``mvn dependency:copy``
+into a cache folder and handed to Spark as ``spark.jars`` (see ``docs/decisions.md``).
+Spark's Python workers must run the interpreter that has this project installed, so
+``local_session`` points ``PYSPARK_PYTHON`` at ``sys.executable``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from spark_stream.errors import JarFetchError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DELTA_ARTIFACTS", "default_jar_dir", "delta_jars", "local_session", "delta_conf"]
+
+DELTA_ARTIFACTS = (
+    ("io.delta", "delta-spark_4.2_2.13", "4.4.0"),
+    ("io.delta", "delta-storage", "4.4.0"),
+)
+_MVN_TIMEOUT_S = 600
+
+
+def default_jar_dir() -> Path:
+    """``FLUVIO_JARS_DIR``, else ``.cache/jars`` of the source checkout."""
+    env = os.environ.get("FLUVIO_JARS_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / ".cache" / "jars"
+
+
+def delta_jars(cache_dir: Path | None = None) -> list[Path]:
+    """The Delta jars for Spark 4.2, fetched with Maven into ``cache_dir`` when missing.
+
+    Raises:
+        JarFetchError: ``mvn`` is not installed, or it failed (offline, no such version).
+    """
+    cache_dir = cache_dir or default_jar_dir()
+    paths = [cache_dir / f"{artifact}-{version}.jar" for _, artifact, version in DELTA_ARTIFACTS]
+    if all(p.is_file() for p in paths):
+        return paths
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise JarFetchError(
+            "Delta needs Maven to fetch its jars: install 'mvn' (e.g. apt-get install maven) "
+            f"or put {', '.join(p.name for p in paths)} into {cache_dir} (FLUVIO_JARS_DIR)"
+        )
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    _ignore_in_git(cache_dir)
+    for (group, artifact, version), path in zip(DELTA_ARTIFACTS, paths, strict=True):
+        if path.is_file():
+            continue
+        cmd = [
+            mvn, "-q", "-B", "dependency:copy", f"-Dartifact={group}:{artifact}:{version}",
+            f"-DoutputDirectory={cache_dir}",
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=_MVN_TIMEOUT_S, check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise JarFetchError(f"mvn took over {_MVN_TIMEOUT_S}s fetching {artifact}") from None
+        if done.returncode != 0 or not path.is_file():
+            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            raise JarFetchError(
+                f"mvn could not fetch {group}:{artifact}:{version}: {' | '.join(tail)}"
+            )
+    return paths
+
+
+def _ignore_in_git(cache_dir: Path) -> None:
+    """Keep the fetched jars out of ``git status`` without touching the tracked .gitignore."""
+    root = cache_dir.parent if cache_dir.name == "jars" else cache_dir
+    marker = root / ".gitignore"
+    if not marker.exists():
+        marker.write_text("*\n")
+
+
+def delta_conf(cache_dir: Path | None = None) -> dict[str, str]:
+    """Spark settings that enable Delta Lake with the cached jars."""
+    jars = delta_jars(cache_dir)
+    return {
+        "spark.jars": ",".join(str(p) for p in jars),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    }
+
+
+def local_session(
+    app_name: str = "spark-stream",
+    *,
+    master: str = "local[2]",
+    delta: bool = False,
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """A local SparkSession tuned for this machine (no UI, 2 shuffle partitions).
+
+    Args:
+        app_name: the application name.
+        master: the Spark master URL.
+        delta: enable Delta Lake (fetches its jars on first use).
+        conf: extra settings, applied last.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.sql.streaming.stopActiveRunOnRestart": "true",
+    }
+    if delta:
+        settings.update(delta_conf())
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -1,0 +1,399 @@
+"""Parse and check the options of ``format("fluvio")``, named like Spark's Kafka source.
+
+Spark hands a data source its options as a case-insensitive dict of strings. Parsing
+is pure and happens when the reader or writer is built, i.e. at query start on the
+driver, so an unknown, malformed or contradictory option fails the query before any
+task runs, with a ``DataSourceOptionError`` that names the option. The parsed values are
+frozen dataclasses of plain values, so they pickle to executors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from spark_stream.errors import DataSourceOptionError
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "OffsetSpec",
+    "ReaderOptions",
+    "WriterOptions",
+    "parse_offset_spec",
+    "check_reader_option_names",
+    "parse_reader_options",
+    "parse_writer_options",
+]
+
+EARLIEST = -2
+"""In offset JSON, as in Kafka: start at the first offset still in the log."""
+LATEST = -1
+"""In offset JSON, as in Kafka: the end of the log (HW, or LEO when uncommitted)."""
+
+Mode = Literal["batch", "stream"]
+
+_READER = (
+    "endpoint", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
+    "startingTimestamp", "endingOffsets", "endingTimestamp", "isolation",
+    "maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minPartitions",
+    "failOnDataLoss", "includeHeaders", "fetchMaxBytes",
+)
+_STREAM_ONLY = ("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger")
+_BATCH_ONLY = ("endingOffsets", "endingTimestamp")
+_WRITER = ("endpoint", "topic", "compression", "batchRecords", "acks")
+_SPARK_OWNED = ("checkpointLocation",)
+"""Options Spark itself reads from the same map; accepted and ignored here."""
+
+_DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024
+_DEFAULT_BATCH_RECORDS = 10_000
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where to start or end: ``earliest``, ``latest``, per-partition offsets, or a time.
+
+    Attributes:
+        default: ``EARLIEST`` or ``LATEST``, for every partition not named in ``specific``.
+        specific: ``(topic, partition, offset)`` triples from the JSON form; the offset
+            may be ``EARLIEST`` or ``LATEST``.
+        timestamp_ms: the time form (milliseconds since the epoch): the first record at
+            or after it; when set, ``specific`` is empty.
+    """
+
+    default: int = LATEST
+    specific: tuple[tuple[str, int, int], ...] = ()
+    timestamp_ms: int | None = None
+
+    def for_partition(self, topic: str, partition: int) -> int:
+        """The offset (or ``EARLIEST``/``LATEST``) this spec names for one partition."""
+        for t, p, offset in self.specific:
+            if t == topic and p == partition:
+                return offset
+        return self.default
+
+    def topics(self) -> set[str]:
+        """Topics the JSON form names."""
+        return {t for t, _, _ in self.specific}
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """Parsed reader options (see ``docs/spark.md`` for each one).
+
+    Attributes:
+        endpoint: SC address ``host:port``; None = the local profile's.
+        topics: fixed topic names (``topic``/``topics``), empty with a pattern.
+        topic_pattern: regex over topic names (``topicPattern``), matched in full.
+        partitions: restrict reads to these partition indexes; None = all.
+        starting: where a query starts (batch default earliest, stream default latest).
+        ending: where a batch read ends (default latest); None for streams.
+        isolation: ``committed`` (up to the high watermark) or ``uncommitted`` (to LEO).
+        max_records_per_trigger: streaming row limit per micro-batch.
+        max_bytes_per_trigger: streaming byte limit per micro-batch (stored frame bytes).
+        min_partitions: split ranges until at least this many Spark partitions.
+        fail_on_data_loss: fail when retention removed records the query must read.
+        include_headers: add the ``headers`` column.
+        fetch_max_bytes: bytes asked of a leader per fetch request.
+    """
+
+    endpoint: str | None
+    topics: tuple[str, ...]
+    topic_pattern: str | None
+    partitions: tuple[int, ...] | None
+    starting: OffsetSpec
+    ending: OffsetSpec | None
+    isolation: Literal["committed", "uncommitted"]
+    max_records_per_trigger: int | None
+    max_bytes_per_trigger: int | None
+    min_partitions: int | None
+    fail_on_data_loss: bool
+    include_headers: bool
+    fetch_max_bytes: int
+
+    def matches(self, topic: str) -> bool:
+        """True when ``topic`` is one this reader subscribes to."""
+        if self.topic_pattern is not None:
+            return re.fullmatch(self.topic_pattern, topic) is not None
+        return topic in self.topics
+
+
+@dataclass(frozen=True)
+class WriterOptions:
+    """Parsed writer options.
+
+    Attributes:
+        endpoint: SC address; None = the local profile's.
+        topic: the topic to write to; overrides a ``topic`` column when set.
+        compression: Arrow IPC buffer compression of produced frames.
+        batch_records: rows per produced batch frame (the unit of idempotent sequences).
+        acks: ``all`` (default, wait for the in-sync replicas) or ``leader``.
+    """
+
+    endpoint: str | None
+    topic: str | None
+    compression: Literal["none", "lz4", "zstd"]
+    batch_records: int
+    acks: Literal["all", "leader"]
+
+
+def _canonical(options: Mapping[str, str], known: Iterable[str]) -> dict[str, str]:
+    """Map option keys (any case, as Spark passes them) to canonical names; reject unknowns."""
+    by_lower = {name.lower(): name for name in known}
+    spark_owned = {name.lower() for name in _SPARK_OWNED}
+    out: dict[str, str] = {}
+    for key, value in options.items():
+        name = by_lower.get(key.lower())
+        if name is None:
+            if key.lower() in spark_owned:
+                continue
+            hint = " (name the topic with option('topic', ...))" if key.lower() == "path" else ""
+            raise DataSourceOptionError(
+                f"unknown option '{key}' for format('fluvio'){hint}; known options: "
+                f"{', '.join(sorted(by_lower.values()))}"
+            )
+        out[name] = str(value)
+    return out
+
+
+def check_reader_option_names(options: Mapping[str, str]) -> None:
+    """Reject unknown reader option names early (at ``load()``, before any planning).
+
+    Raises:
+        DataSourceOptionError: naming the first unknown option.
+    """
+    _canonical(options, _READER)
+
+
+def _int(opts: Mapping[str, str], name: str, minimum: int) -> int | None:
+    raw = opts.get(name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise DataSourceOptionError(f"option '{name}' must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise DataSourceOptionError(f"option '{name}' must be >= {minimum}, got {value}")
+    return value
+
+
+def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = opts.get(name)
+    if raw is None:
+        return default
+    lowered = raw.strip().lower()
+    if lowered not in ("true", "false"):
+        raise DataSourceOptionError(f"option '{name}' must be true or false, got {raw!r}")
+    return lowered == "true"
+
+
+def _choice(opts: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = opts.get(name, default).strip().lower()
+    if raw not in choices:
+        raise DataSourceOptionError(
+            f"option '{name}' must be one of {', '.join(choices)}, got {opts.get(name)!r}"
+        )
+    return raw
+
+
+def _exclusive(opts: Mapping[str, str], *names: str) -> None:
+    given = [n for n in names if n in opts]
+    if len(given) > 1:
+        raise DataSourceOptionError(
+            f"options {' and '.join(repr(n) for n in given)} contradict each other: give one"
+        )
+
+
+def _topic_names(raw: str, name: str) -> tuple[str, ...]:
+    topics = tuple(t.strip() for t in raw.split(","))
+    if not topics or any(not t for t in topics):
+        raise DataSourceOptionError(f"option '{name}' has an empty topic name: {raw!r}")
+    return tuple(dict.fromkeys(topics))
+
+
+def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
+    """Parse ``earliest``, ``latest`` or Kafka-style JSON ``{"topic": {"0": 23}}``.
+
+    In the JSON form -2 means earliest and -1 latest; partitions not named take the
+    default (earliest for starting, latest for ending offsets).
+
+    Raises:
+        DataSourceOptionError: naming ``name``, on anything else.
+    """
+    text = raw.strip()
+    lowered = text.lower()
+    if lowered == "earliest":
+        if ending:
+            raise DataSourceOptionError(f"option '{name}' cannot be 'earliest'")
+        return OffsetSpec(default=EARLIEST)
+    if lowered == "latest":
+        return OffsetSpec(default=LATEST)
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        raise DataSourceOptionError(
+            f"option '{name}' must be earliest, latest or JSON like "
+            f'{{"topic": {{"0": 23}}}}, got {raw!r}'
+        ) from None
+    if not isinstance(parsed, dict) or not parsed:
+        raise DataSourceOptionError(f"option '{name}' JSON must be a non-empty object")
+    specific: list[tuple[str, int, int]] = []
+    for topic, parts in parsed.items():
+        if not isinstance(parts, dict):
+            raise DataSourceOptionError(
+                f"option '{name}': topic {topic!r} must map partition numbers to offsets"
+            )
+        for part, offset in parts.items():
+            try:
+                index = int(part)
+            except ValueError:
+                index = -1
+            if index < 0 or isinstance(offset, bool) or not isinstance(offset, int):
+                raise DataSourceOptionError(
+                    f"option '{name}': {topic}/{part} -> {offset!r} is not a partition "
+                    "number mapped to an integer offset"
+                )
+            if offset < EARLIEST or (ending and offset == EARLIEST):
+                raise DataSourceOptionError(
+                    f"option '{name}': offset {offset} for {topic}/{index} is invalid"
+                )
+            specific.append((topic, index, offset))
+    default = LATEST if ending else EARLIEST
+    return OffsetSpec(default=default, specific=tuple(sorted(specific)))
+
+
+def _offsets_or_time(
+    opts: Mapping[str, str], offsets_name: str, time_name: str, *, ending: bool, default: int
+) -> OffsetSpec:
+    _exclusive(opts, offsets_name, time_name)
+    if time_name in opts:
+        ms = _int(opts, time_name, 0)
+        return OffsetSpec(default=default, timestamp_ms=ms)
+    if offsets_name in opts:
+        return parse_offset_spec(opts[offsets_name], offsets_name, ending=ending)
+    return OffsetSpec(default=default)
+
+
+def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOptions:
+    """Parse reader options for a batch read or a stream.
+
+    Raises:
+        DataSourceOptionError: naming the option that is unknown, malformed, missing,
+            or contradicts another one.
+    """
+    opts = _canonical(options, _READER)
+    for name in _STREAM_ONLY if mode == "batch" else _BATCH_ONLY:
+        if name in opts:
+            kind = "streaming" if mode == "batch" else "batch"
+            raise DataSourceOptionError(f"option '{name}' only applies to {kind} reads")
+    _exclusive(opts, "topic", "topics", "topicPattern")
+    _exclusive(opts, "maxRecordsPerTrigger", "maxOffsetsPerTrigger")
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    if "topic" in opts:
+        topics = _topic_names(opts["topic"], "topic")
+        if len(topics) > 1:
+            raise DataSourceOptionError("option 'topic' names one topic; use 'topics' for many")
+    elif "topics" in opts:
+        topics = _topic_names(opts["topics"], "topics")
+    elif "topicPattern" in opts:
+        pattern = opts["topicPattern"]
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise DataSourceOptionError(f"option 'topicPattern' is not a regex: {exc}") from None
+    else:
+        raise DataSourceOptionError(
+            "one of the options 'topic', 'topics', 'topicPattern' is required"
+        )
+
+    partitions: tuple[int, ...] | None = None
+    if "partitions" in opts:
+        try:
+            partitions = tuple(sorted({int(p) for p in opts["partitions"].split(",")}))
+        except ValueError:
+            partitions = (-1,)
+        if not partitions or partitions[0] < 0:
+            raise DataSourceOptionError(
+                f"option 'partitions' must be a comma list of partition numbers, "
+                f"got {opts['partitions']!r}"
+            )
+
+    start_default = EARLIEST if mode == "batch" else LATEST
+    starting = _offsets_or_time(
+        opts, "startingOffsets", "startingTimestamp", ending=False, default=start_default
+    )
+    if mode == "batch" and starting.default == LATEST and not starting.specific and (
+        starting.timestamp_ms is None
+    ):
+        raise DataSourceOptionError("option 'startingOffsets' cannot be 'latest' for batch reads")
+    ending = None
+    if mode == "batch":
+        ending = _offsets_or_time(
+            opts, "endingOffsets", "endingTimestamp", ending=True, default=LATEST
+        )
+    for spec, name in ((starting, "startingOffsets"), (ending, "endingOffsets")):
+        if spec is not None and spec.specific:
+            stray = sorted(t for t in spec.topics() if not _subscribed(t, topics, pattern))
+            if stray:
+                raise DataSourceOptionError(
+                    f"option '{name}' names topics the query does not read: {', '.join(stray)}"
+                )
+    endpoint = opts.get("endpoint")
+    if endpoint is not None and not _valid_endpoint(endpoint):
+        raise DataSourceOptionError(f"option 'endpoint' must be host:port, got {endpoint!r}")
+    max_records = _int(opts, "maxRecordsPerTrigger", 1)
+    if max_records is None:
+        max_records = _int(opts, "maxOffsetsPerTrigger", 1)
+    return ReaderOptions(
+        endpoint=endpoint,
+        topics=topics,
+        topic_pattern=pattern,
+        partitions=partitions,
+        starting=starting,
+        ending=ending,
+        isolation=_choice(opts, "isolation", ("committed", "uncommitted"), "committed"),  # type: ignore[arg-type]
+        max_records_per_trigger=max_records,
+        max_bytes_per_trigger=_int(opts, "maxBytesPerTrigger", 1),
+        min_partitions=_int(opts, "minPartitions", 1),
+        fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
+        include_headers=_bool(opts, "includeHeaders", False),
+        fetch_max_bytes=_int(opts, "fetchMaxBytes", 1024) or _DEFAULT_FETCH_MAX_BYTES,
+    )
+
+
+def _subscribed(topic: str, topics: tuple[str, ...], pattern: str | None) -> bool:
+    if pattern is not None:
+        return re.fullmatch(pattern, topic) is not None
+    return topic in topics
+
+
+def _valid_endpoint(endpoint: str) -> bool:
+    host, sep, port = endpoint.strip().rpartition(":")
+    return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
+
+
+def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
+    """Parse writer options (batch and streaming sinks alike).
+
+    Raises:
+        DataSourceOptionError: naming an unknown or malformed option.
+    """
+    opts = _canonical(options, _WRITER)
+    topic = opts.get("topic")
+    if topic is not None and not topic.strip():
+        raise DataSourceOptionError("option 'topic' must not be empty")
+    endpoint = opts.get("endpoint")
+    if endpoint is not None and not _valid_endpoint(endpoint):
+        raise DataSourceOptionError(f"option 'endpoint' must be host:port, got {endpoint!r}")
+    return WriterOptions(
+        endpoint=endpoint,
+        topic=topic.strip() if topic else None,
+        compression=_choice(opts, "compression", ("none", "lz4", "zstd"), "none"),  # type: ignore[arg-type]
+        batch_records=_int(opts, "batchRecords", 1) or _DEFAULT_BATCH_RECORDS,
+        acks=_choice(opts, "acks", ("all", "leader"), "all"),  # type: ignore[arg-type]
+    )

@@ -1,0 +1,133 @@
+"""The reader's output schema, declared once for Spark and for Arrow, and the conversion.
+
+A fetched batch frame decodes (zero-copy) to a record batch of ``RECORD_SCHEMA`` plus an
+``offset`` column; ``to_spark_batch`` rearranges those columns into the declared schema
+and adds the constant ``topic``/``partition``/``timestampType`` columns with Arrow
+kernels, so no Python code runs per record. Spark checks that every batch a Python
+source yields has exactly the Arrow schema it derives from the declared ``StructType``
+(``string`` not ``large_string``, ``timestamp[us, UTC]``, nullability), so the two
+declarations here are tested against each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from spark_stream.records import HEADERS_TYPE, OFFSET_FIELD, RECORD_SCHEMA
+
+__all__ = [
+    "TIMESTAMP_TYPE_CREATE",
+    "spark_schema",
+    "arrow_schema",
+    "to_spark_batch",
+    "empty_batch",
+    "combine",
+]
+
+TIMESTAMP_TYPE_CREATE = 0
+"""``timestampType`` value of every record: the producer's create time (Kafka's 0)."""
+
+_HEADERS_SPARK = ArrayType(
+    StructType(
+        [StructField("key", StringType(), False), StructField("value", BinaryType(), True)]
+    ),
+    containsNull=True,
+)
+
+
+@cache
+def spark_schema(include_headers: bool = False) -> StructType:
+    """The DataFrame schema of ``format("fluvio")`` reads, as in Spark's Kafka source.
+
+    Args:
+        include_headers: add the ``headers`` column (``includeHeaders=true``).
+    """
+    fields = [
+        StructField("key", BinaryType(), True),
+        StructField("value", BinaryType(), False),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("offset", LongType(), False),
+        StructField("timestamp", TimestampType(), False),
+        StructField("timestampType", IntegerType(), False),
+    ]
+    if include_headers:
+        fields.append(StructField("headers", _HEADERS_SPARK, True))
+    return StructType(fields)
+
+
+@cache
+def arrow_schema(include_headers: bool = False) -> pa.Schema:
+    """The Arrow schema every yielded batch has; equal to what Spark derives from
+    ``spark_schema(include_headers)``."""
+    fields = [
+        RECORD_SCHEMA.field("key"),
+        RECORD_SCHEMA.field("value"),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        OFFSET_FIELD,
+        RECORD_SCHEMA.field("timestamp"),
+        pa.field("timestampType", pa.int32(), nullable=False),
+    ]
+    if include_headers:
+        fields.append(pa.field("headers", HEADERS_TYPE, nullable=True))
+    return pa.schema(fields)
+
+
+def to_spark_batch(
+    batch: pa.RecordBatch, topic: str, partition: int, *, include_headers: bool = False
+) -> pa.RecordBatch:
+    """Turn a decoded batch (``offset`` + ``RECORD_SCHEMA`` columns) into the output schema.
+
+    Column buffers are reused as they are; only the three constant columns are built.
+
+    Args:
+        batch: as ``records.decode_frames(..., with_offsets=True)`` returns it (or a slice).
+        topic: the topic the batch was read from.
+        partition: the partition index.
+        include_headers: keep the ``headers`` column.
+    """
+    n = batch.num_rows
+    columns = [
+        batch.column("key"),
+        batch.column("value"),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.array(np.full(n, partition, dtype=np.int32), pa.int32()),
+        batch.column("offset"),
+        batch.column("timestamp"),
+        _zeros_int32(n),
+    ]
+    if include_headers:
+        columns.append(batch.column("headers"))
+    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
+
+
+def _zeros_int32(n: int) -> pa.Array:
+    return pa.array(np.full(n, TIMESTAMP_TYPE_CREATE, dtype=np.int32), pa.int32())
+
+
+def empty_batch(include_headers: bool = False) -> pa.RecordBatch:
+    """A zero-row batch of the output schema."""
+    schema = arrow_schema(include_headers)
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
+
+
+def combine(batches: Sequence[pa.RecordBatch]) -> pa.RecordBatch:
+    """Concatenate same-schema batches into one (copies; used to merge small frames)."""
+    if len(batches) == 1:
+        return batches[0]
+    return pa.concat_batches(list(batches))

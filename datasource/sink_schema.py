@@ -1,0 +1,130 @@
+"""Which DataFrame columns the sink maps to record fields, checked once on the driver.
+
+``sink_columns`` validates the DataFrame's Spark schema when the write starts (so a
+stray or ill-typed column fails the query before any task runs, naming the column);
+``to_record_batch`` then casts each incoming Arrow batch to the producer's column
+types with Arrow kernels (string -> binary, any-zone timestamp -> UTC), no Python per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampType,
+)
+
+from spark_stream.errors import SinkSchemaError
+from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA
+
+__all__ = ["SinkColumns", "sink_columns", "to_record_batch", "SINK_COLUMNS"]
+
+SINK_COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
+
+
+@dataclass(frozen=True)
+class SinkColumns:
+    """Which optional columns the written DataFrame has (``value`` always does)."""
+
+    key: bool = False
+    topic: bool = False
+    partition: bool = False
+    timestamp: bool = False
+    headers: bool = False
+
+
+def _bytes_like(dt: DataType) -> bool:
+    return isinstance(dt, BinaryType | StringType)
+
+
+def _headers_ok(dt: DataType) -> bool:
+    if not isinstance(dt, ArrayType) or not isinstance(dt.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in dt.elementType.fields}
+    return (
+        set(fields) == {"key", "value"}
+        and isinstance(fields["key"], StringType)
+        and _bytes_like(fields["value"])
+    )
+
+
+_CHECKS = {
+    "key": (_bytes_like, "binary or string"),
+    "value": (_bytes_like, "binary or string"),
+    "topic": (lambda dt: isinstance(dt, StringType), "string"),
+    "partition": (lambda dt: isinstance(dt, IntegerType | LongType | ShortType), "int"),
+    "timestamp": (lambda dt: isinstance(dt, TimestampType), "timestamp"),
+    "headers": (_headers_ok, "array<struct<key: string, value: binary>>"),
+}
+
+
+def sink_columns(schema: StructType, *, topic_option: bool) -> SinkColumns:
+    """Check a DataFrame schema for writing to topics.
+
+    Args:
+        schema: the DataFrame's schema.
+        topic_option: whether the ``topic`` option is set (then a ``topic`` column is
+            allowed but ignored).
+
+    Raises:
+        SinkSchemaError: a missing ``value``, an unknown column, or a wrong type.
+    """
+    names = [f.name for f in schema.fields]
+    unknown = [n for n in names if n not in SINK_COLUMNS]
+    if unknown:
+        raise SinkSchemaError(
+            f"cannot write column(s) {', '.join(unknown)} to a topic; the fluvio sink takes "
+            f"{', '.join(SINK_COLUMNS)} (select or rename columns first)"
+        )
+    if "value" not in names:
+        raise SinkSchemaError("the DataFrame needs a 'value' column (binary or string)")
+    for field in schema.fields:
+        check, expected = _CHECKS[field.name]
+        if not check(field.dataType):
+            raise SinkSchemaError(
+                f"column '{field.name}' must be {expected}, got {field.dataType.simpleString()}"
+            )
+    if not topic_option and "topic" not in names:
+        raise SinkSchemaError("set the 'topic' option or give the DataFrame a 'topic' column")
+    return SinkColumns(
+        key="key" in names,
+        topic="topic" in names and not topic_option,
+        partition="partition" in names,
+        timestamp="timestamp" in names,
+        headers="headers" in names,
+    )
+
+
+def to_record_batch(batch: pa.RecordBatch, columns: SinkColumns) -> pa.RecordBatch:
+    """The producer's view of a Spark Arrow batch: binary key/value, UTC timestamps.
+
+    Raises:
+        SinkSchemaError: null values in ``value``.
+    """
+    value = batch.column("value")
+    if value.null_count:
+        raise SinkSchemaError(f"column 'value' has {value.null_count} null value(s)")
+    arrays = [value.cast(pa.binary())]
+    names = ["value"]
+    if columns.key:
+        arrays.append(batch.column("key").cast(pa.binary()))
+        names.append("key")
+    if columns.timestamp:
+        arrays.append(batch.column("timestamp").cast(RECORD_SCHEMA.field("timestamp").type))
+        names.append("timestamp")
+    if columns.headers:
+        arrays.append(batch.column("headers").cast(HEADERS_TYPE))
+        names.append("headers")
+    if columns.partition:
+        arrays.append(batch.column("partition").cast(pa.int32()))
+        names.append("partition")
+    return pa.RecordBatch.from_arrays(arrays, names=names)

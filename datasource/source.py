@@ -1,0 +1,85 @@
+"""The ``fluvio`` data source: what Spark instantiates for ``format("fluvio")``.
+
+Spark creates a ``FluvioDataSource`` from the user's options (on the driver, and again
+on executors and in its streaming runner), then asks it for a schema and a reader or a
+writer. Options are parsed when the reader or writer is made, so bad options fail the
+query at its start; construction itself does no I/O.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from datasource._clients import client_for
+from datasource.options import (
+    check_reader_option_names,
+    parse_reader_options,
+    parse_writer_options,
+)
+from datasource.reader import FluvioBatchReader, FluvioStreamReader
+from datasource.schema import spark_schema
+from datasource.writer import FluvioBatchWriter, FluvioStreamWriter
+from spark_stream.errors import DataSourceOptionError
+
+__all__ = ["FluvioDataSource"]
+
+
+class FluvioDataSource(DataSource):
+    """``spark.read``/``readStream``/``write``/``writeStream`` ``.format("fluvio")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return "fluvio"
+
+    def schema(self) -> StructType:
+        """Kafka-like columns; ``headers`` with ``includeHeaders=true``.
+
+        Spark asks for the schema at ``load()``, so unknown option names fail there.
+        """
+        check_reader_option_names(self.options)
+        raw = str(self.options.get("includeHeaders", "false")).strip().lower()
+        if raw not in ("true", "false"):
+            raise DataSourceOptionError(
+                f"option 'includeHeaders' must be true or false, got {raw!r}"
+            )
+        return spark_schema(raw == "true")
+
+    def _check_schema(self, schema: StructType, include_headers: bool) -> None:
+        expected = spark_schema(include_headers)
+        if schema != expected:
+            raise DataSourceOptionError(
+                "format('fluvio') has a fixed schema; do not pass .schema(...) "
+                f"(expected {expected.simpleString()}, got {schema.simpleString()})"
+            )
+
+    def reader(self, schema: StructType) -> FluvioBatchReader:
+        """A batch reader (``spark.read``)."""
+        opts = parse_reader_options(self.options, "batch")
+        self._check_schema(schema, opts.include_headers)
+        return FluvioBatchReader(opts)
+
+    def streamReader(self, schema: StructType) -> FluvioStreamReader:  # noqa: N802
+        """A streaming reader (``spark.readStream``)."""
+        opts = parse_reader_options(self.options, "stream")
+        self._check_schema(schema, opts.include_headers)
+        return FluvioStreamReader(opts)
+
+    def writer(self, schema: StructType, overwrite: bool) -> FluvioBatchWriter:
+        """A batch writer (``df.write``); topics are append-only, so no overwrite."""
+        if overwrite:
+            raise DataSourceOptionError(
+                "mode('overwrite') is not supported: topics are append-only; use mode('append')"
+            )
+        opts = parse_writer_options(self.options)
+        return FluvioBatchWriter(opts, schema, opts.endpoint or client_for(None).endpoint)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> FluvioStreamWriter:  # noqa: N802
+        """The exactly-once streaming sink (``df.writeStream``)."""
+        if overwrite:
+            raise DataSourceOptionError(
+                "outputMode('complete') is not supported: topics are append-only"
+            )
+        opts = parse_writer_options(self.options)
+        return FluvioStreamWriter(opts, schema, opts.endpoint or client_for(None).endpoint)

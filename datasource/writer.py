@@ -1,0 +1,221 @@
+"""Batch writer and streaming sink of ``format("fluvio")``, through Spark's Arrow writers.
+
+Theory of operation (exactly once). Every write task produces with an *idempotent
+producer* whose id is derived, not random: ``producer_id_for(query id, batch id, task
+partition)`` for a streaming micro-batch, ``producer_id_for(write id, task partition)``
+for a batch write (the write id is drawn once on the driver). A task retried, or a
+micro-batch re-run after a crash and a restart from the checkpoint, sees the same input
+rows in the same order, so it sends the same records under the same producer id and
+the same per-partition sequence numbers; each partition leader drops what the earlier
+attempt already appended. Records of a micro-batch therefore land once, however often
+it runs. The driver's ``commit``/``abort`` run on a fresh writer and keep no state:
+commit only reports, so committing a batch id twice is harmless.
+
+The DataFrame's columns map to records: ``value`` (binary or string, required), and
+optionally ``key``, ``partition``, ``timestamp``, ``headers``, and ``topic`` (the
+``topic`` option, when set, wins over the column). Any other column is an error naming it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from datasource._clients import client_for
+from datasource.options import WriterOptions
+from datasource.sink_schema import SinkColumns, sink_columns, to_record_batch
+from spark_stream.client import TopicProducer, producer_id_for
+from spark_stream.errors import SinkSchemaError
+
+__all__ = [
+    "FluvioCommitMessage",
+    "FluvioBatchWriter",
+    "FluvioStreamWriter",
+    "QUERY_ID_PROPERTY",
+    "BATCH_ID_PROPERTY",
+    "write_task",
+]
+
+log = logging.getLogger(__name__)
+
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+"""Task local property Spark sets to the streaming query's id (stable across restarts)."""
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+"""Task local property Spark sets to the micro-batch id."""
+
+
+@dataclass(frozen=True)
+class FluvioCommitMessage(WriterCommitMessage):
+    """What one write task produced.
+
+    Attributes:
+        task: the Spark partition id of the task.
+        producer_id: the idempotent producer id it wrote under.
+        records: rows it sent (duplicates a leader dropped included).
+        topics: topics it wrote to.
+    """
+
+    task: int
+    producer_id: int
+    records: int
+    topics: tuple[str, ...]
+
+
+def _task_identity() -> tuple[int, int, str | None, str | None]:
+    """``(partition id, attempt, query id, batch id)`` of the running Spark task."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:  # called outside Spark (unit tests): one task, no query
+        return 0, 0, None, None
+    return (
+        ctx.partitionId(),
+        ctx.attemptNumber(),
+        ctx.getLocalProperty(QUERY_ID_PROPERTY),
+        ctx.getLocalProperty(BATCH_ID_PROPERTY),
+    )
+
+
+def write_task(
+    batches: Iterator[pa.RecordBatch],
+    opts: WriterOptions,
+    endpoint: str,
+    columns: SinkColumns,
+    producer_id: int,
+    task: int,
+) -> FluvioCommitMessage:
+    """Produce every row of one task with an idempotent producer, then flush.
+
+    Rows are cut into frames of ``opts.batch_records`` rows per target partition in
+    input order, so an identical re-run produces identical frames and sequences.
+
+    Raises:
+        SinkSchemaError: a null value or topic in the data.
+    """
+    client = client_for(endpoint)
+    producers: dict[str, TopicProducer] = {}
+    futures = []
+    records = 0
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            records += batch.num_rows
+            for topic, rows in _by_topic(batch, opts, columns):
+                producer = producers.get(topic)
+                if producer is None:
+                    producer = client.topic_producer(
+                        topic,
+                        idempotence=True,
+                        producer_id=producer_id,
+                        acks=opts.acks,
+                        compression=opts.compression,
+                    )
+                    producers[topic] = producer
+                futures.append(
+                    producer.send_batch(
+                        to_record_batch(rows, columns),
+                        key_column="key" if columns.key else None,
+                        timestamp_column="timestamp" if columns.timestamp else None,
+                        headers_column="headers" if columns.headers else None,
+                        partition_column="partition" if columns.partition else None,
+                    )
+                )
+        for producer in producers.values():
+            producer.flush()
+        for future in futures:
+            future.result()
+    finally:
+        for producer in producers.values():
+            producer.close()
+    return FluvioCommitMessage(task, producer_id, records, tuple(sorted(producers)))
+
+
+def _by_topic(
+    batch: pa.RecordBatch, opts: WriterOptions, columns: SinkColumns
+) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Split a batch by target topic (vectorised); the ``topic`` option wins."""
+    if opts.topic is not None:
+        yield opts.topic, batch
+        return
+    topic_col = batch.column("topic")
+    if topic_col.null_count:
+        raise SinkSchemaError("column 'topic' has null values and no 'topic' option is set")
+    for topic in pc.unique(topic_col).to_pylist():
+        yield topic, batch.filter(pc.equal(topic_col, topic))
+
+
+class _WriterBase:
+    """Schema checking shared by the batch writer and the streaming sink."""
+
+    def __init__(self, opts: WriterOptions, schema: StructType, endpoint: str) -> None:
+        self.opts = opts
+        self.endpoint = endpoint
+        self.columns = sink_columns(schema, topic_option=opts.topic is not None)
+
+
+class FluvioBatchWriter(_WriterBase, DataSourceArrowWriter):
+    """``df.write.format("fluvio")``: each task writes once, retries are deduplicated."""
+
+    def __init__(self, opts: WriterOptions, schema: StructType, endpoint: str) -> None:
+        super().__init__(opts, schema, endpoint)
+        self.write_id = uuid.uuid4().hex  # drawn once on the driver, shared by all tasks
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FluvioCommitMessage:  # type: ignore[override]
+        """Produce this task's rows (on an executor)."""
+        task, _, _, _ = _task_identity()
+        pid = producer_id_for("batch", self.write_id, task)
+        return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+        """Report what was written; the records are already in their topics."""
+        total = sum(m.records for m in messages if isinstance(m, FluvioCommitMessage))
+        log.info("fluvio batch write %s committed: %d records", self.write_id, total)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+        """Topics are append-only: records of tasks that finished stay written."""
+        done = sum(m.records for m in messages if isinstance(m, FluvioCommitMessage))
+        log.warning(
+            "fluvio batch write %s aborted; %d records of finished tasks remain in the topic",
+            self.write_id, done,
+        )
+
+
+class FluvioStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
+    """``df.writeStream.format("fluvio")``: exactly once per micro-batch (see module doc)."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FluvioCommitMessage:  # type: ignore[override]
+        """Produce this task's rows under the (query, batch, task) producer identity.
+
+        Raises:
+            SinkSchemaError: Spark did not tell the task its query or batch id.
+        """
+        task, _, query_id, batch_id = _task_identity()
+        if query_id is None or batch_id is None:
+            raise SinkSchemaError(
+                "the fluvio streaming sink needs Spark's query and batch ids in the task "
+                f"properties ({QUERY_ID_PROPERTY}, {BATCH_ID_PROPERTY})"
+            )
+        pid = producer_id_for(query_id, batch_id, task)
+        return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]  # noqa: N803
+        """Idempotent: the micro-batch's records are already durable; only report."""
+        total = sum(m.records for m in messages if isinstance(m, FluvioCommitMessage))
+        log.info("fluvio sink: micro-batch %d committed, %d records", batchId, total)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]  # noqa: N803
+        """Keep nothing: the re-run of this batch id produces under the same identities,
+        so whatever the failed attempt appended is deduplicated, not repeated."""
+        log.warning("fluvio sink: micro-batch %d aborted; its re-run is deduplicated", batchId)

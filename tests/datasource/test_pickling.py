@@ -1,0 +1,66 @@
+"""Everything Spark ships between processes pickles (plain and cloudpickle) and keeps
+no sockets: data source, readers, partitions, writers, commit messages."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pytest
+from pyspark import cloudpickle
+from pyspark.sql.datasource import CaseInsensitiveDict
+from pyspark.sql.types import StringType, StructField, StructType
+
+from datasource import (
+    FluvioCommitMessage,
+    FluvioDataSource,
+    FluvioPartition,
+    ReadSpec,
+    parse_reader_options,
+)
+from datasource.reader import FluvioBatchReader, FluvioStreamReader
+
+OPTIONS = {"topic": "t", "endpoint": "127.0.0.1:9003"}
+
+
+def _round_trip(obj: Any) -> Any:
+    again = pickle.loads(pickle.dumps(obj))
+    assert type(cloudpickle.loads(cloudpickle.dumps(obj))) is type(obj)
+    return again
+
+
+def test_partition() -> None:
+    part = FluvioPartition("t", 2, 10, 20, ReadSpec("127.0.0.1:9003", "uncommitted", True),
+                           from_log_start=True)
+    assert _round_trip(part) == part
+
+
+def test_commit_message() -> None:
+    msg = FluvioCommitMessage(3, 12345, 100, ("a", "b"))
+    assert _round_trip(msg) == msg
+
+
+def test_data_source_with_spark_options() -> None:
+    source = FluvioDataSource(CaseInsensitiveDict(OPTIONS))
+    again = _round_trip(source)
+    assert dict(again.options) == dict(source.options)
+
+
+@pytest.mark.parametrize("mode", ["batch", "stream"])
+def test_readers(mode: str) -> None:
+    opts = parse_reader_options({**OPTIONS, "startingOffsets": '{"t": {"0": 3}}'}, mode)
+    reader = FluvioBatchReader(opts) if mode == "batch" else FluvioStreamReader(opts)
+    if isinstance(reader, FluvioStreamReader):
+        reader._target = {"t": {"0": 9}}
+    again = _round_trip(reader)
+    assert again.opts == opts
+    assert vars(again) == vars(reader)
+
+
+def test_writers_resolve_nothing_when_the_endpoint_is_given() -> None:
+    schema = StructType([StructField("value", StringType())])
+    source = FluvioDataSource(CaseInsensitiveDict(OPTIONS))
+    for writer in (source.writer(schema, False), source.streamWriter(schema, False)):
+        again = _round_trip(writer)
+        assert vars(again) == vars(writer)
+        assert again.endpoint == "127.0.0.1:9003"

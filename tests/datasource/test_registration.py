@@ -1,0 +1,39 @@
+"""``format("fluvio")`` resolves in a SparkSession with no ``register()`` call."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from datasource.schema import spark_schema
+
+pytestmark = pytest.mark.spark
+
+# Nothing listens here: these tests must fail or succeed before any connection.
+NOWHERE = "127.0.0.1:9"
+
+
+def test_batch_and_stream_reads_resolve_the_format(spark: SparkSession) -> None:
+    df = spark.read.format("fluvio").option("topic", "t").option("endpoint", NOWHERE).load()
+    assert df.schema == spark_schema(False)
+    stream = (
+        spark.readStream.format("fluvio")
+        .option("topic", "t").option("endpoint", NOWHERE).option("includeHeaders", "true")
+        .load()
+    )  # fmt: skip
+    assert stream.isStreaming
+    assert stream.schema == spark_schema(True)
+
+
+def test_unknown_option_fails_at_load_naming_it(spark: SparkSession) -> None:
+    with pytest.raises(Exception, match="unknown option 'topik'"):
+        spark.read.format("fluvio").option("topik", "t").load()
+
+
+def test_contradictory_options_fail_at_query_start(spark: SparkSession) -> None:
+    df = (
+        spark.read.format("fluvio").option("topic", "t").option("topics", "a,b")
+        .option("endpoint", NOWHERE).load()
+    )  # fmt: skip
+    with pytest.raises(Exception, match="'topic' and 'topics' contradict"):
+        df.collect()

@@ -1,0 +1,85 @@
+"""Sink column checks (driver) and Arrow casts (executor)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DoubleType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from datasource.sink_schema import SinkColumns, sink_columns, to_record_batch
+from spark_stream.errors import SinkSchemaError
+from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA
+
+HEADERS = ArrayType(
+    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+)
+
+
+def _schema(**cols: object) -> StructType:
+    return StructType([StructField(name, dt) for name, dt in cols.items()])  # type: ignore[arg-type]
+
+
+def test_all_columns() -> None:
+    schema = _schema(key=StringType(), value=BinaryType(), topic=StringType(),
+                     partition=IntegerType(), timestamp=TimestampType(), headers=HEADERS)
+    assert sink_columns(schema, topic_option=False) == SinkColumns(True, True, True, True, True)
+
+
+def test_topic_option_wins_over_the_column() -> None:
+    schema = _schema(value=StringType(), topic=StringType())
+    assert sink_columns(schema, topic_option=True).topic is False
+
+
+@pytest.mark.parametrize(
+    ("schema", "topic_option", "message"),
+    [
+        (_schema(value=StringType(), extra=StringType(), more=IntegerType()), True,
+         "extra, more"),
+        (_schema(key=StringType()), True, "'value'"),
+        (_schema(value=DoubleType()), True, "column 'value' must be binary or string"),
+        (_schema(value=StringType(), partition=StringType()), True, "column 'partition'"),
+        (_schema(value=StringType(), headers=StringType()), True, "column 'headers'"),
+        (_schema(value=StringType()), False, "'topic' option"),
+    ],
+)
+def test_bad_schemas_name_the_columns(schema: StructType, topic_option: bool, message: str) -> None:
+    with pytest.raises(SinkSchemaError) as info:
+        sink_columns(schema, topic_option=topic_option)
+    assert message in str(info.value)
+
+
+def test_casts_to_the_producer_types() -> None:
+    ts = pa.array([datetime(2024, 1, 1, tzinfo=UTC)] * 2, pa.timestamp("us", tz="Europe/Paris"))
+    batch = pa.RecordBatch.from_pydict({
+        "value": pa.array(["a", "b"]),
+        "key": pa.array(["k", None]),
+        "timestamp": ts,
+        "headers": pa.array([[{"key": "h", "value": b"1"}], None],
+                            pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+        "partition": pa.array([1, 0], pa.int64()),
+    })
+    out = to_record_batch(batch, SinkColumns(key=True, partition=True, timestamp=True,
+                                             headers=True))
+    assert out.column("value").type == pa.binary()
+    assert out.column("key").to_pylist() == [b"k", None]
+    assert out.column("timestamp").type == RECORD_SCHEMA.field("timestamp").type
+    assert out.column("timestamp")[0].as_py() == datetime(2024, 1, 1, tzinfo=UTC)
+    assert out.column("headers").type == HEADERS_TYPE
+    assert out.column("partition").type == pa.int32()
+
+
+def test_null_values_are_rejected() -> None:
+    batch = pa.RecordBatch.from_pydict({"value": pa.array([b"a", None])})
+    with pytest.raises(SinkSchemaError, match="null"):
+        to_record_batch(batch, SinkColumns())
