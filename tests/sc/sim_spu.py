@@ -67,6 +67,8 @@ class SimSpu:
     async def connect(self) -> SimSpu:
         """Connect and wait for ``SpuConnectAccepted`` (raises the SC's typed error)."""
         self.silent = False
+        self.spus.clear()
+        self.replicas.clear()
         self.conn = await Connection.open(self.host, self.port, timeout=5)
         public = PublicEndpoint(port=self.public_port) if self.public_port else None
         private = PrivateEndpoint(port=self.public_port + 1) if self.public_port else None
