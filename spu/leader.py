@@ -1,0 +1,416 @@
+"""The leader controller: one per partition this SPU leads.
+
+Theory of operation. The controller owns the replica's log while it leads and is the
+only writer. It
+
+- **appends produce requests**: frame headers are read (never the records), the
+  idempotent producer table (``spu.producers``) drops retried frames and answers them
+  with their original offsets, the rest is appended with offsets assigned here, and the
+  request is answered per ``acks``: at once (``none``, ``leader``) or once the high
+  watermark passes its last record (``all``; refused up front with
+  ``NotEnoughReplicasError`` when the in-sync set is smaller than the topic's
+  ``min_in_sync_replicas``, and failed the same way if the set shrank below it by the
+  time the records were committed);
+- **tracks its followers** (``spu.replication``): each follower's LEO reports, the
+  in-sync set (laggards past ``replica_max_lag_ms`` evicted, followers that caught up
+  re-admitted, followers whose SPU went offline dropped at once) and the high watermark
+  (min LEO over the in-sync set, never backwards), re-evaluated on every report, every
+  append and on a timer, so a dead follower cannot stall the high watermark;
+- **syncs a follower** that opens a stream (``sync_follower``): the follower lists the
+  ``(base offset, crc)`` of its frames past its high watermark; the longest prefix that
+  matches this log is kept, the rest cut, so a follower whose log diverged after a leader
+  change truncates exactly what differs;
+- **serves reads** up to the high watermark (committed) or the LEO (uncommitted), and
+  wakes subscribed streams on every change;
+- **reports** its live replica status through ``on_status`` (coalesced by the SC link).
+
+A new leader starts with the in-sync set of every follower whose SPU is online, each
+counted at the leader's checkpointed high watermark until it reports, and rebuilds the
+producer table from the frame headers of its log. Everything runs on one event loop;
+no method yields between reading and changing state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections.abc import Callable
+
+from spark_stream.errors import (
+    FluvioError,
+    NotEnoughReplicasError,
+    NotLeaderError,
+    RequestTimeoutError,
+    StorageError,
+)
+from spark_stream.models import PartitionResolution, PartitionStatus, ReplicaStatus
+from spark_stream.protocol import Acks, Isolation, ProduceResponse
+from spark_stream.protocol.control import LrsStatus, Replica
+from spark_stream.records import read_header
+from spu.frames import log_headers, split_request
+from spu.notify import OffsetWaiters, Subscribers
+from spu.private_messages import ReplicaOffsets
+from spu.producers import ProducerTable
+from spu.replication import (
+    FollowerProgress,
+    LagPolicy,
+    check_ack_all,
+    high_watermark,
+    new_follower,
+    next_in_sync_set,
+    record_follower_report,
+)
+from spu.storage import LogSlice, ReplicaLog
+
+__all__ = ["LeaderController", "monotonic_ms"]
+
+logger = logging.getLogger(__name__)
+
+_generations = itertools.count(1)
+
+
+def monotonic_ms() -> int:
+    """Milliseconds of the monotonic clock."""
+    return int(time.monotonic() * 1000)
+
+
+class LeaderController:
+    """Leads one partition replica: produce, consume, follower tracking, LRS.
+
+    Args:
+        replica: the partition as the SC pushed it (this SPU is its leader).
+        log: the replica's open log (owned by the dispatcher, written only here).
+        spu_id: this SPU.
+        max_lag_ms: a follower not caught up for longer is evicted from the in-sync set.
+        max_batch_bytes: largest produce frame accepted.
+        is_online: whether an SPU is online (from the SC's SPU specs).
+        on_status: called with the partition name when the live status changed.
+        clock: monotonic milliseconds (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        replica: Replica,
+        log: ReplicaLog,
+        *,
+        spu_id: int,
+        max_lag_ms: int,
+        max_batch_bytes: int,
+        is_online: Callable[[int], bool] | None = None,
+        on_status: Callable[[str], None] | None = None,
+        clock: Callable[[], int] = monotonic_ms,
+    ) -> None:
+        self.name = replica.name
+        self.topic, self.partition = replica.topic, replica.partition
+        self.spu_id = spu_id
+        self.log = log
+        self.generation = next(_generations)
+        self.max_batch_bytes = max_batch_bytes
+        self.policy = LagPolicy(max_lag_ms=max_lag_ms)
+        self._is_online = is_online or (lambda _spu: True)
+        self._on_status = on_status
+        self._clock = clock
+        self._replica = replica
+        self._followers: tuple[int, ...] = ()
+        self._progress: dict[int, FollowerProgress | None] = {}
+        self._isr: frozenset[int] = frozenset({spu_id})
+        self._producers = ProducerTable()
+        self._subscribers = Subscribers()
+        self._waiters = OffsetWaiters()
+        self._last_leo = -1
+        self._stopped = False
+        self._started = False
+        self._tick_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Rebuild producer state from the log, seed the followers, start the timer."""
+        started = time.monotonic()
+        self._producers = ProducerTable.rebuild(log_headers(self.log))
+        now = self._clock()
+        self._set_followers(self._replica, now, initial=True)
+        self._last_leo = self.log.leo
+        self._started = True
+        tick = min(max(self.policy.max_lag_ms / 4000, 0.05), 1.0)
+        self._tick_task = asyncio.get_running_loop().create_task(
+            self._tick(tick), name=f"leader-{self.name}"
+        )
+        logger.info(
+            "leader started partition=%s leo=%d hw=%d isr=%s producers=%d scan_s=%.3f",
+            self.name, self.log.leo, self.log.hw, sorted(self._isr), len(self._producers),
+            time.monotonic() - started,
+        )
+        self._report()
+
+    async def stop(self) -> None:
+        """Stop leading: fail waiting produces and end streams with ``NotLeaderError``."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._tick_task is not None:
+            self._tick_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tick_task
+        self._waiters.fail_all(NotLeaderError(f"SPU {self.spu_id} stopped leading {self.name}"))
+        self._subscribers.notify()
+        logger.info(
+            "leader stopped partition=%s leo=%d hw=%d", self.name, self.log.leo, self.log.hw
+        )
+
+    @property
+    def stopped(self) -> bool:
+        """True once this controller no longer leads."""
+        return self._stopped
+
+    def update(self, replica: Replica) -> None:
+        """Apply a changed spec while still leading (replicas, min in-sync replicas)."""
+        self._replica = replica
+        self._set_followers(replica, self._clock(), initial=False)
+        self._refresh(self._clock(), force=True)
+
+    def spu_offline(self, spu_id: int) -> None:
+        """A follower's SPU went offline: drop it from the in-sync set at once."""
+        if spu_id in self._progress and self._progress[spu_id] is not None:
+            self._progress[spu_id] = None
+            self._refresh(self._clock(), force=True)
+
+    # -- offsets and status ----------------------------------------------------------
+
+    @property
+    def followers(self) -> tuple[int, ...]:
+        """The follower SPUs of the partition."""
+        return self._followers
+
+    @property
+    def in_sync(self) -> frozenset[int]:
+        """The in-sync set, this SPU included."""
+        return self._isr
+
+    @property
+    def min_in_sync_replicas(self) -> int:
+        """The topic's ``min_in_sync_replicas``."""
+        return self._replica.spec.min_in_sync_replicas
+
+    @property
+    def hw(self) -> int:
+        """The high watermark."""
+        return self.log.hw
+
+    @property
+    def leo(self) -> int:
+        """The log end offset."""
+        return self.log.leo
+
+    @property
+    def log_start(self) -> int:
+        """The first offset still stored."""
+        return self.log.log_start_offset
+
+    def status(self) -> LrsStatus:
+        """The live replica status to report to the SC."""
+        hw, leo = self.log.hw, self.log.leo
+        lrs = []
+        for spu in self._replica.replicas:
+            if spu == self.spu_id:
+                lrs.append(ReplicaStatus(spu_id=spu, leo=leo, hw=hw, in_sync=True))
+            elif spu in self._progress:
+                progress = self._progress[spu]
+                f_leo = progress.leo if progress is not None else -1
+                lrs.append(ReplicaStatus(
+                    spu_id=spu, leo=f_leo, hw=min(hw, f_leo), in_sync=spu in self._isr
+                ))
+        status = PartitionStatus(
+            resolution=PartitionResolution.ONLINE, leader=self.spu_id, lrs=tuple(lrs),
+            leo=leo, hw=hw, log_start_offset=self.log.log_start_offset,
+        )
+        return LrsStatus(self.name, status)
+
+    def subscribe(self, event: asyncio.Event) -> None:
+        """Set ``event`` on every change (frames, high watermark, leadership lost)."""
+        self._subscribers.add(event)
+
+    def unsubscribe(self, event: asyncio.Event) -> None:
+        """Stop setting ``event``."""
+        self._subscribers.discard(event)
+
+    # -- produce and read ------------------------------------------------------------
+
+    async def produce(self, tail: memoryview, acks: Acks, timeout_ms: int) -> ProduceResponse:
+        """Append a produce request's frames and answer per ``acks``.
+
+        Raises:
+            NotLeaderError: this controller stopped leading.
+            CorruptFrameError, RecordTooLargeError, InvalidRequestError: bad frames;
+                nothing was appended.
+            OutOfOrderSequenceError, DuplicateSequenceError: idempotence violations.
+            NotEnoughReplicasError: ``acks=all`` with too few in-sync replicas.
+            RequestTimeoutError: ``acks=all`` not committed within ``timeout_ms``.
+        """
+        self._check_leading()
+        headers, frames = split_request(tail, self.max_batch_bytes)
+        if acks is Acks.ALL:
+            check_ack_all(self._isr, self.min_in_sync_replicas)
+        plan = self._producers.plan(headers, self.log.leo)
+        if plan.append:
+            bases = self.log.append_produced([frames[i] for i in plan.append])
+            if bases != [plan.offsets[i] for i in plan.append]:
+                raise StorageError(f"{self.name}: the log assigned offsets {bases}")
+            self._producers.commit(plan)
+            self._refresh(self._clock())
+        if acks is Acks.ALL:
+            await self._wait_committed(plan.end_offset, timeout_ms)
+        return ProduceResponse(plan.offsets[0], self.log.leo, self.log.hw)
+
+    def read(self, offset: int, max_bytes: int, isolation: Isolation) -> LogSlice:
+        """Whole frames from the one holding ``offset``, visible per ``isolation``.
+
+        Raises:
+            NotLeaderError: this controller stopped leading.
+            OffsetOutOfRangeError: ``offset`` is outside the log.
+        """
+        self._check_leading()
+        end = self.log.hw if isolation is Isolation.COMMITTED else None
+        return self.log.read(offset, max_bytes, end_offset=end)
+
+    def offset_for_timestamp(self, ts_us: int) -> int | None:
+        """The first offset whose timestamp is at least ``ts_us`` (up to the LEO)."""
+        self._check_leading()
+        return self.log.offset_for_timestamp(ts_us)
+
+    # -- followers -------------------------------------------------------------------
+
+    def follower_report(self, spu_id: int, leo: int) -> bool:
+        """Fold a follower's LEO report in; False when it is not taken.
+
+        A report from an SPU that is not a follower, or past this log's end (a follower
+        that has not synced with this leader yet), is ignored.
+        """
+        if self._stopped or spu_id not in self._progress or leo > self.log.leo:
+            return False
+        now = self._clock()
+        self._progress[spu_id] = record_follower_report(
+            self._progress[spu_id], leo, self.log.leo, now
+        )
+        self._refresh(now, force=True)
+        return True
+
+    def sync_follower(self, spu_id: int, offsets: ReplicaOffsets) -> tuple[int, bool]:
+        """Where a follower opening a stream must cut its log, and whether to reset it.
+
+        The follower keeps everything below ``offsets.start`` (its committed prefix) and
+        every following frame whose base offset and crc match this log's; the first
+        difference and everything after it go. A cut below this log's start means the
+        follower must empty its log and restart it at the log start (``reset``).
+
+        Returns:
+            ``(offset, reset)``: the follower's LEO after the cut.
+        """
+        self._check_leading()
+        leo, log_start = self.log.leo, self.log.log_start_offset
+        point = min(offsets.start, leo)
+        for base, crc in offsets.tail:
+            if base != point or base >= leo or base < log_start:
+                break
+            piece = self.log.read(base, 1)
+            if piece.base_offset != base:
+                break
+            header = read_header(piece.data)
+            if header.crc != crc:
+                break
+            point = header.next_offset
+        point = min(point, offsets.leo, leo)
+        reset = point < log_start
+        if reset:
+            point = log_start
+        if spu_id in self._progress:
+            now = self._clock()
+            self._progress[spu_id] = record_follower_report(
+                self._progress[spu_id], point, leo, now
+            )
+            self._refresh(now, force=True)
+        return point, reset
+
+    # -- internals -------------------------------------------------------------------
+
+    def _check_leading(self) -> None:
+        if self._stopped:
+            raise NotLeaderError(f"SPU {self.spu_id} no longer leads {self.name}")
+
+    def _set_followers(self, replica: Replica, now: int, *, initial: bool) -> None:
+        followers = tuple(s for s in replica.replicas if s != self.spu_id)
+        progress: dict[int, FollowerProgress | None] = {}
+        isr = {self.spu_id}
+        for spu in followers:
+            if not initial and spu in self._progress:
+                progress[spu] = self._progress[spu]
+                if spu in self._isr:
+                    isr.add(spu)
+            elif self._is_online(spu):
+                progress[spu] = new_follower(self.log.hw, self.log.leo, now, in_sync=True)
+                isr.add(spu)
+            else:
+                progress[spu] = None
+        self._followers, self._progress, self._isr = followers, progress, frozenset(isr)
+
+    def _refresh(self, now: int, *, force: bool = False) -> None:
+        """Re-evaluate the in-sync set and the high watermark; wake and report changes."""
+        if self._stopped or not self._started:
+            return
+        leo, hw = self.log.leo, self.log.hw
+        isr = next_in_sync_set(
+            self.spu_id, self._isr, self._progress, leo, hw, now, self.policy
+        )
+        leos = [p.leo for s in isr if s != self.spu_id and (p := self._progress[s])]
+        new_hw = high_watermark(leo, leos, hw)
+        changed = isr != self._isr or new_hw != hw or leo != self._last_leo
+        if isr != self._isr:
+            logger.info("in-sync set changed partition=%s isr=%s was=%s hw=%d leo=%d",
+                     self.name, sorted(isr), sorted(self._isr), new_hw, leo)
+            self._isr = isr
+        if new_hw != hw:
+            self.log.hw = new_hw
+        self._last_leo = leo
+        self._waiters.advance(new_hw, self._acks_all_error)
+        if changed:
+            self._subscribers.notify()
+        if changed or force:
+            self._report()
+
+    def _acks_all_error(self) -> FluvioError | None:
+        if len(self._isr) >= self.min_in_sync_replicas:
+            return None
+        return NotEnoughReplicasError(
+            f"{self.name}: records committed with {len(self._isr)} in-sync replicas "
+            f"{sorted(self._isr)}, acks=all needs {self.min_in_sync_replicas}"
+        )
+
+    async def _wait_committed(self, end_offset: int, timeout_ms: int) -> None:
+        if end_offset <= self.log.hw:
+            error = self._acks_all_error()
+            if error is not None:
+                raise error
+            return
+        future = self._waiters.wait_for(end_offset)
+        try:
+            await asyncio.wait_for(future, timeout_ms / 1000)
+        except TimeoutError:
+            raise RequestTimeoutError(
+                f"{self.name}: offsets below {end_offset} not committed within {timeout_ms} ms "
+                f"(hw {self.log.hw}, in sync {sorted(self._isr)})"
+            ) from None
+
+    def _report(self) -> None:
+        if self._on_status is not None:
+            self._on_status(self.name)
+
+    async def _tick(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self._refresh(self._clock())
+            except Exception:  # a bug must not silently end lag checks
+                logger.exception("leader tick failed partition=%s", self.name)

@@ -1,0 +1,181 @@
+"""Messages of the SPU private api (port 9006): follower replication between SPUs.
+
+Theory of operation. A follower SPU holds one connection to each leader SPU it follows
+and opens one ``FOLLOWER_STREAM`` on it for all the replicas it follows there:
+
+1. ``FollowerStreamRequest``: the follower's id and, per replica, where its log may start
+   to differ from the leader's (``start``: the frame holding its high watermark), the
+   ``(base offset, crc)`` of its frames from there (``tail``) and its LEO.
+2. The leader answers each replica, once it leads it, with a ``FollowerPush`` carrying
+   ``truncate_to`` (the end of the longest prefix of the follower's log that matches its
+   own, ``reset`` when the follower must empty its log because the leader no longer holds
+   those offsets), then pushes frames from there on as they are appended, and empty
+   pushes when only the high watermark moved.
+3. The follower appends the frames as they are (offsets kept) and reports its LEO per
+   replica with ``FollowerLeoRequest`` after appending, and periodically when idle, so the
+   leader can tell it is caught up. A push with ``error`` set (the leader lost the
+   replica) makes the follower open a new stream, which syncs every replica again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from spark_stream.errors import InvalidRequestError
+from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES, ApiKey, Message, Role, Tail, message
+
+__all__ = [
+    "MAX_TAIL_SIGNATURE",
+    "ReplicaOffsets",
+    "FollowerStreamRequest",
+    "FollowerPush",
+    "FollowerLeoRequest",
+    "FollowerLeoResponse",
+]
+
+MAX_TAIL_SIGNATURE = 1024
+"""Most frames a follower lists per replica; past them it refetches."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaOffsets:
+    """A follower's replica as it opens a stream.
+
+    Attributes:
+        leo: the follower's log end offset.
+        start: offsets below it match the leader's (committed data); the tail from here
+            on must be checked.
+        tail: ``(base offset, crc)`` of the follower's frames from ``start``, ascending.
+    """
+
+    leo: int
+    start: int
+    tail: tuple[tuple[int, int], ...] = ()
+
+    def to_wire(self) -> dict[str, Any]:
+        """The msgpack-able map."""
+        return {"leo": self.leo, "start": self.start, "tail": [list(t) for t in self.tail]}
+
+    @classmethod
+    def from_wire(cls, name: str, data: Any) -> ReplicaOffsets:
+        """Validate one replica entry of ``FollowerStreamRequest.replicas``.
+
+        Raises:
+            InvalidRequestError: naming the replica and the field.
+        """
+        if not isinstance(data, dict):
+            raise InvalidRequestError(f"replica {name!r}: expected a map")
+        leo, start, tail = data.get("leo"), data.get("start"), data.get("tail", [])
+        for key, value in (("leo", leo), ("start", start)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidRequestError(f"replica {name!r}.{key} must be an integer >= 0")
+        if start > leo:  # type: ignore[operator]
+            raise InvalidRequestError(f"replica {name!r}: start {start} is past its LEO {leo}")
+        if not isinstance(tail, list) or len(tail) > MAX_TAIL_SIGNATURE:
+            raise InvalidRequestError(
+                f"replica {name!r}.tail must be a list of at most {MAX_TAIL_SIGNATURE} pairs"
+            )
+        pairs = []
+        for item in tail:
+            if (
+                not isinstance(item, list | tuple) or len(item) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in item)
+            ):
+                raise InvalidRequestError(f"replica {name!r}.tail holds a bad pair {item!r}")
+            pairs.append((int(item[0]), int(item[1])))
+        return cls(leo, start, tuple(pairs))  # type: ignore[arg-type]
+
+
+@message(ApiKey.FOLLOWER_STREAM, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class FollowerStreamRequest(Message):
+    """Open the replication stream for every replica the follower holds of this leader.
+
+    Attributes:
+        spu_id: the follower SPU.
+        replicas: partition name -> ``ReplicaOffsets.to_wire()``.
+        max_bytes: soft limit on the frames of one push.
+    """
+
+    spu_id: int
+    replicas: dict[str, Any]
+    max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+
+    def __post_init__(self) -> None:
+        if self.spu_id < 0:
+            raise InvalidRequestError(f"FollowerStreamRequest.spu_id {self.spu_id} is negative")
+        if self.max_bytes <= 0:
+            raise InvalidRequestError("FollowerStreamRequest.max_bytes must be > 0")
+
+    @classmethod
+    def build(
+        cls, spu_id: int, replicas: dict[str, ReplicaOffsets],
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+    ) -> FollowerStreamRequest:
+        """The request from typed offsets."""
+        return cls(spu_id, {k: v.to_wire() for k, v in replicas.items()}, max_bytes)
+
+    def offsets(self) -> dict[str, ReplicaOffsets]:
+        """The replicas' offsets, validated (``InvalidRequestError`` naming the field)."""
+        return {name: ReplicaOffsets.from_wire(name, v) for name, v in self.replicas.items()}
+
+
+@message(ApiKey.FOLLOWER_STREAM, Role.PUSH)
+@dataclass(frozen=True, slots=True)
+class FollowerPush(Message):
+    """One push of the replication stream, about one replica.
+
+    Attributes:
+        name: the partition.
+        hw, leo, log_start: the leader's offsets when the push was made.
+        truncate_to: first push of a replica: cut the log here before appending.
+        reset: with ``truncate_to``: empty the log and start it at ``truncate_to``.
+        error: an error code: the leader no longer serves this replica on this stream.
+        message: what the error means.
+        tail: frames to append as they are, possibly none.
+    """
+
+    name: str
+    hw: int = 0
+    leo: int = 0
+    log_start: int = 0
+    truncate_to: int | None = None
+    reset: bool = False
+    error: int | None = None
+    message: str = ""
+    tail: Tail = b""
+
+
+@message(ApiKey.FOLLOWER_LEO, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class FollowerLeoRequest(Message):
+    """A follower's LEO per replica it follows on this leader.
+
+    Attributes:
+        spu_id: the follower SPU.
+        leos: partition name -> LEO.
+    """
+
+    spu_id: int
+    leos: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.spu_id < 0:
+            raise InvalidRequestError(f"FollowerLeoRequest.spu_id {self.spu_id} is negative")
+        for name, leo in self.leos.items():
+            if leo < 0:
+                raise InvalidRequestError(f"FollowerLeoRequest.leos[{name!r}] is negative")
+
+
+@message(ApiKey.FOLLOWER_LEO, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class FollowerLeoResponse(Message):
+    """Which reports the leader could not take.
+
+    Attributes:
+        ignored: names this SPU does not lead with the reporter as a follower, or whose
+            LEO was past the leader's.
+    """
+
+    ignored: list[str] = field(default_factory=list)

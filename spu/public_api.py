@@ -1,0 +1,131 @@
+"""Handlers of the SPU public api (port 9005): produce, fetch, stream fetch, fetch offsets.
+
+One handler per api, dispatched by api key. Each finds the partition's leader
+controller (``NotLeaderError`` when this SPU holds the replica as a follower or holds no
+leader for it, ``UnknownPartitionError``/``UnknownTopicError`` when it holds nothing of
+it) and works on frames as bytes: produce tails go to the log as received, and reads hand
+the log's memory-mapped frames to the reply tail without decoding them.
+
+The streaming fetch pushes frames as they become visible (up to the high watermark for
+``committed``, the LEO for ``uncommitted``), at most ``max_bytes`` per push, sleeping on
+an event the leader controller sets on every change; it ends with ``NotLeaderError``
+when this SPU stops leading, so the consumer reconnects to the new leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Protocol
+
+from spark_stream.errors import OffsetOutOfRangeError
+from spark_stream.protocol import (
+    ApiKey,
+    FetchOffsetsRequest,
+    FetchOffsetsResponse,
+    FetchRequest,
+    FetchResponse,
+    ProduceRequest,
+    ProduceResponse,
+    Request,
+    StreamFetchPush,
+    StreamFetchRequest,
+)
+from spark_stream.server import ConnContext, Handler
+from spu.leader import LeaderController
+
+__all__ = ["LeaderLookup", "public_routes"]
+
+
+class LeaderLookup(Protocol):
+    """What the public handlers need from the dispatcher."""
+
+    def lookup(self, topic: str, partition: int) -> LeaderController:
+        """The partition's leader controller on this SPU.
+
+        Raises:
+            NotLeaderError, UnknownPartitionError, UnknownTopicError.
+        """
+        ...
+
+
+def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
+    """The public server's dispatch table over ``leaders``."""
+
+    async def produce(request: Request, ctx: ConnContext) -> ProduceResponse:
+        msg = request.message()
+        assert isinstance(msg, ProduceRequest)
+        leader = leaders.lookup(msg.topic, msg.partition)
+        # The received tail is one memoryview of the request frame: no copy until the log.
+        return await leader.produce(request.tail, msg.acks, msg.timeout_ms)
+
+    async def fetch(request: Request, ctx: ConnContext) -> FetchResponse:
+        msg = request.message()
+        assert isinstance(msg, FetchRequest)
+        leader = leaders.lookup(msg.topic, msg.partition)
+        piece = leader.read(msg.offset, msg.max_bytes, msg.isolation)
+        if not piece.length and msg.max_wait_ms > 0:
+            event = asyncio.Event()
+            leader.subscribe(event)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(msg.max_wait_ms / 1000):
+                        while not piece.length:
+                            event.clear()
+                            piece = leader.read(msg.offset, msg.max_bytes, msg.isolation)
+                            if not piece.length:
+                                await event.wait()
+            finally:
+                leader.unsubscribe(event)
+        tail = [piece.data] if piece.length else b""
+        return FetchResponse(leader.hw, leader.leo, leader.log_start, tail)
+
+    async def stream_fetch(
+        request: Request, ctx: ConnContext
+    ) -> AsyncIterator[StreamFetchPush]:
+        msg = request.message()
+        assert isinstance(msg, StreamFetchRequest)
+        leader = leaders.lookup(msg.topic, msg.partition)
+        if not leader.log_start <= msg.offset <= leader.leo:
+            raise OffsetOutOfRangeError(
+                f"offset {msg.offset} is outside {msg.topic}-{msg.partition} "
+                f"[{leader.log_start}, {leader.leo}]"
+            )
+        return _pushes(leader, msg)
+
+    async def fetch_offsets(request: Request, ctx: ConnContext) -> FetchOffsetsResponse:
+        msg = request.message()
+        assert isinstance(msg, FetchOffsetsRequest)
+        leader = leaders.lookup(msg.topic, msg.partition)
+        offset = None
+        if msg.timestamp_us is not None:
+            offset = leader.offset_for_timestamp(msg.timestamp_us)
+        return FetchOffsetsResponse(leader.log_start, leader.leo, leader.hw, offset)
+
+    return {
+        ApiKey.PRODUCE: produce,
+        ApiKey.FETCH: fetch,
+        ApiKey.STREAM_FETCH: stream_fetch,
+        ApiKey.FETCH_OFFSETS: fetch_offsets,
+    }
+
+
+async def _pushes(
+    leader: LeaderController, msg: StreamFetchRequest
+) -> AsyncIterator[StreamFetchPush]:
+    """Frames from ``msg.offset`` on, pushed as they become visible, until leadership ends."""
+    event = asyncio.Event()
+    leader.subscribe(event)
+    position = msg.offset
+    try:
+        while True:
+            event.clear()
+            piece = leader.read(position, msg.max_bytes, msg.isolation)  # NotLeaderError ends
+            if piece.length:
+                position = piece.next_offset
+                yield StreamFetchPush(leader.hw, leader.leo, leader.log_start, [piece.data])
+            else:
+                await event.wait()
+    finally:
+        leader.unsubscribe(event)

@@ -1,0 +1,194 @@
+"""The SPU's link to the SC's private port: specs in, live replica status and heartbeats out.
+
+Theory of operation (seed ``002``, "Update LRS"; ``spark_stream.protocol.control``). A
+loop connects to ``sc_endpoint`` and opens an ``SPU_CONNECT`` stream with this SPU's id,
+token and the endpoints it actually bound (so port 0 works). The first push must be
+``SpuConnectAccepted``; then ``UpdateSpus`` and ``UpdateReplicas`` pushes go to the
+dispatcher in order. On the same connection two tasks send:
+
+- ``UpdateLrsRequest`` for partitions whose leader reported a change (``lrs_changed``),
+  coalesced: at most one request in flight, then a short pause, each carrying every
+  partition that changed meanwhile with its status at send time;
+- every heartbeat period (``heartbeat_interval_s``, at most a third of the SC's timeout),
+  the status of every partition led here plus a ``HeartbeatRequest``.
+
+Whatever ends the connection (SC gone, token refused, a failed request), the loop waits
+with exponential backoff and connects again; the SC then pushes full specs, so nothing
+depends on the old connection. The dispatcher keeps serving with the specs it holds
+while the SC is away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from spark_stream.config import SpuSettings
+from spark_stream.connection import Connection
+from spark_stream.errors import FluvioError, InvalidRequestError, UnauthorizedError
+from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
+from spark_stream.protocol.control import (
+    HeartbeatRequest,
+    SpuConnectAccepted,
+    SpuConnectRequest,
+    UpdateLrsRequest,
+    UpdateReplicas,
+    UpdateSpus,
+)
+from spu.replicas import ReplicaManager
+
+__all__ = ["ScLink", "parse_endpoint"]
+
+logger = logging.getLogger(__name__)
+
+_BACKOFF_START = 0.1
+_BACKOFF_MAX = 2.0
+_LRS_PAUSE = 0.05
+_REQUEST_TIMEOUT = 10.0
+
+
+def parse_endpoint(endpoint: str) -> tuple[str, int]:
+    """Split ``host:port``.
+
+    Raises:
+        InvalidRequestError: not ``host:port`` with a port in 1..65535.
+    """
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InvalidRequestError(f"endpoint {endpoint!r} is not host:port")
+    return host, int(port)
+
+
+class ScLink:
+    """Keeps this SPU connected to the SC.
+
+    Args:
+        settings: id, token, ``sc_endpoint``, heartbeat period, bind host.
+        manager: the dispatcher that takes the SC's pushes.
+        public_port: the bound public port (reported to the SC).
+        private_port: the bound private port (reported to the SC).
+    """
+
+    def __init__(
+        self, settings: SpuSettings, manager: ReplicaManager, public_port: int, private_port: int
+    ) -> None:
+        self.settings = settings
+        self.manager = manager
+        self.host, self.port = parse_endpoint(settings.sc_endpoint)
+        self.public = PublicEndpoint(
+            port=public_port, ingress=(IngressAddr(hostname=settings.host),)
+        )
+        self.private = PrivateEndpoint(port=private_port, host=settings.host)
+        self.accepted = asyncio.Event()
+        self.connections = 0
+        self._dirty: set[str] = set()
+        self._dirty_event = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the connect loop."""
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="sc-link")
+
+    async def stop(self) -> None:
+        """Stop the loop and close the connection."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def lrs_changed(self, name: str) -> None:
+        """A leader's live status changed: report it soon."""
+        self._dirty.add(name)
+        self._dirty_event.set()
+
+    # -- loop ------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        backoff = _BACKOFF_START
+        while True:
+            try:
+                conn = await Connection.open(
+                    self.host, self.port, timeout=_REQUEST_TIMEOUT, name="sc"
+                )
+            except FluvioError as exc:
+                logger.info("cannot reach the SC at %s:%d: %s", self.host, self.port, exc)
+            else:
+                sessions = self.connections
+                try:
+                    await self._session(conn)
+                except UnauthorizedError as exc:
+                    logger.error("the SC refused SPU %d: %s", self.settings.id, exc)
+                except FluvioError as exc:
+                    logger.warning("SC connection lost: %s", exc)
+                except Exception:
+                    logger.exception("SC link failed")
+                finally:
+                    self.accepted.clear()
+                    await conn.close()
+                if self.connections > sessions:  # it was accepted: start backing off anew
+                    backoff = _BACKOFF_START
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, _BACKOFF_MAX)
+
+    async def _session(self, conn: Connection) -> None:
+        request = SpuConnectRequest.build(
+            self.settings.id, self.settings.token, self.public, self.private
+        )
+        async with await conn.stream(request) as stream:
+            first = await anext(stream)
+            accepted = first.message()
+            if not isinstance(accepted, SpuConnectAccepted):
+                raise InvalidRequestError(f"the SC's first push is {type(accepted).__name__}")
+            self.connections += 1
+            interval = min(self.settings.heartbeat_interval_s, accepted.heartbeat_timeout_s / 3)
+            logger.info("connected to the SC spu=%d heartbeat_s=%.2f", self.settings.id, interval)
+            self.accepted.set()
+            tasks = [
+                asyncio.create_task(self._consume(stream)),
+                asyncio.create_task(self._heartbeats(conn, interval)),
+                asyncio.create_task(self._send_lrs(conn)),
+            ]
+            try:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+
+    async def _consume(self, stream: object) -> None:
+        async for push in stream:  # type: ignore[attr-defined]
+            msg = push.message()
+            if isinstance(msg, UpdateSpus):
+                await self.manager.apply_spus(msg)
+            elif isinstance(msg, UpdateReplicas):
+                await self.manager.apply_replicas(msg)
+            else:
+                logger.debug("ignoring SC push %s", type(msg).__name__)
+        raise FluvioError("the SC ended the SPU_CONNECT stream")
+
+    async def _heartbeats(self, conn: Connection, interval: float) -> None:
+        while True:
+            for leader in self.manager.leaders():
+                self.lrs_changed(leader.name)
+            await conn.call(HeartbeatRequest(self.settings.id), timeout=_REQUEST_TIMEOUT)
+            await asyncio.sleep(interval)
+
+    async def _send_lrs(self, conn: Connection) -> None:
+        while True:
+            await self._dirty_event.wait()
+            self._dirty_event.clear()
+            names, self._dirty = self._dirty, set()
+            statuses = [
+                leader.status() for name in sorted(names)
+                if (leader := self.manager.leader(name)) is not None and not leader.stopped
+            ]
+            if statuses:
+                await conn.call(
+                    UpdateLrsRequest.build(self.settings.id, statuses), timeout=_REQUEST_TIMEOUT
+                )
+            await asyncio.sleep(_LRS_PAUSE)
