@@ -1,0 +1,225 @@
+"""``fluvio topic ...``, ``fluvio partition list``, ``fluvio cluster spu|spg ...``.
+
+Each handler takes the parsed arguments and a connected ``Fluvio``, calls the admin
+API, and prints rows through ``output.emit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from spark_stream.cli.output import emit
+from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration
+from spark_stream.client import Fluvio
+from spark_stream.errors import InvalidConfigError
+from spark_stream.local.profile import parse_endpoint
+from spark_stream.models import Partition, Spu, SpuGroup, Topic
+
+__all__ = [
+    "topic_create",
+    "topic_list",
+    "topic_describe",
+    "topic_delete",
+    "partition_list",
+    "spu_register",
+    "spu_unregister",
+    "spu_list",
+    "spg_create",
+    "spg_delete",
+    "spg_list",
+    "topic_row",
+    "partition_row",
+    "spu_row",
+    "spg_row",
+]
+
+TOPIC_COLUMNS = ("name", "partitions", "replication", "retention_secs", "segment_size",
+                 "compression", "status", "reason")
+PARTITION_COLUMNS = ("topic", "partition", "leader", "replicas", "resolution", "leo", "hw",
+                     "lrs")
+SPU_COLUMNS = ("id", "name", "status", "type", "rack", "public", "private")
+SPG_COLUMNS = ("name", "status", "replicas", "min_id", "rack", "size", "reason")
+
+
+def topic_row(topic: Topic) -> dict[str, Any]:
+    """One ``topic list`` row."""
+    spec = topic.spec
+    return {
+        "name": topic.name,
+        "partitions": spec.partitions,
+        "replication": spec.replication_factor,
+        "retention_secs": spec.retention_secs,
+        "segment_size": spec.segment_size,
+        "compression": spec.compression.value,
+        "status": topic.status.resolution.value,
+        "reason": topic.status.reason,
+    }
+
+
+def partition_row(part: Partition) -> dict[str, Any]:
+    """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync)."""
+    status = part.status
+    lrs = [
+        f"{r.spu_id}:{r.leo}/{r.hw}" + ("" if r.in_sync else "*") for r in status.lrs
+    ]
+    return {
+        "topic": part.topic,
+        "partition": part.index,
+        "leader": status.leader,
+        "replicas": list(part.spec.replicas),
+        "resolution": status.resolution.value,
+        "leo": status.leo,
+        "hw": status.hw,
+        "lrs": lrs,
+    }
+
+
+def spu_row(spu: Spu) -> dict[str, Any]:
+    """One ``cluster spu list`` row."""
+    pub, priv = spu.spec.public_endpoint, spu.spec.private_endpoint
+    return {
+        "id": spu.spu_id,
+        "name": spu.name,
+        "status": spu.status.resolution.value,
+        "type": spu.spec.spu_type.value,
+        "rack": spu.spec.rack,
+        "public": f"{pub.host}:{pub.port}",
+        "private": f"{priv.host}:{priv.port}",
+    }
+
+
+def spg_row(group: SpuGroup) -> dict[str, Any]:
+    """One ``cluster spg list`` row."""
+    spec = group.spec
+    return {
+        "name": group.name,
+        "status": group.status.resolution.value,
+        "replicas": spec.replicas,
+        "min_id": spec.min_id,
+        "rack": spec.template.rack,
+        "size": spec.template.storage.size,
+        "reason": group.status.reason,
+    }
+
+
+def topic_create(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Create a topic from the flags (or a manual assignment file)."""
+    spec: dict[str, Any] = {}
+    if args.replica_assignment:
+        spec["replica_assignment"] = load_assignment(args.replica_assignment)
+    else:
+        spec["partitions"] = args.partitions
+        spec["replication_factor"] = args.replication
+    if args.retention_time:
+        spec["retention_secs"] = parse_duration(args.retention_time, "--retention-time")
+    if args.segment_size:
+        spec["segment_size"] = parse_bytes(args.segment_size, "--segment-size")
+    if args.max_partition_size:
+        spec["max_partition_size"] = parse_bytes(args.max_partition_size, "--max-partition-size")
+    if args.compression_type:
+        spec["compression"] = args.compression_type
+    if args.min_in_sync_replicas:
+        spec["min_in_sync_replicas"] = args.min_in_sync_replicas
+    if args.ignore_rack_assignment:
+        spec["ignore_rack_assignment"] = True
+    topic = fluvio.admin().create_topic(args.name, spec, dry_run=args.dry_run)
+    verb = "validated" if args.dry_run else "created"
+    print(f'topic "{topic.name}" {verb}')
+    return 0
+
+
+def topic_list(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """List topics."""
+    rows = [topic_row(t) for t in fluvio.admin().list_topics()]
+    emit(rows, args.output, columns=TOPIC_COLUMNS)
+    return 0
+
+
+def topic_describe(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """One topic: its spec, status and partitions."""
+    topic, parts = fluvio.admin().describe_topic(args.name)
+    if args.output == "table":
+        emit([topic_row(topic)], "table", columns=TOPIC_COLUMNS)
+        print()
+        emit([partition_row(p) for p in parts], "table", columns=PARTITION_COLUMNS)
+    else:
+        data = topic.to_dict() | {"partitions_status": [partition_row(p) for p in parts]}
+        emit(data, args.output)
+    return 0
+
+
+def topic_delete(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Delete topics."""
+    for name in args.names:
+        fluvio.admin().delete_topic(name)
+        print(f'topic "{name}" deleted')
+    return 0
+
+
+def partition_list(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """List partitions: leader, replicas, resolution, LEO, HW, LRS."""
+    parts = fluvio.admin().list_partitions(args.topic)
+    parts.sort(key=lambda p: (p.topic, p.index))
+    emit([partition_row(p) for p in parts], args.output, columns=PARTITION_COLUMNS)
+    return 0
+
+
+def spu_register(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Register a custom SPU."""
+    fields: dict[str, Any] = {}
+    if args.public_server:
+        host, port = parse_endpoint(args.public_server)
+        fields["publicEndpoint"] = {"port": port, "ingress": [{"hostname": host}]}
+    if args.private_server:
+        host, port = parse_endpoint(args.private_server)
+        fields["privateEndpoint"] = {"port": port, "host": host}
+    if args.rack:
+        fields["rack"] = args.rack
+    spu = fluvio.admin().register_spu(args.id, name=args.name, **fields)
+    print(f'custom SPU "{spu.name}" ({spu.spu_id}) registered')
+    return 0
+
+
+def spu_unregister(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Remove a custom SPU."""
+    if (args.id is None) == (args.name is None):
+        raise InvalidConfigError("cluster spu unregister: give exactly one of --id, --name")
+    fluvio.admin().unregister_spu(args.id, name=args.name)
+    print(f"custom SPU {args.id if args.id is not None else args.name} unregistered")
+    return 0
+
+
+def spu_list(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """List SPUs."""
+    emit([spu_row(s) for s in fluvio.admin().list_spus()], args.output, columns=SPU_COLUMNS)
+    return 0
+
+
+def spg_create(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Create an SPU group."""
+    template: dict[str, Any] = {}
+    if args.rack:
+        template["rack"] = args.rack
+    if args.storage_size:
+        template["storage"] = {"size": args.storage_size}
+    spec: dict[str, Any] = {"replicas": args.replicas, "min_id": args.min_id}
+    if template:
+        spec["template"] = template
+    group = fluvio.admin().create_spu_group(args.name, spec)
+    print(f'SPU group "{group.name}" created')
+    return 0
+
+
+def spg_delete(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Delete an SPU group."""
+    fluvio.admin().delete_spu_group(args.name)
+    print(f'SPU group "{args.name}" deleted')
+    return 0
+
+
+def spg_list(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """List SPU groups."""
+    rows = [spg_row(g) for g in fluvio.admin().list_spu_groups()]
+    emit(rows, args.output, columns=SPG_COLUMNS)
+    return 0

@@ -1,0 +1,193 @@
+"""The ``fluvio`` command line: parser, dispatch, and errors as one line plus an exit code.
+
+Commands follow Fluvio's CLI (``cluster``, ``topic``, ``partition``, ``produce``,
+``consume``). Every typed error (``FluvioError``) prints ``error: <message>`` on stderr
+and exits 1 (2 for bad usage, 130 on Ctrl-C); no traceback reaches the user. The SC is
+found through ``--endpoint``, ``FLUVIO_ENDPOINT`` or the profile written by
+``fluvio cluster start``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds
+from spark_stream.cli.output import FORMATS
+from spark_stream.client import Fluvio
+from spark_stream.errors import FluvioError
+
+__all__ = ["build_parser", "main"]
+
+Handler = Callable[[argparse.Namespace, Fluvio], int]
+
+
+def _output_parent() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("-O", "--output", choices=FORMATS, default="table",
+                        help="output format (default table)")
+    return parent
+
+
+def _client(sub: argparse._SubParsersAction, name: str, handler: Handler, help_text: str,
+            output: bool = False) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    parents = [_output_parent()] if output else []
+    parser = sub.add_parser(name, help=help_text, description=help_text, parents=parents)
+    parser.set_defaults(client_handler=handler)
+    return parser
+
+
+def _cluster_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    cluster = sub.add_parser("cluster", help="local cluster, SPUs and SPU groups")
+    csub = cluster.add_subparsers(dest="cluster_command", required=True)
+    start = csub.add_parser("start", help="start a local cluster (idempotent)",
+                            parents=[_output_parent()])
+    start.add_argument("--data-dir", help="where everything lives (default ~/.fluvio)")
+    start.add_argument("--spus", type=int, default=1, help="number of SPUs (default 1)")
+    start.add_argument("--sc-port", type=int, default=9003,
+                       help="SC public port on first start (0: any free)")
+    start.add_argument("--redis-url", help="use this Redis instead of an embedded one")
+    start.add_argument("--spu-mode", choices=("group", "custom"), default="group",
+                       help="SPUs from an SPU group (default) or spawned as custom SPUs")
+    start.add_argument("--timeout", type=float, default=30.0,
+                       help="seconds each start-up step may take")
+    start.set_defaults(local_handler=cluster_cmds.cluster_start)
+    for name, handler, text in (
+        ("stop", cluster_cmds.cluster_stop, "stop the local cluster (data is kept)"),
+        ("status", cluster_cmds.cluster_status, "show the local cluster's processes and SPUs"),
+    ):
+        cmd = csub.add_parser(name, help=text, parents=[_output_parent()])
+        cmd.add_argument("--data-dir", help="the cluster's data directory")
+        cmd.set_defaults(local_handler=handler)
+
+    spu = csub.add_parser("spu", help="custom SPUs")
+    ssub = spu.add_subparsers(dest="spu_command", required=True)
+    reg = _client(ssub, "register", admin_cmds.spu_register, "register a custom SPU")
+    reg.add_argument("--id", type=int, required=True)
+    reg.add_argument("--name")
+    reg.add_argument("-p", "--public-server", help="host:port for clients")
+    reg.add_argument("-v", "--private-server", help="host:port for replication")
+    reg.add_argument("--rack")
+    unreg = _client(ssub, "unregister", admin_cmds.spu_unregister, "remove a custom SPU")
+    unreg.add_argument("--id", type=int)
+    unreg.add_argument("--name")
+    _client(ssub, "list", admin_cmds.spu_list, "list SPUs", output=True)
+
+    spg = csub.add_parser("spg", help="SPU groups (managed SPUs)")
+    gsub = spg.add_subparsers(dest="spg_command", required=True)
+    create = _client(gsub, "create", admin_cmds.spg_create, "create an SPU group")
+    create.add_argument("name")
+    create.add_argument("--replicas", type=int, default=1)
+    create.add_argument("--min-id", type=int, default=0)
+    create.add_argument("--rack")
+    create.add_argument("--storage-size", help="volume size, e.g. 20Gi")
+    delete = _client(gsub, "delete", admin_cmds.spg_delete, "delete an SPU group")
+    delete.add_argument("name")
+    _client(gsub, "list", admin_cmds.spg_list, "list SPU groups", output=True)
+
+
+def _topic_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    topic = sub.add_parser("topic", help="create, list, describe, delete topics")
+    tsub = topic.add_subparsers(dest="topic_command", required=True)
+    create = _client(tsub, "create", admin_cmds.topic_create, "create a topic")
+    create.add_argument("name")
+    create.add_argument("-p", "--partitions", type=int, default=1)
+    create.add_argument("-r", "--replication", type=int, default=1)
+    create.add_argument("-f", "--replica-assignment", help="manual assignment file (JSON/YAML)")
+    create.add_argument("--retention-time", help="e.g. 7d, 12h, 3600")
+    create.add_argument("--segment-size", help="e.g. 1Gi, 500Mi")
+    create.add_argument("--max-partition-size", help="e.g. 10Gi")
+    create.add_argument("--compression-type", choices=("any", "none", "lz4", "zstd"))
+    create.add_argument("--min-in-sync-replicas", type=int)
+    create.add_argument("--ignore-rack-assignment", action="store_true")
+    create.add_argument("--dry-run", action="store_true", help="validate only")
+    _client(tsub, "list", admin_cmds.topic_list, "list topics", output=True)
+    desc = _client(tsub, "describe", admin_cmds.topic_describe, "show a topic", output=True)
+    desc.add_argument("name")
+    delete = _client(tsub, "delete", admin_cmds.topic_delete, "delete topics")
+    delete.add_argument("names", nargs="+", metavar="name")
+
+    part = sub.add_parser("partition", help="partitions")
+    psub = part.add_subparsers(dest="partition_command", required=True)
+    plist = _client(psub, "list", admin_cmds.partition_list,
+                    "list partitions: leader, replicas, LEO, HW, LRS", output=True)
+    plist.add_argument("topic", nargs="?")
+
+
+def _data_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    prod = _client(sub, "produce", data_cmds.produce, "send records from stdin or files")
+    prod.add_argument("topic")
+    prod.add_argument("--key-separator", help="split each line into key and value at this")
+    prod.add_argument("--key", help="the key of every record")
+    prod.add_argument("-f", "--file", dest="files", action="append", help="send this file's lines")
+    prod.add_argument("--raw", action="store_true", help="the whole input is one record")
+    prod.add_argument("-p", "--partition", type=int, help="send to this partition")
+    prod.add_argument("--compression", choices=("none", "lz4", "zstd"))
+    prod.add_argument("--acks", choices=("none", "leader", "all"), default="leader")
+    prod.add_argument("--linger-ms", type=float, default=5.0)
+    prod.add_argument("--batch-size", type=int)
+    prod.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                      help="progress bar on files (default: when stderr is a terminal)")
+    prod.add_argument("-v", "--verbose", action="store_true", help="print each offset")
+
+    cons = _client(sub, "consume", data_cmds.consume, "print records of a topic")
+    cons.add_argument("topic")
+    cons.add_argument("-p", "--partition", type=int, action="append",
+                      help="partition (repeatable; default: all)")
+    cons.add_argument("-B", "--beginning", action="store_true", help="from the first record")
+    cons.add_argument("--start", type=int, help="from this absolute offset")
+    cons.add_argument("--end", type=int, help="up to this offset, inclusive (one partition)")
+    cons.add_argument("-T", "--tail", type=int, help="the last N records, then new ones")
+    cons.add_argument("-d", "--disable-continuous", action="store_true",
+                      help="stop at the end instead of waiting for new records")
+    cons.add_argument("-n", "--max-records", type=int, help="stop after N records")
+    cons.add_argument("--isolation", default="read_committed",
+                      help="read_committed (default) or read_uncommitted")
+    cons.add_argument("-k", "--key-value", action="store_true", help="print [key] value")
+    cons.add_argument("-F", "--format", help="e.g. '{{offset}} {{key}} {{value}}'")
+    cons.add_argument("-O", "--output", choices=("text", "json"), default="text",
+                      help="text (default) or JSON lines")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole ``fluvio`` parser."""
+    parser = argparse.ArgumentParser(
+        prog="fluvio", description="Spark-native streaming storage in the Fluvio architecture"
+    )
+    parser.add_argument("--endpoint", default=os.environ.get("FLUVIO_ENDPOINT"),
+                        help="SC public address host:port (default: the profile)")
+    parser.add_argument("--timeout", dest="connect_timeout", type=float, default=10.0,
+                        help="seconds to connect to the cluster")
+    parser.add_argument("--log-level", default=os.environ.get("FLUVIO_LOG_LEVEL", "WARNING"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    _cluster_parsers(sub)
+    _topic_parsers(sub)
+    _data_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=str(args.log_level).upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        local = getattr(args, "local_handler", None)
+        if local is not None:
+            return int(local(args))
+        with Fluvio.connect(args.endpoint, timeout=args.connect_timeout) as fluvio:
+            return int(args.client_handler(args, fluvio))
+    except FluvioError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `| head`): not an error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -1,0 +1,200 @@
+"""``fluvio produce`` and ``fluvio consume``.
+
+``produce`` reads records from stdin (one per line, sent as they arrive) or from
+files (read in chunks of lines and sent through the bulk Arrow path, with a progress
+bar on a terminal); ``--key-separator`` splits each line into key and value.
+``consume`` streams records of one or all partitions from the chosen start and prints
+each as its value, ``[key] value``, a ``--format`` template or JSON lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+import pyarrow as pa
+
+from spark_stream.cli.output import Progress
+from spark_stream.cli.parsing import record_template
+from spark_stream.client import Fluvio, Offset, Record
+from spark_stream.errors import InvalidConfigError
+
+__all__ = ["produce", "consume", "start_offset", "split_line", "format_record"]
+
+_CHUNK_BYTES = 4 << 20
+
+
+def split_line(line: bytes, separator: bytes | None) -> tuple[bytes | None, bytes]:
+    """``(key, value)`` of one input line; no separator (or none in the line): no key."""
+    if separator:
+        key, sep, value = line.partition(separator)
+        if sep:
+            return key, value
+    return None, line
+
+
+def _lines_table(lines: list[bytes], separator: bytes | None, key: bytes | None) -> pa.Table:
+    if separator:
+        pairs = [split_line(line, separator) for line in lines]
+        keys: list[bytes | None] = [k for k, _ in pairs]
+        values = [v for _, v in pairs]
+    else:
+        keys = [key] * len(lines)
+        values = lines
+    return pa.table({"key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary())})
+
+
+def _file_chunks(stream: BinaryIO) -> Iterator[tuple[list[bytes], int]]:
+    """Lines of a file in chunks of about 4 MiB, with the bytes each chunk consumed."""
+    rest = b""
+    while True:
+        data = stream.read(_CHUNK_BYTES)
+        if not data:
+            if rest:
+                yield [rest.rstrip(b"\r")], len(rest)
+            return
+        data = rest + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            rest = data
+            continue
+        rest = data[cut + 1 :]
+        body = data[:cut]
+        yield [line.rstrip(b"\r") for line in body.split(b"\n")], cut + 1
+
+
+def produce(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Send stdin lines or file contents to a topic."""
+    options: dict[str, Any] = {"acks": args.acks, "linger_ms": args.linger_ms}
+    if args.compression:
+        options["compression"] = args.compression
+    if args.batch_size:
+        options["batch_size"] = args.batch_size
+    separator = args.key_separator.encode() if args.key_separator else None
+    key = args.key.encode() if args.key is not None else None
+    producer = fluvio.topic_producer(args.topic, **options)
+    try:
+        if args.files:
+            for path in args.files:
+                _produce_file(producer, Path(path), args, separator, key)
+        else:
+            _produce_lines(producer, sys.stdin.buffer, args, separator, key)
+        producer.flush()
+    finally:
+        producer.close()
+    return 0
+
+
+def _produce_file(
+    producer: Any, path: Path, args: argparse.Namespace, separator: bytes | None,
+    key: bytes | None,
+) -> None:
+    try:
+        size = path.stat().st_size
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InvalidConfigError(f"--file: cannot read {path}: {exc}") from None
+    progress = Progress(size, path.name, enabled=args.progress)
+    with handle:
+        if args.raw:
+            producer.send(key, handle.read(), partition=args.partition)
+            progress.advance(size)
+        else:
+            for lines, consumed in _file_chunks(handle):
+                producer.send_batch(_lines_table(lines, separator, key), partition=args.partition)
+                progress.advance(consumed)
+    progress.close()
+
+
+def _produce_lines(
+    producer: Any, stream: BinaryIO, args: argparse.Namespace, separator: bytes | None,
+    key: bytes | None,
+) -> None:
+    if args.raw:
+        producer.send(key, stream.read(), partition=args.partition)
+        return
+    for raw in stream:
+        line = raw.rstrip(b"\n").rstrip(b"\r")
+        k, value = split_line(line, separator) if separator else (key, line)
+        future = producer.send(k, value, partition=args.partition)
+        if args.verbose:
+            meta = future.result()
+            print(f"partition={meta.partition} offset={meta.offset}", file=sys.stderr)
+
+
+def start_offset(args: argparse.Namespace) -> Offset:
+    """The start position from ``-B``, ``--start``, ``-T`` (default: the end)."""
+    chosen = [name for name, on in (("-B", args.beginning), ("--start", args.start is not None),
+                                    ("-T", args.tail is not None)) if on]
+    if len(chosen) > 1:
+        raise InvalidConfigError(f"consume: {' and '.join(chosen)} cannot be combined")
+    if args.beginning:
+        return Offset.beginning()
+    if args.start is not None:
+        return Offset.absolute(args.start)
+    if args.tail is not None:
+        return Offset.from_end(args.tail)
+    return Offset.end()
+
+
+def _text(data: bytes | None) -> str:
+    return "null" if data is None else data.decode("utf-8", errors="replace")
+
+
+def format_record(record: Record, args: argparse.Namespace, template: str | None) -> str:
+    """One output line for a record, per ``--format``, ``-k`` or ``-O json``."""
+    if args.output == "json":
+        return json.dumps({
+            "partition": record.partition, "offset": record.offset,
+            "key": None if record.key is None else _text(record.key),
+            "value": _text(record.value), "timestamp": record.timestamp_us,
+        })
+    if template is not None:
+        time_text = datetime.fromtimestamp(record.timestamp_us / 1e6, UTC).isoformat()
+        return template.format(
+            offset=record.offset, partition=record.partition, key=_text(record.key),
+            value=_text(record.value), timestamp=record.timestamp_us, time=time_text,
+        )
+    if args.key_value:
+        return f"[{_text(record.key)}] {_text(record.value)}"
+    return _text(record.value)
+
+
+def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Print records of a topic from the chosen start."""
+    offset = start_offset(args)
+    template = record_template(args.format) if args.format else None
+    out: TextIO = sys.stdout
+    end_offset = args.end + 1 if args.end is not None else None
+    if args.partition and len(args.partition) == 1:
+        consumer = fluvio.partition_consumer(args.topic, args.partition[0])
+        stream: Iterable[Record] = consumer.stream(
+            offset, isolation=args.isolation, end_offset=end_offset,
+            stop_at_end=args.disable_continuous,
+        )
+    else:
+        if end_offset is not None:
+            raise InvalidConfigError("consume: --end needs exactly one partition (-p)")
+        multi = fluvio.consumer(args.topic, args.partition or None)
+        stream = multi.stream(offset, isolation=args.isolation,
+                              stop_at_end=args.disable_continuous)
+    count = 0
+    try:
+        for record in stream:
+            out.write(format_record(record, args, template) + "\n")
+            count += 1
+            if args.max_records is not None and count >= args.max_records:
+                break
+            if not args.disable_continuous:
+                out.flush()
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+        out.flush()
+    return 0

@@ -1,0 +1,109 @@
+"""Pure helpers for CLI arguments: durations, sizes, endpoints, assignment files.
+
+Each returns a value or raises ``InvalidConfigError`` naming the flag, so ``main`` can
+print one clear line and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from spark_stream.errors import InvalidConfigError
+from spark_stream.models import parse_size
+
+__all__ = ["parse_duration", "parse_bytes", "load_assignment", "record_template"]
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$")
+_UNITS_S = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str, flag: str) -> int:
+    """``"7d"``, ``"12h"``, ``"90m"``, ``"30s"`` or plain seconds, as whole seconds (>= 1).
+
+    Raises:
+        InvalidConfigError: anything else.
+    """
+    match = _DURATION.match(text)
+    if match is None:
+        raise InvalidConfigError(f"{flag}: {text!r} is not a duration like 30s, 12h or 7d")
+    seconds = int(int(match.group(1)) * _UNITS_S[match.group(2)])
+    if seconds < 1:
+        raise InvalidConfigError(f"{flag}: {text!r} is shorter than one second")
+    return seconds
+
+
+def parse_bytes(text: str, flag: str) -> int:
+    """``"1Gi"``, ``"500M"``, ``"1024"`` as bytes (> 0).
+
+    Raises:
+        InvalidConfigError: not such a quantity.
+    """
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise InvalidConfigError(f"{flag}: {exc}") from None
+    if value <= 0:
+        raise InvalidConfigError(f"{flag}: must be positive")
+    return value
+
+
+def load_assignment(path: str) -> list[dict[str, Any]]:
+    """Read a manual replica assignment file (JSON or YAML).
+
+    Accepted shapes: a list of ``{partition, replicas}`` rows, or a mapping with one key
+    ``partitions`` (Fluvio's file) or ``replicaAssignment`` holding that list; Fluvio's
+    ``{id, replicas}`` rows are accepted too.
+
+    Raises:
+        InvalidConfigError: unreadable file or wrong shape.
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InvalidConfigError(f"--replica-assignment: cannot read {path}: {exc}") from None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InvalidConfigError(f"--replica-assignment: {path} is not JSON/YAML") from exc
+    if isinstance(doc, dict):
+        doc = doc.get("partitions", doc.get("replicaAssignment"))
+    if not isinstance(doc, list) or not doc:
+        raise InvalidConfigError(
+            f"--replica-assignment: {path} must list rows of {{partition, replicas}}"
+        )
+    rows = []
+    for row in doc:
+        if not isinstance(row, dict):
+            raise InvalidConfigError(f"--replica-assignment: bad row {row!r}")
+        partition = row.get("partition", row.get("id"))
+        replicas = row.get("replicas")
+        if not isinstance(partition, int) or not isinstance(replicas, list):
+            raise InvalidConfigError(
+                f"--replica-assignment: row {row!r} needs partition and replicas"
+            )
+        rows.append({"partition": partition, "replicas": replicas})
+    return rows
+
+
+def record_template(text: str) -> str:
+    """A ``--format`` template: Fluvio's ``{{key}}`` placeholders or Python's ``{key}``.
+
+    Raises:
+        InvalidConfigError: an unknown placeholder.
+    """
+    template = re.sub(r"\{\{\s*(\w+)\s*\}\}", r"{\1}", text)
+    known = {"offset", "partition", "key", "value", "timestamp", "time"}
+    for name in re.findall(r"\{(\w*)\}", template):
+        if name not in known:
+            raise InvalidConfigError(
+                f"--format: unknown field {{{name}}} (known: {', '.join(sorted(known))})"
+            )
+    return template
