@@ -207,6 +207,7 @@ class LocalCluster:
         start_timeout: bound on each wait of ``start``.
         stop_timeout: seconds between SIGTERM and SIGKILL.
         python: the interpreter that runs the SC and SPUs.
+        profile: where ``start`` writes the client profile (default ``profile_path()``).
     """
 
     def __init__(
@@ -220,6 +221,7 @@ class LocalCluster:
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         python: str = sys.executable,
+        profile: str | os.PathLike[str] | None = None,
     ) -> None:
         if spu_mode not in ("group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
@@ -233,6 +235,7 @@ class LocalCluster:
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.python = python
+        self.profile = Path(profile) if profile is not None else None
         self.layout = self._load_layout()
 
     # -- paths ---------------------------------------------------------------------------
@@ -292,7 +295,7 @@ class LocalCluster:
         self._save_layout()
         asyncio.run(self._start_spus())
         self._save_layout()
-        save_profile(Profile(endpoint=self.endpoint, data_dir=str(self.data_dir)))
+        save_profile(Profile(endpoint=self.endpoint, data_dir=str(self.data_dir)), self.profile)
         return self.status()
 
     def _start_redis(self) -> None:
