@@ -116,6 +116,7 @@ def local_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     settings = {
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.bindAddress": "127.0.0.1",

@@ -44,12 +44,12 @@ _READER = (
 )
 _STREAM_ONLY = ("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger")
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp")
-_WRITER = ("endpoint", "topic", "compression", "batchRecords", "acks")
+_WRITER = ("endpoint", "topic", "compression", "batchSize", "acks")
 _SPARK_OWNED = ("checkpointLocation",)
 """Options Spark itself reads from the same map; accepted and ignored here."""
 
 _DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024
-_DEFAULT_BATCH_RECORDS = 10_000
+_DEFAULT_BATCH_SIZE = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -129,14 +129,14 @@ class WriterOptions:
         endpoint: SC address; None = the local profile's.
         topic: the topic to write to; overrides a ``topic`` column when set.
         compression: Arrow IPC buffer compression of produced frames.
-        batch_records: rows per produced batch frame (the unit of idempotent sequences).
+        batch_size: bytes of records per produced batch frame.
         acks: ``all`` (default, wait for the in-sync replicas) or ``leader``.
     """
 
     endpoint: str | None
     topic: str | None
     compression: Literal["none", "lz4", "zstd"]
-    batch_records: int
+    batch_size: int
     acks: Literal["all", "leader"]
 
 
@@ -394,6 +394,6 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
         endpoint=endpoint,
         topic=topic.strip() if topic else None,
         compression=_choice(opts, "compression", ("none", "lz4", "zstd"), "none"),  # type: ignore[arg-type]
-        batch_records=_int(opts, "batchRecords", 1) or _DEFAULT_BATCH_RECORDS,
+        batch_size=_int(opts, "batchSize", 1) or _DEFAULT_BATCH_SIZE,
         acks=_choice(opts, "acks", ("all", "leader"), "all"),  # type: ignore[arg-type]
     )

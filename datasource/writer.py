@@ -97,8 +97,9 @@ def write_task(
 ) -> FluvioCommitMessage:
     """Produce every row of one task with an idempotent producer, then flush.
 
-    Rows are cut into frames of ``opts.batch_records`` rows per target partition in
-    input order, so an identical re-run produces identical frames and sequences.
+    A fresh producer per task routes and cuts rows into frames from the data alone
+    (key hash, a round robin that starts at 0, ``batchSize`` bytes per frame), so an
+    identical re-run produces identical frames under identical sequences.
 
     Raises:
         SinkSchemaError: a null value or topic in the data.
@@ -121,6 +122,7 @@ def write_task(
                         producer_id=producer_id,
                         acks=opts.acks,
                         compression=opts.compression,
+                        batch_size=opts.batch_size,
                     )
                     producers[topic] = producer
                 futures.append(

@@ -53,3 +53,7 @@ def spark() -> Iterator[object]:
         yield session
     finally:
         session.stop()
+
+
+# The Spark connector's cluster fixtures (fluvio_cluster, fluvio, new_topic).
+pytest_plugins = ["tests.spark_conftest"]

@@ -153,7 +153,7 @@ def test_writer_options() -> None:
     assert opts.topic == "out"
     assert opts.compression == "lz4"
     assert opts.acks == "all"
-    assert opts.batch_records > 0
+    assert opts.batch_size > 0
     assert parse_writer_options({}).topic is None
 
 
@@ -163,7 +163,7 @@ def test_writer_options() -> None:
         ({"topic": ""}, "'topic'"),
         ({"compression": "gzip"}, "'compression'"),
         ({"acks": "none"}, "'acks'"),
-        ({"batchRecords": "0"}, "'batchRecords'"),
+        ({"batchSize": "0"}, "'batchSize'"),
         ({"startingOffsets": "earliest"}, "startingOffsets"),
         ({"endpoint": "x:99999"}, "'endpoint'"),
     ],
