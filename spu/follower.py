@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from spark_stream.connection import Connection
 from spark_stream.errors import FluvioError, LogGapError
 from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES
+from spu._tasks import cancel_and_wait
 from spu.frames import tail_signature
 from spu.private_messages import (
     MAX_TAIL_SIGNATURE,
@@ -110,11 +111,8 @@ class FollowerController:
 
     async def stop(self) -> None:
         """Stop following; no append happens after this returns."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     def set_endpoint(self, host: str, port: int) -> None:
         """Where the leader's private server is; a change reconnects."""
@@ -132,9 +130,7 @@ class FollowerController:
         self._logs = dict(logs)
         self._changed.set()
         if stale and self._stream_task is not None and not self._stream_task.done():
-            self._stream_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._stream_task
+            await cancel_and_wait(self._stream_task)
 
     # -- loop ------------------------------------------------------------------------
 
@@ -179,24 +175,21 @@ class FollowerController:
         """Run streams on one connection until it fails or the endpoint changes."""
         while not conn.closed and self._endpoint == endpoint and self._logs:
             self._changed.clear()
-            self._stream_task = asyncio.create_task(self._follow(conn))
+            stream = self._stream_task = asyncio.create_task(self._follow(conn))
             changed = asyncio.create_task(self._changed.wait())
             try:
-                done, _ = await asyncio.wait(
-                    {self._stream_task, changed}, return_when=asyncio.FIRST_COMPLETED
-                )
+                await asyncio.wait({stream, changed}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 changed.cancel()
-                if not self._stream_task.done():
-                    self._stream_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, _Resync):
-                    await self._stream_task
-            if self._stream_task in done and not self._stream_task.cancelled():
-                exc = self._stream_task.exception()
-                if isinstance(exc, _Resync):
-                    await self._pause(_RESYNC_PAUSE)
-                elif exc is not None:
-                    raise exc
+                await cancel_and_wait(stream)  # also retrieves its exception
+            if stream.cancelled():
+                continue  # the replicas or the endpoint changed
+            exc = stream.exception()
+            if isinstance(exc, _Resync):
+                logger.info("resync with spu=%d: %s", self.leader_id, exc)
+                await self._pause(_RESYNC_PAUSE)
+            elif exc is not None:
+                raise exc
 
     async def _follow(self, conn: Connection) -> None:
         """One stream: sync every replica, then append pushes and report LEOs."""

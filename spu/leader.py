@@ -33,7 +33,6 @@ no method yields between reading and changing state.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import time
@@ -50,6 +49,7 @@ from spark_stream.models import PartitionResolution, PartitionStatus, ReplicaSta
 from spark_stream.protocol import Acks, Isolation, ProduceResponse
 from spark_stream.protocol.control import LrsStatus, Replica
 from spark_stream.records import read_header
+from spu._tasks import cancel_and_wait
 from spu.frames import log_headers, split_request
 from spu.notify import OffsetWaiters, Subscribers
 from spu.private_messages import ReplicaOffsets
@@ -151,10 +151,7 @@ class LeaderController:
         if self._stopped:
             return
         self._stopped = True
-        if self._tick_task is not None:
-            self._tick_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._tick_task
+        await cancel_and_wait(self._tick_task)
         self._waiters.fail_all(NotLeaderError(f"SPU {self.spu_id} stopped leading {self.name}"))
         self._subscribers.notify()
         logger.info(
@@ -171,6 +168,10 @@ class LeaderController:
         self._replica = replica
         self._set_followers(replica, self._clock(), initial=False)
         self._refresh(self._clock(), force=True)
+
+    def check(self) -> None:
+        """Re-evaluate the in-sync set and high watermark now (the timer does it too)."""
+        self._refresh(self._clock())
 
     def spu_offline(self, spu_id: int) -> None:
         """A follower's SPU went offline: drop it from the in-sync set at once."""
@@ -411,6 +412,6 @@ class LeaderController:
         while True:
             await asyncio.sleep(interval)
             try:
-                self._refresh(self._clock())
+                self.check()
             except Exception:  # a bug must not silently end lag checks
                 logger.exception("leader tick failed partition=%s", self.name)

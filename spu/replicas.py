@@ -25,7 +25,6 @@ flush policy and applies retention.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from spark_stream.errors import (
 )
 from spark_stream.models import Spu, partition_name
 from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
+from spu._tasks import cancel_and_wait
 from spu.follower import FollowerController
 from spu.leader import LeaderController, monotonic_ms
 from spu.notify import Subscribers
@@ -113,6 +113,10 @@ class ReplicaManager:
         """The follower controller for replicas led by ``leader_id``."""
         return self._followers.get(leader_id)
 
+    def log(self, name: str) -> ReplicaLog | None:
+        """The open log of replica ``name``, if this SPU holds it."""
+        return self._logs.get(name)
+
     def replica(self, name: str) -> Replica | None:
         """The replica entry held for ``name``."""
         return self._replicas.get(name)
@@ -161,10 +165,7 @@ class ReplicaManager:
 
     async def stop(self) -> None:
         """Stop every controller and close every log."""
-        if self._housekeeping is not None:
-            self._housekeeping.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._housekeeping
+        await cancel_and_wait(self._housekeeping)
         async with self._lock:
             for leader in list(self._leaders.values()):
                 await leader.stop()

@@ -21,7 +21,6 @@ while the SC is away.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from spark_stream.config import SpuSettings
@@ -36,6 +35,7 @@ from spark_stream.protocol.control import (
     UpdateReplicas,
     UpdateSpus,
 )
+from spu._tasks import cancel_and_wait
 from spu.replicas import ReplicaManager
 
 __all__ = ["ScLink", "parse_endpoint"]
@@ -92,11 +92,8 @@ class ScLink:
 
     async def stop(self) -> None:
         """Stop the loop and close the connection."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     def lrs_changed(self, name: str) -> None:
         """A leader's live status changed: report it soon."""

@@ -1,0 +1,281 @@
+"""Leader controller on a real replica log, no network: produce, acks, ISR, sync, reads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from spark_stream.errors import (
+    CorruptFrameError,
+    NotEnoughReplicasError,
+    NotLeaderError,
+    OutOfOrderSequenceError,
+    RecordTooLargeError,
+    RequestTimeoutError,
+)
+from spark_stream.models import PartitionSpec
+from spark_stream.protocol import Acks, Isolation
+from spark_stream.protocol.control import Replica
+from spark_stream.records import decode_frames, encode_records, read_header
+from spu.frames import tail_signature
+from spu.leader import LeaderController
+from spu.private_messages import ReplicaOffsets
+from spu.storage import ReplicaLog
+
+T = TypeVar("T")
+LEADER, F1, F2 = 1, 2, 3
+
+
+def run(body: Callable[[], Awaitable[T]]) -> T:
+    async def bounded() -> T:
+        async with asyncio.timeout(20):
+            return await body()
+
+    return asyncio.run(bounded())
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def replica(replicas: tuple[int, ...] = (LEADER,), min_isr: int = 1) -> Replica:
+    spec = PartitionSpec(initial_leader=LEADER, replicas=replicas, min_in_sync_replicas=min_isr)
+    return Replica("orders-0", LEADER, spec, 1)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[ReplicaLog]:
+    with ReplicaLog.open(tmp_path / "orders-0") as opened:
+        yield opened
+
+
+def make(
+    log: ReplicaLog, rep: Replica, clock: Clock | None = None, online: set[int] | None = None,
+    max_batch_bytes: int = 1 << 20,
+) -> LeaderController:
+    leader = LeaderController(
+        rep, log, spu_id=LEADER, max_lag_ms=1000, max_batch_bytes=max_batch_bytes,
+        is_online=(lambda s: online is None or s in online), clock=clock or Clock(),
+    )
+    leader.start()
+    return leader
+
+
+def frame(*values: str, pid: int = -1, seq: int = -1) -> bytes:
+    return encode_records(list(values), producer_id=pid, sequence=seq)
+
+
+def test_produce_assigns_offsets_and_a_lone_leader_commits_at_once(log: ReplicaLog) -> None:
+    async def body() -> None:
+        leader = make(log, replica())
+        first = await leader.produce(memoryview(frame("a", "b")), Acks.LEADER, 1000)
+        second = await leader.produce(memoryview(frame("c") + frame("d")), Acks.ALL, 1000)
+        assert (first.base_offset, second.base_offset) == (0, 2)
+        assert (second.leo, second.hw) == (4, 4)
+        piece = leader.read(0, 1 << 20, Isolation.COMMITTED)
+        values = [v for b in decode_frames(piece.data) for v in b.column("value").to_pylist()]
+        assert values == [b"a", b"b", b"c", b"d"]
+        await leader.stop()
+
+    run(body)
+
+
+def test_acks_all_waits_for_the_follower_and_committed_reads_lag(log: ReplicaLog) -> None:
+    async def body() -> None:
+        clock = Clock()
+        leader = make(log, replica((LEADER, F1), min_isr=2), clock)
+        assert leader.in_sync == {LEADER, F1}
+        task = asyncio.create_task(leader.produce(memoryview(frame("x")), Acks.ALL, 5000))
+        await asyncio.sleep(0)  # let the produce append and park on the high watermark
+        assert leader.leo == 1 and leader.hw == 0 and not task.done()
+        assert leader.read(0, 1024, Isolation.COMMITTED).length == 0
+        assert leader.read(0, 1024, Isolation.UNCOMMITTED).length > 0
+        assert leader.follower_report(F1, 1)
+        reply = await task
+        assert (reply.base_offset, reply.hw) == (0, 1)
+        assert leader.read(0, 1024, Isolation.COMMITTED).length > 0
+        await leader.stop()
+
+    run(body)
+
+
+def test_acks_all_refused_below_min_isr_and_nothing_appended(log: ReplicaLog) -> None:
+    async def body() -> None:
+        leader = make(log, replica((LEADER, F1), min_isr=2), online={LEADER})
+        assert leader.in_sync == {LEADER}
+        with pytest.raises(NotEnoughReplicasError):
+            await leader.produce(memoryview(frame("x")), Acks.ALL, 1000)
+        assert leader.leo == 0
+        await leader.produce(memoryview(frame("x")), Acks.LEADER, 1000)  # acks=1 still works
+        assert leader.leo == 1
+        await leader.stop()
+
+    run(body)
+
+
+def test_acks_all_times_out_when_the_follower_never_reports(log: ReplicaLog) -> None:
+    async def body() -> None:
+        leader = make(log, replica((LEADER, F1), min_isr=2))
+        with pytest.raises(RequestTimeoutError, match="not committed"):
+            await leader.produce(memoryview(frame("x")), Acks.ALL, 50)
+        assert leader.leo == 1  # appended, just not committed
+        await leader.stop()
+
+    run(body)
+
+
+def test_lagging_follower_is_evicted_and_readmitted(log: ReplicaLog) -> None:
+    async def body() -> None:
+        clock = Clock()
+        leader = make(log, replica((LEADER, F1, F2)), clock)
+        await leader.produce(memoryview(frame("a")), Acks.LEADER, 1000)
+        leader.follower_report(F1, 1)
+        assert leader.hw == 0  # F2 is in sync and has not reported
+        clock.now += 1500  # F2 silent past max_lag_ms; F1 reports again
+        leader.follower_report(F1, 1)
+        leader.check()
+        assert leader.in_sync == {LEADER, F1}
+        assert leader.hw == 1  # a dead follower does not stall the high watermark
+        status = {r.spu_id: r for r in leader.status().status.lrs}
+        assert status[F2].in_sync is False and status[F1].in_sync is True
+        leader.follower_report(F2, 1)  # caught up: back in
+        assert leader.in_sync == {LEADER, F1, F2}
+        await leader.stop()
+
+    run(body)
+
+
+def test_acks_all_fails_when_the_isr_shrank_below_min_by_commit(log: ReplicaLog) -> None:
+    async def body() -> None:
+        clock = Clock()
+        leader = make(log, replica((LEADER, F1), min_isr=2), clock)
+        task = asyncio.create_task(leader.produce(memoryview(frame("x")), Acks.ALL, 5000))
+        await asyncio.sleep(0)
+        clock.now += 1500
+        leader.check()  # F1 evicted: HW jumps to the LEO with only the leader in sync
+        with pytest.raises(NotEnoughReplicasError, match="committed with 1"):
+            await task
+        await leader.stop()
+
+    run(body)
+
+
+def test_follower_offline_leaves_the_isr_at_once(log: ReplicaLog) -> None:
+    async def body() -> None:
+        leader = make(log, replica((LEADER, F1)))
+        await leader.produce(memoryview(frame("a")), Acks.LEADER, 1000)
+        assert leader.hw == 0
+        leader.spu_offline(F1)
+        assert leader.in_sync == {LEADER} and leader.hw == 1
+        await leader.stop()
+
+    run(body)
+
+
+def test_idempotent_retry_keeps_original_offsets_across_a_new_leader(log: ReplicaLog) -> None:
+    async def body() -> None:
+        leader = make(log, replica())
+        await leader.produce(memoryview(frame("noise")), Acks.LEADER, 1000)
+        batch = frame("a", "b", pid=42, seq=0)
+        first = await leader.produce(memoryview(batch), Acks.LEADER, 1000)
+        again = await leader.produce(memoryview(batch), Acks.LEADER, 1000)
+        assert first.base_offset == again.base_offset == 1 and leader.leo == 3
+        with pytest.raises(OutOfOrderSequenceError):
+            await leader.produce(memoryview(frame("z", pid=42, seq=5)), Acks.LEADER, 1000)
+        await leader.stop()
+        successor = make(log, replica())  # rebuilds producer state from the log headers
+        retried = await successor.produce(memoryview(batch), Acks.ALL, 1000)
+        assert retried.base_offset == 1 and successor.leo == 3
+        nxt = await successor.produce(memoryview(frame("c", pid=42, seq=2)), Acks.LEADER, 1000)
+        assert nxt.base_offset == 3
+        await successor.stop()
+
+    run(body)
+
+
+def test_bad_frames_get_typed_errors_and_append_nothing(log: ReplicaLog) -> None:
+    async def body() -> None:
+        leader = make(log, replica(), max_batch_bytes=2048)
+        good = frame("a")
+        corrupt = bytearray(good)
+        corrupt[-1] ^= 0xFF
+        with pytest.raises(CorruptFrameError):
+            await leader.produce(memoryview(bytes(corrupt)), Acks.LEADER, 1000)
+        with pytest.raises(CorruptFrameError):
+            await leader.produce(memoryview(good + good[:30]), Acks.LEADER, 1000)
+        with pytest.raises(CorruptFrameError):
+            await leader.produce(memoryview(b"not a frame at all, just some bytes here" * 2),
+                                 Acks.LEADER, 1000)
+        with pytest.raises(RecordTooLargeError):
+            await leader.produce(memoryview(frame("x" * 4096)), Acks.LEADER, 1000)
+        assert leader.leo == 0
+        await leader.stop()
+        with pytest.raises(NotLeaderError):
+            await leader.produce(memoryview(good), Acks.LEADER, 1000)
+        with pytest.raises(NotLeaderError):
+            leader.read(0, 10, Isolation.UNCOMMITTED)
+
+    run(body)
+
+
+def test_sync_keeps_the_matching_prefix_and_cuts_the_divergence(tmp_path: Path) -> None:
+    async def body() -> None:
+        with (
+            ReplicaLog.open(tmp_path / "leader") as leader_log,
+            ReplicaLog.open(tmp_path / "follower") as follower_log,
+        ):
+            common = [frame("a"), frame("b", "c")]
+            for f in common:
+                leader_log.append_produced(f)
+                follower_log.append_produced(f)
+            leader_log.append_produced(frame("leader-only"))
+            follower_log.append_produced(frame("diverged", "tail"))
+            follower_log.hw = 1  # below its HW: known committed
+            leader = make(leader_log, replica((LEADER, F1)))
+            start, tail = tail_signature(follower_log, follower_log.hw, 100)
+            assert start == 1 and [b for b, _ in tail] == [1, 3]
+            offsets = ReplicaOffsets(follower_log.leo, start, tuple(tail))
+            assert leader.sync_follower(F1, offsets) == (3, False)
+            # A follower with nothing past its HW keeps everything up to it.
+            assert leader.sync_follower(F1, ReplicaOffsets(3, 3, ())) == (3, False)
+            # A follower ahead of this log (unclean history) is cut to the leader's LEO.
+            assert leader.sync_follower(F1, ReplicaOffsets(9, 9, ()))[0] == leader.leo
+            await leader.stop()
+
+    run(body)
+
+
+def test_sync_resets_a_follower_below_the_log_start(tmp_path: Path) -> None:
+    async def body() -> None:
+        with ReplicaLog.open(tmp_path / "leader", initial_offset=100) as leader_log:
+            leader_log.append_produced(frame("a"))
+            leader = make(leader_log, replica((LEADER, F1)))
+            assert leader.sync_follower(F1, ReplicaOffsets(5, 5, ())) == (100, True)
+            await leader.stop()
+
+    run(body)
+
+
+def test_status_reports_every_replica(log: ReplicaLog) -> None:
+    async def body() -> None:
+        leader = make(log, replica((LEADER, F1, F2)), online={LEADER, F1})
+        await leader.produce(memoryview(frame("a", "b")), Acks.LEADER, 1000)
+        leader.follower_report(F1, 2)
+        report = leader.status()
+        assert report.name == "orders-0"
+        status = report.status
+        assert (status.leader, status.leo, status.hw, status.log_start_offset) == (LEADER, 2, 2, 0)
+        lrs = {r.spu_id: (r.leo, r.in_sync) for r in status.lrs}
+        assert lrs == {LEADER: (2, True), F1: (2, True), F2: (-1, False)}
+        assert read_header(leader.read(0, 10, Isolation.COMMITTED).data).record_count == 2
+        await leader.stop()
+
+    run(body)
