@@ -1,0 +1,78 @@
+"""Helpers for tests that run a real local cluster (Redis, SC and SPU processes).
+
+``running_cluster`` starts a ``LocalCluster`` on free ports under a temporary directory
+(custom SPUs, so a test can kill and restart them itself) and always stops it by pid.
+``make_topic`` creates a topic and waits, bounded, until every partition has an online
+leader the client can reach.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from spark_stream.client import Fluvio
+from spark_stream.local.cluster import LocalCluster
+
+__all__ = ["running_cluster", "make_topic", "wait_until", "unique"]
+
+
+@contextlib.contextmanager
+def running_cluster(
+    data_dir: Path, *, spus: int = 3, spu_mode: str = "custom"
+) -> Iterator[LocalCluster]:
+    """A started local cluster, stopped (every process, by pid) on exit."""
+    cluster = LocalCluster(
+        data_dir, spus=spus, sc_port=0, spu_mode=spu_mode, start_timeout=60.0,
+        stop_timeout=10.0, profile=data_dir / "profile.json",
+    )
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def unique(prefix: str = "t") -> str:
+    """A fresh topic name."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_until(check: object, timeout: float, what: str) -> None:
+    """Poll ``check()`` until true, failing the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.05)  # polling a condition with a deadline
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def make_topic(
+    fluvio: Fluvio, name: str | None = None, *, partitions: int = 1, replication: int = 1,
+    timeout: float = 30.0, **spec: object,
+) -> str:
+    """Create a topic and wait until every partition has a reachable leader."""
+    name = name or unique()
+    fluvio.admin().create_topic(
+        name, partitions=partitions, replication_factor=replication, **spec
+    )
+
+    def ready() -> bool:
+        infos = fluvio.topic_partitions(name)
+        if len(infos) < partitions or any(
+            i.leader is None or i.resolution != "Online" for i in infos
+        ):
+            return False
+        try:
+            for info in infos:
+                fluvio.fetch_offsets(name, info.partition)
+        except Exception:  # not served yet: poll again
+            return False
+        return True
+
+    wait_until(ready, timeout, f"topic {name} online")
+    return name

@@ -1,0 +1,78 @@
+"""Connecting, metadata, the admin face, and clean closing, against a real cluster."""
+
+from __future__ import annotations
+
+import threading
+
+import psutil
+import pytest
+
+from spark_stream.client import Fluvio, Offset
+from spark_stream.errors import ConnectionClosedError, NotFoundError, UnknownTopicError
+from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.redis_server import free_port
+from tests.integration.helpers import make_topic
+
+pytestmark = pytest.mark.integration
+
+
+def client_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "fluvio-client"]
+
+
+def sockets_to(port: int) -> int:
+    conns = psutil.Process().net_connections(kind="tcp")
+    return sum(1 for c in conns if c.raddr and c.raddr.port == port)
+
+
+def test_connect_through_the_profile(
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLUVIO_PROFILE", str(cluster.data_dir / "profile.json"))
+    with Fluvio.connect() as fluvio:
+        assert fluvio.endpoint == cluster.endpoint
+
+
+def test_missing_profile_and_dead_endpoint_are_typed(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLUVIO_PROFILE", "/nonexistent/profile.json")
+    with pytest.raises(NotFoundError, match="cluster start"):
+        Fluvio.connect()
+    before = len(client_threads())
+    with pytest.raises(ConnectionClosedError):
+        Fluvio.connect(f"127.0.0.1:{free_port()}", timeout=2)
+    assert len(client_threads()) == before  # the loop thread was stopped
+
+
+def test_close_leaves_no_thread_or_socket(cluster: LocalCluster) -> None:
+    before = len(client_threads())
+    fluvio = Fluvio.connect(cluster.endpoint)
+    topic = make_topic(fluvio, partitions=2)
+    producer = fluvio.topic_producer(topic)
+    producer.send(b"k", b"v").result(10)
+    stream = fluvio.partition_consumer(topic, 0).stream_batches(Offset.beginning())
+    assert next(stream).num_rows >= 0
+    assert sockets_to(cluster.layout.sc_public_port) >= 1
+    fluvio.close()
+    fluvio.close()  # idempotent
+    stream.close()
+    assert len(client_threads()) == before
+    assert sockets_to(cluster.layout.sc_public_port) == 0
+
+
+def test_topic_partitions_and_admin(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, partitions=3, replication=2)
+    infos = fluvio.topic_partitions(topic)
+    assert [i.partition for i in infos] == [0, 1, 2]
+    for info in infos:
+        assert info.leader in info.replicas and len(info.replicas) == 2
+        assert info.leader_endpoint is not None and info.resolution == "Online"
+    admin = fluvio.admin()
+    assert topic in [t.name for t in admin.list_topics()]
+    assert {s.spu_id for s in admin.list_spus()} == {5001, 5002, 5003}
+    _, parts = admin.describe_topic(topic)
+    assert len(parts) == 3
+    admin.delete_topic(topic)
+    with pytest.raises(UnknownTopicError):
+        admin.describe_topic(topic)
