@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
+import io
 import json
 import logging
 import os
@@ -61,6 +63,7 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGUSR2, _dump_tasks)
     try:
         await app.start()
     except (FluvioError, OSError) as exc:
@@ -78,9 +81,24 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _dump_tasks() -> None:
+    """SIGUSR2: log the stack of every asyncio task (diagnosing a stuck SC)."""
+    for task in asyncio.all_tasks():
+        out = io.StringIO()
+        task.print_stack(file=out)
+        awaited: Any = task.get_coro()
+        while awaited is not None:  # the await chain, through async generators too
+            frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+            if frame is not None:
+                out.write(f"  awaiting in {frame.f_code.co_filename}:{frame.f_lineno}\n")
+            awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+        log.warning("task %s\n%s", task.get_name(), out.getvalue())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the SC until SIGTERM/SIGINT; return the exit code."""
     args = parse_args(argv)
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` dumps every thread's stack
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",

@@ -31,7 +31,6 @@ a ``Resync`` when it cannot.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -161,11 +160,20 @@ class Dispatcher:
     async def stop(self) -> None:
         """Stop both tasks; queued inputs are dropped."""
         tasks, self._tasks = self._tasks, []
+        # Cancel again until they end: a cancellation that lands as a redis-py read
+        # times out can be swallowed (asyncio.timeout on 3.11) and the watch retries.
+        for _ in range(20):
+            pending = [task for task in tasks if not task.done()]
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=0.25)
+        else:
+            log.warning("dispatcher tasks did not stop in time; abandoning them")
         for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                log.error("dispatcher task failed error=%r", task.exception())
 
     # -- waiting -----------------------------------------------------------------------
 
@@ -299,8 +307,9 @@ class Dispatcher:
             except Exception:
                 self.errors += 1
                 log.exception("controller failed controller=%s event=%s", name, _describe(event))
-        level = logging.INFO if actions and not isinstance(event, Reconcile) else logging.DEBUG
-        if actions or log.isEnabledFor(logging.DEBUG):
+        # One line per event that does something (and per reconcile sweep).
+        level = logging.INFO if actions or isinstance(event, Reconcile) else logging.DEBUG
+        if log.isEnabledFor(level):
             log.log(level, "event %s actions=%d", _describe(event), len(actions))
         return actions
 

@@ -6,8 +6,9 @@ Theory of operation. The SPU group controller decides which managed SPUs exist
 
 - **Start**: the command (an argv list whose items may hold ``{spu_id}``, ``{name}``,
   ``{group}``, ``{data_dir}``, ``{sc_endpoint}``, ``{public_port}``, ``{private_port}``)
-  runs in its own session with ``FLUVIO_SPU_*`` variables set (id, SC endpoint, token,
-  data dir, ports), so ``SpuSettings`` picks them up. Output goes to
+  runs in its own session (``posix_spawn``; the SC keeps only the pid) with
+  ``FLUVIO_SPU_*`` variables set (id, SC endpoint, token, data dir, ports), so
+  ``SpuSettings`` picks them up. Output goes to
   ``{data_dir}/spu.log``. The pid and the process's start time go to
   ``{data_dir}/spu.pid``.
 - **Idempotent and restart-safe**: provisioning an id whose process runs is a no-op.
@@ -27,7 +28,6 @@ import contextlib
 import logging
 import os
 import signal
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,7 +135,6 @@ class LocalProcessProvisioner(Provisioner):
         self.stop_timeout = stop_timeout
         self.stop_on_close = stop_on_close
         self._procs: dict[int, SpuProcess] = {}
-        self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     def spu_dir(self, spu_id: int) -> Path:
         """The data dir of managed SPU ``spu_id``."""
@@ -165,10 +164,9 @@ class LocalProcessProvisioner(Provisioner):
         return found
 
     def _reap(self, spu_id: int) -> None:
-        self._procs.pop(spu_id, None)
-        child = self._children.pop(spu_id, None)
-        if child is not None:
-            child.poll()
+        proc = self._procs.pop(spu_id, None)
+        if proc is not None:
+            _reap_zombie(proc.pid)
 
     async def provision(self, spu: ProvisionSpu) -> None:
         if self._find(spu.spu_id) is not None:
@@ -192,31 +190,35 @@ class LocalProcessProvisioner(Provisioner):
             "FLUVIO_SPU_PUBLIC_PORT": str(public),
             "FLUVIO_SPU_PRIVATE_PORT": str(private),
         }
-        child = self._spawn(argv, env, folder)
+        pid = self._spawn(argv, env, folder)
         try:
-            created = psutil.Process(child.pid).create_time()
+            created = psutil.Process(pid).create_time()
         except psutil.Error:
             created = 0.0  # it already exited; the next ensure starts it again
-        proc = SpuProcess(spu.spu_id, child.pid, created)
+        proc = SpuProcess(spu.spu_id, pid, created)
         self._procs[spu.spu_id] = proc
-        self._children[spu.spu_id] = child
         self._pid_file(spu.spu_id).write_text(f"{proc.pid} {proc.create_time!r}\n")
         log.info("spu process started spu=%d pid=%d group=%s argv=%s",
-                 spu.spu_id, child.pid, spu.group, argv)
+                 spu.spu_id, pid, spu.group, argv)
 
     @staticmethod
-    def _spawn(argv: list[str], env: dict[str, str], folder: Path) -> subprocess.Popen[bytes]:
+    def _spawn(argv: list[str], env: dict[str, str], folder: Path) -> int:
         """Start the process (returns at once) with its output appended to ``spu.log``.
+
+        ``posix_spawn`` rather than ``Popen``: the SC keeps only the pid, which is all a
+        later SC has too after adopting the process.
 
         Raises:
             ProvisionError: the command cannot be executed.
         """
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, str(folder / "spu.log"),
+             os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
+            (os.POSIX_SPAWN_DUP2, 1, 2),
+        ]
         try:
-            with open(folder / "spu.log", "ab") as out:
-                return subprocess.Popen(
-                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                    env=env, cwd=folder, start_new_session=True,
-                )
+            return os.posix_spawnp(argv[0], argv, env, file_actions=actions, setsid=True)
         except OSError as exc:
             raise ProvisionError(f"cannot start SPU command {argv!r}: {exc}") from exc
 
@@ -228,30 +230,26 @@ class LocalProcessProvisioner(Provisioner):
         if proc is None:
             self._pid_file(spu_id).unlink(missing_ok=True)
             return
-        child = self._children.get(spu_id)
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGTERM)
-        if not await self._wait_gone(proc, child, self.stop_timeout):
+        if not await self._wait_gone(proc, self.stop_timeout):
             log.warning("spu process ignored SIGTERM, killing it spu=%d pid=%d",
                         spu_id, proc.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
-            await self._wait_gone(proc, child, self.stop_timeout)
+            await self._wait_gone(proc, self.stop_timeout)
         self._reap(spu_id)
         self._pid_file(spu_id).unlink(missing_ok=True)
         log.info("spu process stopped spu=%d pid=%d", spu_id, proc.pid)
 
     @staticmethod
-    async def _wait_gone(
-        proc: SpuProcess, child: subprocess.Popen[bytes] | None, timeout: float  # noqa: ASYNC109
-    ) -> bool:
+    async def _wait_gone(proc: SpuProcess, timeout: float) -> bool:  # noqa: ASYNC109
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         delay = 0.01
         while loop.time() < deadline:
-            if child is not None and child.poll() is not None:
-                return True
-            if child is None and not proc.alive():
+            _reap_zombie(proc.pid)
+            if not proc.alive():
                 return True
             await asyncio.sleep(delay)  # polling a process we cannot await
             delay = min(delay * 2, 0.2)
@@ -262,3 +260,9 @@ class LocalProcessProvisioner(Provisioner):
         if self.stop_on_close:
             for spu_id in sorted(self._procs):
                 await self._stop(spu_id)
+
+
+def _reap_zombie(pid: int) -> None:
+    """Collect the exit status of ``pid`` if it is our exited child (no zombie remains)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)

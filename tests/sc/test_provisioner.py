@@ -1,0 +1,113 @@
+"""``LocalProcessProvisioner`` with a stand-in SPU command: start, adopt, stop by pid."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from sc.actions import ProvisionSpu, TerminateSpu
+from sc.provisioner import LocalProcessProvisioner, SpuProcess
+from spark_stream.errors import ProvisionError
+from spark_stream.models import SpuTemplate
+from tests.sc.sim_spu import run
+
+pytestmark = pytest.mark.integration
+
+SLEEPER = "import sys, time; time.sleep(120)"
+
+
+def command(marker: str) -> list[str]:
+    return [sys.executable, "-c", SLEEPER, marker, "{spu_id}", "{sc_endpoint}"]
+
+
+def make(tmp_path: Path, marker: str, **kwargs: object) -> LocalProcessProvisioner:
+    return LocalProcessProvisioner(command(marker), tmp_path, sc_endpoint="127.0.0.1:9",
+                                   token="secret", stop_timeout=5.0, **kwargs)  # type: ignore[arg-type]
+
+
+def processes(marker: str) -> dict[int, psutil.Process]:
+    found = {}
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if marker in cmd:
+            found[int(cmd[cmd.index(marker) + 1])] = proc
+    return found
+
+
+def provision(spu_id: int, template: SpuTemplate | None = None) -> ProvisionSpu:
+    return ProvisionSpu(spu_id, f"g-{spu_id}", "g", template or SpuTemplate())
+
+
+def test_start_is_idempotent_and_stop_terminates_by_pid(tmp_path: Path) -> None:
+    marker = f"spu-test-{uuid.uuid4()}"
+
+    async def body() -> None:
+        prov = make(tmp_path, marker)
+        try:
+            await prov.provision(provision(1, SpuTemplate(public_port=7000)))
+            await prov.provision(provision(1))
+            await prov.provision(provision(2))
+            running = prov.running()
+            assert sorted(running) == [1, 2]
+            procs = processes(marker)
+            assert {i: p.pid for i, p in procs.items()} == running
+            env = procs[1].environ()
+            assert env["FLUVIO_SPU_ID"] == "1" and env["FLUVIO_SPU_TOKEN"] == "secret"
+            assert env["FLUVIO_SPU_PUBLIC_PORT"] == "7000"
+            assert env["FLUVIO_SPU_DATA_DIR"] == str(tmp_path / "spu-1")
+            assert procs[1].cmdline()[-1] == "127.0.0.1:9"
+            await prov.terminate(TerminateSpu(2, "g-2", "g"))
+            assert sorted(prov.running()) == [1]
+            assert not psutil.pid_exists(running[2]) or psutil.Process(running[2]).status() \
+                == psutil.STATUS_ZOMBIE
+            assert not (tmp_path / "spu-2" / "spu.pid").exists()
+            await prov.terminate(TerminateSpu(2, "g-2", "g"))  # already gone: no error
+        finally:
+            await prov.close()
+        assert processes(marker) == {}
+
+    run(body())
+
+
+def test_a_new_provisioner_adopts_running_spus_instead_of_duplicating(tmp_path: Path) -> None:
+    marker = f"spu-test-{uuid.uuid4()}"
+
+    async def body() -> None:
+        first = make(tmp_path, marker, stop_on_close=False)
+        second = make(tmp_path, marker)
+        try:
+            await first.provision(provision(5))
+            await first.close()  # the SC went away; the SPU lives on
+            pid = first.running()[5]
+            await second.ensure([provision(5), provision(6)])
+            assert second.running()[5] == pid
+            assert sorted(processes(marker)) == [5, 6]
+        finally:
+            await second.close()
+            for proc in processes(marker).values():
+                proc.kill()
+        assert processes(marker) == {}
+
+    run(body())
+
+
+def test_a_recycled_pid_is_not_mistaken_for_an_spu(tmp_path: Path) -> None:
+    me = psutil.Process()
+    impostor = SpuProcess(1, me.pid, me.create_time() - 1000)
+    assert not impostor.alive()
+    assert SpuProcess(1, me.pid, me.create_time()).alive()
+    folder = tmp_path / "spu-3"
+    folder.mkdir()
+    (folder / "spu.pid").write_text(f"{me.pid} {me.create_time() - 1000!r}\n")
+    prov = make(tmp_path, "unused")
+    assert prov._find(3) is None
+
+
+def test_a_command_that_cannot_run_raises_provision_error(tmp_path: Path) -> None:
+    prov = LocalProcessProvisioner(["/nonexistent/spu"], tmp_path, sc_endpoint="x:1", token="t")
+    with pytest.raises(ProvisionError, match="nonexistent"):
+        run(prov.provision(provision(1)))
