@@ -36,7 +36,7 @@ from spark_stream.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from spark_stream.models import Spu, partition_name
+from spark_stream.models import Spu, SpuResolution, partition_name
 from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
 from spu._tasks import cancel_and_wait
 from spu.follower import FollowerController
@@ -151,9 +151,9 @@ class ReplicaManager:
         self._roles.discard(event)
 
     def is_online(self, spu_id: int) -> bool:
-        """Whether the SC reports ``spu_id`` online (unknown SPUs count as online)."""
+        """Whether ``spu_id`` may be up: only an SPU the SC reports ``Offline`` is not."""
         spu = self._spus.get(spu_id)
-        return spu is None or spu.status.is_online
+        return spu is None or spu.status.resolution is not SpuResolution.OFFLINE
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -183,12 +183,16 @@ class ReplicaManager:
         """Take an ``UpdateSpus`` push (endpoints and online status of every SPU)."""
         spus = update.spu_objects()
         async with self._lock:
+            before = {i for i in self._spus if self.is_online(i)}
             if update.full:
                 self._spus = {}
             for spu_id in update.deleted:
                 self._spus.pop(spu_id, None)
             for spu in spus:
                 self._spus[spu.spu_id] = spu
+            online = {i for i in self._spus if self.is_online(i)}
+            if online != before:
+                logger.info("spus online=%s (was %s)", sorted(online), sorted(before))
             for leader in self._leaders.values():
                 for follower in leader.followers:
                     if not self.is_online(follower):
