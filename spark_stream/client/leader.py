@@ -83,7 +83,7 @@ class LeaderClient:
         policy: RetryPolicy,
         *,
         retriable: tuple[type[FluvioError], ...] = (),
-        on_retry: Callable[[FluvioError], None] | None = None,
+        leader: Leader | None = None,
     ) -> Message:
         """Send ``request`` to the leader and return the typed reply, retrying as above.
 
@@ -92,8 +92,8 @@ class LeaderClient:
             policy: retries, backoff and time bounds.
             retriable: more error types to retry in this context (e.g. an idempotent
                 producer's ``OutOfOrderSequenceError`` while an earlier batch retries).
-            on_retry: called with each retriable error before its retry (e.g. to refuse
-                retrying when ordering would break).
+            leader: send the first attempt to this leader (the caller's snapshot of the
+                metadata); later attempts look the leader up again.
 
         Raises:
             FluvioError: a non-retriable error, or the last retriable one when attempts
@@ -110,9 +110,13 @@ class LeaderClient:
                     f"request to {topic}-{partition} not done within {policy.timeout_s}s"
                 )
             conn: Connection | None = None
-            leader: Leader | None = None
             try:
-                leader, conn = await self.connection(topic, partition, remaining, not_spu=not_spu)
+                if attempt == 0 and leader is not None:
+                    conn = await self.pool.get(leader)
+                else:
+                    leader, conn = await self.connection(
+                        topic, partition, remaining, not_spu=not_spu
+                    )
                 msg = request() if callable(request) else request
                 timeout = min(policy.request_timeout_s, max(0.001, deadline - time.monotonic()))
                 return await conn.call(msg, timeout=timeout)
@@ -122,8 +126,6 @@ class LeaderClient:
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self.pool.discard(conn)
                 not_spu = leader.spu_id if isinstance(exc, LEADER_ERRORS) and leader else None
-                if on_retry is not None:
-                    on_retry(exc)
                 delay = delays[attempt]
                 attempt += 1
                 if time.monotonic() + delay >= deadline:

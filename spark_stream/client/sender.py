@@ -8,19 +8,23 @@ per partition keeps up to ``max_in_flight`` produce requests outstanding, taking
 batches from the head of its queue in order (an idempotent producer sends one frame per
 request, so a duplicate verdict applies to exactly one frame).
 
-Each request retries on its own through ``LeaderClient`` (new leader on
+A request that fails with a retriable error enters *recovery*: the partition's worker
+stops sending new requests, the failed request waits until every earlier request of
+the partition has settled, then retries through ``LeaderClient`` (new leader on
 ``NotLeaderError`` or a dead connection, backoff, bounded by the delivery timeout).
-Retried frames are resent byte for byte, keeping their producer id and sequence, so an
-idempotent leader drops what it already holds: ``DuplicateSequenceError`` counts as
-delivered. While an earlier request is being retried a later one may be refused with
-``OutOfOrderSequenceError``; for an idempotent producer that is retried too. Without
-idempotence and with ``max_in_flight > 1`` a retry can reorder records, as in Kafka.
+Requests in flight all go to one leader: when the metadata names a new one, the
+worker lets what went to the old leader settle before sending there. So frames reach
+a new leader in sequence order, and retried frames are resent byte for
+byte (same producer id and sequence): an idempotent leader drops what it already holds,
+and ``DuplicateSequenceError`` counts as delivered. A later request refused with
+``OutOfOrderSequenceError`` because an earlier one failed is retried the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -29,12 +33,14 @@ from collections import deque
 from spark_stream.client.accumulator import Accumulator, ProducerBatch
 from spark_stream.client.config import ProducerConfig
 from spark_stream.client.leader import LeaderClient, RetryPolicy
+from spark_stream.client.metadata import Leader
 from spark_stream.errors import (
     DuplicateSequenceError,
     FluvioError,
     OutOfOrderSequenceError,
     RequestTimeoutError,
 )
+from spark_stream.protocol import Message
 from spark_stream.protocol.data import Acks, ProduceRequest, ProduceResponse
 
 __all__ = ["Sender"]
@@ -57,6 +63,8 @@ class Sender:
         self._kicks: dict[int, asyncio.Event] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._delivering: set[asyncio.Task[None]] = set()
+        self._order: dict[int, list[asyncio.Event]] = {}
+        self._recovering: dict[int, int] = {}
         self._main: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -123,15 +131,26 @@ class Sender:
         acc, cfg = self._acc, self.config
         per_request = 1 if cfg.idempotence else 1_000_000
         inflight: deque[asyncio.Task[None]] = deque()
+        order = self._order.setdefault(partition, [])
+        view = self.leaders.watcher.view
+        pinned: Leader | None = None  # where the requests in flight went
         while True:
             kick.clear()
             while inflight and inflight[0].done():
                 inflight.popleft()
-            while len(inflight) < cfg.max_in_flight:
+            while len(inflight) < cfg.max_in_flight and not self._recovering.get(partition):
+                leader = view.leader(self.topic, partition)
+                if inflight and (leader is None or leader != pinned):
+                    break  # the leader moved: let what went to the old one settle first
                 batches = acc.take(partition, cfg.max_request_bytes, per_request)
                 if not batches:
                     break
-                task = self._loop.create_task(self._deliver(partition, batches, kick))
+                pinned = leader
+                marker = asyncio.Event()
+                order.append(marker)
+                task = self._loop.create_task(
+                    self._deliver(partition, batches, kick, marker, leader)
+                )
                 self._delivering.add(task)
                 task.add_done_callback(self._delivering.discard)
                 inflight.append(task)
@@ -149,7 +168,12 @@ class Sender:
         )
 
     async def _deliver(
-        self, partition: int, batches: list[ProducerBatch], kick: asyncio.Event
+        self,
+        partition: int,
+        batches: list[ProducerBatch],
+        kick: asyncio.Event,
+        marker: asyncio.Event,
+        leader: Leader | None,
     ) -> None:
         acc, cfg = self._acc, self.config
         frames = [b.frame for b in batches if b.frame is not None]
@@ -160,9 +184,15 @@ class Sender:
             (OutOfOrderSequenceError,) if cfg.idempotence else ()
         )
         try:
-            reply = await self.leaders.call(
-                self.topic, partition, request, self._policy(batches), retriable=retriable
-            )
+            first = dataclasses.replace(self._policy(batches), retries=0)
+            try:
+                reply = await self.leaders.call(
+                    self.topic, partition, request, first, retriable=retriable, leader=leader
+                )
+            except FluvioError as exc:
+                if not (exc.retriable or isinstance(exc, retriable)) or cfg.retries == 0:
+                    raise
+                reply = await self._recover(partition, request, batches, retriable, marker)
         except DuplicateSequenceError:
             for batch in batches:
                 acc.complete(batch, -1)
@@ -185,8 +215,45 @@ class Sender:
                 if base >= 0:
                     base += batch.record_count
         finally:
+            marker.set()
+            with contextlib.suppress(ValueError):
+                self._order[partition].remove(marker)
             self._space.set()
             kick.set()
+
+    async def _recover(
+        self,
+        partition: int,
+        request: ProduceRequest,
+        batches: list[ProducerBatch],
+        retriable: tuple[type[FluvioError], ...],
+        marker: asyncio.Event,
+    ) -> Message:
+        """Retry a failed request in order: after every earlier request settled.
+
+        While any request of the partition recovers, the worker sends nothing new, so a
+        new leader sees the producer's frames in sequence order. Otherwise a later frame
+        could reach a leader that does not know the producer yet, be accepted as its
+        first, and make the earlier frame look like a duplicate (and be dropped).
+        """
+        self._recovering[partition] = self._recovering.get(partition, 0) + 1
+        try:
+            for earlier in list(self._order.get(partition, ())):
+                if earlier is marker:
+                    break
+                await earlier.wait()
+            await asyncio.sleep(self.config.retry_backoff_ms / 1000.0)  # retry backoff
+            policy = dataclasses.replace(
+                self._policy(batches), retries=max(0, self.config.retries - 1)
+            )
+            return await self.leaders.call(
+                self.topic, partition, request, policy, retriable=retriable
+            )
+        finally:
+            self._recovering[partition] -= 1
+            kick = self._kicks.get(partition)
+            if kick is not None:
+                kick.set()
 
     async def close(self) -> None:
         """Stop every task; batches still queued fail with ``FluvioError``. Idempotent."""
