@@ -161,6 +161,12 @@ class ScProcess(ChildProcess):
         self.public_port, self.private_port = int(info["public_port"]), int(info["private_port"])
         return self
 
+    def pin_ports(self) -> None:
+        """Make the next start bind the ports this run bound (SPUs know the old ones)."""
+        for flag, port in (("--public-port", self.public_port),
+                           ("--private-port", self.private_port)):
+            self.argv[self.argv.index(flag) + 1] = str(port)
+
 
 class SpuProcess(ChildProcess):
     """``python -m spu`` on loopback with fixed ports and data directory.
@@ -271,6 +277,16 @@ class ProcessCluster:
         self.sc.stop()
 
     # -- moves -----------------------------------------------------------------------
+
+    async def restart_sc(self, sig: int = signal.SIGKILL, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+        """Stop the SC with ``sig`` and start it again on the same ports and Redis."""
+        if self.admin is not None:
+            await self.admin.close()
+            self.admin = None
+        self.sc.kill(sig)
+        self.sc.pin_ports()
+        await self.sc.start(timeout)
+        self.admin = await AdminClient(HOST, self.sc.public_port, timeout=10).connect()
 
     async def kill_spu(self, spu_id: int) -> None:
         """SIGKILL SPU ``spu_id`` (a crash) and reap it."""

@@ -98,3 +98,46 @@ def test_failover_keeps_acknowledged_records_and_deduplicates_retries(tmp_path: 
                 await produce(await cluster.conn(old), "events", 0, ["x"])
 
     run(body)
+
+
+def test_diverged_former_leader_truncates_to_the_new_leaders_log(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with InProcessCluster(tmp_path, [1, 2], replica_max_lag_ms=300) as cluster:
+            await cluster.create_topic("audit", partitions=1, replicationFactor=2,
+                                       minInSyncReplicas=1, uncleanLeaderElection=True)
+            assert cluster.admin is not None
+            first = await leader_of(cluster.admin, "audit-0")
+            second = next(i for i in cluster.spu_ids if i != first)
+            conn = await cluster.conn(first)
+            await produce(conn, "audit", 0, ["a", "b"], acks=Acks.ALL)
+            follower_log = cluster.spus[second].manager.log("audit-0")
+            await until(lambda: follower_log is not None and follower_log.leo == 2,
+                        what="replicated")
+            await cluster.stop_spu(second)
+            # Only the first SPU gets these: an uncommitted-elsewhere tail.
+            await produce(conn, "audit", 0, ["first-only-1", "first-only-2"])
+            await cluster.stop_spu(first)
+            await cluster.start_spu(second)  # the only one up: an unclean leader
+            await until(lambda: cluster.spus[second].manager.leader("audit-0"),
+                        what="second SPU leads")
+            conn2 = await cluster.conn(second)
+            await produce(conn2, "audit", 0, ["second-1"])
+            await cluster.start_spu(first)  # comes back as a follower with a diverged tail
+            manager = cluster.spus[first].manager
+
+            def converged() -> bool:
+                log = manager.log("audit-0")
+                follower = manager.follower(second)
+                return (
+                    log is not None and follower is not None and follower.synced("audit-0")
+                    and log.leo == 3
+                )
+
+            await until(converged, what="former leader truncated and caught up")
+            log = manager.log("audit-0")
+            assert log is not None
+            got = [v for b in log.read(0, 1 << 20).decode() for v in b.column("value").to_pylist()]
+            assert got == values("a", "b", "second-1")
+            assert await fetch_values(conn2, "audit", 0) == values("a", "b", "second-1")
+
+    run(body)

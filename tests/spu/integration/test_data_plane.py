@@ -286,3 +286,27 @@ async def _acks_all_refused(conn: Any) -> bool:
     except NotEnoughReplicasError:
         return True
     return False
+
+
+def test_spus_keep_serving_without_the_sc_and_reconnect_to_it(
+    spu_cluster: ClusterFactory,
+) -> None:
+    async def body() -> None:
+        async with spu_cluster([1, 2]) as cluster:
+            await cluster.create_topic("metrics", partitions=1, replicationFactor=2)
+            leader = await cluster.leader_of("metrics-0")
+            conn = await cluster.connect(leader)
+            await produce(conn, "metrics", 0, ["before"], acks=Acks.ALL)
+            cluster.sc.kill(signal.SIGKILL)
+            # The data plane does not need the SC: produce (replicated) and consume go on.
+            reply = await produce(conn, "metrics", 0, ["during"], acks=Acks.ALL)
+            assert reply.hw == 2
+            await cluster.restart_sc()
+            await cluster.wait_online({1, 2})
+            await cluster.create_topic("fresh", partitions=1, replicationFactor=2)
+            fresh = await cluster.connect(await cluster.leader_of("fresh-0"))
+            await produce(fresh, "fresh", 0, ["new"], acks=Acks.ALL)
+            assert await fetch_values(fresh, "fresh", 0) == values("new")
+            assert await fetch_values(conn, "metrics", 0) == values("before", "during")
+
+    run(body)
