@@ -27,7 +27,9 @@ __all__ = ["wait_until", "produce"]
 SPUS = 3
 # Generous follower lag bound, so a paused follower stays in sync long enough for a test
 # to see the high watermark held back (eviction would advance it).
-_ENV = {"FLUVIO_SPU_REPLICA_MAX_LAG_MS": "60000"}
+# Frames up to 512 KiB (above the producer's default 256 KiB batches), so a topic may use
+# segments that small and a test can see retention at work.
+_ENV = {"FLUVIO_SPU_REPLICA_MAX_LAG_MS": "60000", "FLUVIO_SPU_MAX_BATCH_BYTES": "524288"}
 
 
 def wait_until(
