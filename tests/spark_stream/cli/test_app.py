@@ -1,0 +1,84 @@
+"""The ``fluvio`` parser and its pure helpers; bad usage and typed errors as exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spark_stream.cli import build_parser, main
+from spark_stream.cli.data_cmds import format_record, split_line, start_offset
+from spark_stream.client import Offset, Record
+from spark_stream.errors import InvalidConfigError
+from spark_stream.local.redis_server import free_port
+
+
+def parse(*argv: str) -> object:
+    return build_parser().parse_args(list(argv))
+
+
+def test_commands_parse_like_fluvio() -> None:
+    args = parse("topic", "create", "orders", "-p", "3", "-r", "2", "--retention-time", "1d")
+    assert (args.name, args.partitions, args.replication, args.retention_time) == (  # type: ignore[attr-defined]
+        "orders", 3, 2, "1d")
+    args = parse("consume", "orders", "-B", "-d", "-p", "1", "-p", "2", "--isolation",
+                 "read_uncommitted")
+    assert args.beginning and args.disable_continuous and args.partition == [1, 2]  # type: ignore[attr-defined]
+    args = parse("produce", "orders", "--key-separator", ":", "-f", "a.txt", "-f", "b.txt")
+    assert args.files == ["a.txt", "b.txt"] and args.key_separator == ":"  # type: ignore[attr-defined]
+    args = parse("cluster", "start", "--spus", "3", "--data-dir", "/tmp/x")
+    assert args.spus == 3 and args.local_handler.__name__ == "cluster_start"  # type: ignore[attr-defined]
+    args = parse("cluster", "spg", "create", "main", "--replicas", "2", "--min-id", "10")
+    assert args.client_handler.__name__ == "spg_create"  # type: ignore[attr-defined]
+    assert parse("topic", "list", "-O", "yaml").output == "yaml"  # type: ignore[attr-defined]
+
+
+def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["topic", "frobnicate"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["topic", "list", "-O", "xml"])
+
+
+def test_unreachable_cluster_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--endpoint", f"127.0.0.1:{free_port()}", "--timeout", "2", "topic", "list"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("error: ") and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_bad_endpoint_is_a_typed_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--endpoint", "nonsense", "topic", "list"]) == 1
+    assert "host:port" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("line", "sep", "expected"),
+    [(b"k:v", b":", (b"k", b"v")), (b"k:v:w", b":", (b"k", b"v:w")), (b"novalue", b":",
+     (None, b"novalue")), (b"k=v", None, (None, b"k=v"))],
+)
+def test_split_line(line: bytes, sep: bytes | None, expected: tuple[bytes | None, bytes]) -> None:
+    assert split_line(line, sep) == expected
+
+
+def test_start_offset_flags() -> None:
+    assert start_offset(parse("consume", "t", "-B")) == Offset.beginning()  # type: ignore[arg-type]
+    assert start_offset(parse("consume", "t", "--start", "5")) == Offset.absolute(5)  # type: ignore[arg-type]
+    assert start_offset(parse("consume", "t", "-T", "3")) == Offset.from_end(3)  # type: ignore[arg-type]
+    assert start_offset(parse("consume", "t")) == Offset.end()  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfigError, match="cannot be combined"):
+        start_offset(parse("consume", "t", "-B", "-T", "3"))  # type: ignore[arg-type]
+
+
+def test_record_formats() -> None:
+    record = Record(1, 7, b"k", b"v", 1_700_000_000_000_000)
+    assert format_record(record, parse("consume", "t"), None) == "v"  # type: ignore[arg-type]
+    assert format_record(record, parse("consume", "t", "-k"), None) == "[k] v"  # type: ignore[arg-type]
+    line = format_record(record, parse("consume", "t", "-O", "json"), None)  # type: ignore[arg-type]
+    assert json.loads(line) == {"partition": 1, "offset": 7, "key": "k", "value": "v",
+                                "timestamp": 1_700_000_000_000_000}
+    text = format_record(record, parse("consume", "t"), "{partition}/{offset} {key}")  # type: ignore[arg-type]
+    assert text == "1/7 k"
+    keyless = Record(0, 0, None, b"v", 1)
+    assert format_record(keyless, parse("consume", "t", "-k"), None) == "[null] v"  # type: ignore[arg-type]

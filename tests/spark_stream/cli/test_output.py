@@ -1,0 +1,46 @@
+"""CLI output: tables, JSON, YAML, and the progress bar."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import yaml
+
+from spark_stream.cli.output import Progress, emit, render_table
+
+
+def test_table_aligns_columns_and_marks_missing_values() -> None:
+    text = render_table(
+        [{"name": "a", "replicas": [1, 2], "reason": None}, {"name": "long-name", "replicas": []}],
+        ["name", "replicas", "reason"],
+    )
+    lines = text.splitlines()
+    assert lines[0].split() == ["NAME", "REPLICAS", "REASON"]
+    assert lines[1].split() == ["a", "[1,", "2]", "-"]
+    assert lines[2].startswith("long-name  []")
+    assert render_table([], ["x"]) == "X"
+
+
+def test_json_and_yaml_carry_the_same_rows() -> None:
+    rows = [{"name": "t", "partitions": 3}]
+    out = io.StringIO()
+    emit(rows, "json", out=out)
+    assert json.loads(out.getvalue()) == rows
+    out = io.StringIO()
+    emit(rows, "yaml", out=out)
+    assert yaml.safe_load(out.getvalue()) == rows
+
+
+def test_progress_draws_only_when_enabled() -> None:
+    quiet = io.StringIO()
+    bar = Progress(100, "f", stream=quiet)
+    bar.advance(100)
+    bar.close()
+    assert quiet.getvalue() == ""  # not a terminal
+    shown = io.StringIO()
+    bar = Progress(100, "file.txt", enabled=True, stream=shown)
+    bar.advance(50)
+    bar.close()
+    assert "file.txt" in shown.getvalue() and " 50.0%" in shown.getvalue()
+    assert shown.getvalue().endswith("\n")

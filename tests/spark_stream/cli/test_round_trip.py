@@ -1,0 +1,86 @@
+"""The ``fluvio`` CLI end to end, as subprocesses: start, topic, produce, consume, stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_stream.local.cluster import LocalCluster
+
+pytestmark = pytest.mark.integration
+
+
+def fluvio(env: dict[str, str], *args: str, stdin: str | None = None,
+           check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "spark_stream.cli", *args], input=stdin, env=env,
+        capture_output=True, text=True, timeout=120,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"fluvio {' '.join(args)} -> {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def test_cli_round_trip(tmp_path: Path) -> None:
+    data = tmp_path / "cluster"
+    env = {**os.environ, "FLUVIO_PROFILE": str(tmp_path / "profile.json")}
+    try:
+        start = fluvio(env, "cluster", "start", "--data-dir", str(data), "--spus", "2",
+                       "--sc-port", "0")
+        assert "cluster running" in start.stdout
+        first = json.loads(fluvio(env, "cluster", "status", "-O", "json").stdout)
+        again = fluvio(env, "cluster", "start", "--data-dir", str(data), "-O", "json")
+        second = json.loads(again.stdout)  # start is idempotent: the same processes
+        pids = {p["name"]: p["pid"] for p in first["processes"]}
+        assert pids == {p["name"]: p["pid"] for p in second["processes"]}
+        assert set(pids) == {"redis", "sc", "spu-5001", "spu-5002"}
+
+        created = fluvio(env, "topic", "create", "greetings", "-p", "2", "-r", "2")
+        assert "created" in created.stdout
+        topics = json.loads(fluvio(env, "topic", "list", "-O", "json").stdout)
+        assert [(t["name"], t["partitions"], t["replication"]) for t in topics] == [
+            ("greetings", 2, 2)]
+
+        lines = "".join(f"k{i}:hello {i}\n" for i in range(20))
+        fluvio(env, "produce", "greetings", "--key-separator", ":", "--acks", "all", stdin=lines)
+        source = tmp_path / "more.txt"
+        source.write_text("".join(f"f{i}:file {i}\n" for i in range(30)))
+        fluvio(env, "produce", "greetings", "--key-separator", ":", "-f", str(source),
+               "--acks", "all")
+
+        out = fluvio(env, "consume", "greetings", "-B", "-d", "-k").stdout.splitlines()
+        expected = {f"[k{i}] hello {i}" for i in range(20)}
+        expected |= {f"[f{i}] file {i}" for i in range(30)}
+        assert len(out) == 50 and set(out) == expected
+        one = fluvio(env, "consume", "greetings", "-p", "0", "-B", "-d", "-O", "json").stdout
+        records = [json.loads(line) for line in one.splitlines()]
+        assert [r["offset"] for r in records] == list(range(len(records)))
+
+        parts = json.loads(fluvio(env, "partition", "list", "-O", "json").stdout)
+        assert sum(p["hw"] for p in parts) == 50
+        assert {p["leader"] for p in parts} <= {5001, 5002}
+
+        status = fluvio(env, "cluster", "status", "-O", "json")
+        doc = json.loads(status.stdout)
+        assert doc["running"] and {s["status"] for s in doc["spus"]} == {"Online"}
+
+        missing = fluvio(env, "topic", "describe", "nope", check=False)
+        assert missing.returncode == 1 and missing.stderr.startswith("error:")
+        assert "Traceback" not in missing.stderr
+
+        stop = fluvio(env, "cluster", "stop", "--data-dir", str(data))
+        assert "sc" in stop.stdout and "redis" in stop.stdout
+        stopped = fluvio(env, "cluster", "status", "--data-dir", str(data), check=False)
+        assert stopped.returncode == 1 and "stopped" in stopped.stdout
+        assert (data / "redis").is_dir() and (data / "spus" / "spu-5001").is_dir()
+
+        fluvio(env, "cluster", "start", "--data-dir", str(data))  # data survived the stop
+        kept = fluvio(env, "consume", "greetings", "-B", "-d").stdout.splitlines()
+        assert len(kept) == 50
+    finally:
+        LocalCluster(data).stop()
