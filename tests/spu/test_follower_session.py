@@ -1,0 +1,115 @@
+"""The leader's side of a replication stream, driven without a socket."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from spark_stream.errors import InvalidRequestError, NotLeaderError
+from spark_stream.models import PartitionSpec
+from spark_stream.protocol import Acks
+from spark_stream.protocol.control import Replica
+from spark_stream.records import decode_frames, encode_records
+from spu.follower_session import FollowerSession
+from spu.leader import LeaderController
+from spu.private_messages import FollowerPush, FollowerStreamRequest, ReplicaOffsets
+from spu.storage import ReplicaLog
+
+LEADER, FOLLOWER = 1, 2
+
+
+class Directory:
+    """The two methods a session needs from the dispatcher, over a dict."""
+
+    def __init__(self) -> None:
+        self.leaders: dict[str, LeaderController] = {}
+        self.events: set[asyncio.Event] = set()
+
+    def leader(self, name: str) -> LeaderController | None:
+        return self.leaders.get(name)
+
+    def subscribe_roles(self, event: asyncio.Event) -> None:
+        self.events.add(event)
+
+    def unsubscribe_roles(self, event: asyncio.Event) -> None:
+        self.events.discard(event)
+
+    def changed(self) -> None:
+        for event in self.events:
+            event.set()
+
+
+def joined(push: FollowerPush) -> bytes:
+    """The push's tail as bytes (in process it is still the list of log views)."""
+    tail = push.tail
+    return bytes(tail) if isinstance(tail, bytes | bytearray | memoryview) else b"".join(tail)
+
+
+def make_leader(log: ReplicaLog) -> LeaderController:
+    spec = PartitionSpec(initial_leader=LEADER, replicas=(LEADER, FOLLOWER))
+    leader = LeaderController(Replica("t-0", LEADER, spec, 1), log, spu_id=LEADER,
+                              max_lag_ms=10_000, max_batch_bytes=1 << 20)
+    leader.start()
+    return leader
+
+
+def test_session_waits_for_the_leader_syncs_replicates_and_gives_up(tmp_path: Path) -> None:
+    async def body() -> None:
+        directory = Directory()
+        session = FollowerSession(directory, FOLLOWER, {"t-0": ReplicaOffsets(0, 0)}, 1 << 20)
+        pushes = session.pushes()
+        first = asyncio.ensure_future(anext(pushes))
+        await asyncio.sleep(0.01)  # give the session a chance to (wrongly) push early
+        assert not first.done()  # not the leader yet: the session waits silently
+        with ReplicaLog.open(tmp_path / "t-0") as log:
+            log.append_produced(encode_records(["early"]))
+            leader = make_leader(log)
+            directory.leaders["t-0"] = leader
+            directory.changed()
+            sync = await first
+            assert isinstance(sync, FollowerPush)
+            assert (sync.name, sync.truncate_to, sync.reset) == ("t-0", 0, False)
+            data = await anext(pushes)
+            assert [b.column("value").to_pylist() for b in decode_frames(joined(data))] == [
+                [b"early"]
+            ]
+            nxt = asyncio.ensure_future(anext(pushes))
+            await leader.produce(memoryview(encode_records(["later"])), Acks.LEADER, 1000)
+            pushed = await nxt
+            assert pushed.leo == 2 and decode_frames(joined(pushed))[0].num_rows == 1
+            assert leader.follower_report(FOLLOWER, 2)  # HW moves: an offsets-only push
+            moved = await anext(pushes)
+            assert moved.hw == 2 and not joined(moved)
+            await leader.stop()
+            directory.changed()
+            gone = await anext(pushes)
+            assert gone.error == NotLeaderError.code
+            await pushes.aclose()
+            assert not directory.events
+
+    asyncio.run(asyncio.wait_for(body(), 20))
+
+
+@pytest.mark.parametrize(
+    ("entry", "match"),
+    [
+        ("nope", "expected a map"),
+        ({"leo": -1, "start": 0}, "leo must be"),
+        ({"leo": 3, "start": 5}, "past its LEO"),
+        ({"leo": 3, "start": 0, "tail": [[1]]}, "bad pair"),
+        ({"leo": 3, "start": 0, "tail": [[1, 2]] * 2000}, "at most"),
+    ],
+)
+def test_follower_stream_request_validates_replica_offsets(entry: object, match: str) -> None:
+    request = FollowerStreamRequest(FOLLOWER, {"t-0": entry})
+    with pytest.raises(InvalidRequestError, match=match):
+        request.offsets()
+
+
+def test_replica_offsets_round_trip() -> None:
+    offsets = ReplicaOffsets(9, 4, ((4, 123), (7, 456)))
+    request = FollowerStreamRequest.build(FOLLOWER, {"t-0": offsets})
+    decoded = FollowerStreamRequest.from_meta(request.to_meta())
+    assert decoded.offsets() == {"t-0": offsets}
