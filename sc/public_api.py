@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 _WATCHED = (Spu.kind, Topic.kind, Partition.kind)
 _WAIT = 5.0  # seconds a handler waits for the mirror before answering anyway
+_Entry = tuple[str, str, "KvObject[Any, Any] | None"]  # kind, name, new state (None: deleted)
 
 
 def _interesting(change: Change) -> bool:
@@ -76,11 +77,11 @@ class MetadataFeed:
         capacity: changes kept; a watcher further behind gets a full snapshot.
     """
 
-    def __init__(self, store: StoreView, capacity: int = 100_000) -> None:
+    def __init__(self, store: StoreView, capacity: int = 20_000) -> None:
         self.store = store
         self.capacity = capacity
         self._revisions: list[int] = []
-        self._changes: list[Change] = []
+        self._changes: list[_Entry] = []  # only the new state: old versions are not kept
         self._base = 0  # sequence number of _changes[0]
         self.start_revision = store.revision  # watchers from here on can resume
         self.epoch = 0  # bumped on a resync: every watcher starts over with a snapshot
@@ -97,7 +98,7 @@ class MetadataFeed:
         else:
             for change in changes:
                 if _interesting(change):
-                    self._changes.append(change)
+                    self._changes.append((change.kind, change.name, change.new))
                     self._revisions.append(change.revision)
             if len(self._changes) > self.capacity:
                 cut = len(self._changes) - self.capacity
@@ -147,24 +148,25 @@ class MetadataFeed:
                 await self._wakeup.wait()
                 continue
             batch = self._changes[start:start + max_items]
+            revision = self._revisions[start + len(batch) - 1]
             pos += len(batch)
-            yield _incremental(batch)
+            yield _incremental(batch, revision)
 
 
-def _incremental(batch: list[Change]) -> c.MetadataUpdate:
-    last: dict[tuple[str, str], Change] = {}
-    for change in batch:
-        last.pop((change.kind, change.name), None)
-        last[(change.kind, change.name)] = change
+def _incremental(batch: list[_Entry], revision: int) -> c.MetadataUpdate:
+    last: dict[tuple[str, str], KvObject[Any, Any] | None] = {}
+    for kind, name, obj in batch:
+        last.pop((kind, name), None)
+        last[(kind, name)] = obj
     lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _WATCHED}
     deleted = []
-    for (kind, name), change in last.items():
-        if change.new is None:
+    for (kind, name), obj in last.items():
+        if obj is None:
             deleted.append({"kind": kind, "name": name})
         else:
-            lists[kind].append(change.new.to_dict())
+            lists[kind].append(obj.to_dict())
     return c.MetadataUpdate(
-        False, batch[-1].revision, spus=lists[Spu.kind], topics=lists[Topic.kind],
+        False, revision, spus=lists[Spu.kind], topics=lists[Topic.kind],
         partitions=lists[Partition.kind], deleted=deleted,
     )
 

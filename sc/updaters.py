@@ -119,36 +119,43 @@ class KvUpdater:
 
     def __init__(self, kv: KvStore, concurrency: int = 64) -> None:
         self.kv = kv
-        self._slots = asyncio.Semaphore(concurrency)
+        self.concurrency = concurrency
 
     async def execute(self, actions: Sequence[KvAction]) -> Outcome:
-        """Carry out ``actions``: per object in order, objects concurrently."""
+        """Carry out ``actions``: per object in order, objects concurrently.
+
+        A few workers take whole per-object groups from a shared list, rather than one
+        task per object: a batch holds thousands of objects.
+        """
         groups: dict[tuple[str, str], list[KvAction]] = {}
         for action in actions:
             groups.setdefault(object_key(action), []).append(action)
+        todo = list(groups.values())
+        todo.reverse()  # pop() from the end keeps the decision order
         outcome = Outcome()
-        results = await asyncio.gather(*(self._run(group) for group in groups.values()))
-        for result in results:
-            outcome.merge(result)
+
+        async def worker() -> None:
+            while todo:
+                await self._run(todo.pop(), outcome)
+
+        workers = min(self.concurrency, len(todo))
+        await asyncio.gather(*(worker() for _ in range(workers)))
         return outcome
 
-    async def _run(self, group: list[KvAction]) -> Outcome:
-        outcome = Outcome()
-        async with self._slots:
-            for action in group:
-                try:
-                    await self.write(action)
-                    outcome.done += 1
-                except (ConflictError, NotFoundError) as exc:
-                    log.debug("kv action dropped action=%s reason=%s", _describe(action), exc)
-                    outcome.dropped.append(action)
-                except FluvioError as exc:
-                    log.error("kv action failed action=%s error=%r", _describe(action), exc)
-                    outcome.failed.append(action)
-                except Exception:
-                    log.exception("kv action failed action=%s", _describe(action))
-                    outcome.failed.append(action)
-        return outcome
+    async def _run(self, group: list[KvAction], outcome: Outcome) -> None:
+        for action in group:
+            try:
+                await self.write(action)
+                outcome.done += 1
+            except (ConflictError, NotFoundError) as exc:
+                log.debug("kv action dropped action=%s reason=%s", _describe(action), exc)
+                outcome.dropped.append(action)
+            except FluvioError as exc:
+                log.error("kv action failed action=%s error=%r", _describe(action), exc)
+                outcome.failed.append(action)
+            except Exception:
+                log.exception("kv action failed action=%s", _describe(action))
+                outcome.failed.append(action)
 
     async def write(self, action: KvAction) -> None:
         """Carry out one KV action.

@@ -97,6 +97,19 @@ def _wire_error(what: str, exc: FluvioError | ValueError) -> InvalidRequestError
     return err
 
 
+class _PlainMeta(Message):
+    """A message whose fields are already msgpack-ready (ints, strings, plain maps).
+
+    Skips the generic field-by-field conversion, which costs a Python call per value:
+    pushes and listings carry thousands of nested maps.
+    """
+
+    __slots__ = ()
+
+    def to_meta(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}  # type: ignore[attr-defined]
+
+
 # -- private api: shared entries -----------------------------------------------------
 
 
@@ -117,6 +130,7 @@ class Replica:
     leader: int | None
     spec: PartitionSpec
     revision: int = 0
+    _wire: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def topic(self) -> str:
@@ -145,16 +159,25 @@ class Replica:
         return cls(partition.name, leader, partition.spec, partition.revision)
 
     def to_wire(self) -> dict[str, Any]:
-        """The msgpack-able map (topic, partition and replicas spelled out for readers)."""
-        return {
-            "name": self.name,
-            "topic": self.topic,
-            "partition": self.partition,
-            "leader": self.leader,
-            "replicas": list(self.spec.replicas),
-            "revision": self.revision,
-            "spec": self.spec.to_dict(),
-        }
+        """The msgpack-able map (topic, partition and replicas spelled out for readers).
+
+        Computed once per entry: the connection manager pushes one entry to every SPU
+        holding the replica. Treat the result as read-only.
+        """
+        if self._wire is None:
+            topic, index = parse_partition_name(self.name)
+            wire = {
+                "name": self.name,
+                "topic": topic,
+                "partition": index,
+                "leader": self.leader,
+                "replicas": list(self.spec.replicas),
+                "revision": self.revision,
+                "spec": self.spec.to_dict(),
+            }
+            object.__setattr__(self, "_wire", wire)
+            return wire
+        return self._wire
 
     @classmethod
     def from_wire(cls, data: Any) -> Replica:
@@ -295,7 +318,7 @@ class SpuConnectAccepted(Message):
 
 @message(ApiKey.UPDATE_SPUS, Role.PUSH)
 @dataclass(frozen=True, slots=True)
-class UpdateSpus(Message):
+class UpdateSpus(_PlainMeta):
     """SPU specs (with endpoints and status) pushed to a connected SPU.
 
     Attributes:
@@ -331,7 +354,7 @@ class UpdateSpus(Message):
 
 @message(ApiKey.UPDATE_REPLICAS, Role.PUSH)
 @dataclass(frozen=True, slots=True)
-class UpdateReplicas(Message):
+class UpdateReplicas(_PlainMeta):
     """The replicas a connected SPU holds (as leader or follower).
 
     Attributes:
@@ -366,7 +389,7 @@ class UpdateReplicas(Message):
 
 @message(ApiKey.UPDATE_LRS, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
-class UpdateLrsRequest(Message):
+class UpdateLrsRequest(_PlainMeta):
     """A leader SPU reports the live replica status of partitions it leads.
 
     Attributes:
@@ -501,7 +524,7 @@ class ListTopicsRequest(Message):
 
 @message(ApiKey.LIST_TOPICS, Role.RESPONSE)
 @dataclass(frozen=True, slots=True)
-class ListTopicsResponse(Message):
+class ListTopicsResponse(_PlainMeta):
     """``Topic.to_dict()`` of each topic, sorted by name, and the revision they reflect."""
 
     topics: list[dict[str, Any]]
@@ -521,7 +544,7 @@ class DescribeTopicRequest(Message):
 
 @message(ApiKey.DESCRIBE_TOPIC, Role.RESPONSE)
 @dataclass(frozen=True, slots=True)
-class DescribeTopicResponse(Message):
+class DescribeTopicResponse(_PlainMeta):
     """The topic and its partitions (``Partition.to_dict()``, by index)."""
 
     topic: dict[str, Any]
@@ -539,7 +562,7 @@ class ListPartitionsRequest(Message):
 
 @message(ApiKey.LIST_PARTITIONS, Role.RESPONSE)
 @dataclass(frozen=True, slots=True)
-class ListPartitionsResponse(Message):
+class ListPartitionsResponse(_PlainMeta):
     """``Partition.to_dict()`` of each: replicas, leader, resolution, LEO, HW, LRS."""
 
     partitions: list[dict[str, Any]]
@@ -597,7 +620,7 @@ class ListSpusRequest(Message):
 
 @message(ApiKey.LIST_SPUS, Role.RESPONSE)
 @dataclass(frozen=True, slots=True)
-class ListSpusResponse(Message):
+class ListSpusResponse(_PlainMeta):
     """``Spu.to_dict()`` of each SPU, sorted by id: endpoints and Online/Offline."""
 
     spus: list[dict[str, Any]]
@@ -667,7 +690,7 @@ class ListSpuGroupsRequest(Message):
 
 @message(ApiKey.LIST_SPU_GROUPS, Role.RESPONSE)
 @dataclass(frozen=True, slots=True)
-class ListSpuGroupsResponse(Message):
+class ListSpuGroupsResponse(_PlainMeta):
     """``SpuGroup.to_dict()`` of each group, sorted by name."""
 
     groups: list[dict[str, Any]]
@@ -694,7 +717,7 @@ class WatchMetadataRequest(Message):
 
 @message(ApiKey.WATCH_METADATA, Role.PUSH)
 @dataclass(frozen=True, slots=True)
-class MetadataUpdate(Message):
+class MetadataUpdate(_PlainMeta):
     """One push of the metadata stream.
 
     Attributes:
