@@ -1,0 +1,223 @@
+"""Cluster benchmark: produce, consume and end-to-end latency on a real local cluster.
+
+Starts a local cluster (Redis, SC, 3 SPUs as processes) in a temporary directory and
+measures, in one run:
+
+- produce throughput (records/s, MB/s) of 100 B and 1 KB records to one partition with
+  replication 1 and 3, through the bulk Arrow path (``send_batch``) and through
+  per-record ``send``;
+- consume throughput (streaming fetch from the beginning, Arrow batches);
+- end-to-end latency (p50/p99), produce to committed consume, at a fixed moderate rate;
+- the baseline: pipelined ``XADD`` / ``XREAD`` of the same 100 B records against the
+  cluster's own Redis server through redis-py.
+
+Prints a human summary and, as the last line, one JSON object.
+
+    .venv/bin/python -m bench.cluster [--records 2000000] [--rate 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import redis
+
+from spark_stream.client import Fluvio, FluvioAsync, Offset
+from spark_stream.local.cluster import LocalCluster
+
+GOAL_RPS = 1_000_000
+
+
+def _values(n: int, size: int) -> pa.Array:
+    """``n`` random binary values of ``size`` bytes, built without a Python loop."""
+    data = np.random.default_rng(7).integers(0, 256, n * size, dtype=np.uint8).tobytes()
+    offsets = np.arange(0, (n + 1) * size, size, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _wait_topic(fluvio: Fluvio, name: str, replication: int) -> None:
+    fluvio.admin().create_topic(name, partitions=1, replication_factor=replication)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        infos = fluvio.topic_partitions(name)
+        if infos and infos[0].leader is not None and infos[0].resolution == "Online":
+            fluvio.fetch_offsets(name, 0)
+            return
+        time.sleep(0.05)  # bounded wait for the partition to come online
+    raise RuntimeError(f"topic {name} not online")
+
+
+def bulk_produce(fluvio: Fluvio, topic: str, values: pa.Array, total: int, acks: str) -> float:
+    """Seconds to produce ``total`` records through ``send_batch`` (flushed)."""
+    producer = fluvio.topic_producer(topic, batch_size=1 << 20, linger_ms=1, acks=acks,
+                                     max_in_flight=8)
+    table = pa.table({"value": values})
+    start = time.perf_counter()
+    sent = 0
+    while sent < total:
+        producer.send_batch(table, partition=0)
+        sent += table.num_rows
+    producer.flush()
+    elapsed = time.perf_counter() - start
+    producer.close()
+    return elapsed
+
+
+def record_produce(fluvio: Fluvio, topic: str, values: list[bytes], acks: str) -> float:
+    """Seconds to produce ``values`` one ``send`` each (flushed)."""
+    producer = fluvio.topic_producer(topic, batch_size=256 * 1024, linger_ms=2, acks=acks)
+    start = time.perf_counter()
+    for value in values:
+        producer.send(None, value, partition=0)
+    producer.flush()
+    elapsed = time.perf_counter() - start
+    producer.close()
+    return elapsed
+
+
+def consume_all(fluvio: Fluvio, topic: str) -> tuple[int, float]:
+    """(records, seconds) to stream the partition from the beginning to its end."""
+    consumer = fluvio.partition_consumer(topic, 0, max_bytes=4 << 20)
+    start = time.perf_counter()
+    rows = sum(b.num_rows for b in consumer.stream_batches(Offset.beginning(), stop_at_end=True))
+    return rows, time.perf_counter() - start
+
+
+async def e2e_latency(endpoint: str, topic: str, rate: float, seconds: float) -> list[float]:
+    """Milliseconds from ``send`` to committed consume, at ``rate`` records/s."""
+    latencies: list[float] = []
+    async with await FluvioAsync.connect(endpoint) as client:
+        consumer = await client.partition_consumer(topic, 0)
+        producer = await client.topic_producer(topic, linger_ms=0, acks="all")
+        count = int(rate * seconds)
+        ready = asyncio.Event()
+
+        async def consume() -> None:
+            stream = consumer.stream_batches(Offset.end())
+            ready.set()
+            async for batch in stream:
+                now = time.perf_counter_ns()
+                sent = np.frombuffer(
+                    b"".join(batch.column("value").to_pylist()), dtype=np.int64
+                )
+                latencies.extend(((now - sent) / 1e6).tolist())
+                if len(latencies) >= count:
+                    await stream.aclose()
+                    return
+
+        reader = asyncio.get_running_loop().create_task(consume())
+        await ready.wait()
+        await asyncio.sleep(0.5)  # the stream is open at the end before we send
+        interval = 1.0 / rate
+        start = time.perf_counter()
+        for i in range(count):
+            target = start + i * interval
+            delay = target - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)  # pacing the fixed send rate
+            await producer.send(None, np.int64(time.perf_counter_ns()).tobytes(), partition=0)
+        async with asyncio.timeout(60):
+            await reader
+        await producer.close()
+    return latencies
+
+
+def redis_baseline(url: str, values: list[bytes]) -> tuple[float, float]:
+    """(XADD records/s, XREAD records/s), pipelined, on the same Redis server."""
+    client = redis.Redis.from_url(url)
+    key = "bench:xadd"
+    client.delete(key)
+    start = time.perf_counter()
+    for i in range(0, len(values), 1000):
+        pipe = client.pipeline(transaction=False)
+        for value in values[i : i + 1000]:
+            pipe.xadd(key, {"v": value})
+        pipe.execute()
+    xadd = len(values) / (time.perf_counter() - start)
+    start = time.perf_counter()
+    last, read = "0-0", 0
+    while read < len(values):
+        reply = client.xread({key: last}, count=10_000)
+        if not reply:
+            break
+        entries = reply[0][1]
+        read += len(entries)
+        last = entries[-1][0]
+    xread = read / (time.perf_counter() - start)
+    client.delete(key)
+    client.close()
+    return xadd, xread
+
+
+def run(records: int, per_record: int, rate: float, seconds: float) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
+        cluster = LocalCluster(Path(tmp), spus=3, sc_port=0, spu_mode="custom",
+                               profile=Path(tmp) / "profile.json", start_timeout=60)
+        try:
+            cluster.start()
+            with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
+                small = _values(200_000, 100)
+                large = _values(50_000, 1000)
+                for size, values, total in (("100b", small, records),
+                                            ("1kb", large, max(records // 10, 50_000))):
+                    for rf in (1, 3):
+                        topic = f"bulk-{size}-rf{rf}"
+                        _wait_topic(fluvio, topic, rf)
+                        acks = "all" if rf > 1 else "leader"
+                        elapsed = bulk_produce(fluvio, topic, values, total, acks)
+                        nbytes = total * (100 if size == "100b" else 1000)
+                        results[f"produce_{size}_rf{rf}_rps"] = round(total / elapsed)
+                        results[f"produce_{size}_rf{rf}_mbps"] = round(nbytes / elapsed / 1e6, 1)
+                rows = small.slice(0, per_record).to_pylist()
+                for rf in (1, 3):
+                    topic = f"send-100b-rf{rf}"
+                    _wait_topic(fluvio, topic, rf)
+                    elapsed = record_produce(fluvio, topic, rows, "all" if rf > 1 else "leader")
+                    results[f"send_100b_rf{rf}_rps"] = round(len(rows) / elapsed)
+                consumed, elapsed = consume_all(fluvio, "bulk-100b-rf1")
+                results["consume_100b_rps"] = round(consumed / elapsed)
+                results["consume_100b_mbps"] = round(consumed * 100 / elapsed / 1e6, 1)
+                _wait_topic(fluvio, "latency", 3)
+            latencies = asyncio.run(e2e_latency(cluster.endpoint, "latency", rate, seconds))
+            results["e2e_rate_rps"] = rate
+            results["e2e_p50_ms"] = round(statistics.median(latencies), 3)
+            results["e2e_p99_ms"] = round(float(np.percentile(latencies, 99)), 3)
+            xadd, xread = redis_baseline(cluster.layout.redis_url, rows)
+            results["redis_xadd_rps"] = round(xadd)
+            results["redis_xread_rps"] = round(xread)
+            results["bulk_vs_redis_xadd"] = round(results["produce_100b_rf1_rps"] / xadd, 1)
+        finally:
+            cluster.stop()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=2_000_000,
+                        help="100 B records per bulk run (1 KB runs send a tenth)")
+    parser.add_argument("--per-record", type=int, default=200_000,
+                        help="records of the per-record send runs and the Redis baseline")
+    parser.add_argument("--rate", type=float, default=1000.0, help="e2e records/s")
+    parser.add_argument("--seconds", type=float, default=5.0, help="e2e duration")
+    args = parser.parse_args()
+    results = run(args.records, args.per_record, args.rate, args.seconds)
+    for key, value in results.items():
+        print(f"{key:28s} {value}")
+    goal = results["produce_100b_rf1_rps"] >= GOAL_RPS and results["bulk_vs_redis_xadd"] >= 5
+    print(f"goal (>= {GOAL_RPS} rps bulk rf1, >= 5x XADD, p99 < 10 ms): "
+          f"{'met' if goal and results['e2e_p99_ms'] < 10 else 'missed'}")
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
