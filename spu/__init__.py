@@ -1,0 +1,9 @@
+"""The Streaming Processing Unit: replica storage and the data plane (seed ``002``).
+
+``python -m spu`` runs one (``spu.app.SpuApp``). Modules: ``storage/`` (the replica log
+engine), ``replicas`` (the dispatcher: SC specs to controllers), ``leader`` and
+``follower`` (the controllers), ``follower_session`` (the leader's side of replication),
+``producers`` (idempotent producer state), ``replication`` (ISR and high-watermark
+math), ``public_api`` / ``private_api`` (one handler per api), ``private_messages``
+(the SPU-to-SPU protocol), ``sc_link`` (specs in, live replica status out).
+"""

@@ -53,6 +53,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[dict[str, Any], str]:
 
 
 async def _serve(settings: SpuSettings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)  # before the ready line: a stop may follow it
     app = SpuApp(settings)
     await app.start()
     print(
@@ -60,10 +64,6 @@ async def _serve(settings: SpuSettings) -> None:
         f"private={settings.host}:{app.private_port}",
         flush=True,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
     finally:

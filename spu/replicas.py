@@ -263,7 +263,11 @@ class ReplicaManager:
                     max_batch_bytes=self.settings.max_batch_bytes,
                     is_online=self.is_online, on_status=self.on_status, clock=self._clock,
                 )
-                leader.start()
+                try:
+                    leader.start()
+                except Exception:  # one bad replica must not keep the others down
+                    logger.exception("cannot lead partition=%s", name)
+                    continue
                 self._leaders[name] = leader
             else:
                 leader.update(self._replicas[name])
@@ -329,3 +333,5 @@ class ReplicaManager:
                         log.apply_retention()
                 except FluvioError as exc:
                     logger.error("housekeeping failed partition=%s: %s", name, exc)
+                except Exception:
+                    logger.exception("housekeeping failed partition=%s", name)
