@@ -247,6 +247,15 @@ class ProvisionError(FluvioError):
 __all__ += ["SpuExistsError", "ProvisionError"]
 
 
+class ClientClosedError(FluvioError):
+    """The client, producer or consumer was closed before the operation completed."""
+
+    code = 90
+
+
+__all__ += ["ClientClosedError"]
+
+
 _BY_CODE: dict[int, type[FluvioError]] = {}
 
 
