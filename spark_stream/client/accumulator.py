@@ -34,7 +34,7 @@ from enum import Enum
 from spark_stream.client.config import ProducerConfig
 from spark_stream.client.futures import DeliveryFuture
 from spark_stream.client.types import BatchMetadata
-from spark_stream.errors import FluvioError, RecordTooLargeError
+from spark_stream.errors import ClientClosedError, FluvioError, RecordTooLargeError
 from spark_stream.records import build_batch, encode_batch
 
 __all__ = ["BatchState", "Draft", "ProducerBatch", "Accumulator", "RECORD_OVERHEAD"]
@@ -315,7 +315,7 @@ class Accumulator:
 
     def _check_open(self) -> None:
         if self.closed:
-            raise FluvioError(f"producer for {self.topic!r} is closed")
+            raise ClientClosedError(f"producer for {self.topic!r} is closed")
 
     def _take_sequence(self, partition: int, count: int) -> int:
         if self.producer_id is None:

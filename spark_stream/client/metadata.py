@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from spark_stream.client.types import PartitionInfo
 from spark_stream.connection import Connection
@@ -92,27 +93,28 @@ class MetadataView:
             InvalidRequestError: an entry does not validate (the view is unchanged).
         """
         spus, topics, partitions = update.objects()
-        if update.full:
-            self.spus, self.topics, self.partitions = {}, {}, {}
-        for spu in spus:
-            self.spus[spu.name] = spu
-        for topic in topics:
-            self.topics[topic.name] = topic
-        for part in partitions:
-            self.partitions[part.name] = part
+        # Build new tables and swap them in at the end: threads reading the view (the
+        # blocking producer's ``send``) never see a half-applied update.
+        new_spus = {} if update.full else dict(self.spus)
+        new_topics = {} if update.full else dict(self.topics)
+        new_parts = {} if update.full else dict(self.partitions)
+        new_spus.update((spu.name, spu) for spu in spus)
+        new_topics.update((topic.name, topic) for topic in topics)
+        new_parts.update((part.name, part) for part in partitions)
+        tables: dict[str, dict[str, Any]] = {
+            "Spu": new_spus, "Topic": new_topics, "Partition": new_parts,
+        }
         for ref in update.deleted:
             kind, name = ref.get("kind"), ref.get("name")
-            table: dict[str, object] | None = {
-                "Spu": self.spus, "Topic": self.topics, "Partition": self.partitions,
-            }.get(str(kind))  # type: ignore[assignment]
-            if table is not None and isinstance(name, str):
-                table.pop(name, None)
-                if kind == "Topic":
-                    prefix = f"{name}-"
-                    for key in [k for k in self.partitions if k.startswith(prefix)]:
-                        if self.partitions[key].topic == name:
-                            del self.partitions[key]
-        self._by_id = {spu.spu_id: spu for spu in self.spus.values()}
+            table = tables.get(str(kind))
+            if table is None or not isinstance(name, str):
+                continue
+            table.pop(name, None)
+            if kind == "Topic":
+                for key in [k for k, p in new_parts.items() if p.topic == name]:
+                    del new_parts[key]
+        self.spus, self.topics, self.partitions = new_spus, new_topics, new_parts
+        self._by_id = {spu.spu_id: spu for spu in new_spus.values()}
         self.revision = update.revision
 
     def spu(self, spu_id: int) -> Spu | None:

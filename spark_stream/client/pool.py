@@ -12,7 +12,7 @@ import asyncio
 
 from spark_stream.client.metadata import Leader
 from spark_stream.connection import Connection
-from spark_stream.errors import ConnectionClosedError
+from spark_stream.errors import ClientClosedError, ConnectionClosedError
 
 __all__ = ["ConnectionPool"]
 
@@ -38,7 +38,7 @@ class ConnectionPool:
             ConnectionClosedError: the SPU is unreachable, or the pool is closed.
         """
         if self._closed:
-            raise ConnectionClosedError("the client is closed")
+            raise ClientClosedError("the client is closed")
         key = (leader.host, leader.port)
         conn = self._conns.get(key)
         if conn is not None and not conn.closed:
@@ -64,7 +64,7 @@ class ConnectionPool:
             self._opening.pop(key, None)
         if self._closed:
             await conn.close()
-            raise ConnectionClosedError("the client is closed")
+            raise ClientClosedError("the client is closed")
         self._conns[key] = conn
         future.set_result(conn)
         return conn

@@ -35,6 +35,7 @@ from spark_stream.client.config import ProducerConfig
 from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import Leader
 from spark_stream.errors import (
+    ClientClosedError,
     DuplicateSequenceError,
     FluvioError,
     OutOfOrderSequenceError,
@@ -198,7 +199,7 @@ class Sender:
                 acc.complete(batch, -1)
         except asyncio.CancelledError:
             for batch in batches:
-                acc.fail(batch, FluvioError(f"producer for {self.topic!r} closed"))
+                acc.fail(batch, ClientClosedError(f"producer for {self.topic!r} closed"))
             raise
         except FluvioError as exc:
             for batch in batches:
@@ -267,4 +268,4 @@ class Sender:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.accumulator is not None:
-            self.accumulator.fail_all(FluvioError(f"producer for {self.topic!r} closed"))
+            self.accumulator.fail_all(ClientClosedError(f"producer for {self.topic!r} closed"))
