@@ -62,7 +62,9 @@ def test_topic_waits_for_spus_then_provisions_and_replicas_reach_them(
                     await sim.wait_for(lambda s=sim: len(s.replicas) == 4)
                     assert {r.topic for r in sim.replicas.values()} == {"orders"}
                 found = await leaders(admin, "orders")
-                assert {leader for leader, _ in found.values()} == {1, 2}
+                # Whoever connects first may take the partitions whose initial leader is
+                # not up yet (no preferred-leader rebalance), so only check membership.
+                assert {leader for leader, _ in found.values()} <= {1, 2}
             finally:
                 for sim in sims:
                     await sim.close()

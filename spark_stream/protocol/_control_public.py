@@ -1,0 +1,345 @@
+"""SC public messages (port 9003): topics, partitions, SPUs, SPU groups, metadata watch.
+
+See ``spark_stream.protocol.control`` for the theory of operation and ``docs/protocol.md``
+("SC public messages") for the layouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from spark_stream.errors import FluvioError, InvalidRequestError
+from spark_stream.models import Partition, Spu, SpuGroup, Topic
+from spark_stream.protocol._control_private import _PlainMeta, _wire_error
+from spark_stream.protocol.api import ApiKey
+from spark_stream.protocol.message import Message, Role, message
+
+__all__ = [
+    "CreateTopicRequest",
+    "CreateTopicResponse",
+    "DeleteTopicRequest",
+    "DeleteTopicResponse",
+    "ListTopicsRequest",
+    "ListTopicsResponse",
+    "DescribeTopicRequest",
+    "DescribeTopicResponse",
+    "ListPartitionsRequest",
+    "ListPartitionsResponse",
+    "RegisterSpuRequest",
+    "RegisterSpuResponse",
+    "UnregisterSpuRequest",
+    "UnregisterSpuResponse",
+    "ListSpusRequest",
+    "ListSpusResponse",
+    "CreateSpuGroupRequest",
+    "CreateSpuGroupResponse",
+    "DeleteSpuGroupRequest",
+    "DeleteSpuGroupResponse",
+    "ListSpuGroupsRequest",
+    "ListSpuGroupsResponse",
+    "WatchMetadataRequest",
+    "MetadataUpdate",
+]
+
+
+# -- public api ------------------------------------------------------------------------
+
+
+def _check_name(owner: str, name: str) -> None:
+    if not name:
+        raise InvalidRequestError(f"{owner}.name must not be empty")
+
+
+@message(ApiKey.CREATE_TOPIC, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class CreateTopicRequest(Message):
+    """Create a topic.
+
+    Attributes:
+        name: the topic name (DNS label, at most 63 characters).
+        spec: ``TopicSpec.to_dict()``: partitions, replication factor or a manual
+            ``replicaAssignment``, retention, segment size, compression...
+        dry_run: validate only, store nothing.
+    """
+
+    name: str
+    spec: dict[str, Any]
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        _check_name("CreateTopicRequest", self.name)
+
+    def topic(self) -> Topic:
+        """The topic object to store (status ``Init``).
+
+        Raises:
+            InvalidConfigError: the name or spec is invalid; the message names the field.
+        """
+        return Topic.build(self.name, self.spec)
+
+
+@message(ApiKey.CREATE_TOPIC, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class CreateTopicResponse(Message):
+    """The stored topic (``Topic.to_dict()``, with its revision)."""
+
+    topic: dict[str, Any]
+
+
+@message(ApiKey.DELETE_TOPIC, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class DeleteTopicRequest(Message):
+    """Delete a topic and its partitions (SPUs keep the replicas' storage)."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        _check_name("DeleteTopicRequest", self.name)
+
+
+@message(ApiKey.DELETE_TOPIC, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class DeleteTopicResponse(Message):
+    """The KV revision of the deletion."""
+
+    revision: int = 0
+
+
+@message(ApiKey.LIST_TOPICS, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class ListTopicsRequest(Message):
+    """List topics; ``names`` empty means all."""
+
+    names: list[str] = field(default_factory=list)
+
+
+@message(ApiKey.LIST_TOPICS, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ListTopicsResponse(_PlainMeta):
+    """``Topic.to_dict()`` of each topic, sorted by name, and the revision they reflect."""
+
+    topics: list[dict[str, Any]]
+    revision: int = 0
+
+
+@message(ApiKey.DESCRIBE_TOPIC, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class DescribeTopicRequest(Message):
+    """One topic with its partitions."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        _check_name("DescribeTopicRequest", self.name)
+
+
+@message(ApiKey.DESCRIBE_TOPIC, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class DescribeTopicResponse(_PlainMeta):
+    """The topic and its partitions (``Partition.to_dict()``, by index)."""
+
+    topic: dict[str, Any]
+    partitions: list[dict[str, Any]]
+    revision: int = 0
+
+
+@message(ApiKey.LIST_PARTITIONS, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class ListPartitionsRequest(Message):
+    """List partitions, of one topic or of all (``topic`` nil)."""
+
+    topic: str | None = None
+
+
+@message(ApiKey.LIST_PARTITIONS, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ListPartitionsResponse(_PlainMeta):
+    """``Partition.to_dict()`` of each: replicas, leader, resolution, LEO, HW, LRS."""
+
+    partitions: list[dict[str, Any]]
+    revision: int = 0
+
+
+@message(ApiKey.REGISTER_SPU, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class RegisterSpuRequest(Message):
+    """Register a custom SPU so it may connect.
+
+    Attributes:
+        spec: ``SpuSpec.to_dict()``; ``spuType`` must be (and defaults to) ``Custom``.
+        name: the object name; default ``custom-spu-{spuId}``.
+    """
+
+    spec: dict[str, Any]
+    name: str | None = None
+
+
+@message(ApiKey.REGISTER_SPU, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class RegisterSpuResponse(Message):
+    """The stored SPU (``Spu.to_dict()``)."""
+
+    spu: dict[str, Any]
+
+
+@message(ApiKey.UNREGISTER_SPU, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class UnregisterSpuRequest(Message):
+    """Remove a custom SPU, named by ``spu_id`` or ``name``; its connection is dropped."""
+
+    spu_id: int | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.spu_id is None) == (self.name is None):
+            raise InvalidRequestError("UnregisterSpuRequest needs exactly one of spu_id, name")
+
+
+@message(ApiKey.UNREGISTER_SPU, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class UnregisterSpuResponse(Message):
+    """The KV revision of the deletion."""
+
+    revision: int = 0
+
+
+@message(ApiKey.LIST_SPUS, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class ListSpusRequest(Message):
+    """List every SPU, custom and managed."""
+
+
+@message(ApiKey.LIST_SPUS, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ListSpusResponse(_PlainMeta):
+    """``Spu.to_dict()`` of each SPU, sorted by id: endpoints and Online/Offline."""
+
+    spus: list[dict[str, Any]]
+    revision: int = 0
+
+
+@message(ApiKey.CREATE_SPU_GROUP, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class CreateSpuGroupRequest(Message):
+    """Create an SPU group, or with ``update`` change an existing one (e.g. scale).
+
+    Attributes:
+        name: the group name.
+        spec: ``SpuGroupSpec.to_dict()``: replicas, minId, template.
+        update: when the group exists, replace its spec instead of failing with
+            ``ObjectExistsError`` (there is no separate update api).
+    """
+
+    name: str
+    spec: dict[str, Any]
+    update: bool = False
+
+    def __post_init__(self) -> None:
+        _check_name("CreateSpuGroupRequest", self.name)
+
+    def group(self) -> SpuGroup:
+        """The group object (status ``Init``).
+
+        Raises:
+            InvalidConfigError: the name or spec is invalid; the message names the field.
+        """
+        return SpuGroup.build(self.name, self.spec)
+
+
+@message(ApiKey.CREATE_SPU_GROUP, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class CreateSpuGroupResponse(Message):
+    """The stored group (``SpuGroup.to_dict()``)."""
+
+    group: dict[str, Any]
+
+
+@message(ApiKey.DELETE_SPU_GROUP, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class DeleteSpuGroupRequest(Message):
+    """Delete an SPU group; its managed SPUs are terminated and removed."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        _check_name("DeleteSpuGroupRequest", self.name)
+
+
+@message(ApiKey.DELETE_SPU_GROUP, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class DeleteSpuGroupResponse(Message):
+    """The KV revision of the deletion."""
+
+    revision: int = 0
+
+
+@message(ApiKey.LIST_SPU_GROUPS, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class ListSpuGroupsRequest(Message):
+    """List every SPU group."""
+
+
+@message(ApiKey.LIST_SPU_GROUPS, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ListSpuGroupsResponse(_PlainMeta):
+    """``SpuGroup.to_dict()`` of each group, sorted by name."""
+
+    groups: list[dict[str, Any]]
+    revision: int = 0
+
+
+@message(ApiKey.WATCH_METADATA, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class WatchMetadataRequest(Message):
+    """Open the metadata stream.
+
+    Attributes:
+        from_revision: the ``revision`` of the last update the client applied; the SC
+            sends only later changes when it still holds them, else a full snapshot.
+            Nil: start with a full snapshot.
+    """
+
+    from_revision: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.from_revision is not None and self.from_revision < 0:
+            raise InvalidRequestError("WatchMetadataRequest.from_revision must be >= 0")
+
+
+@message(ApiKey.WATCH_METADATA, Role.PUSH)
+@dataclass(frozen=True, slots=True)
+class MetadataUpdate(_PlainMeta):
+    """One push of the metadata stream.
+
+    Attributes:
+        full: True: the lists are the whole cluster, replace the local view.
+        revision: the KV revision this update brings the client to.
+        spus: ``Spu.to_dict()`` of SPUs added or changed (endpoints, Online/Offline).
+        topics: ``Topic.to_dict()`` of topics added or changed.
+        partitions: ``Partition.to_dict()`` of partitions added or whose replicas,
+            leader or resolution changed (LEO/HW-only changes are not sent).
+        deleted: ``{"kind": ..., "name": ...}`` of objects removed.
+    """
+
+    full: bool
+    revision: int
+    spus: list[dict[str, Any]] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    deleted: list[dict[str, Any]] = field(default_factory=list)
+
+    def objects(self) -> tuple[list[Spu], list[Topic], list[Partition]]:
+        """The SPUs, topics and partitions as models.
+
+        Raises:
+            InvalidRequestError: an entry does not validate (names the field).
+        """
+        try:
+            return (
+                [Spu.from_dict(d) for d in self.spus],
+                [Topic.from_dict(d) for d in self.topics],
+                [Partition.from_dict(d) for d in self.partitions],
+            )
+        except FluvioError as exc:
+            raise _wire_error("MetadataUpdate", exc) from None
