@@ -7,7 +7,9 @@ measures, in one run:
   replication 1 and 3, through the bulk Arrow path (``send_batch``) and through
   per-record ``send``;
 - consume throughput (streaming fetch from the beginning, Arrow batches);
-- end-to-end latency (p50/p99), produce to committed consume, at a fixed moderate rate;
+- end-to-end latency (p50/p99), produce to committed consume, at a fixed moderate rate:
+  ``e2e_*`` on a replication-1 topic (acks=leader), ``e2e_rf3_*`` on replication 3
+  (acks=all, committed = on the in-sync replicas);
 - the baseline: pipelined ``XADD`` / ``XREAD`` of the same 100 B records against the
   cluster's own Redis server through redis-py.
 
@@ -58,8 +60,8 @@ def _wait_topic(fluvio: Fluvio, name: str, replication: int) -> None:
 
 def bulk_produce(fluvio: Fluvio, topic: str, values: pa.Array, total: int, acks: str) -> float:
     """Seconds to produce ``total`` records through ``send_batch`` (flushed)."""
-    producer = fluvio.topic_producer(topic, batch_size=1 << 20, linger_ms=1, acks=acks,
-                                     max_in_flight=8)
+    producer = fluvio.topic_producer(topic, batch_size=4 << 20, linger_ms=1, acks=acks,
+                                     max_in_flight=3)
     table = pa.table({"value": values})
     start = time.perf_counter()
     sent = 0
@@ -74,7 +76,7 @@ def bulk_produce(fluvio: Fluvio, topic: str, values: pa.Array, total: int, acks:
 
 def record_produce(fluvio: Fluvio, topic: str, values: list[bytes], acks: str) -> float:
     """Seconds to produce ``values`` one ``send`` each (flushed)."""
-    producer = fluvio.topic_producer(topic, batch_size=256 * 1024, linger_ms=2, acks=acks)
+    producer = fluvio.topic_producer(topic, batch_size=1 << 20, linger_ms=2, acks=acks)
     start = time.perf_counter()
     for value in values:
         producer.send(None, value, partition=0)
@@ -92,12 +94,14 @@ def consume_all(fluvio: Fluvio, topic: str) -> tuple[int, float]:
     return rows, time.perf_counter() - start
 
 
-async def e2e_latency(endpoint: str, topic: str, rate: float, seconds: float) -> list[float]:
+async def e2e_latency(
+    endpoint: str, topic: str, rate: float, seconds: float, acks: str
+) -> list[float]:
     """Milliseconds from ``send`` to committed consume, at ``rate`` records/s."""
     latencies: list[float] = []
     async with await FluvioAsync.connect(endpoint) as client:
         consumer = await client.partition_consumer(topic, 0)
-        producer = await client.topic_producer(topic, linger_ms=0, acks="all")
+        producer = await client.topic_producer(topic, linger_ms=0, acks=acks)
         count = int(rate * seconds)
         ready = asyncio.Event()
 
@@ -187,11 +191,15 @@ def run(records: int, per_record: int, rate: float, seconds: float) -> dict[str,
                 consumed, elapsed = consume_all(fluvio, "bulk-100b-rf1")
                 results["consume_100b_rps"] = round(consumed / elapsed)
                 results["consume_100b_mbps"] = round(consumed * 100 / elapsed / 1e6, 1)
-                _wait_topic(fluvio, "latency", 3)
-            latencies = asyncio.run(e2e_latency(cluster.endpoint, "latency", rate, seconds))
+                _wait_topic(fluvio, "latency-rf1", 1)
+                _wait_topic(fluvio, "latency-rf3", 3)
             results["e2e_rate_rps"] = rate
-            results["e2e_p50_ms"] = round(statistics.median(latencies), 3)
-            results["e2e_p99_ms"] = round(float(np.percentile(latencies, 99)), 3)
+            for rf, acks, prefix in ((1, "leader", "e2e"), (3, "all", "e2e_rf3")):
+                latencies = asyncio.run(
+                    e2e_latency(cluster.endpoint, f"latency-rf{rf}", rate, seconds, acks)
+                )
+                results[f"{prefix}_p50_ms"] = round(statistics.median(latencies), 3)
+                results[f"{prefix}_p99_ms"] = round(float(np.percentile(latencies, 99)), 3)
             xadd, xread = redis_baseline(cluster.layout.redis_url, rows)
             results["redis_xadd_rps"] = round(xadd)
             results["redis_xread_rps"] = round(xread)
