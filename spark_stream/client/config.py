@@ -92,7 +92,9 @@ class ProducerConfig:
     """How a topic producer batches, compresses, acknowledges and retries.
 
     Attributes:
-        batch_size: bytes of records gathered per partition before a batch is sent.
+        batch_size: bytes of records per batch frame: ``send`` seals a partition's batch at
+            this size, ``send_batch`` cuts Arrow data into frames of about this size
+            (bigger frames, fewer requests: 1-4 MiB suits bulk writes).
         linger_ms: how long a partial batch may wait for more records.
         max_request_bytes: largest produce request (frames of one partition) sent at once.
         compression: Arrow IPC buffer compression: ``none``, ``lz4`` or ``zstd``.
@@ -111,7 +113,7 @@ class ProducerConfig:
         buffer_memory: bytes of unsent records before ``send`` blocks (backpressure).
     """
 
-    batch_size: int = 256 * 1024
+    batch_size: int = 1024 * 1024
     linger_ms: float = 5.0
     max_request_bytes: int = 8 * 1024 * 1024
     compression: Compression = "none"
