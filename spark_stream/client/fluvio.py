@@ -29,7 +29,7 @@ from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer import AsyncTopicProducer
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.connection import Connection
-from spark_stream.errors import UnknownTopicError
+from spark_stream.errors import RequestTimeoutError, UnknownTopicError
 from spark_stream.local.profile import load_profile, parse_endpoint
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
@@ -103,7 +103,7 @@ class FluvioAsync:
     async def _known_topic(self, topic: str) -> None:
         """Wait (bounded) for the topic to appear in the metadata, then check it exists."""
         if self.watcher.view.partition_count(topic) is None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(RequestTimeoutError):
                 await self.watcher.wait_for(
                     lambda v: v.partition_count(topic) is not None, min(self.timeout, 2.0)
                 )
@@ -157,7 +157,7 @@ class FluvioAsync:
         """
         await self._known_topic(topic)
         view = self.watcher.view
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(RequestTimeoutError):
             await self.watcher.wait_for(
                 lambda v: len(v.topic_partitions(topic)) >= (v.partition_count(topic) or 0),
                 self.timeout,
