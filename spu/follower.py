@@ -240,6 +240,7 @@ class FollowerController:
             logger.info("replica synced partition=%s leader=%d leo=%d reset=%s",
                         push.name, self.leader_id, target, push.reset)
             state.synced = True
+            self._dirty.set()  # report the synced LEO at once
         if not state.synced:
             return
         if len(push.tail_parts()):  # type: ignore[arg-type]
@@ -248,10 +249,10 @@ class FollowerController:
             except LogGapError as exc:
                 state.synced = False
                 raise _Resync(f"{push.name}: {exc}") from exc
+            self._dirty.set()  # a new LEO: report it (an HW-only push needs no report)
         hw = max(log.log_start_offset, min(push.hw, log.leo))
         if hw != log.hw:
             log.hw = hw
-        self._dirty.set()
 
     async def _report_loop(self, conn: Connection) -> None:
         while True:

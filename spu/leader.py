@@ -296,7 +296,7 @@ class LeaderController:
         self._progress[spu_id] = record_follower_report(
             self._progress[spu_id], leo, self.log.leo, now
         )
-        self._refresh(now, force=True)
+        self._refresh(now)
         return True
 
     def sync_follower(self, spu_id: int, offsets: ReplicaOffsets) -> tuple[int, bool]:
@@ -358,7 +358,13 @@ class LeaderController:
         self._followers, self._progress, self._isr = followers, progress, frozenset(isr)
 
     def _refresh(self, now: int, *, force: bool = False) -> None:
-        """Re-evaluate the in-sync set and the high watermark; wake and report changes."""
+        """Re-evaluate the in-sync set and the high watermark; wake readers, report to the SC.
+
+        Readers are woken on any change. The SC hears at once of a changed in-sync set
+        (what elections depend on) or when ``force``d; LEO and HW alone travel with the
+        SC link's periodic report, so a busy partition does not write its status to the
+        KV store on every append.
+        """
         if self._stopped or not self._started:
             return
         leo, hw = self.log.leo, self.log.hw
@@ -368,6 +374,7 @@ class LeaderController:
         leos = [p.leo for s in isr if s != self.spu_id and (p := self._progress[s])]
         new_hw = high_watermark(leo, leos, hw)
         changed = isr != self._isr or new_hw != hw or leo != self._last_leo
+        report = force or isr != self._isr
         if isr != self._isr:
             logger.info("in-sync set changed partition=%s isr=%s was=%s hw=%d leo=%d",
                      self.name, sorted(isr), sorted(self._isr), new_hw, leo)
@@ -378,7 +385,7 @@ class LeaderController:
         self._waiters.advance(new_hw, self._acks_all_error)
         if changed:
             self._subscribers.notify()
-        if changed or force:
+        if report:
             self._report()
 
     def _acks_all_error(self) -> FluvioError | None:

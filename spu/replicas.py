@@ -18,8 +18,8 @@ revision) and, after each push, reconciles the running controllers with them:
    endpoint from the SPU specs.
 
 Reconciliation runs under one lock, so controllers never overlap on a log. Leaders learn
-at once when a follower's SPU goes offline. A housekeeping task flushes logs by their
-flush policy and applies retention.
+at once when a follower's SPU goes offline. A housekeeping task (``spu.housekeeping``)
+fsyncs the logs off the event loop, checkpoints high watermarks and applies retention.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from spark_stream.models import Spu, SpuResolution, partition_name
 from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
 from spu._tasks import cancel_and_wait
 from spu.follower import FollowerController
+from spu.housekeeping import Housekeeper
 from spu.leader import LeaderController, monotonic_ms
 from spu.notify import Subscribers
 from spu.storage import ReplicaLog, StorageConfig, replica_dir
@@ -48,14 +49,19 @@ __all__ = ["ReplicaManager", "storage_config"]
 
 logger = logging.getLogger(__name__)
 
-_HOUSEKEEPING_S = 1.0
-_RETENTION_EVERY = 60
 
 
 def storage_config(replica: Replica, settings: SpuSettings) -> StorageConfig:
-    """The storage settings of a replica: the topic's, else the engine defaults."""
+    """The storage settings of a replica: the topic's, else the engine defaults.
+
+    No inline flush policy: ``spu.housekeeping`` fsyncs off the event loop instead.
+    """
     spec = replica.spec
-    values: dict[str, object] = {"max_batch_bytes": settings.max_batch_bytes}
+    values: dict[str, object] = {
+        "max_batch_bytes": settings.max_batch_bytes,
+        "flush_interval_ms": None,
+        "flush_bytes": None,
+    }
     if spec.segment_size is not None:
         values["segment_max_bytes"] = max(spec.segment_size, settings.max_batch_bytes)
     if spec.retention_secs is not None:
@@ -159,8 +165,9 @@ class ReplicaManager:
 
     def start(self) -> None:
         """Start housekeeping (flush policy, retention)."""
+        keeper = Housekeeper(lambda: self._logs)
         self._housekeeping = asyncio.get_running_loop().create_task(
-            self._housekeep(), name="spu-housekeeping"
+            keeper.run(), name="spu-housekeeping"
         )
 
     async def stop(self) -> None:
@@ -320,18 +327,3 @@ class ReplicaManager:
         except FluvioError as exc:
             logger.error("closing replica partition=%s failed: %s", name, exc)
         logger.info("replica detached partition=%s (storage kept)", name)
-
-    async def _housekeep(self) -> None:
-        rounds = 0
-        while True:
-            await asyncio.sleep(_HOUSEKEEPING_S)
-            rounds += 1
-            for name, log in list(self._logs.items()):
-                try:
-                    log.maybe_flush()
-                    if rounds % _RETENTION_EVERY == 0:
-                        log.apply_retention()
-                except FluvioError as exc:
-                    logger.error("housekeeping failed partition=%s: %s", name, exc)
-                except Exception:
-                    logger.exception("housekeeping failed partition=%s", name)
