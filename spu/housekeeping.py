@@ -10,9 +10,12 @@ task does the work instead, once per ``interval_s``:
   The descriptor comes from a read slice, which keeps it open while the thread runs,
   even if the log rolls, is truncated or closed meanwhile (a sealed segment was already
   fsynced by its roll, so syncing it again is harmless);
-- **high-watermark checkpoint**: ``log.checkpoint()`` when the HW moved, every
-  ``checkpoint_every_s`` (it is tiny but fsyncs twice, so not every second; a stale
-  checkpoint only means a follower compares more of its tail after a restart);
+- **high-watermark checkpoint**: when the HW moved, every ``checkpoint_every_s``, also
+  in a worker thread (it is tiny but fsyncs twice). The thread holds the checkpoint
+  file's lock while it reads the HW and writes it, and the log's own checkpoints (on
+  truncation and close) take the same lock, so whatever the order the newest value is
+  the one left on disk. A stale checkpoint only means a follower compares more of its
+  tail after a restart;
 - **retention**: ``log.apply_retention()`` every ``retention_every_s``.
 
 Durability across machines comes from replication (``acks=all``), as in Kafka; the
@@ -28,8 +31,10 @@ from collections.abc import Callable, Mapping
 
 from spark_stream.errors import FluvioError
 from spu.storage import ReplicaLog
+from spu.storage.checkpoint import checkpoint_lock, write_checkpoint
+from spu.storage.layout import CHECKPOINT_NAME
 
-__all__ = ["Housekeeper", "sync_data"]
+__all__ = ["Housekeeper", "sync_data", "checkpoint_hw"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +52,21 @@ async def sync_data(log: ReplicaLog) -> bool:
         return False
     await asyncio.to_thread(os.fdatasync, piece.fileno())
     return True
+
+
+def _write_current_hw(log: ReplicaLog) -> int:
+    """Write the log's HW as it is under the checkpoint lock (runs in a worker thread)."""
+    path = log.directory / CHECKPOINT_NAME
+    with checkpoint_lock(path):
+        hw = log.hw
+        if not log.closed:  # a closed log checkpointed itself
+            write_checkpoint(path, hw)
+    return hw
+
+
+async def checkpoint_hw(log: ReplicaLog) -> int:
+    """Checkpoint the log's high watermark off the event loop; returns the value written."""
+    return await asyncio.to_thread(_write_current_hw, log)
 
 
 class Housekeeper:
@@ -105,8 +125,7 @@ class Housekeeper:
         if log.closed:
             return
         if self.rounds % self._checkpoint_every == 0 and self._checkpointed_hw.get(key) != log.hw:
-            log.checkpoint()
-            self._checkpointed_hw[key] = log.hw
+            self._checkpointed_hw[key] = await checkpoint_hw(log)
         if self.rounds % self._retention_every == 0:
             removed = log.apply_retention()
             if removed:

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from spark_stream.records import encode_records
-from spu.housekeeping import Housekeeper, sync_data
+from spu.housekeeping import Housekeeper, checkpoint_hw, sync_data
 from spu.storage import ReplicaLog, StorageConfig
 from spu.storage.checkpoint import read_checkpoint
 from spu.storage.layout import CHECKPOINT_NAME
@@ -25,6 +25,11 @@ def test_sync_checkpoint_and_closed_logs(tmp_path: Path) -> None:
         await keeper.round()
         assert read_checkpoint(tmp_path / "t-0" / CHECKPOINT_NAME) in (None, 0)
         await keeper.round()  # the second round checkpoints the moved HW
+        assert read_checkpoint(tmp_path / "t-0" / CHECKPOINT_NAME) == 2
+        log.append_produced(encode_records(["c"]))
+        log.hw = 3
+        log.truncate_to(2)  # the log's own checkpoint: HW cut to the new LEO
+        assert await checkpoint_hw(log) == 2
         assert read_checkpoint(tmp_path / "t-0" / CHECKPOINT_NAME) == 2
         log.close()
         assert not await sync_data(log)
