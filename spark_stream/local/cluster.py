@@ -338,6 +338,8 @@ class LocalCluster:
         import socket
 
         with socket.socket() as sock:
+            # As the servers bind: connections of a previous run in TIME_WAIT do not count.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((_HOST, port))
             except OSError:
