@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from spark_stream.local.cluster import LocalCluster
+from tests.integration.helpers import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -61,8 +62,13 @@ def test_cli_round_trip(tmp_path: Path) -> None:
         records = [json.loads(line) for line in one.splitlines()]
         assert [r["offset"] for r in records] == list(range(len(records)))
 
-        parts = json.loads(fluvio(env, "partition", "list", "-O", "json").stdout)
-        assert sum(p["hw"] for p in parts) == 50
+        def partitions() -> list[dict[str, object]]:
+            return json.loads(fluvio(env, "partition", "list", "-O", "json").stdout)
+
+        # Leaders report LEO/HW to the SC periodically: poll with a deadline.
+        wait_until(lambda: sum(int(p["hw"]) for p in partitions()) == 50, 30,  # type: ignore[call-overload]
+                   "partition list to show every record")
+        parts = partitions()
         assert {p["leader"] for p in parts} <= {5001, 5002}
 
         status = fluvio(env, "cluster", "status", "-O", "json")
