@@ -92,6 +92,9 @@ def delta_conf(cache_dir: Path | None = None) -> dict[str, str]:
         "spark.jars": ",".join(str(p) for p in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        # Delta rebuilds a table's snapshot with this many tasks (default 50): on a small
+        # local machine that alone takes seconds per read of a small table.
+        "spark.databricks.delta.snapshotPartitions": "2",
     }
 
 
