@@ -194,6 +194,7 @@ class Connection:
             ) from None
         finally:
             self._pending.pop(cid, None)
+            _settle(future)
 
     async def call(
         self,
@@ -396,6 +397,20 @@ class Connection:
         if stream is not None:
             stream._fail(err)
             self._send_nowait(encode_frame(FrameKind.CANCEL, stream.api_key, cid))
+
+
+def _settle(future: asyncio.Future[Any]) -> None:
+    """Retire a request's future once its caller stops waiting on it.
+
+    A failed write shuts the connection down, which fails every pending future, this
+    request's own included, while the caller raises from the write instead of awaiting
+    it: retrieving the exception here keeps asyncio from logging it as never retrieved.
+    A future still pending (timeout, cancellation) is cancelled.
+    """
+    if not future.done():
+        future.cancel()
+    elif not future.cancelled():
+        future.exception()
 
 
 class Stream:

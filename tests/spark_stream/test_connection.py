@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import socket
+import struct
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -446,5 +449,40 @@ def test_a_request_from_the_server_is_refused_not_ignored() -> None:
                 await conn.request(ECHO, {})
             assert isinstance(info.value.__cause__, UnsupportedVersionError)
             await conn.close()
+
+    run(main())
+
+
+def test_a_failed_write_leaves_no_unretrieved_future_exception() -> None:
+    """A write that fails mid-request: the caller gets the typed error, asyncio logs nothing.
+
+    The peer takes the first bytes of a request far bigger than the socket buffers (so the
+    client is blocked in ``drain``) and resets the connection. Whether the writer or the
+    reader task sees the reset first, the request's own future must not be left holding an
+    exception nobody retrieves ("Future exception was never retrieved" when collected).
+    """
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dec: Any) -> None:
+        assert await reader.read(65536), "the request did not start"
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()  # RST: the client's pending write fails
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        reported: list[dict[str, Any]] = []
+        loop.set_exception_handler(lambda _loop, context: reported.append(context))
+        async with RawServer(script) as port:
+            conn = await Connection.open("127.0.0.1", port)
+            failure: tuple[type[BaseException], BaseException | None] | None = None
+            try:
+                await conn.request(ECHO, {}, b"x" * (48 << 20), timeout=20)
+            except FluvioError as exc:
+                failure = type(exc), exc.__cause__
+            await conn.close()
+            del conn
+            gc.collect()  # a dropped future reports an unretrieved exception when collected
+        assert failure is not None and failure[0] is ConnectionClosedError
+        assert isinstance(failure[1], OSError)  # the socket's own error is the cause
+        assert [c.get("message") for c in reported] == []
 
     run(main())
