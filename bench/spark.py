@@ -1,0 +1,264 @@
+"""Spark benchmark: ``format("fluvio")`` against the Python-source ceiling and Parquet.
+
+    .venv/bin/python -m bench.spark [--records 5000000] [--partitions 4] [--repeat 3]
+
+One run, one data set (``--records`` records of 100-byte values in a ``--partitions``
+partition topic on a local three-SPU cluster):
+
+- ``fluvio_rps``: ``spark.read.format("fluvio")...selectExpr("sum(length(value))")``;
+- ``ceiling_rps``: the same query over ``fluvio_ceiling`` (``bench/_ceiling_source.py``),
+  a trivial Python data source yielding the same Arrow batches from memory: what Spark's
+  Python data source path itself allows on this machine;
+- ``parquet_rps``: the same query over the same records written as Parquet;
+- ``available_now_rps``: a streaming ``availableNow`` query over the topic (noop sink);
+- ``e2e_p50_ms``/``e2e_p99_ms``: produce-to-``foreachBatch`` latency of single records
+  into an idle topic, with ``trigger(processingTime="0 seconds")``.
+
+Batch figures are the best of ``--repeat`` runs after one warm-up. Progress goes to
+stderr; the last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+VALUE_BYTES = 100
+TOPIC = "bench"
+LATENCY_TOPIC = "bench-latency"
+
+
+def _say(message: str) -> None:
+    print(f"[bench.spark] {message}", file=sys.stderr, flush=True)
+
+
+def _values(n: int, rng: np.random.Generator) -> pa.Array:
+    data = rng.integers(0, 256, n * VALUE_BYTES, dtype=np.uint8)
+    offsets = np.arange(0, (n + 1) * VALUE_BYTES, VALUE_BYTES, dtype=np.int32)
+    return pa.Array.from_buffers(
+        pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def _wait(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} not ready after {timeout}s")
+        time.sleep(0.05)  # bounded poll of the cluster
+
+
+def _topic_ready(client: Any, topic: str, partitions: int) -> bool:
+    try:
+        infos = client.topic_partitions(topic)
+        if len(infos) != partitions or any(i.leader is None for i in infos):
+            return False
+        for info in infos:
+            client.fetch_offsets(topic, info.partition)
+    except Exception:  # noqa: BLE001 - not ready yet
+        return False
+    return True
+
+
+def _produce(client: Any, records: int, partitions: int) -> float:
+    """Produce ``records`` 100-byte values evenly over the partitions; return seconds."""
+    rng = np.random.default_rng(7)
+    producer = client.topic_producer(TOPIC, acks="leader", linger_ms=0)
+    chunk = 250_000
+    started = time.perf_counter()
+    futures = []
+    for first in range(0, records, chunk):
+        n = min(chunk, records - first)
+        table = pa.table({"value": _values(n, rng)})
+        futures.append(producer.send_batch(table, partition=(first // chunk) % partitions))
+        if len(futures) >= 8:
+            futures.pop(0).result(timeout=300)
+    for future in futures:
+        future.result(timeout=300)
+    producer.close()
+    return time.perf_counter() - started
+
+
+def _best_rate(run: Callable[[], int], records: int, repeat: int, label: str) -> float:
+    run()  # warm-up: Python workers, JIT, caches
+    rates = []
+    for i in range(repeat):
+        started = time.perf_counter()
+        total = run()
+        seconds = time.perf_counter() - started
+        if total != records * VALUE_BYTES:
+            raise AssertionError(f"{label}: sum(length(value)) = {total}, expected "
+                                 f"{records * VALUE_BYTES}")
+        rates.append(records / seconds)
+        _say(f"{label} run {i + 1}: {seconds:.2f}s, {records / seconds:,.0f} records/s")
+    return max(rates)
+
+
+def _sum_lengths(df: Any) -> int:
+    return int(df.selectExpr("sum(length(value)) AS n").collect()[0]["n"])
+
+
+def _available_now(spark: Any, endpoint: str, records: int, checkpoint: Path) -> float:
+    df = (
+        spark.readStream.format("fluvio").option("endpoint", endpoint).option("topic", TOPIC)
+        .option("startingOffsets", "earliest").load()
+    )  # fmt: skip
+    started = time.perf_counter()
+    query = (
+        df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination(1800)
+    seconds = time.perf_counter() - started
+    read = sum(p["numInputRows"] for p in query.recentProgress)
+    if read != records:
+        raise AssertionError(f"availableNow read {read} records, expected {records}")
+    _say(f"availableNow: {read} records in {seconds:.2f}s "
+         f"({len(query.recentProgress)} micro-batches)")
+    return records / seconds
+
+
+def _latency(spark: Any, client: Any, endpoint: str, checkpoint: Path, samples: int) -> list[float]:
+    """Produce one record at a time into an idle topic; measure when foreachBatch sees it."""
+    arrivals: dict[int, float] = {}
+    lock = threading.Lock()
+
+    def sink(batch: Any, _batch_id: int) -> None:
+        now = time.time()
+        for row in batch.select("value").collect():
+            with lock:
+                arrivals[int(bytes(row["value"]))] = now
+
+    df = (
+        spark.readStream.format("fluvio").option("endpoint", endpoint)
+        .option("topic", LATENCY_TOPIC).load()
+    )  # fmt: skip
+    query = (
+        df.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0 seconds").start()
+    )  # fmt: skip
+    producer = client.topic_producer(LATENCY_TOPIC, acks="leader", linger_ms=0)
+    sent: dict[int, float] = {}
+    try:
+        _wait(lambda: query.lastProgress is not None, 120, "the latency query")
+        for i in range(samples):
+            sent[i] = time.time()
+            producer.send(None, str(i).encode()).result(timeout=30)
+            # Spread the samples so each one arrives into an idle topic.
+            deadline = time.monotonic() + 5
+            while i not in arrivals and time.monotonic() < deadline:
+                time.sleep(0.002)
+            time.sleep(0.02)
+    finally:
+        producer.close()
+        query.stop()
+    latencies = [(arrivals[i] - sent[i]) * 1000 for i in sent if i in arrivals]
+    if len(latencies) < samples:
+        _say(f"latency: {samples - len(latencies)} of {samples} records not seen within 5s")
+    return latencies
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def run(records: int, partitions: int, repeat: int, samples: int, workdir: Path) -> dict[str, Any]:
+    """Run every measurement; return the figures."""
+    os.environ["FLUVIO_PROFILE"] = str(workdir / "profile.json")
+    from bench._ceiling_source import CeilingDataSource
+    from datasource._spark import local_session
+    from spark_stream.client import Fluvio
+    from spark_stream.local.cluster import LocalCluster
+
+    cluster = LocalCluster(workdir / "cluster", spus=3, sc_port=0, spu_mode="custom",
+                           start_timeout=60.0)
+    cluster.start()
+    try:
+        endpoint = cluster.endpoint
+        with Fluvio.connect(endpoint) as client:
+            client.admin().create_topic(TOPIC, partitions=partitions)
+            client.admin().create_topic(LATENCY_TOPIC, partitions=1)
+            _wait(lambda: _topic_ready(client, TOPIC, partitions), 60, TOPIC)
+            _wait(lambda: _topic_ready(client, LATENCY_TOPIC, 1), 60, LATENCY_TOPIC)
+            seconds = _produce(client, records, partitions)
+            _say(f"produced {records:,} records of {VALUE_BYTES} B in {seconds:.1f}s "
+                 f"({records / seconds:,.0f}/s)")
+            spark = local_session("bench-spark")
+            spark.sparkContext.setLogLevel("ERROR")
+            try:
+                spark.dataSource.register(CeilingDataSource)
+                fluvio_df = (
+                    spark.read.format("fluvio").option("endpoint", endpoint)
+                    .option("topic", TOPIC).load()
+                )  # fmt: skip
+                ceiling_df = (
+                    spark.read.format("fluvio_ceiling").option("records", str(records))
+                    .option("partitions", str(partitions)).load()
+                )  # fmt: skip
+                parquet_dir = workdir / "parquet"
+                fluvio_df.write.parquet(str(parquet_dir))
+                parquet_df = spark.read.parquet(str(parquet_dir))
+                result: dict[str, Any] = {"records": records, "partitions": partitions}
+                result["fluvio_rps"] = _best_rate(
+                    lambda: _sum_lengths(fluvio_df), records, repeat, "fluvio")
+                result["ceiling_rps"] = _best_rate(
+                    lambda: _sum_lengths(ceiling_df), records, repeat, "ceiling")
+                result["parquet_rps"] = _best_rate(
+                    lambda: _sum_lengths(parquet_df), records, repeat, "parquet")
+                result["available_now_rps"] = _available_now(
+                    spark, endpoint, records, workdir / "checkpoint-available-now")
+                latencies = _latency(spark, client, endpoint, workdir / "checkpoint-latency",
+                                     samples)
+            finally:
+                spark.stop()
+    finally:
+        cluster.stop()
+    result["ratio_to_ceiling"] = result["fluvio_rps"] / result["ceiling_rps"]
+    result["ratio_to_parquet"] = result["fluvio_rps"] / result["parquet_rps"]
+    result["e2e_samples"] = len(latencies)
+    result["e2e_p50_ms"] = statistics.median(latencies) if latencies else None
+    result["e2e_p99_ms"] = _percentile(latencies, 99) if latencies else None
+    for key, value in list(result.items()):
+        if isinstance(value, float):
+            result[key] = round(value, 3 if key.startswith(("ratio", "e2e")) else 0)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m bench.spark")
+    parser.add_argument("--records", type=int, default=5_000_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=200, help="latency samples")
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-spark-"))
+    try:
+        result = run(args.records, args.partitions, args.repeat, args.samples, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    for key in ("fluvio_rps", "ceiling_rps", "parquet_rps", "available_now_rps"):
+        _say(f"{key:>18}: {result[key]:>12,.0f} records/s")
+    _say(f"fluvio / ceiling {result['ratio_to_ceiling']:.2f}, fluvio / parquet "
+         f"{result['ratio_to_parquet']:.2f}, e2e p50 {result['e2e_p50_ms']} ms, "
+         f"p99 {result['e2e_p99_ms']} ms")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
