@@ -152,15 +152,16 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offsets = self._visible(client)
         base: PartitionOffsetMap = {}
         latest: PartitionOffsetMap = {}
+        visible: PartitionOffsetMap = {}
         for tp, off in offsets.items():
-            end = visible_end(off, opts.isolation)
+            end = visible[tp] = visible_end(off, opts.isolation)
             if tp in begin:
                 base[tp] = self._checked_begin(tp, begin[tp], off)
                 latest[tp] = max(begin[tp], end)
             else:
                 base[tp] = off.log_start
                 latest[tp] = max(off.log_start, end)
-        self._last_latest = to_json_dict(latest)
+        self._last_latest = to_json_dict(visible)
         if self._target is not None:
             target = from_json_dict(self._target)
             for tp in list(latest):
