@@ -140,7 +140,11 @@ class CmAddSpu:
 
 @dataclass(frozen=True, slots=True)
 class CmUpdateSpu:
-    """Hand the connection manager an SPU's changed spec (pushed to connected SPUs)."""
+    """Hand the connection manager an SPU's changed spec or status (pushed to connected SPUs).
+
+    Status changes matter to the SPUs: a leader drops a follower whose SPU is ``Offline``
+    from its in-sync set at once.
+    """
 
     spu: Spu
 

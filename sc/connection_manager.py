@@ -2,10 +2,12 @@
 
 Theory of operation (seed ``003``, "Connection Manager"):
 
-- **Cache.** The SPU and partition controllers hand the CM SPU specs and partition
-  specs as actions (``CmAddSpu``, ``CmAddPartition``, ``CmLeaderChange``...). The CM
-  keeps them (SPUs by id, partitions as ``Replica`` entries, an index SPU id -> the
-  partitions it holds) and queues the change for each connected SPU concerned.
+- **Cache.** The SPU and partition controllers hand the CM SPUs (spec and status) and
+  partition specs as actions (``CmAddSpu``, ``CmAddPartition``, ``CmLeaderChange``...).
+  The CM keeps them (SPUs by id, partitions as ``Replica`` entries, an index SPU id ->
+  the partitions it holds) and queues the change for each connected SPU concerned: a
+  partition change for the SPUs holding it, an SPU change (e.g. ``Online`` ->
+  ``Offline``) for every connected SPU, one entry per SPU whatever the topic count.
 - **Setup.** An SPU presents its id and token. Only an SPU id in the cache (registered
   in the KV) with the cluster's token is accepted; anything else is refused with
   ``UnauthorizedError`` and logged. An accepted SPU gets a ``SpuSession``; the CM tells

@@ -26,6 +26,7 @@ from spark_stream.models import (
     PartitionStatus,
     PublicEndpoint,
     Spu,
+    SpuResolution,
     SpuSpec,
 )
 from spark_stream.protocol import Message
@@ -35,6 +36,7 @@ from spark_stream.protocol.control import (
     UpdateReplicas,
     UpdateSpus,
 )
+from tests.sc.controllers.helpers import OFFLINE, ONLINE, Cluster, make_spu
 from tests.sc.sim_spu import run
 
 
@@ -236,3 +238,53 @@ def test_unknown_actions_are_refused() -> None:
     cm, _, _ = make_cm()
     with pytest.raises(TypeError):
         cm.apply("nonsense")  # type: ignore[arg-type]
+
+
+def test_spu_status_changes_reach_every_connected_spu_coalesced() -> None:
+    """SPU controller -> KV echo -> ``CmUpdateSpu`` -> one ``UpdateSpus`` entry per SPU.
+
+    Leaders act on an ``Offline`` follower at once, so the status must be pushed; a
+    flapping SPU costs a slow reader one push with the latest status, not a backlog.
+    """
+    async def body() -> None:
+        cluster = Cluster(*(make_spu(i, ONLINE) for i in (1, 2, 3)))
+        cm = ConnectionManager("secret", 2.0, lambda _event: None,
+                               revision=lambda: cluster.revision)
+        for known in cluster.store.spus():
+            cm.apply(CmAddSpu(known))
+
+        def drive(event: Any) -> None:
+            for action in cluster.run(event):  # the controllers, with the KV echo
+                if isinstance(action, CmAddSpu | CmUpdateSpu | CmDeleteSpu):
+                    cm.apply(action)
+
+        def statuses(push: Message) -> dict[int, SpuResolution]:
+            assert isinstance(push, UpdateSpus)
+            return {s.spu_id: s.status.resolution for s in push.spu_objects()}
+
+        readers = [cm.attach(i, lambda: None).pushes() for i in (1, 2)]
+        for pushes in readers:
+            await take(pushes, 3)
+        drive(SpuDisconnected(3))
+        for pushes in readers:
+            (update,) = await take(pushes, 1)
+            assert isinstance(update, UpdateSpus) and not update.full
+            assert statuses(update) == {3: OFFLINE}
+        drive(SpuConnected(3))
+        drive(SpuDisconnected(3))
+        drive(SpuConnected(3))
+        drive(SpuDisconnected(3))
+        for pushes in readers:
+            (update,) = await take(pushes, 1)
+            assert statuses(update) == {3: OFFLINE}
+        assert cm.sessions[1].pending == cm.sessions[2].pending == 0
+        # A session that starts now gets the current statuses in its full push.
+        cm.detach(cm.sessions[2])
+        fresh = cm.attach(2, lambda: None).pushes()
+        _, full, _ = await take(fresh, 3)
+        assert isinstance(full, UpdateSpus) and full.full
+        assert statuses(full) == {1: ONLINE, 2: ONLINE, 3: OFFLINE}
+        for pushes in (*readers, fresh):
+            await pushes.aclose()
+
+    run(body())

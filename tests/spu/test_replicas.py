@@ -11,9 +11,9 @@ import pytest
 
 from spark_stream.config import SpuSettings, load_settings
 from spark_stream.errors import NotLeaderError, UnknownPartitionError, UnknownTopicError
-from spark_stream.models import PartitionSpec
+from spark_stream.models import PartitionSpec, Spu, SpuResolution, SpuSpec, SpuStatus
 from spark_stream.protocol import Acks
-from spark_stream.protocol.control import Replica, UpdateReplicas
+from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
 from spark_stream.records import encode_records
 from spu.replicas import ReplicaManager, storage_config
 
@@ -129,3 +129,44 @@ def test_storage_config_from_topic_settings(tmp_path: Path) -> None:
     assert config.max_batch_bytes == 1024
     default = storage_config(rep("a-0", ME, (ME,)), settings)
     assert default.retention_bytes is None and default.segment_max_bytes == 1 << 30
+
+
+def spu_with(spu_id: int, resolution: SpuResolution) -> Spu:
+    return Spu.new(f"spu-{spu_id}", SpuSpec(spu_id=spu_id), SpuStatus(resolution=resolution))
+
+
+def test_an_offline_push_evicts_the_follower_at_once_and_releases_acks_all(
+    tmp_path: Path,
+) -> None:
+    """The SC's ``UpdateSpus`` saying a follower's SPU is ``Offline`` shrinks the in-sync set
+    now: a waiting ``acks=all`` produce completes without waiting ``replica_max_lag_ms``."""
+    async def body() -> None:
+        settings = load_settings(SpuSettings, id=ME, data_dir=str(tmp_path),
+                                 replica_max_lag_ms=600_000)  # the lag alone evicts nobody here
+        m = ReplicaManager(settings)
+        await m.set_replicas([rep("a-0", ME, (ME, 2, 3), min_in_sync_replicas=2)])
+        leader = m.leader("a-0")
+        assert leader is not None and leader.in_sync == {ME, 2, 3}
+        appended = asyncio.Event()
+        leader.subscribe(appended)
+        waiting = asyncio.create_task(
+            leader.produce(memoryview(encode_records(["x"])), Acks.ALL, 60_000)
+        )
+        await asyncio.wait_for(appended.wait(), 5)  # appended; now it waits for the HW
+        assert leader.leo == 1
+        assert leader.follower_report(3, 1)  # SPU 3 caught up; SPU 2 is silent (dead)
+        assert leader.hw == 0 and not waiting.done()
+
+        await m.apply_spus(UpdateSpus.build([spu_with(2, SpuResolution.OFFLINE)], full=False))
+        assert leader.in_sync == {ME, 3}
+        reply = await asyncio.wait_for(waiting, 5)
+        assert (reply.base_offset, reply.hw) == (0, 1)
+
+        # Online again: SPU 2 rejoins once it reports caught up to the high watermark.
+        await m.apply_spus(UpdateSpus.build([spu_with(2, SpuResolution.ONLINE)], full=False))
+        assert leader.in_sync == {ME, 3}
+        assert leader.follower_report(2, 1)
+        assert leader.in_sync == {ME, 2, 3}
+        await m.stop()
+
+    run(body)

@@ -3,9 +3,12 @@
 Theory of operation (seed ``003``, "SPU Controller"):
 
 - **Add SPU** -> ``CmAddSpu``: the connection manager registers it and will accept its
-  connection. **Modify SPU** (spec changed) -> ``CmUpdateSpu``; a status-only change
-  is the controller's own write coming back and needs nothing. **Delete SPU** ->
-  ``CmDeleteSpu``.
+  connection. **Modify SPU** (spec or status changed) -> ``CmUpdateSpu``, which the
+  connection manager pushes to every connected SPU. A status change is this
+  controller's own ``Online``/``Offline`` write coming back through the KV watch, and
+  it must be pushed too: a partition leader evicts a follower whose SPU went
+  ``Offline`` from its in-sync set at once, instead of after ``replica_max_lag_ms``.
+  A change of neither (metadata only) needs nothing. **Delete SPU** -> ``CmDeleteSpu``.
 - **Online/Offline**: when the connection manager reports a connection gained or lost,
   write the SPU's status resolution (``Online``/``Offline``) unless it already says so.
 - **Reconcile** with the connection manager's set of connected SPUs corrects every
@@ -48,10 +51,10 @@ def _on_change(change: Change) -> list[Action]:
     if change.type is ChangeType.ADDED and isinstance(change.new, Spu):
         return [CmAddSpu(change.new)]
     if change.type is ChangeType.MODIFIED and isinstance(change.new, Spu):
-        old = change.old
-        if isinstance(old, Spu) and old.spec == change.new.spec:
+        old, new = change.old, change.new
+        if isinstance(old, Spu) and old.spec == new.spec and old.status == new.status:
             return []
-        return [CmUpdateSpu(change.new)]
+        return [CmUpdateSpu(new)]
     if change.type is ChangeType.DELETED and isinstance(change.old, Spu):
         return [CmDeleteSpu(change.old.spu_id, change.old.name)]
     return []

@@ -27,6 +27,8 @@ S2 = make_spu(2, ONLINE)
 S3_INIT = make_spu(3, SpuResolution.INIT)
 S1_MOVED = S1.with_spec(SpuSpec(spu_id=1, rack="zone-b")).with_revision(2)
 S1_STATUS_ONLY = S1.with_status(SpuStatus(resolution=ONLINE)).with_revision(2)
+S2_OFFLINE = S2.with_status(SpuStatus(resolution=OFFLINE)).with_revision(2)
+S1_RELABELLED = S1.with_revision(3)
 
 
 def _status(spu: Any, resolution: SpuResolution) -> UpdateSpuStatus:
@@ -38,8 +40,14 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
     ("add SPU", [S1], added(S1), [CmAddSpu(S1)]),
     # seed: "Modify SPU -> action to update SPU in the Connection Manager"
     ("modify SPU spec", [S1_MOVED], modified(S1, S1_MOVED), [CmUpdateSpu(S1_MOVED)]),
-    ("status-only change is our own write: nothing", [S1_STATUS_ONLY],
-     modified(S1, S1_STATUS_ONLY), []),
+    # Our own Online/Offline write coming back: the SPUs must hear of it (a leader
+    # evicts an Offline follower from its in-sync set at once).
+    ("status change: pushed to the SPUs", [S1_STATUS_ONLY],
+     modified(S1, S1_STATUS_ONLY), [CmUpdateSpu(S1_STATUS_ONLY)]),
+    ("going Offline: pushed to the SPUs", [S2_OFFLINE], modified(S2, S2_OFFLINE),
+     [CmUpdateSpu(S2_OFFLINE)]),
+    ("neither spec nor status changed: nothing", [S1_RELABELLED],
+     modified(S1, S1_RELABELLED), []),
     # seed: "Delete SPU -> action to delete SPU from the Connection Manager"
     ("delete SPU", [], deleted(S1), [CmDeleteSpu(1, "spu-1")]),
     # seed: "Online/Offline -> action to update SPU resolution status in the KV store"
