@@ -75,6 +75,8 @@ def _topic_ready(client: Any, topic: str, partitions: int) -> bool:
 
 def _produce(client: Any, records: int, partitions: int) -> float:
     """Produce ``records`` 100-byte values evenly over the partitions; return seconds."""
+    from datasource.sink_schema import null_headers
+
     rng = np.random.default_rng(7)
     producer = client.topic_producer(TOPIC, acks="leader", linger_ms=0)
     chunk = 250_000
@@ -82,7 +84,7 @@ def _produce(client: Any, records: int, partitions: int) -> float:
     futures = []
     for first in range(0, records, chunk):
         n = min(chunk, records - first)
-        table = pa.table({"value": _values(n, rng)})
+        table = pa.table({"value": _values(n, rng), "headers": null_headers(n)})
         futures.append(producer.send_batch(table, partition=(first // chunk) % partitions))
         if len(futures) >= 8:
             futures.pop(0).result(timeout=300)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
@@ -26,7 +27,7 @@ from pyspark.sql.types import (
 from spark_stream.errors import SinkSchemaError
 from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA
 
-__all__ = ["SinkColumns", "sink_columns", "to_record_batch", "SINK_COLUMNS"]
+__all__ = ["SinkColumns", "sink_columns", "to_record_batch", "null_headers", "SINK_COLUMNS"]
 
 SINK_COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
 
@@ -104,8 +105,23 @@ def sink_columns(schema: StructType, *, topic_option: bool) -> SinkColumns:
     )
 
 
+def null_headers(n: int) -> pa.Array:
+    """``n`` null header lists with an empty child: 4 bytes a row in a frame.
+
+    (``pa.nulls(n, HEADERS_TYPE)`` gives child arrays whose offset buffers have ``n + 1``
+    entries; Arrow IPC writes those whole into every frame cut from the batch.)
+    """
+    return pa.ListArray.from_arrays(
+        pa.array(np.zeros(n + 1, dtype=np.int32)),
+        pa.array([], HEADERS_TYPE.value_type),
+        type=HEADERS_TYPE,
+        mask=pa.array(np.ones(n, dtype=bool)),
+    )
+
+
 def to_record_batch(batch: pa.RecordBatch, columns: SinkColumns) -> pa.RecordBatch:
-    """The producer's view of a Spark Arrow batch: binary key/value, UTC timestamps.
+    """The producer's view of a Spark Arrow batch: binary key/value, UTC timestamps,
+    and always a ``headers`` column (compact nulls when the DataFrame has none).
 
     Raises:
         SinkSchemaError: null values in ``value``.
@@ -121,9 +137,9 @@ def to_record_batch(batch: pa.RecordBatch, columns: SinkColumns) -> pa.RecordBat
     if columns.timestamp:
         arrays.append(batch.column("timestamp").cast(RECORD_SCHEMA.field("timestamp").type))
         names.append("timestamp")
-    if columns.headers:
-        arrays.append(batch.column("headers").cast(HEADERS_TYPE))
-        names.append("headers")
+    headers = batch.column("headers").cast(HEADERS_TYPE) if columns.headers else None
+    arrays.append(null_headers(batch.num_rows) if headers is None else headers)
+    names.append("headers")
     if columns.partition:
         arrays.append(batch.column("partition").cast(pa.int32()))
         names.append("partition")

@@ -130,7 +130,7 @@ def write_task(
                         to_record_batch(rows, columns),
                         key_column="key" if columns.key else None,
                         timestamp_column="timestamp" if columns.timestamp else None,
-                        headers_column="headers" if columns.headers else None,
+                        headers_column="headers",
                         partition_column="partition" if columns.partition else None,
                     )
                 )

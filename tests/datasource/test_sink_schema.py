@@ -17,7 +17,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from datasource.sink_schema import SinkColumns, sink_columns, to_record_batch
+from datasource.sink_schema import SinkColumns, null_headers, sink_columns, to_record_batch
 from spark_stream.errors import SinkSchemaError
 from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA
 
@@ -77,6 +77,16 @@ def test_casts_to_the_producer_types() -> None:
     assert out.column("timestamp")[0].as_py() == datetime(2024, 1, 1, tzinfo=UTC)
     assert out.column("headers").type == HEADERS_TYPE
     assert out.column("partition").type == pa.int32()
+
+
+def test_missing_headers_become_compact_nulls() -> None:
+    batch = pa.RecordBatch.from_pydict({"value": pa.array([b"a"] * 1000)})
+    out = to_record_batch(batch, SinkColumns())
+    headers = out.column("headers")
+    assert headers.type == HEADERS_TYPE and headers.null_count == 1000
+    assert len(headers.values) == 0
+    assert all(b is None or b.size <= 4 for b in headers.values.buffers())
+    assert null_headers(0).null_count == 0
 
 
 def test_null_values_are_rejected() -> None:
