@@ -50,11 +50,12 @@ def wait_until(
 def fluvio_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A local cluster of three SPUs for the session (its own profile and data dir)."""
     root: Path = tmp_path_factory.mktemp("fluvio")
-    saved = {k: os.environ.get(k) for k in ("FLUVIO_PROFILE", *_ENV)}
+    saved = {"FLUVIO_PROFILE": os.environ.get("FLUVIO_PROFILE")}
     os.environ["FLUVIO_PROFILE"] = str(root / "profile.json")
-    os.environ.update(_ENV)
+    # The SPU settings go to the cluster's processes only: through os.environ they would
+    # leak into every cluster other tests start later in the session.
     cluster = LocalCluster(root / "cluster", spus=SPUS, sc_port=0, spu_mode="custom",
-                           start_timeout=60.0)
+                           start_timeout=60.0, env=_ENV)
     try:
         cluster.start()
         yield cluster

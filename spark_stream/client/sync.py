@@ -29,7 +29,7 @@ from spark_stream.client.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.offset import Offset
 from spark_stream.client.producer import AsyncTopicProducer
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
-from spark_stream.errors import FluvioError, RequestTimeoutError
+from spark_stream.errors import ClientClosedError, FluvioError, RequestTimeoutError
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
 __all__ = [
@@ -50,6 +50,7 @@ class LoopThread:
 
     def __init__(self, name: str = "fluvio-client") -> None:
         self.loop = asyncio.new_event_loop()
+        self._stopping = False
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._thread.start()
 
@@ -67,12 +68,19 @@ class LoopThread:
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("blocking Fluvio call made on the client's own loop thread")
+        if not self._thread.is_alive() or self.loop.is_closed():
+            coro.close()
+            raise ClientClosedError("the client is closed")
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise RequestTimeoutError(f"operation not done within {timeout}s") from None
+        except concurrent.futures.CancelledError:
+            if self._stopping:
+                raise ClientClosedError("the client was closed during the call") from None
+            raise
 
     @property
     def alive(self) -> bool:
@@ -80,8 +88,16 @@ class LoopThread:
         return self._thread.is_alive()
 
     def stop(self) -> None:
-        """Stop the loop, join the thread and close the loop. Idempotent."""
+        """Stop the loop, join the thread and close the loop. Idempotent.
+
+        Work still running on the loop is cancelled first, so a thread blocked in ``run``
+        (a consumer iterating a stream, say) gets ``ClientClosedError`` instead of
+        waiting forever on a loop that no longer runs.
+        """
+        self._stopping = True
         if self._thread.is_alive():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(_cancel_all(), self.loop).result(5)
             with contextlib.suppress(Exception):
                 shutdown = self.loop.shutdown_asyncgens()
                 asyncio.run_coroutine_threadsafe(shutdown, self.loop).result(5)
@@ -89,6 +105,14 @@ class LoopThread:
             self._thread.join()
         if not self.loop.is_closed():
             self.loop.close()
+
+
+async def _cancel_all() -> None:
+    """Cancel every other task on the running loop and wait for them to finish."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class SyncStream(Iterator[T], Generic[T]):

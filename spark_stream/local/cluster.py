@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,8 @@ class LocalCluster:
         stop_timeout: seconds between SIGTERM and SIGKILL.
         python: the interpreter that runs the SC and SPUs.
         profile: where ``start`` writes the client profile (default ``profile_path()``).
+        env: variables added to the environment of every process the cluster starts
+            (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
     """
 
     def __init__(
@@ -222,6 +224,7 @@ class LocalCluster:
         stop_timeout: float = 10.0,
         python: str = sys.executable,
         profile: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         if spu_mode not in ("group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
@@ -236,6 +239,7 @@ class LocalCluster:
         self.stop_timeout = stop_timeout
         self.python = python
         self.profile = Path(profile) if profile is not None else None
+        self.env = dict(env or {})
         self.layout = self._load_layout()
 
     # -- paths ---------------------------------------------------------------------------
@@ -317,7 +321,7 @@ class LocalCluster:
             "--protected-mode", "yes", "--logfile", str(self.log_file("redis")),
         ]  # fmt: skip
         self.log_file("redis").parent.mkdir(parents=True, exist_ok=True)
-        _spawn(argv, pid_file, self.log_file("redis"))
+        _spawn(argv, pid_file, self.log_file("redis"), self.env)
         self.layout.redis_port = port
         self.layout.redis_url = f"redis://{_HOST}:{port}/0"
         self._wait(lambda: self._redis_ok(), "redis", pid_file)
@@ -367,7 +371,7 @@ class LocalCluster:
             "--data-dir", str(self.data_dir / "spus"), "--spu-command", spu_command,
             "--ready-file", str(ready),
         ]  # fmt: skip
-        _spawn(argv, pid_file, self.log_file("sc"))
+        _spawn(argv, pid_file, self.log_file("sc"), self.env)
         self._wait(ready.is_file, "sc", pid_file)
         info = json.loads(ready.read_text())
         self.layout.sc_public_port = int(info["public_port"])
@@ -430,6 +434,7 @@ class LocalCluster:
         folder = self.spu_dir(spu_id)
         folder.mkdir(parents=True, exist_ok=True)
         env = {
+            **self.env,
             "FLUVIO_SPU_ID": str(spu_id),
             "FLUVIO_SPU_HOST": _HOST,
             "FLUVIO_SPU_PUBLIC_PORT": str(ports[0]),

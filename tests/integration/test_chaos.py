@@ -66,7 +66,7 @@ def test_random_spu_kills_lose_and_duplicate_nothing(cluster: LocalCluster) -> N
                 if i % 20 == 0:
                     time.sleep(0.01)  # a steady load of about 2,000 records/s
 
-        writer = threading.Thread(target=produce)
+        writer = threading.Thread(target=produce, daemon=True)
         writer.start()
         kills = 0
         try:

@@ -51,7 +51,7 @@ def test_leader_sigkill_loses_no_acknowledged_record(cluster: LocalCluster) -> N
             finally:
                 stream.close()
 
-        reader = threading.Thread(target=consume)
+        reader = threading.Thread(target=consume, daemon=True)
         reader.start()
         futures: list[tuple[bytes, DeliveryFuture]] = []
         leader = fluvio.topic_partitions(topic)[0].leader

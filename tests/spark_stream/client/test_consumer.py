@@ -103,7 +103,7 @@ def test_live_stream_sees_new_records(fluvio: Fluvio) -> None:
             if len(got) == 3:
                 return
 
-    reader = threading.Thread(target=read)
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     producer = fluvio.topic_producer(name, linger_ms=0)
     deadline = time.monotonic() + 30
