@@ -75,7 +75,7 @@ def _topic_ready(client: Any, topic: str, partitions: int) -> bool:
 
 def _produce(client: Any, records: int, partitions: int) -> float:
     """Produce ``records`` 100-byte values evenly over the partitions; return seconds."""
-    from datasource.sink_schema import null_headers
+    from spark_stream.records import null_headers
 
     rng = np.random.default_rng(7)
     producer = client.topic_producer(TOPIC, acks="leader", linger_ms=0)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.types import (
     ArrayType,
@@ -25,9 +24,9 @@ from pyspark.sql.types import (
 )
 
 from spark_stream.errors import SinkSchemaError
-from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA
+from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA, null_headers
 
-__all__ = ["SinkColumns", "sink_columns", "to_record_batch", "null_headers", "SINK_COLUMNS"]
+__all__ = ["SinkColumns", "sink_columns", "to_record_batch", "SINK_COLUMNS"]
 
 SINK_COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
 
@@ -102,20 +101,6 @@ def sink_columns(schema: StructType, *, topic_option: bool) -> SinkColumns:
         partition="partition" in names,
         timestamp="timestamp" in names,
         headers="headers" in names,
-    )
-
-
-def null_headers(n: int) -> pa.Array:
-    """``n`` null header lists with an empty child: 4 bytes a row in a frame.
-
-    (``pa.nulls(n, HEADERS_TYPE)`` gives child arrays whose offset buffers have ``n + 1``
-    entries; Arrow IPC writes those whole into every frame cut from the batch.)
-    """
-    return pa.ListArray.from_arrays(
-        pa.array(np.zeros(n + 1, dtype=np.int32)),
-        pa.array([], HEADERS_TYPE.value_type),
-        type=HEADERS_TYPE,
-        mask=pa.array(np.ones(n, dtype=bool)),
     )
 
 

@@ -58,6 +58,7 @@ __all__ = [
     "decode_frames",
     "with_base_offset",
     "now_us",
+    "null_headers",
 ]
 
 HEADERS_TYPE = pa.list_(
@@ -154,7 +155,7 @@ def build_batch(
     if len(ts_arr) != n:
         raise ValueError(f"timestamps has {len(ts_arr)} entries for {n} values")
     if headers is None:
-        hdr_arr = pa.nulls(n, HEADERS_TYPE)
+        hdr_arr = null_headers(n)
     else:
         hdr_arr = pa.array(
             [None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers],
@@ -163,6 +164,21 @@ def build_batch(
         if len(hdr_arr) != n:
             raise ValueError(f"headers has {len(hdr_arr)} entries for {n} values")
     return pa.RecordBatch.from_arrays([key_arr, value_arr, ts_arr, hdr_arr], schema=RECORD_SCHEMA)
+
+
+def null_headers(n: int) -> pa.Array:
+    """``n`` null header lists with an empty child: 4 bytes a row in a frame.
+
+    ``pa.nulls(n, HEADERS_TYPE)`` builds child arrays whose offset buffers hold ``n + 1``
+    entries each, and Arrow IPC writes them whole into every frame: about 3x the bytes of
+    this form for small records.
+    """
+    return pa.ListArray.from_arrays(
+        pa.array(np.zeros(n + 1, dtype=np.int32)),
+        pa.array([], HEADERS_TYPE.value_type),
+        type=HEADERS_TYPE,
+        mask=pa.array(np.ones(n, dtype=bool)),
+    )
 
 
 def _binary(items: Sequence[bytes | str | None] | pa.Array) -> pa.Array:

@@ -18,7 +18,7 @@ import pyarrow as pa
 from spark_stream.client.accumulator import RECORD_OVERHEAD
 from spark_stream.client.partitioner import Partitioner
 from spark_stream.errors import InvalidConfigError, RecordTooLargeError, UnknownPartitionError
-from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA
+from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA, null_headers
 
 __all__ = ["normalize", "split_by_partition", "chunk_rows", "row_sizes"]
 
@@ -102,7 +102,7 @@ def normalize(
         else:
             ts_arr = _timestamp_column(ts, str(timestamp_column))
         if hdrs is None:
-            hdr_arr = pa.nulls(n, HEADERS_TYPE)
+            hdr_arr = null_headers(n)
         elif hdrs.type == HEADERS_TYPE:
             hdr_arr = hdrs
         else:

@@ -17,9 +17,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from datasource.sink_schema import SinkColumns, null_headers, sink_columns, to_record_batch
+from datasource.sink_schema import SinkColumns, sink_columns, to_record_batch
 from spark_stream.errors import SinkSchemaError
-from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA
+from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA, null_headers
 
 HEADERS = ArrayType(
     StructType([StructField("key", StringType()), StructField("value", BinaryType())])

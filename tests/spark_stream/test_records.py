@@ -20,6 +20,7 @@ from spark_stream.records import (
     encode_batch,
     encode_records,
     iter_frames,
+    null_headers,
     read_header,
     verify_frame,
     with_base_offset,
@@ -177,3 +178,12 @@ def test_valid_crc_over_garbage_payload_is_still_a_typed_error(garbage: bytes, c
     struct.pack_into("<I", head, 20, crc)
     with pytest.raises(CorruptFrameError):
         decode_frame(bytes(head) + garbage)
+
+
+def test_records_without_headers_carry_compact_null_headers() -> None:
+    batch = build_batch([b"x"] * 1000)
+    headers = batch.column("headers")
+    assert headers.null_count == 1000 and len(headers.values) == 0
+    assert null_headers(0).null_count == 0
+    # 4 bytes a row of list offsets, not three n+1 offset buffers of the child arrays.
+    assert len(encode_batch(batch)) < 1000 * (1 + 4 + 4 + 8 + 4) + 2048
