@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.spark")
     parser.add_argument("--records", type=int, default=5_000_000)
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--samples", type=int, default=200, help="latency samples")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="bench-spark-"))

@@ -4,7 +4,9 @@ A ``FluvioPartition`` is plain data (topic, partition, offsets, and a ``ReadSpec
 the endpoint and read settings resolved on the driver), so it pickles small and an
 executor needs nothing else. ``read_partition`` runs on the executor: it fetches exactly
 ``[start, end)`` from the leader as zero-copy Arrow batches and rearranges their columns
-into the output schema (``schema.to_spark_batch``): no Python work per record.
+into the output schema (``schema.to_spark_batch``): no Python work per record. The
+fetches run ``PREFETCH`` batches ahead on the client's event-loop thread, so the next
+round trip to the leader overlaps Spark's handling of the current batch.
 
 Data loss: when retention removed the start of the range before the task ran, the
 task fails with ``DataLossError`` when ``failOnDataLoss`` is on, and otherwise logs it
@@ -14,6 +16,7 @@ that appeared after the query started) skips silently.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,9 +29,12 @@ from datasource.schema import combine, to_spark_batch
 from spark_stream.client import Fluvio
 from spark_stream.errors import ConnectionClosedError, DataLossError
 
-__all__ = ["ReadSpec", "FluvioPartition", "read_partition", "COMBINE_ROWS"]
+__all__ = ["ReadSpec", "FluvioPartition", "read_partition", "COMBINE_ROWS", "PREFETCH"]
 
 log = logging.getLogger(__name__)
+
+PREFETCH = 4
+"""Decoded batches fetched ahead of the one Spark is consuming."""
 
 COMBINE_ROWS = 8192
 """Fetched frames smaller than this are merged before they go to Spark: every batch
@@ -95,11 +101,7 @@ def _read(part: FluvioPartition) -> Iterator[pa.RecordBatch]:
         start = _checked_start(client, part)
     pending: list[pa.RecordBatch] = []
     rows = 0
-    batches = client.fetch_batches(
-        part.topic, part.partition, start, part.end,
-        isolation=spec.isolation, max_bytes=spec.fetch_max_bytes, with_offsets=True,
-    )  # fmt: skip
-    for batch in batches:
+    for batch in _prefetched(client, part, start):
         out = to_spark_batch(
             batch, part.topic, part.partition, include_headers=spec.include_headers
         )
@@ -113,6 +115,45 @@ def _read(part: FluvioPartition) -> Iterator[pa.RecordBatch]:
             pending, rows = [], 0
     if pending:
         yield combine(pending)
+
+
+_END = object()
+
+
+def _prefetched(client: Fluvio, part: FluvioPartition, start: int) -> Iterator[pa.RecordBatch]:
+    """``fetch_batches`` run ahead on the client's loop thread, ``PREFETCH`` batches deep,
+    so the next fetch from the leader overlaps Spark's work on the current batch."""
+    spec = part.spec
+    loop = client.loop
+
+    async def make_queue() -> asyncio.Queue[object]:
+        return asyncio.Queue(maxsize=PREFETCH)
+
+    queue = client.run(make_queue())
+
+    async def pump() -> None:
+        try:
+            batches = client.core.fetch_batches(
+                part.topic, part.partition, start, part.end,
+                isolation=spec.isolation, max_bytes=spec.fetch_max_bytes, with_offsets=True,
+            )  # fmt: skip
+            async for batch in batches:
+                await queue.put(batch)
+            await queue.put(_END)
+        except Exception as exc:  # handed to the consuming thread, raised there
+            await queue.put(exc)
+
+    pumping = asyncio.run_coroutine_threadsafe(pump(), loop)
+    try:
+        while True:
+            item = asyncio.run_coroutine_threadsafe(queue.get(), loop).result()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+    finally:
+        pumping.cancel()
 
 
 def _checked_start(client: Fluvio, part: FluvioPartition) -> int:
