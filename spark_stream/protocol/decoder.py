@@ -34,9 +34,29 @@ from spark_stream.protocol.frame import (
     parse_header,
 )
 
-__all__ = ["FrameDecoder", "Event"]
+__all__ = ["FrameDecoder", "Event", "classify_header", "split_body"]
 
 Event = Frame | OversizedFrame
+
+
+def classify_header(buf: Buffer, max_frame_size: int, pos: int = 0) -> FrameHeader | OversizedFrame:
+    """Parse the header at ``pos``: its ``FrameHeader``, or ``OversizedFrame`` past the limit.
+
+    Shared by ``FrameDecoder`` and receivers that read each body straight into its own
+    buffer, so the framing rules live in one place.
+
+    Raises:
+        CorruptFrameError: the header cannot be a frame (see ``parse_header``).
+    """
+    header = parse_header(buf, pos)
+    if header.frame_length > max_frame_size:
+        return OversizedFrame(header, max_frame_size)
+    return header
+
+
+def split_body(header: FrameHeader, body: memoryview) -> Frame:
+    """The ``Frame`` whose whole body (meta then tail, ``header.body_length`` bytes) is ``body``."""
+    return Frame(header, body[: header.meta_length], body[header.meta_length :])
 
 
 class FrameDecoder:
@@ -111,20 +131,20 @@ class FrameDecoder:
             if self._buffered < HEADER_SIZE:
                 return None
             try:
-                header = parse_header(self._take(HEADER_SIZE))
+                parsed = classify_header(self._take(HEADER_SIZE), self.max_frame_size)
             except CorruptFrameError as exc:
                 self._fail(str(exc))
                 raise
-            if header.frame_length > self.max_frame_size:
-                self._skip = header.body_length
-                return OversizedFrame(header, self.max_frame_size)
-            self._header = header
+            if isinstance(parsed, OversizedFrame):
+                self._skip = parsed.header.body_length
+                return parsed
+            self._header = parsed
         header = self._header
         if self._buffered < header.body_length:
             return None
         body = self._take(header.body_length)
         self._header = None
-        return Frame(header, body[: header.meta_length], body[header.meta_length :])
+        return split_body(header, body)
 
     def _events(self) -> Iterator[Event]:
         while (event := self.next_event()) is not None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from spark_stream.connection import Connection
+from spark_stream.connection import OWN_BUFFER_BODY, SCRATCH_SIZE, Connection
 from spark_stream.errors import (
     ConnectionClosedError,
     CorruptFrameError,
@@ -296,6 +296,38 @@ def test_size_limits_fail_one_request_not_the_connection() -> None:
             with pytest.raises(RecordTooLargeError, match="reply of 50"):
                 await small.request(ECHO, {"grow": 5000})  # the reply is too big
             assert (await small.request(ECHO, {"ok": 1}))[0] == {"ok": 1}
+        finally:
+            await small.close()
+
+    with_server(test)
+
+
+def test_tails_of_every_size_arrive_intact_when_pipelined() -> None:
+    """Sizes straddle the receiver's small-frame and own-buffer paths; replies interleave."""
+    sizes = [0, 1, 19, 20, 4095, OWN_BUFFER_BODY - 64, OWN_BUFFER_BODY, OWN_BUFFER_BODY + 1,
+             SCRATCH_SIZE - 20, SCRATCH_SIZE, SCRATCH_SIZE + 7, 3 * SCRATCH_SIZE + 5]
+
+    async def test(app: App, server: Server, conn: Connection) -> None:
+        tails = [bytes([i % 251]) * n for i, n in enumerate(sizes * 3)]
+        replies = await asyncio.gather(*(conn.request(ECHO, {"i": i}, t)
+                                         for i, t in enumerate(tails)))
+        for i, ((meta, tail), sent) in enumerate(zip(replies, tails, strict=True)):
+            assert meta == {"i": i}
+            assert isinstance(tail, memoryview)
+            assert bytes(tail) == sent
+
+    with_server(test)
+
+
+def test_oversized_reply_larger_than_the_scratch_buffer_is_skipped() -> None:
+    async def test(app: App, server: Server, conn: Connection) -> None:
+        small = await Connection.open("127.0.0.1", server.port, max_frame_size=4096)
+        try:
+            big, ok = small.request(ECHO, {"grow": 3 << 20}), small.request(ECHO, {"ok": 2})
+            results = await asyncio.gather(big, ok, return_exceptions=True)
+            assert isinstance(results[0], RecordTooLargeError)
+            assert results[1][0] == {"ok": 2}
+            assert (await small.request(ECHO, {"ok": 3}, b"y" * 3000))[1] == b"y" * 3000
         finally:
             await small.close()
 
