@@ -11,7 +11,6 @@ they also use the ``spark`` fixture of ``tests/conftest.py``).
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -21,8 +20,9 @@ import pytest
 
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
+from tests.polling import wait_until
 
-__all__ = ["wait_until", "produce"]
+__all__ = ["produce"]
 
 SPUS = 3
 # Generous follower lag bound, so a paused follower stays in sync long enough for a test
@@ -30,20 +30,6 @@ SPUS = 3
 # Frames up to 512 KiB (above the producer's default 256 KiB batches), so a topic may use
 # segments that small and a test can see retention at work.
 _ENV = {"FLUVIO_SPU_REPLICA_MAX_LAG_MS": "60000", "FLUVIO_SPU_MAX_BATCH_BYTES": "524288"}
-
-
-def wait_until(
-    check: Callable[[], object], timeout: float = 30.0, what: str = "condition"
-) -> object:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)  # bounded poll of a condition in other processes
 
 
 @pytest.fixture(scope="session")

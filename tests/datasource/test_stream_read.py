@@ -16,7 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
-from tests.spark_conftest import produce, wait_until
+from tests.polling import wait_until
+from tests.spark_conftest import produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

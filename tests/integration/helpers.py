@@ -9,15 +9,15 @@ leader the client can reach.
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
+from tests.polling import wait_until
 
-__all__ = ["running_cluster", "make_topic", "wait_until", "unique"]
+__all__ = ["running_cluster", "make_topic", "unique"]
 
 
 @contextlib.contextmanager
@@ -39,16 +39,6 @@ def running_cluster(
 def unique(prefix: str = "t") -> str:
     """A fresh topic name."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(check: object, timeout: float, what: str) -> None:
-    """Poll ``check()`` until true, failing the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.05)  # polling a condition with a deadline
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def make_topic(

@@ -17,7 +17,8 @@ import pytest
 from spark_stream.client import Fluvio, Offset
 from spark_stream.client.futures import DeliveryFuture
 from spark_stream.local.cluster import LocalCluster
-from tests.integration.helpers import make_topic, running_cluster, wait_until
+from tests.integration.helpers import make_topic, running_cluster
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
 

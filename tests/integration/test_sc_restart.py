@@ -11,7 +11,8 @@ import pytest
 
 from spark_stream.client import Fluvio, Offset
 from spark_stream.local.cluster import LocalCluster, process_alive
-from tests.integration.helpers import make_topic, running_cluster, wait_until
+from tests.integration.helpers import make_topic, running_cluster
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
 

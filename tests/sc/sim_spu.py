@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -181,18 +180,3 @@ def run(coro: Awaitable[T], timeout: float = 60) -> T:  # noqa: ASYNC109
     return asyncio.run(bounded())
 
 
-async def until(
-    cond: Callable[[], bool | Awaitable[bool]], within: float = 10.0, what: str = "condition"
-) -> None:
-    """Poll ``cond`` (sync or async) until it holds; fail after ``within`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = cond()
-        if inspect.isawaitable(result):
-            result = await result
-        if result:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} not met within {within}s")
-        await asyncio.sleep(0.02)  # polling interval, bounded by the deadline

@@ -24,7 +24,8 @@ from spark_stream.models import (
     TopicResolution,
     TopicSpec,
 )
-from tests.sc.sim_spu import run, until
+from tests.polling import until
+from tests.sc.sim_spu import run
 
 
 def build(kv: MemoryKvStore, reducers: Any = None) -> tuple[Dispatcher, ConnectionManager]:

@@ -22,7 +22,8 @@ from spark_stream.errors import (
 from spark_stream.models import PartitionResolution, SpuResolution
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest, SpuConnectRequest, UpdateLrsRequest
-from tests.sc.sim_spu import SimSpu, run, until
+from tests.polling import until
+from tests.sc.sim_spu import SimSpu, run
 
 pytestmark = pytest.mark.integration
 

@@ -31,7 +31,8 @@ from spark_stream.models import (
 )
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import MetadataUpdate
-from tests.sc.sim_spu import SimSpu, run, until
+from tests.polling import until
+from tests.sc.sim_spu import SimSpu, run
 
 pytestmark = pytest.mark.integration
 

@@ -38,6 +38,7 @@ from spark_stream.protocol import (
     encode_frame,
 )
 from spark_stream.server import ConnContext, Server
+from tests.polling import until
 
 pytestmark = pytest.mark.integration
 
@@ -52,15 +53,6 @@ def run(coro: Awaitable[Any], timeout: float = 30) -> Any:
             return await coro
 
     return asyncio.run(bounded())
-
-
-async def until(cond: Callable[[], bool], within: float = 5.0) -> None:
-    """Poll ``cond`` until it holds; fail after ``within`` seconds."""
-    deadline = asyncio.get_running_loop().time() + within
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {within}s")
-        await asyncio.sleep(0.005)
 
 
 class App:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -29,6 +29,7 @@ from spark_stream.protocol import (
     encode_frame,
 )
 from spark_stream.server import ConnContext, Route, Server
+from tests.polling import until
 
 pytestmark = pytest.mark.integration
 
@@ -41,15 +42,6 @@ def run(coro: Awaitable[Any], timeout: float = 30) -> Any:
             return await coro
 
     return asyncio.run(bounded())
-
-
-async def until(cond: Callable[[], bool], within: float = 5.0) -> None:
-    """Poll ``cond`` until it holds; fail after ``within`` seconds."""
-    deadline = asyncio.get_running_loop().time() + within
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {within}s")
-        await asyncio.sleep(0.005)
 
 
 async def echo(req: Request, ctx: ConnContext) -> Any:

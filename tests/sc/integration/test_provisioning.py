@@ -10,8 +10,9 @@ import psutil
 import pytest
 
 from spark_stream.admin import AdminClient
+from tests.polling import until
 from tests.sc.integration.conftest import ScProcess
-from tests.sc.sim_spu import run, until
+from tests.sc.sim_spu import run
 
 pytestmark = pytest.mark.integration
 

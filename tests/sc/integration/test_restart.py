@@ -12,8 +12,9 @@ from sc.kv import RedisKvStore
 from spark_stream.admin import AdminClient
 from spark_stream.local import RedisServer, free_port
 from spark_stream.models import SpuResolution, TopicResolution
+from tests.polling import until
 from tests.sc.integration.conftest import ScProcess
-from tests.sc.sim_spu import SimSpu, run, until
+from tests.sc.sim_spu import SimSpu, run
 
 pytestmark = pytest.mark.integration
 

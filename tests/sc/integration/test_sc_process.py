@@ -13,8 +13,9 @@ from spark_stream.errors import InvalidRequestError, UnauthorizedError
 from spark_stream.models import SpuResolution, TopicResolution
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest
+from tests.polling import until
 from tests.sc.integration.conftest import ScProcess
-from tests.sc.sim_spu import SimSpu, run, until
+from tests.sc.sim_spu import SimSpu, run
 
 pytestmark = pytest.mark.integration
 

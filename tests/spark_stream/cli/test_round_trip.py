@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spark_stream.local.cluster import LocalCluster
-from tests.integration.helpers import wait_until
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
 
