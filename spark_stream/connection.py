@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Sequence
 from typing import Any, Self
 
 from spark_stream._receiver import OWN_BUFFER_BODY, SCRATCH_SIZE, FrameReceiver
@@ -56,7 +57,9 @@ from spark_stream.protocol import (
     Push,
     Role,
     Tail,
+    TailPart,
     api_name,
+    as_buffer,
     decode_meta,
     encode_frame,
     message_type,
@@ -66,6 +69,7 @@ __all__ = [
     "Connection",
     "Stream",
     "close_writer",
+    "write_parts",
     "DEFAULT_STREAM_WINDOW",
     "READ_CHUNK",
     "SCRATCH_SIZE",
@@ -84,7 +88,31 @@ STREAM_LIMIT = 1 << 20
 CLOSE_GRACE = 2.0
 """Seconds a closing socket may spend flushing queued bytes before it is aborted."""
 
+JOIN_BELOW = 64 * 1024
+"""``write_parts`` joins parts smaller than this into one write; larger ones go alone."""
+
 Reply = tuple[dict[str, Any], memoryview]
+
+
+def write_parts(writer: asyncio.StreamWriter, parts: Sequence[TailPart]) -> None:
+    """Queue a frame's parts on ``writer`` back to back, without joining large ones.
+
+    ``writelines`` joins every part into one new bytes object: a copy of a whole produce
+    batch or fetch reply. Here small parts (the header, the meta) are joined and each
+    large one is handed to the transport as it is.
+    """
+    small: list[Any] = []
+    for part in parts:
+        buf = as_buffer(part)
+        if memoryview(buf).nbytes < JOIN_BELOW:
+            small.append(buf)
+            continue
+        if small:
+            writer.write(b"".join(small))
+            small = []
+        writer.write(buf)
+    if small:
+        writer.write(small[0] if len(small) == 1 else b"".join(small))
 
 
 async def close_writer(writer: asyncio.StreamWriter, grace: float = CLOSE_GRACE) -> None:
@@ -104,7 +132,7 @@ class Connection:
 
     Args:
         reader: the stream to read frames from.
-        writer: the stream to write frames to (with ``writelines`` and ``drain``).
+        writer: the stream to write frames to (with ``write`` and ``drain``).
         max_frame_size: largest frame accepted or sent; larger replies fail their request
             with ``RecordTooLargeError``.
         name: used in log lines and error messages; defaults to the peer address.
@@ -304,7 +332,7 @@ class Connection:
         if self._closed:
             raise self._closed_error()
         try:
-            self._writer.writelines(parts)
+            write_parts(self._writer, parts)
             await self._writer.drain()
         except (OSError, ConnectionError) as exc:
             self._shutdown(exc)
@@ -313,7 +341,7 @@ class Connection:
     def _send_nowait(self, parts: list[Any]) -> None:
         """Queue a small control frame without waiting for the socket (used from callbacks)."""
         if not self._closed:
-            self._writer.writelines(parts)
+            write_parts(self._writer, parts)
 
     def _closed_error(self) -> ConnectionClosedError:
         cause = self._close_cause

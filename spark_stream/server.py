@@ -13,6 +13,12 @@ its code, any other exception is logged and becomes a generic error reply, malfo
 meta or an unknown api/version gets an error reply, and a frame whose header cannot be
 read gets a connection-level error (correlation id 0) and closes that connection only.
 ``stop()`` stops listening, closes every connection and waits for their handlers.
+
+Replies whose tail holds a large ``FileRegion`` (a fetch answered from a log segment)
+go out with ``sendfile``: the kernel moves the file's pages to the socket with no copy
+through Python. One such frame is sent at a time per connection; other replies written
+meanwhile wait in order behind it, and a frame once begun is always finished, even if
+its handler is cancelled, so the byte stream never tears.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from spark_stream.connection import READ_CHUNK, STREAM_LIMIT, close_writer
+from spark_stream.connection import READ_CHUNK, STREAM_LIMIT, close_writer, write_parts
 from spark_stream.errors import (
     FluvioError,
     InvalidRequestError,
@@ -38,6 +44,7 @@ from spark_stream.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     ApiKey,
     ErrorReply,
+    FileRegion,
     Frame,
     FrameDecoder,
     FrameKind,
@@ -45,6 +52,7 @@ from spark_stream.protocol import (
     OversizedFrame,
     Request,
     Tail,
+    TailPart,
     api_name,
     decode_meta,
     encode_frame,
@@ -66,6 +74,9 @@ DEFAULT_MAX_IN_FLIGHT = 64
 DEFAULT_MAX_STREAMS = 256
 LINGER_SECONDS = 1.0
 LINGER_BYTES = 1 << 20
+SENDFILE_MIN_BYTES = 64 * 1024
+"""File regions at least this large go out with ``sendfile``; smaller ones are cheaper
+to write from memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +255,10 @@ class _Session:
         self.slots = asyncio.Semaphore(server.max_in_flight)
         self.closing = False
         self.close_after_reply: set[asyncio.Task[Any]] = set()
+        self.sending_file = asyncio.Lock()
+        self.sends: set[asyncio.Future[None]] = set()  # shielded frame sends, ended by close()
+        # While a frame is half sent (its file region in flight), other writes queue here.
+        self.held: list[TailPart] | None = None
 
     def close(self) -> None:
         """Close the socket (queued bytes are flushed) and cancel every handler."""
@@ -251,7 +266,7 @@ class _Session:
             self.closing = True
             self.writer.close()
             current = asyncio.current_task()
-            for task in self.tasks.values():
+            for task in [*self.tasks.values(), *self.sends]:
                 if task is not current:
                     task.cancel()
 
@@ -442,22 +457,78 @@ class _Session:
 
     async def _reply(self, kind: FrameKind, api_key: int, cid: int, reply: Reply) -> None:
         meta, tail, key, version = _unpack(reply, api_key)
-        self._write(encode_frame(
+        parts = encode_frame(
             kind, key, cid, meta, tail, version=version,
             max_frame_size=self.server.max_frame_size,
-        ))
+        )
         try:
+            if any(_sendable(part) for part in parts):
+                # Shielded: a cancelled handler must not leave a torn frame on the wire.
+                sending = asyncio.ensure_future(self._write_with_files(parts))
+                self.sends.add(sending)
+                sending.add_done_callback(self._sent)
+                await asyncio.shield(sending)
+            else:
+                self._write(parts)
             await self.writer.drain()
         except (OSError, ConnectionError) as exc:
             raise _ConnectionGone from exc
+
+    async def _write_with_files(self, parts: list[TailPart]) -> None:
+        """Send one frame, its large file regions with ``sendfile``, others waiting behind."""
+        async with self.sending_file:
+            if self.writer.is_closing():
+                return
+            self.held = []
+            try:
+                for part in parts:
+                    if _sendable(part):
+                        await self._sendfile(part)  # type: ignore[arg-type]
+                    else:
+                        write_parts(self.writer, [part])
+            except (OSError, ConnectionError, RuntimeError) as exc:
+                self.close()  # a torn frame: nothing more can be sent on this connection
+                raise ConnectionResetError("the connection failed mid-reply") from exc
+            finally:
+                held, self.held = self.held, None
+                if held and not self.writer.is_closing():
+                    write_parts(self.writer, held)
+
+    async def _sendfile(self, region: FileRegion) -> None:
+        """``sendfile`` the region; a transport that cannot (e.g. TLS) gets its bytes."""
+        loop = asyncio.get_running_loop()
+        length = memoryview(region.data).nbytes
+        try:
+            await loop.sendfile(
+                self.writer.transport, region, region.position, length,  # type: ignore[arg-type]
+                fallback=False,
+            )
+        except asyncio.SendfileNotAvailableError:
+            self.writer.write(region.data)
 
     def _write_error(self, api_key: int, cid: int, exc: BaseException) -> None:
         meta = ErrorReply.from_error(exc).to_meta()
         self._write(encode_frame(FrameKind.ERROR, api_key, cid, meta))
 
-    def _write(self, parts: list[Any]) -> None:
-        if not self.writer.is_closing():
-            self.writer.writelines(parts)
+    def _sent(self, sending: asyncio.Future[None]) -> None:
+        """Forget a finished frame send; its failure is seen here (its handler may be
+        gone, and the connection is already closing)."""
+        self.sends.discard(sending)
+        if not sending.cancelled():
+            sending.exception()
+
+    def _write(self, parts: list[TailPart]) -> None:
+        if self.held is not None:
+            self.held.extend(parts)  # a frame is half sent; these follow it
+        elif not self.writer.is_closing():
+            write_parts(self.writer, parts)
+
+
+def _sendable(part: TailPart) -> bool:
+    """A tail part worth sending with ``sendfile``."""
+    return isinstance(part, FileRegion) and memoryview(part.data).nbytes >= SENDFILE_MIN_BYTES
+
+
 
 
 def _unpack(reply: Reply, api_key: int) -> tuple[dict[str, Any], Tail, int, int]:

@@ -129,7 +129,7 @@ class FollowerSession:
         if piece.length:
             state.position, state.sent_hw = piece.next_offset, hw
             return FollowerPush(
-                name, hw, leader.leo, leader.log_start, tail=[piece.data]
+                name, hw, leader.leo, leader.log_start, tail=[piece]
             )
         if hw != state.sent_hw:
             state.sent_hw = hw

@@ -78,7 +78,7 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
                                 await event.wait()
             finally:
                 leader.unsubscribe(event)
-        tail = [piece.data] if piece.length else b""
+        tail = [piece] if piece.length else b""
         return FetchResponse(leader.hw, leader.leo, leader.log_start, tail)
 
     async def stream_fetch(
@@ -124,7 +124,7 @@ async def _pushes(
             piece = leader.read(position, msg.max_bytes, msg.isolation)  # NotLeaderError ends
             if piece.length:
                 position = piece.next_offset
-                yield StreamFetchPush(leader.hw, leader.leo, leader.log_start, [piece.data])
+                yield StreamFetchPush(leader.hw, leader.leo, leader.log_start, [piece])
             else:
                 await event.wait()
     finally:

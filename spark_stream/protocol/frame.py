@@ -17,8 +17,10 @@ SPU<->SPU) is one frame. All integers are little-endian, as in the batch frame:
       .    .  tail           raw bytes to the end of the frame (batch frames, never re-encoded)
 
 The tail is never parsed here: a sender hands it to the socket as separate buffers
-(``encode_frame`` returns a list for ``writelines``) and a receiver sees it as a
-memoryview slice of the received frame. Correlation id 0 is reserved for
+(``encode_frame`` returns a list of parts) and a receiver sees it as a
+memoryview slice of the received frame. A tail part may also be a ``FileRegion`` (bytes
+of a file, e.g. a log segment), which a server sends with ``sendfile``: the kernel moves
+the pages to the socket without a copy through Python. Correlation id 0 is reserved for
 connection-level errors (the peer is about to close the connection).
 """
 
@@ -28,7 +30,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTooLargeError
 from spark_stream.protocol.meta import encode_meta
@@ -39,6 +41,8 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "MAX_CORRELATION_ID",
     "Buffer",
+    "FileRegion",
+    "TailPart",
     "Tail",
     "FrameKind",
     "FrameFlags",
@@ -48,6 +52,8 @@ __all__ = [
     "parse_header",
     "encode_frame",
     "tail_length",
+    "part_length",
+    "as_buffer",
 ]
 
 FRAME_MAGIC = 0xF5
@@ -60,7 +66,33 @@ _U16 = 2**16 - 1
 _U32 = 2**32 - 1
 
 Buffer = bytes | bytearray | memoryview
-Tail = Buffer | Sequence[Buffer]
+
+
+@runtime_checkable
+class FileRegion(Protocol):
+    """A tail part that lives in a file: ``data`` is ``len(data)`` bytes of the file
+    behind ``fileno()`` from ``position`` on (e.g. a memory map of a log segment).
+
+    A server may ``sendfile`` the range; anything else sends ``data``.
+    """
+
+    @property
+    def position(self) -> int:
+        """Byte position of ``data`` in the file."""
+        ...
+
+    @property
+    def data(self) -> memoryview:
+        """The same bytes, in memory."""
+        ...
+
+    def fileno(self) -> int:
+        """The file's descriptor."""
+        ...
+
+
+TailPart = Buffer | FileRegion
+Tail = Buffer | Sequence[TailPart]
 
 
 class FrameKind(IntEnum):
@@ -177,11 +209,25 @@ def parse_header(buf: Buffer, pos: int = 0) -> FrameHeader:
     )
 
 
+def part_length(part: TailPart) -> int:
+    """Bytes of one tail part."""
+    if isinstance(part, bytes | bytearray | memoryview):
+        return memoryview(part).nbytes
+    return memoryview(part.data).nbytes
+
+
+def as_buffer(part: TailPart) -> Buffer:
+    """A tail part as an in-memory buffer (a ``FileRegion`` gives its ``data``)."""
+    if isinstance(part, bytes | bytearray | memoryview):
+        return part
+    return part.data
+
+
 def tail_length(tail: Tail) -> int:
-    """Total bytes of a tail given as one buffer or a sequence of buffers."""
+    """Total bytes of a tail given as one buffer or a sequence of parts."""
     if isinstance(tail, bytes | bytearray | memoryview):
         return memoryview(tail).nbytes
-    return sum(memoryview(part).nbytes for part in tail)
+    return sum(part_length(part) for part in tail)
 
 
 def encode_frame(
@@ -194,15 +240,18 @@ def encode_frame(
     version: int = 0,
     flags: FrameFlags = FrameFlags.NONE,
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-) -> list[Buffer]:
-    """Encode one frame as a list of buffers for ``writelines`` (the tail is not copied).
+) -> list[TailPart]:
+    """Encode one frame as a list of parts to send back to back (the tail is not copied).
+
+    The first part is the header and meta; ``FileRegion`` parts of the tail stay as they
+    are, for a sender that can ``sendfile`` them (``as_buffer`` gives their bytes).
 
     Args:
         kind: what the frame is.
         api_key: the api of the request (echoed in replies and pushes).
         correlation_id: the requester's id, echoed in every reply.
         meta: a dict (msgpack-encoded here), pre-encoded msgpack bytes, or None for ``{}``.
-        tail: raw bytes appended as-is; a sequence of buffers is sent back to back.
+        tail: raw bytes appended as-is; a sequence of parts is sent back to back.
         version: the api version the meta layout follows.
         flags: frame flags, e.g. ``FrameFlags.STREAM`` on a stream-opening request.
         max_frame_size: refuse to build a frame larger than this.
@@ -221,12 +270,12 @@ def encode_frame(
         meta_bytes = bytes(meta)
     else:
         meta_bytes = encode_meta({} if meta is None else meta)
-    tail_parts: list[Buffer]
+    tail_parts: list[TailPart]
     if isinstance(tail, bytes | bytearray | memoryview):
         tail_parts = [tail] if memoryview(tail).nbytes else []
     else:
-        tail_parts = [part for part in tail if memoryview(part).nbytes]
-    body_length = len(meta_bytes) + sum(memoryview(part).nbytes for part in tail_parts)
+        tail_parts = [part for part in tail if part_length(part)]
+    body_length = len(meta_bytes) + sum(part_length(part) for part in tail_parts)
     frame_length = HEADER_SIZE + body_length
     if frame_length > max_frame_size or body_length + _AFTER_LENGTH > _U32:
         raise RecordTooLargeError(

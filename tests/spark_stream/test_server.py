@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +31,7 @@ from spark_stream.protocol import (
     decode_meta,
     encode_frame,
 )
-from spark_stream.server import ConnContext, Route, Server
+from spark_stream.server import SENDFILE_MIN_BYTES, ConnContext, Route, Server
 from tests.polling import until
 
 pytestmark = pytest.mark.integration
@@ -325,3 +328,49 @@ def test_stop_closes_connections_and_cancels_handlers() -> None:
             await Connection.open("127.0.0.1", server.port, timeout=5)
 
     run(main())
+
+
+@dataclass(frozen=True)
+class Region:
+    """A ``FileRegion`` whose in-memory ``data`` deliberately differs from the file, so
+    the received bytes show which way the server sent it."""
+
+    file: Any
+    position: int
+    data: memoryview
+
+    def fileno(self) -> int:
+        return self.file.fileno()
+
+
+def test_file_region_tails_go_by_sendfile_whole_and_in_order_with_other_replies(
+    tmp_path: Path,
+) -> None:
+    content = os.urandom(3 << 20)
+    (tmp_path / "segment").write_bytes(content)
+    spans = [(i * 300_000 + 7, 200_000 + i * 50_000) for i in range(6)]
+    small = (11, SENDFILE_MIN_BYTES // 2)
+
+    async def main(file: Any) -> None:
+        async def region(req: Request, ctx: ConnContext) -> Any:
+            pos, length = req.meta["pos"], req.meta["len"]
+            decoy = memoryview(bytes(length))  # zeros: not what the file holds
+            return {"pos": pos}, [b"<", Region(file, pos, decoy), b">"]
+
+        server = Server({ApiKey.FETCH: region, TOPIC: echo})
+        async with server, await connect(server) as conn:
+            calls = [
+                conn.request(ApiKey.FETCH, {"pos": pos, "len": length})
+                for pos, length in [*spans, small]
+            ] + [conn.request(TOPIC, {"i": i}, tail=bytes([i]) * 10) for i in range(30)]
+            replies = await asyncio.gather(*calls)
+        for (pos, length), (meta, tail) in zip(spans, replies, strict=False):
+            assert meta == {"pos": pos}
+            assert bytes(tail) == b"<" + content[pos : pos + length] + b">"
+        meta, tail = replies[len(spans)]
+        assert bytes(tail) == b"<" + bytes(small[1]) + b">"  # small: sent from memory
+        for i, (meta, tail) in enumerate(replies[len(spans) + 1 :]):
+            assert meta == {"i": i} and bytes(tail) == bytes([i]) * 10
+
+    with open(tmp_path / "segment", "rb") as file:
+        run(main(file))

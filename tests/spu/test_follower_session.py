@@ -9,7 +9,7 @@ import pytest
 
 from spark_stream.errors import InvalidRequestError, NotLeaderError
 from spark_stream.models import PartitionSpec
-from spark_stream.protocol import Acks
+from spark_stream.protocol import Acks, as_buffer
 from spark_stream.protocol.control import Replica
 from spark_stream.records import decode_frames, encode_records
 from spu.follower_session import FollowerSession
@@ -44,7 +44,9 @@ class Directory:
 def joined(push: FollowerPush) -> bytes:
     """The push's tail as bytes (in process it is still the list of log views)."""
     tail = push.tail
-    return bytes(tail) if isinstance(tail, bytes | bytearray | memoryview) else b"".join(tail)
+    if isinstance(tail, bytes | bytearray | memoryview):
+        return bytes(tail)
+    return b"".join(as_buffer(part) for part in tail)
 
 
 def make_leader(log: ReplicaLog) -> LeaderController:
