@@ -40,7 +40,7 @@ _READER = (
     "endpoint", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
     "startingTimestamp", "endingOffsets", "endingTimestamp", "isolation",
     "maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minPartitions",
-    "failOnDataLoss", "includeHeaders", "fetchMaxBytes",
+    "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads",
 )
 _STREAM_ONLY = ("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger")
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp")
@@ -98,6 +98,8 @@ class ReaderOptions:
         fail_on_data_loss: fail when retention removed records the query must read.
         include_headers: add the ``headers`` column.
         fetch_max_bytes: bytes asked of a leader per fetch request.
+        local_reads: read a leader's segment files directly when they are on the
+            executor's host (``localReads``, default true).
     """
 
     endpoint: str | None
@@ -113,6 +115,7 @@ class ReaderOptions:
     fail_on_data_loss: bool
     include_headers: bool
     fetch_max_bytes: int
+    local_reads: bool = True
 
     def matches(self, topic: str) -> bool:
         """True when ``topic`` is one this reader subscribes to."""
@@ -363,6 +366,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
         fetch_max_bytes=_int(opts, "fetchMaxBytes", 1024) or _DEFAULT_FETCH_MAX_BYTES,
+        local_reads=_bool(opts, "localReads", True),
     )
 
 

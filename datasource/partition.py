@@ -33,8 +33,9 @@ __all__ = ["ReadSpec", "FluvioPartition", "read_partition", "COMBINE_ROWS", "PRE
 
 log = logging.getLogger(__name__)
 
-PREFETCH = 4
-"""Decoded batches fetched ahead of the one Spark is consuming."""
+PREFETCH = 16
+"""Decoded batches (frames as producers wrote them) fetched ahead of the one Spark is
+consuming."""
 
 COMBINE_ROWS = 8192
 """Fetched frames smaller than this are merged before they go to Spark: every batch
@@ -51,6 +52,7 @@ class ReadSpec:
         include_headers: emit the ``headers`` column.
         fail_on_data_loss: fail when records of the range are gone.
         fetch_max_bytes: bytes asked of the leader per fetch.
+        local_reads: read the leader's segment files directly when they are on this host.
     """
 
     endpoint: str
@@ -58,6 +60,7 @@ class ReadSpec:
     include_headers: bool = False
     fail_on_data_loss: bool = True
     fetch_max_bytes: int = 8 * 1024 * 1024
+    local_reads: bool = True
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,8 @@ _END = object()
 
 def _prefetched(client: Fluvio, part: FluvioPartition, start: int) -> Iterator[pa.RecordBatch]:
     """``fetch_batches`` run ahead on the client's loop thread, ``PREFETCH`` batches deep,
-    so the next fetch from the leader overlaps Spark's work on the current batch."""
+    so the next fetch from the leader overlaps Spark's work on the current batch. Each
+    hop between the threads takes every batch ready by then, not one."""
     spec = part.spec
     loop = client.loop
 
@@ -136,6 +140,7 @@ def _prefetched(client: Fluvio, part: FluvioPartition, start: int) -> Iterator[p
             batches = client.core.fetch_batches(
                 part.topic, part.partition, start, part.end,
                 isolation=spec.isolation, max_bytes=spec.fetch_max_bytes, with_offsets=True,
+                local=spec.local_reads,
             )  # fmt: skip
             async for batch in batches:
                 await queue.put(batch)
@@ -143,15 +148,21 @@ def _prefetched(client: Fluvio, part: FluvioPartition, start: int) -> Iterator[p
         except Exception as exc:  # handed to the consuming thread, raised there
             await queue.put(exc)
 
+    async def take() -> list[object]:
+        items = [await queue.get()]
+        while not queue.empty():
+            items.append(queue.get_nowait())
+        return items
+
     pumping = asyncio.run_coroutine_threadsafe(pump(), loop)
     try:
         while True:
-            item = asyncio.run_coroutine_threadsafe(queue.get(), loop).result()
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item  # type: ignore[misc]
+            for item in asyncio.run_coroutine_threadsafe(take(), loop).result():
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item  # type: ignore[misc]
     finally:
         pumping.cancel()
 

@@ -59,6 +59,7 @@ def read_spec(opts: ReaderOptions, client: Fluvio | None = None) -> ReadSpec:
         include_headers=opts.include_headers,
         fail_on_data_loss=opts.fail_on_data_loss,
         fetch_max_bytes=opts.fetch_max_bytes,
+        local_reads=opts.local_reads,
     )
 
 

@@ -12,7 +12,7 @@ declarations here are tested against each other.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -105,19 +105,37 @@ def to_spark_batch(
     columns = [
         batch.column("key"),
         batch.column("value"),
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.array(np.full(n, partition, dtype=np.int32), pa.int32()),
+        _constant(_topic_block(topic), n),
+        _constant(_int32_block(partition), n),
         batch.column("offset"),
         batch.column("timestamp"),
-        _zeros_int32(n),
+        _constant(_int32_block(TIMESTAMP_TYPE_CREATE), n),
     ]
     if include_headers:
         columns.append(batch.column("headers"))
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
 
 
-def _zeros_int32(n: int) -> pa.Array:
-    return pa.array(np.full(n, TIMESTAMP_TYPE_CREATE, dtype=np.int32), pa.int32())
+_BLOCK_ROWS = 1 << 16
+"""Rows of the cached constant columns that batches take zero-copy slices of."""
+
+
+@lru_cache(maxsize=64)
+def _topic_block(topic: str) -> pa.Array:
+    return pa.repeat(pa.scalar(topic, pa.string()), _BLOCK_ROWS)
+
+
+@lru_cache(maxsize=256)
+def _int32_block(value: int) -> pa.Array:
+    return pa.array(np.full(_BLOCK_ROWS, value, dtype=np.int32), pa.int32())
+
+
+def _constant(block: pa.Array, n: int) -> pa.Array:
+    """``n`` rows of a constant column: a slice of ``block`` (no copy), or built whole
+    for a batch longer than the block."""
+    if n <= _BLOCK_ROWS:
+        return block.slice(0, n)
+    return pa.repeat(block[0], n)
 
 
 def empty_batch(include_headers: bool = False) -> pa.RecordBatch:

@@ -28,7 +28,7 @@ import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 import numpy as np
@@ -359,9 +359,15 @@ def _decode_payload(
             np.arange(header.base_offset, header.next_offset, dtype=np.int64), pa.int64()
         )
         batch = pa.RecordBatch.from_arrays(
-            [offsets, *batch.columns], schema=pa.schema([OFFSET_FIELD, *schema])
+            [offsets, *batch.columns], schema=_with_offsets(schema)
         )
     return batch
+
+
+@lru_cache(maxsize=64)
+def _with_offsets(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the materialised ``offset`` column first."""
+    return pa.schema([OFFSET_FIELD, *schema])
 
 
 def iter_frames(

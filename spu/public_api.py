@@ -1,10 +1,13 @@
-"""Handlers of the SPU public api (port 9005): produce, fetch, stream fetch, fetch offsets.
+"""Handlers of the SPU public api (port 9005): produce, fetch, local fetch, stream fetch,
+fetch offsets.
 
 One handler per api, dispatched by api key. Each finds the partition's leader
 controller (``NotLeaderError`` when this SPU holds the replica as a follower or holds no
 leader for it, ``UnknownPartitionError``/``UnknownTopicError`` when it holds nothing of
 it) and works on frames as bytes: produce tails go to the log as received, and reads hand
-the log's memory-mapped frames to the reply tail without decoding them.
+the log's frames to the reply tail without decoding them (the server sends them with
+``sendfile``). A local fetch answers where those frames lie in the segment file instead,
+for a client on this host to read itself.
 
 The streaming fetch pushes frames as they become visible (up to the high watermark for
 ``committed``, the LEO for ``uncommitted``), at most ``max_bytes`` per push, sleeping on
@@ -16,12 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 
 from spark_stream.errors import OffsetOutOfRangeError
 from spark_stream.protocol import (
     ApiKey,
+    FetchLocalRequest,
+    FetchLocalResponse,
     FetchOffsetsRequest,
     FetchOffsetsResponse,
     FetchRequest,
@@ -34,6 +40,7 @@ from spark_stream.protocol import (
 )
 from spark_stream.server import ConnContext, Handler
 from spu.leader import LeaderController
+from spu.storage import LogSlice
 
 __all__ = ["LeaderLookup", "public_routes"]
 
@@ -64,22 +71,23 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
         msg = request.message()
         assert isinstance(msg, FetchRequest)
         leader = leaders.lookup(msg.topic, msg.partition)
-        piece = leader.read(msg.offset, msg.max_bytes, msg.isolation)
-        if not piece.length and msg.max_wait_ms > 0:
-            event = asyncio.Event()
-            leader.subscribe(event)
-            try:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(msg.max_wait_ms / 1000):
-                        while not piece.length:
-                            event.clear()
-                            piece = leader.read(msg.offset, msg.max_bytes, msg.isolation)
-                            if not piece.length:
-                                await event.wait()
-            finally:
-                leader.unsubscribe(event)
+        piece = await _visible(leader, msg)
+        # The slice is sent from the segment file with sendfile: no copy through Python.
         tail = [piece] if piece.length else b""
         return FetchResponse(leader.hw, leader.leo, leader.log_start, tail)
+
+    async def fetch_local(request: Request, ctx: ConnContext) -> FetchLocalResponse:
+        msg = request.message()
+        assert isinstance(msg, FetchLocalRequest)
+        leader = leaders.lookup(msg.topic, msg.partition)
+        piece = await _visible(leader, msg)
+        if not piece.length or piece.path is None:
+            return FetchLocalResponse(leader.hw, leader.leo, leader.log_start)
+        stat = os.fstat(piece.fileno())
+        return FetchLocalResponse(
+            leader.hw, leader.leo, leader.log_start, str(piece.path), piece.base_offset,
+            piece.position, piece.length, stat.st_dev, stat.st_ino,
+        )
 
     async def stream_fetch(
         request: Request, ctx: ConnContext
@@ -108,7 +116,29 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
         ApiKey.FETCH: fetch,
         ApiKey.STREAM_FETCH: stream_fetch,
         ApiKey.FETCH_OFFSETS: fetch_offsets,
+        ApiKey.FETCH_LOCAL: fetch_local,
     }
+
+
+async def _visible(leader: LeaderController, msg: FetchRequest | FetchLocalRequest) -> LogSlice:
+    """What a fetch returns: frames from ``msg.offset``, waiting up to ``max_wait_ms`` for
+    some to become visible when none are yet."""
+    piece = leader.read(msg.offset, msg.max_bytes, msg.isolation)
+    if piece.length or msg.max_wait_ms <= 0:
+        return piece
+    event = asyncio.Event()
+    leader.subscribe(event)
+    try:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(msg.max_wait_ms / 1000):
+                while not piece.length:
+                    event.clear()
+                    piece = leader.read(msg.offset, msg.max_bytes, msg.isolation)
+                    if not piece.length:
+                        await event.wait()
+    finally:
+        leader.unsubscribe(event)
+    return piece
 
 
 async def _pushes(

@@ -6,19 +6,35 @@ leo)``, ``fetch_frames`` walks ``[start, end)`` with plain ``FETCH`` requests (o
 zero-copy and slices the first and last so exactly ``[start, end)`` comes out. Every
 request fails over through ``LeaderClient``; a read resumes from the next offset it
 has not yet yielded, so a leader change mid-range neither repeats nor skips records.
+
+Given ``LocalFiles``, a range read first tries local fetches: the leader names where the
+frames lie in its segment file and, when that file is on this host, the client reads it
+itself (see ``local_files``). The first local fetch that cannot be served that way
+switches the rest of the read to plain fetches; frames are crc-checked either way.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from spark_stream.client.leader import LeaderClient, RetryPolicy
+from spark_stream.client.local_files import LocalFiles
 from spark_stream.client.types import PartitionOffsets
-from spark_stream.errors import OffsetOutOfRangeError, RequestTimeoutError
+from spark_stream.errors import (
+    CorruptFrameError,
+    OffsetOutOfRangeError,
+    RequestTimeoutError,
+    UnsupportedVersionError,
+)
 from spark_stream.protocol.data import (
+    FetchLocalRequest,
+    FetchLocalResponse,
     FetchOffsetsRequest,
     FetchOffsetsResponse,
     FetchRequest,
@@ -37,8 +53,20 @@ __all__ = [
     "slice_to_range",
 ]
 
+log = logging.getLogger(__name__)
+
 #: How long a leader may hold a fetch that finds nothing new (a new leader's HW may lag).
 _EMPTY_WAIT_MS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One fetch's answer: the partition's offsets and the verified frames."""
+
+    log_start: int
+    hw: int
+    leo: int
+    frames: list[tuple[FrameHeader, memoryview]]
 
 
 def visible_end(offsets: PartitionOffsets, isolation: Isolation) -> int:
@@ -91,8 +119,12 @@ async def fetch_range(
     isolation: Isolation,
     max_bytes: int,
     policy: RetryPolicy,
+    local: LocalFiles | None = None,
 ) -> AsyncIterator[tuple[FrameHeader, memoryview]]:
     """Whole frames (crc-checked) with their headers, covering ``[start, end_exclusive)``.
+
+    Args:
+        local: try local fetches first (the leader's files read from this host).
 
     Raises:
         OffsetOutOfRangeError: ``start`` lies outside the log.
@@ -110,19 +142,22 @@ async def fetch_range(
     position = start
     deadline = time.monotonic() + policy.timeout_s
     while position < end:
-        request = FetchRequest(
-            topic, partition, position, max_bytes=max_bytes, isolation=isolation,
-            max_wait_ms=_EMPTY_WAIT_MS,
-        )
-        reply = await leaders.call(topic, partition, request, policy)
-        assert isinstance(reply, FetchResponse)
-        if position < reply.log_start:
+        read: _Read | None = None
+        if local is not None:
+            read = await _fetch_local(
+                leaders, topic, partition, position, isolation, max_bytes, policy, local
+            )
+            if read is None:
+                local = None  # not on this host (or not now): plain fetches from here on
+        if read is None:
+            read = await _fetch(leaders, topic, partition, position, isolation, max_bytes, policy)
+        if position < read.log_start:
             raise OffsetOutOfRangeError(
                 f"{topic}-{partition}: offset {position} is below the log start "
-                f"{reply.log_start} (retention removed it)"
+                f"{read.log_start} (retention removed it)"
             )
         progressed = False
-        for header, frame in iter_frames(reply.tail):
+        for header, frame in read.frames:
             if header.next_offset <= position:
                 continue  # a frame wholly before what we still need
             yield header, frame
@@ -135,8 +170,67 @@ async def fetch_range(
         elif time.monotonic() > deadline:
             raise RequestTimeoutError(
                 f"{topic}-{partition}: offsets [{position}, {end}) not readable "
-                f"({isolation.value}) within {policy.timeout_s}s; hw={reply.hw} leo={reply.leo}"
+                f"({isolation.value}) within {policy.timeout_s}s; hw={read.hw} leo={read.leo}"
             )
+
+
+async def _fetch(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    position: int,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+) -> _Read:
+    """A plain fetch: the frames come in the reply."""
+    request = FetchRequest(
+        topic, partition, position, max_bytes=max_bytes, isolation=isolation,
+        max_wait_ms=_EMPTY_WAIT_MS,
+    )
+    reply = await leaders.call(topic, partition, request, policy)
+    assert isinstance(reply, FetchResponse)
+    return _Read(reply.log_start, reply.hw, reply.leo, list(iter_frames(reply.tail)))
+
+
+async def _fetch_local(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    position: int,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+    local: LocalFiles,
+) -> _Read | None:
+    """A local fetch, or None when the leader's file cannot be read from here."""
+    request = FetchLocalRequest(
+        topic, partition, position, max_bytes=max_bytes, isolation=isolation,
+        max_wait_ms=_EMPTY_WAIT_MS,
+    )
+    try:
+        reply = await leaders.call(topic, partition, request, policy)
+    except UnsupportedVersionError:
+        return None  # a leader from before local fetches
+    assert isinstance(reply, FetchLocalResponse)
+    if not reply.path:
+        return _Read(reply.log_start, reply.hw, reply.leo, [])
+    data = await asyncio.to_thread(
+        local.read, reply.path, reply.position, reply.length, reply.device, reply.inode
+    )
+    if data is None:
+        log.debug("%s-%d: %s is not readable here; fetching over the network",
+                  topic, partition, reply.path)
+        return None
+    try:
+        frames = list(iter_frames(data))
+    except CorruptFrameError as exc:  # e.g. uncommitted frames truncated meanwhile
+        log.debug("%s-%d: local read of %s failed (%s); fetching over the network",
+                  topic, partition, reply.path, exc)
+        return None
+    if not frames or frames[0][0].base_offset != reply.base_offset:
+        return None
+    return _Read(reply.log_start, reply.hw, reply.leo, frames)
 
 
 def slice_to_range(batch: pa.RecordBatch, base: int, start: int, end: int) -> pa.RecordBatch:
@@ -160,14 +254,19 @@ async def fetch_batches(
     *,
     with_offsets: bool = True,
     schema: pa.Schema = RECORD_SCHEMA,
+    local: LocalFiles | None = None,
 ) -> AsyncIterator[pa.RecordBatch]:
-    """Exactly the records ``[start, end_exclusive)`` as Arrow batches (zero-copy)."""
+    """Exactly the records ``[start, end_exclusive)`` as Arrow batches (zero-copy).
+
+    Args:
+        local: try local fetches first (see the module docstring).
+    """
     end = end_exclusive
     if end is None:
         offsets = await fetch_offsets(leaders, topic, partition, policy)
         end = visible_end(offsets, isolation)
     async for header, frame in fetch_range(
-        leaders, topic, partition, start, end, isolation, max_bytes, policy
+        leaders, topic, partition, start, end, isolation, max_bytes, policy, local
     ):
         batch = decode_frame(frame, schema=schema, with_offsets=with_offsets, check_crc=False)
         part = slice_to_range(batch, header.base_offset, start, end)

@@ -24,6 +24,7 @@ from spark_stream.client import fetch
 from spark_stream.client.config import ConsumerConfig, ProducerConfig, parse_isolation
 from spark_stream.client.consumer import AsyncConsumer, AsyncPartitionConsumer
 from spark_stream.client.leader import LeaderClient, RetryPolicy
+from spark_stream.client.local_files import LocalFiles
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer import AsyncTopicProducer
@@ -62,6 +63,7 @@ class FluvioAsync:
         self.watcher = watcher
         self.pool = ConnectionPool(connect_timeout=timeout)
         self.leaders = LeaderClient(watcher, self.pool)
+        self.local_files = LocalFiles()
         self._admin: AdminClient | None = None
         self._producers: list[AsyncTopicProducer] = []
         self._closed = False
@@ -216,16 +218,23 @@ class FluvioAsync:
         isolation: Isolation | str = Isolation.COMMITTED,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         with_offsets: bool = True,
+        local: bool = True,
     ) -> AsyncIterator[pa.RecordBatch]:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches.
 
         Each batch has the record schema with an ``offset`` column first (unless
         ``with_offsets=False``); buffers are zero-copy views of the received frames.
+
+        Args:
+            local: when the leader's segment files are on this host, read them directly
+                (no bytes through the leader or a socket); otherwise, or with False,
+                fetch over the network.
         """
         await self._known_topic(topic)
         async with contextlib.aclosing(fetch.fetch_batches(
             self.leaders, topic, partition, start, end_exclusive, parse_isolation(isolation),
             max_bytes, self._policy(), with_offsets=with_offsets,
+            local=self.local_files if local else None,
         )) as batches:
             async for batch in batches:
                 yield batch
@@ -242,6 +251,7 @@ class FluvioAsync:
             await self._admin.close()
         await self.watcher.close()
         await self.pool.close()
+        self.local_files.close()
 
     async def __aenter__(self) -> FluvioAsync:
         return self

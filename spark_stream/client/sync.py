@@ -452,11 +452,13 @@ class Fluvio:
         isolation: Isolation | str = Isolation.COMMITTED,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         with_offsets: bool = True,
+        local: bool = True,
     ) -> SyncStream[pa.RecordBatch]:
-        """Exactly the records ``[start, end_exclusive)`` as Arrow batches with offsets."""
+        """Exactly the records ``[start, end_exclusive)`` as Arrow batches with offsets
+        (``local``: read the leader's files directly when they are on this host)."""
         source = self._core.fetch_batches(
             topic, partition, start, end_exclusive, isolation=isolation, max_bytes=max_bytes,
-            with_offsets=with_offsets,
+            with_offsets=with_offsets, local=local,
         )
         return SyncStream(self._runner, source)
 

@@ -11,6 +11,8 @@ from spark_stream.protocol.api import API_VERSIONS, STREAM_APIS, ApiKey, api_nam
 from spark_stream.protocol.data import (
     DEFAULT_FETCH_MAX_BYTES,
     Acks,
+    FetchLocalRequest,
+    FetchLocalResponse,
     FetchOffsetsRequest,
     FetchOffsetsResponse,
     FetchRequest,
@@ -66,6 +68,8 @@ __all__ = [
     "ProduceResponse",
     "FetchRequest",
     "FetchResponse",
+    "FetchLocalRequest",
+    "FetchLocalResponse",
     "FetchOffsetsRequest",
     "FetchOffsetsResponse",
     "StreamFetchRequest",

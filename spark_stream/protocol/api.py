@@ -62,6 +62,8 @@ class ApiKey(IntEnum):
     STREAM_FETCH = 3003
     """Stream: the leader pushes batch frames as they become visible."""
     FETCH_OFFSETS = 3004
+    FETCH_LOCAL = 3005
+    """Where a fetch's frames lie in the leader's files, for a client on the same host."""
 
     # SPU private
     FOLLOWER_FETCH = 4001

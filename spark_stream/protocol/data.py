@@ -24,6 +24,8 @@ __all__ = [
     "ProduceResponse",
     "FetchRequest",
     "FetchResponse",
+    "FetchLocalRequest",
+    "FetchLocalResponse",
     "FetchOffsetsRequest",
     "FetchOffsetsResponse",
     "StreamFetchRequest",
@@ -150,6 +152,59 @@ class FetchResponse(Message):
     leo: int
     log_start: int
     tail: Tail = b""
+
+
+@message(ApiKey.FETCH_LOCAL, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class FetchLocalRequest(Message):
+    """A fetch answered with where its frames lie in the leader's files, not the frames.
+
+    A client on the leader's host reads them itself (``pread``): no bytes cross the
+    socket and the leader does no work per byte. Fields mean what ``FetchRequest``'s do.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+    isolation: Isolation = Isolation.COMMITTED
+    max_wait_ms: int = 0
+
+    def __post_init__(self) -> None:
+        _topic("FetchLocalRequest", self.topic)
+        _non_negative(
+            "FetchLocalRequest", partition=self.partition, offset=self.offset,
+            max_wait_ms=self.max_wait_ms,
+        )
+        _positive("FetchLocalRequest", max_bytes=self.max_bytes)
+
+
+@message(ApiKey.FETCH_LOCAL, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class FetchLocalResponse(Message):
+    """Where the frames a ``FetchRequest`` would have returned are, and the offsets.
+
+    Attributes:
+        hw: high watermark.
+        leo: log end offset.
+        log_start: first offset still in the log.
+        path: the segment file holding the frames; empty when none are visible.
+        base_offset: base offset of the first frame, to check what was read.
+        position: byte position of the first frame in the file.
+        length: bytes of back-to-back frames from ``position``.
+        device: ``st_dev`` of the file, so a reader knows it opened the same file.
+        inode: ``st_ino`` of the file.
+    """
+
+    hw: int
+    leo: int
+    log_start: int
+    path: str = ""
+    base_offset: int = 0
+    position: int = 0
+    length: int = 0
+    device: int = 0
+    inode: int = 0
 
 
 @message(ApiKey.FETCH_OFFSETS, Role.REQUEST)

@@ -13,10 +13,13 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from spark_stream.admin import AdminClient
+from spark_stream.client.local_files import LocalFiles
 from spark_stream.connection import Connection
 from spark_stream.errors import FluvioError
 from spark_stream.protocol import (
     Acks,
+    FetchLocalRequest,
+    FetchLocalResponse,
     FetchOffsetsRequest,
     FetchOffsetsResponse,
     FetchRequest,
@@ -117,6 +120,37 @@ async def fetch_values(
                 if off >= position:
                     out.append(value)
             position = batch.column("offset")[-1].as_py() + 1
+
+
+async def local_values(
+    conn: Connection, topic: str, partition: int, offset: int = 0,
+    isolation: Isolation = Isolation.COMMITTED,
+) -> list[bytes]:
+    """Every visible record value from ``offset`` on, through one local fetch: the leader
+    names the file range and this process reads it (the test runs on the leader's host)."""
+    reply = await conn.call(FetchLocalRequest(topic, partition, offset, 1 << 20, isolation),
+                            timeout=10)
+    assert isinstance(reply, FetchLocalResponse)
+    if not reply.path:
+        return []
+    files = LocalFiles()
+    try:
+        data = await asyncio.to_thread(
+            files.read, reply.path, reply.position, reply.length, reply.device, reply.inode
+        )
+    finally:
+        files.close()
+    assert data is not None, f"{reply.path} is not the file the leader named"
+    batches = decode_frames(data, with_offsets=True)
+    assert batches[0].column("offset")[0].as_py() == reply.base_offset
+    return [
+        value
+        for batch in batches
+        for off, value in zip(
+            batch.column("offset").to_pylist(), batch.column("value").to_pylist(), strict=True
+        )
+        if off >= offset
+    ]
 
 
 async def stream_values(

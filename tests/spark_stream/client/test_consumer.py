@@ -10,6 +10,7 @@ import pytest
 
 from spark_stream.client import Fluvio, Offset
 from spark_stream.client.consumer import CONSUMER_SCHEMA
+from spark_stream.client.local_files import LocalFiles
 from spark_stream.errors import OffsetOutOfRangeError, UnknownPartitionError
 from tests.integration.helpers import make_topic
 
@@ -134,3 +135,32 @@ def test_bad_positions_are_typed_errors(fluvio: Fluvio, topic: str) -> None:
         list(fluvio.fetch_frames(topic, 0, 99))
     with pytest.raises(UnknownPartitionError):
         fluvio.partition_consumer(topic, 9)
+
+
+def test_fetch_batches_reads_the_leaders_files_from_this_host(fluvio: Fluvio, topic: str) -> None:
+    fluvio.core.local_files.close()
+    fluvio.core.local_files = LocalFiles()
+    local = pa.Table.from_batches(list(fluvio.fetch_batches(topic, 0, 2, 9)))
+    assert fluvio.core.local_files.open_files  # the leader's segment, opened here
+    network = pa.Table.from_batches(list(fluvio.fetch_batches(topic, 0, 2, 9, local=False)))
+    assert local.column("offset").to_pylist() == list(range(2, 9))
+    assert local.equals(network)
+
+
+class ElsewhereFiles(LocalFiles):
+    """Files as another host sees them: the path the leader names holds another file."""
+
+    def read(self, path: str, position: int, length: int, device: int, inode: int) -> bytes | None:
+        return super().read(path, position, length, device, inode + 1)
+
+
+def test_fetch_batches_falls_back_to_the_network_when_the_files_are_elsewhere(
+    fluvio: Fluvio, topic: str
+) -> None:
+    fluvio.core.local_files = ElsewhereFiles()
+    try:
+        table = pa.Table.from_batches(list(fluvio.fetch_batches(topic, 1, 0, 5)))
+        assert fluvio.core.local_files.open_files == ()
+    finally:
+        fluvio.core.local_files = LocalFiles()
+    assert table.column("value").to_pylist() == [f"w{i}".encode() for i in range(5)]

@@ -30,7 +30,15 @@ from spark_stream.errors import (
 from spark_stream.protocol import Acks, ApiKey, FetchOffsetsRequest, Isolation, ProduceRequest
 from spark_stream.records import encode_records, now_us
 from tests.spu.conftest import ClusterFactory
-from tests.spu.helpers import fetch_values, offsets, produce, stream_values, until, values
+from tests.spu.helpers import (
+    fetch_values,
+    local_values,
+    offsets,
+    produce,
+    stream_values,
+    until,
+    values,
+)
 from tests.spu.integration.client import RetryingProducer
 
 pytestmark = pytest.mark.integration
@@ -255,6 +263,12 @@ def test_committed_and_uncommitted_visibility_with_a_held_back_follower(
                 await produce(conn, "audit", 0, ["pending"], acks=Acks.LEADER)
                 assert await fetch_values(conn, "audit", 0) == values("committed")
                 assert await fetch_values(conn, "audit", 0, 0, Isolation.UNCOMMITTED) == values(
+                    "committed", "pending"
+                )
+                # A local fetch names the same bounded range of the segment file.
+                assert await local_values(conn, "audit", 0) == values("committed")
+                assert await local_values(conn, "audit", 0, 1) == []
+                assert await local_values(conn, "audit", 0, 0, Isolation.UNCOMMITTED) == values(
                     "committed", "pending"
                 )
                 with pytest.raises(RequestTimeoutError):
