@@ -216,7 +216,8 @@ async def _fetch_local(
     if not reply.path:
         return _Read(reply.log_start, reply.hw, reply.leo, [])
     data = await asyncio.to_thread(
-        local.read, reply.path, reply.position, reply.length, reply.device, reply.inode
+        local.read, reply.path, reply.position, reply.length, reply.device, reply.inode,
+        mapped=isolation is Isolation.COMMITTED,  # committed frames are never truncated
     )
     if data is None:
         log.debug("%s-%d: %s is not readable here; fetching over the network",

@@ -150,8 +150,11 @@ def test_fetch_batches_reads_the_leaders_files_from_this_host(fluvio: Fluvio, to
 class ElsewhereFiles(LocalFiles):
     """Files as another host sees them: the path the leader names holds another file."""
 
-    def read(self, path: str, position: int, length: int, device: int, inode: int) -> bytes | None:
-        return super().read(path, position, length, device, inode + 1)
+    def read(
+        self, path: str, position: int, length: int, device: int, inode: int, *,
+        mapped: bool = False,
+    ) -> memoryview | bytes | None:
+        return super().read(path, position, length, device, inode + 1, mapped=mapped)
 
 
 def test_fetch_batches_falls_back_to_the_network_when_the_files_are_elsewhere(

@@ -56,3 +56,21 @@ def test_open_files_are_bounded_and_close_ends_reads(tmp_path: Path) -> None:
     files.close()
     assert files.open_files == ()
     assert files.read(str(paths[0]), 0, 3, *identity(paths[0])) is None
+
+
+def test_mapped_reads_view_the_file_and_outlive_its_deletion(tmp_path: Path) -> None:
+    path = tmp_path / "segment.log"
+    path.write_bytes(b"0123456789")
+    files = LocalFiles()
+    view = files.read(str(path), 2, 5, *identity(path), mapped=True)
+    assert isinstance(view, memoryview) and bytes(view) == b"23456"
+    with path.open("ab") as out:  # the active segment grows
+        out.write(b"abcdef")
+    grown = files.read(str(path), 8, 6, *identity(path), mapped=True)
+    assert grown is not None and bytes(grown) == b"89abcd"
+    assert files.read(str(path), 12, 10, *identity(path), mapped=True) is None  # past the end
+    device, inode = identity(path)
+    path.unlink()  # retention deletes the segment; views taken before stay readable
+    files.close()
+    assert bytes(view) == b"23456" and bytes(grown) == b"89abcd"
+    assert files.read(str(path), 0, 2, device, inode, mapped=True) is None
