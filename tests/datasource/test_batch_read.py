@@ -67,6 +67,19 @@ def test_min_partitions_splits_ranges_without_changing_the_data(
     assert split.select(F.countDistinct("offset")).first()[0] == 1000
 
 
+def test_local_reads_and_network_fetches_return_the_same_rows(
+    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(partitions=2, replicas=2)
+    produce(fluvio, topic, [f"v{i}" for i in range(2000)], keys=[f"k{i}" for i in range(2000)])
+    local = _read(spark, fluvio_cluster, topic=topic)  # localReads defaults to true
+    network = _read(spark, fluvio_cluster, topic=topic, localReads="false")
+    uncommitted = _read(spark, fluvio_cluster, topic=topic, isolation="uncommitted")
+    assert local.count() == 2000
+    assert_df_equality(local, network, ignore_row_order=True)
+    assert_df_equality(uncommitted, network, ignore_row_order=True)
+
+
 def test_starting_and_ending_offsets_json(
     spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
 ) -> None:

@@ -25,6 +25,8 @@ def test_batch_defaults() -> None:
     assert opts.isolation == "committed"
     assert opts.fail_on_data_loss is True
     assert opts.include_headers is False
+    assert opts.local_reads is True
+    assert parse_reader_options({"topic": "o", "localReads": "false"}, "batch").local_reads is False
     assert opts.partitions is None
     assert opts.endpoint is None
 
@@ -123,6 +125,7 @@ def test_timestamps_are_milliseconds() -> None:
         ({"topic": "t", "minPartitions": "-1"}, "batch", "'minPartitions'"),
         ({"topic": "t", "failOnDataLoss": "maybe"}, "batch", "'failOnDataLoss'"),
         ({"topic": "t", "includeHeaders": "1"}, "batch", "'includeHeaders'"),
+        ({"topic": "t", "localReads": "sometimes"}, "batch", "'localReads'"),
         ({"topic": "t", "partitions": "0,x"}, "batch", "'partitions'"),
         ({"topic": "t", "partitions": "-1"}, "batch", "'partitions'"),
         ({"topic": "t", "endpoint": "nohost"}, "batch", "'endpoint'"),
