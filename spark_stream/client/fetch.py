@@ -55,6 +55,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+LOCAL_MAPPED_MAX_BYTES = 256 * 1024 * 1024
+"""Bytes one local fetch of committed frames may name: nothing travels and the frames are
+mapped, not copied, so one request covers up to this much of a segment (fewer round
+trips to a leader that competes for the same cores)."""
+
 #: How long a leader may hold a fetch that finds nothing new (a new leader's HW may lag).
 _EMPTY_WAIT_MS = 200
 
@@ -204,9 +209,11 @@ async def _fetch_local(
     local: LocalFiles,
 ) -> _Read | None:
     """A local fetch, or None when the leader's file cannot be read from here."""
+    mapped = isolation is Isolation.COMMITTED  # committed frames are never truncated
     request = FetchLocalRequest(
-        topic, partition, position, max_bytes=max_bytes, isolation=isolation,
-        max_wait_ms=_EMPTY_WAIT_MS,
+        topic, partition, position,
+        max_bytes=max(max_bytes, LOCAL_MAPPED_MAX_BYTES) if mapped else max_bytes,
+        isolation=isolation, max_wait_ms=_EMPTY_WAIT_MS,
     )
     try:
         reply = await leaders.call(topic, partition, request, policy)
@@ -217,7 +224,7 @@ async def _fetch_local(
         return _Read(reply.log_start, reply.hw, reply.leo, [])
     data = await asyncio.to_thread(
         local.read, reply.path, reply.position, reply.length, reply.device, reply.inode,
-        mapped=isolation is Isolation.COMMITTED,  # committed frames are never truncated
+        mapped=mapped,
     )
     if data is None:
         log.debug("%s-%d: %s is not readable here; fetching over the network",
