@@ -529,8 +529,6 @@ def _sendable(part: TailPart) -> bool:
     return isinstance(part, FileRegion) and memoryview(part.data).nbytes >= SENDFILE_MIN_BYTES
 
 
-
-
 def _unpack(reply: Reply, api_key: int) -> tuple[dict[str, Any], Tail, int, int]:
     """Meta, tail, api key and version of a handler's reply (pushes may name their kind)."""
     if reply is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -41,7 +41,13 @@ from spark_stream.protocol.data import (
     FetchResponse,
     Isolation,
 )
-from spark_stream.records import RECORD_SCHEMA, FrameHeader, decode_frame, iter_frames
+from spark_stream.records import (
+    RECORD_SCHEMA,
+    FrameHeader,
+    decode_frame,
+    iter_frames,
+    read_header,
+)
 
 __all__ = [
     "fetch_offsets",
@@ -66,12 +72,14 @@ _EMPTY_WAIT_MS = 200
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    """One fetch's answer: the partition's offsets and the verified frames."""
+    """One fetch's answer: the partition's offsets and its frames, crc-checked as they
+    are iterated (a local read may name far more than the range still needs)."""
 
     log_start: int
     hw: int
     leo: int
-    frames: list[tuple[FrameHeader, memoryview]]
+    frames: Iterator[tuple[FrameHeader, memoryview]]
+    local: bool = False
 
 
 def visible_end(offsets: PartitionOffsets, isolation: Isolation) -> int:
@@ -162,14 +170,23 @@ async def fetch_range(
                 f"{read.log_start} (retention removed it)"
             )
         progressed = False
-        for header, frame in read.frames:
-            if header.next_offset <= position:
-                continue  # a frame wholly before what we still need
-            yield header, frame
-            position = header.next_offset
-            progressed = True
-            if position >= end:
-                return
+        try:
+            for header, frame in read.frames:
+                if header.next_offset <= position:
+                    continue  # a frame wholly before what we still need
+                yield header, frame
+                position = header.next_offset
+                progressed = True
+                if position >= end:
+                    return
+        except CorruptFrameError as exc:
+            if not read.local:
+                raise
+            # e.g. uncommitted frames truncated under a pread: the network has the truth
+            log.debug("%s-%d: local read failed at offset %d (%s); fetching over the network",
+                      topic, partition, position, exc)
+            local = None
+            continue
         if progressed:
             deadline = time.monotonic() + policy.timeout_s
         elif time.monotonic() > deadline:
@@ -195,7 +212,7 @@ async def _fetch(
     )
     reply = await leaders.call(topic, partition, request, policy)
     assert isinstance(reply, FetchResponse)
-    return _Read(reply.log_start, reply.hw, reply.leo, list(iter_frames(reply.tail)))
+    return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(reply.tail))
 
 
 async def _fetch_local(
@@ -221,7 +238,7 @@ async def _fetch_local(
         return None  # a leader from before local fetches
     assert isinstance(reply, FetchLocalResponse)
     if not reply.path:
-        return _Read(reply.log_start, reply.hw, reply.leo, [])
+        return _Read(reply.log_start, reply.hw, reply.leo, iter(()))
     data = await asyncio.to_thread(
         local.read, reply.path, reply.position, reply.length, reply.device, reply.inode,
         mapped=mapped,
@@ -231,14 +248,14 @@ async def _fetch_local(
                   topic, partition, reply.path)
         return None
     try:
-        frames = list(iter_frames(data))
-    except CorruptFrameError as exc:  # e.g. uncommitted frames truncated meanwhile
-        log.debug("%s-%d: local read of %s failed (%s); fetching over the network",
-                  topic, partition, reply.path, exc)
+        first = read_header(data)
+    except CorruptFrameError:
+        first = None
+    if first is None or first.base_offset != reply.base_offset:
+        log.debug("%s-%d: %s does not hold the frames named; fetching over the network",
+                  topic, partition, reply.path)
         return None
-    if not frames or frames[0][0].base_offset != reply.base_offset:
-        return None
-    return _Read(reply.log_start, reply.hw, reply.leo, frames)
+    return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(data), local=True)
 
 
 def slice_to_range(batch: pa.RecordBatch, base: int, start: int, end: int) -> pa.RecordBatch:
