@@ -120,7 +120,7 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
     }
 
 
-async def _visible(leader: LeaderController, msg: FetchRequest | FetchLocalRequest) -> LogSlice:
+async def _visible(leader: LeaderController, msg: FetchRequest) -> LogSlice:
     """What a fetch returns: frames from ``msg.offset``, waiting up to ``max_wait_ms`` for
     some to become visible when none are yet."""
     piece = leader.read(msg.offset, msg.max_bytes, msg.isolation)

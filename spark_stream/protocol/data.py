@@ -128,12 +128,12 @@ class FetchRequest(Message):
     max_wait_ms: int = 0
 
     def __post_init__(self) -> None:
-        _topic("FetchRequest", self.topic)
+        owner = type(self).__name__
+        _topic(owner, self.topic)
         _non_negative(
-            "FetchRequest", partition=self.partition, offset=self.offset,
-            max_wait_ms=self.max_wait_ms,
+            owner, partition=self.partition, offset=self.offset, max_wait_ms=self.max_wait_ms
         )
-        _positive("FetchRequest", max_bytes=self.max_bytes)
+        _positive(owner, max_bytes=self.max_bytes)
 
 
 @message(ApiKey.FETCH, Role.RESPONSE)
@@ -156,27 +156,12 @@ class FetchResponse(Message):
 
 @message(ApiKey.FETCH_LOCAL, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
-class FetchLocalRequest(Message):
+class FetchLocalRequest(FetchRequest):
     """A fetch answered with where its frames lie in the leader's files, not the frames.
 
-    A client on the leader's host reads them itself (``pread``): no bytes cross the
-    socket and the leader does no work per byte. Fields mean what ``FetchRequest``'s do.
+    A client on the leader's host reads them itself: no bytes cross the socket and the
+    leader does no work per byte. The fields are ``FetchRequest``'s, meaning the same.
     """
-
-    topic: str
-    partition: int
-    offset: int
-    max_bytes: int = DEFAULT_FETCH_MAX_BYTES
-    isolation: Isolation = Isolation.COMMITTED
-    max_wait_ms: int = 0
-
-    def __post_init__(self) -> None:
-        _topic("FetchLocalRequest", self.topic)
-        _non_negative(
-            "FetchLocalRequest", partition=self.partition, offset=self.offset,
-            max_wait_ms=self.max_wait_ms,
-        )
-        _positive("FetchLocalRequest", max_bytes=self.max_bytes)
 
 
 @message(ApiKey.FETCH_LOCAL, Role.RESPONSE)
