@@ -60,8 +60,9 @@ def _wait_topic(fluvio: Fluvio, name: str, replication: int) -> None:
 
 def bulk_produce(fluvio: Fluvio, topic: str, values: pa.Array, total: int, acks: str) -> float:
     """Seconds to produce ``total`` records through ``send_batch`` (flushed)."""
-    producer = fluvio.topic_producer(topic, batch_size=4 << 20, linger_ms=1, acks=acks,
-                                     max_in_flight=3)
+    producer = fluvio.topic_producer(
+        topic, batch_size=4 << 20, linger_ms=1, acks=acks, max_in_flight=3
+    )
     table = pa.table({"value": values})
     start = time.perf_counter()
     sent = 0
@@ -110,9 +111,7 @@ async def e2e_latency(
             ready.set()
             async for batch in stream:
                 now = time.perf_counter_ns()
-                sent = np.frombuffer(
-                    b"".join(batch.column("value").to_pylist()), dtype=np.int64
-                )
+                sent = np.frombuffer(b"".join(batch.column("value").to_pylist()), dtype=np.int64)
                 latencies.extend(((now - sent) / 1e6).tolist())
                 if len(latencies) >= count:
                     await stream.aclose()
@@ -165,15 +164,23 @@ def redis_baseline(url: str, values: list[bytes]) -> tuple[float, float]:
 def run(records: int, per_record: int, rate: float, seconds: float) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
-        cluster = LocalCluster(Path(tmp), spus=3, sc_port=0, spu_mode="custom",
-                               profile=Path(tmp) / "profile.json", start_timeout=60)
+        cluster = LocalCluster(
+            Path(tmp),
+            spus=3,
+            sc_port=0,
+            spu_mode="custom",
+            profile=Path(tmp) / "profile.json",
+            start_timeout=60,
+        )
         try:
             cluster.start()
             with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
                 small = _values(200_000, 100)
                 large = _values(50_000, 1000)
-                for size, values, total in (("100b", small, records),
-                                            ("1kb", large, max(records // 10, 50_000))):
+                for size, values, total in (
+                    ("100b", small, records),
+                    ("1kb", large, max(records // 10, 50_000)),
+                ):
                     for rf in (1, 3):
                         topic = f"bulk-{size}-rf{rf}"
                         _wait_topic(fluvio, topic, rf)
@@ -211,10 +218,18 @@ def run(records: int, per_record: int, rate: float, seconds: float) -> dict[str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=2_000_000,
-                        help="100 B records per bulk run (1 KB runs send a tenth)")
-    parser.add_argument("--per-record", type=int, default=200_000,
-                        help="records of the per-record send runs and the Redis baseline")
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=2_000_000,
+        help="100 B records per bulk run (1 KB runs send a tenth)",
+    )
+    parser.add_argument(
+        "--per-record",
+        type=int,
+        default=200_000,
+        help="records of the per-record send runs and the Redis baseline",
+    )
     parser.add_argument("--rate", type=float, default=1000.0, help="e2e records/s")
     parser.add_argument("--seconds", type=float, default=5.0, help="e2e duration")
     args = parser.parse_args()
@@ -222,8 +237,10 @@ def main() -> None:
     for key, value in results.items():
         print(f"{key:28s} {value}")
     goal = results["produce_100b_rf1_rps"] >= GOAL_RPS and results["bulk_vs_redis_xadd"] >= 5
-    print(f"goal (>= {GOAL_RPS} rps bulk rf1, >= 5x XADD, p99 < 10 ms): "
-          f"{'met' if goal and results['e2e_p99_ms'] < 10 else 'missed'}")
+    print(
+        f"goal (>= {GOAL_RPS} rps bulk rf1, >= 5x XADD, p99 < 10 ms): "
+        f"{'met' if goal and results['e2e_p99_ms'] < 10 else 'missed'}"
+    )
     print(json.dumps(results))
 
 

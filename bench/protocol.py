@@ -16,9 +16,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from spark_stream.connection import Connection
+from spark_stream.net.connection import Connection
+from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Request
-from spark_stream.server import ConnContext, Server
 
 ECHO = ApiKey.FETCH_OFFSETS
 SINK = ApiKey.PRODUCE

@@ -29,10 +29,10 @@ from typing import Any
 
 import psutil
 
-from spark_stream.admin import AdminClient
-from spark_stream.connection import Connection
+from spark_stream.client.admin import AdminClient
 from spark_stream.local import RedisServer
 from spark_stream.models import PartitionStatus, ReplicaStatus
+from spark_stream.net.connection import Connection
 from spark_stream.protocol.control import (
     HeartbeatRequest,
     LrsStatus,
@@ -76,10 +76,16 @@ class Spu:
                 batch, self.leading = self.leading, {}
                 self.reported.update(batch)
                 entries = [
-                    LrsStatus(name, PartitionStatus(
-                        leader=self.spu_id, leo=0, hw=0, log_start_offset=0,
-                        lrs=tuple(ReplicaStatus(spu_id=s, leo=0, hw=0) for s in replicas),
-                    ))
+                    LrsStatus(
+                        name,
+                        PartitionStatus(
+                            leader=self.spu_id,
+                            leo=0,
+                            hw=0,
+                            log_start_offset=0,
+                            lrs=tuple(ReplicaStatus(spu_id=s, leo=0, hw=0) for s in replicas),
+                        ),
+                    )
                     for name, replicas in batch.items()
                 ]
                 await self.conn.call(UpdateLrsRequest.build(self.spu_id, entries), timeout=60)
@@ -100,13 +106,28 @@ def start_sc(redis_url: str, workdir: Path) -> tuple[subprocess.Popen[bytes], di
     ready = workdir / "ready.json"
     profile = os.environ.get("BENCH_SC_PROFILE")  # a path: run the SC under cProfile
     prefix = ["-m", "cProfile", "-o", profile] if profile else []
-    argv = [sys.executable, *prefix, "-m", "sc", "--redis-url", redis_url, "--public-port", "0",
-            "--private-port", "0", "--ready-file", str(ready), "--heartbeat-timeout", "30"]
+    argv = [
+        sys.executable,
+        *prefix,
+        "-m",
+        "sc",
+        "--redis-url",
+        redis_url,
+        "--public-port",
+        "0",
+        "--private-port",
+        "0",
+        "--ready-file",
+        str(ready),
+        "--heartbeat-timeout",
+        "30",
+    ]
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}
     with open(workdir / "sc.log", "ab") as log:
-        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=log,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            argv, cwd=root, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL
+        )
     deadline = time.monotonic() + 30
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -126,8 +147,9 @@ def stop_sc(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(10)
 
 
-async def provision(ports: dict[str, int], topics: int, partitions: int,
-                    replication: int) -> dict[str, float]:
+async def provision(
+    ports: dict[str, int], topics: int, partitions: int, replication: int
+) -> dict[str, float]:
     """Create ``topics`` topics and time them to Provisioned and to all partitions Online."""
     admin = AdminClient("127.0.0.1", ports["public_port"], timeout=120)
     spus = [Spu(ports["private_port"], i) for i in range(1, SPUS + 1)]
@@ -144,8 +166,9 @@ async def provision(ports: dict[str, int], topics: int, partitions: int,
 
         async def create(name: str) -> None:
             async with slots:
-                await admin.create_topic(name, partitions=partitions,
-                                         replication_factor=replication)
+                await admin.create_topic(
+                    name, partitions=partitions, replication_factor=replication
+                )
 
         start = time.perf_counter()
         creating = asyncio.gather(*(create(n) for n in names))
@@ -168,8 +191,10 @@ async def provision(ports: dict[str, int], topics: int, partitions: int,
                     t_provisioned = now - start
                 if now - last_report > 2:
                     last_report = now
-                    progress(f"  {now - start:6.1f}s provisioned {len(provisioned)}/{topics} "
-                             f"partitions online {len(online)}/{wanted}")
+                    progress(
+                        f"  {now - start:6.1f}s provisioned {len(provisioned)}/{topics} "
+                        f"partitions online {len(online)}/{wanted}"
+                    )
             t_online = time.perf_counter() - start
         await creating
         await watch.aclose()
@@ -206,15 +231,23 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--replication", type=int, default=2)
     args = parser.parse_args()
-    figures: dict[str, Any] = {"bench": "sc", "spus": SPUS, "partitions_per_topic":
-                               args.partitions, "replication": args.replication}
+    figures: dict[str, Any] = {
+        "bench": "sc",
+        "spus": SPUS,
+        "partitions_per_topic": args.partitions,
+        "replication": args.replication,
+    }
     for topics in args.topics:
-        progress(f"provisioning {topics} topics x {args.partitions} partitions "
-                 f"(replication {args.replication}) on {SPUS} SPUs")
+        progress(
+            f"provisioning {topics} topics x {args.partitions} partitions "
+            f"(replication {args.replication}) on {SPUS} SPUs"
+        )
         result = run_size(topics, args.partitions, args.replication)
-        progress(f"  {topics} topics: provisioned in {result['provisioned_s']:.2f}s, "
-                 f"all partitions online in {result['online_s']:.2f}s, "
-                 f"SC rss {result['rss_mb']:.0f} MiB, SC cpu {result['cpu_s']:.1f}s")
+        progress(
+            f"  {topics} topics: provisioned in {result['provisioned_s']:.2f}s, "
+            f"all partitions online in {result['online_s']:.2f}s, "
+            f"SC rss {result['rss_mb']:.0f} MiB, SC cpu {result['cpu_s']:.1f}s"
+        )
         figures[f"provision_{topics}_s"] = round(result["provisioned_s"], 3)
         figures[f"online_{topics}_s"] = round(result["online_s"], 3)
         figures[f"sc_cpu_{topics}_s"] = round(result["cpu_s"], 2)

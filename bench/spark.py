@@ -51,9 +51,7 @@ def _say(message: str) -> None:
 def _values(n: int, rng: np.random.Generator) -> pa.Array:
     data = rng.integers(0, 256, n * VALUE_BYTES, dtype=np.uint8)
     offsets = np.arange(0, (n + 1) * VALUE_BYTES, VALUE_BYTES, dtype=np.int32)
-    return pa.Array.from_buffers(
-        pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _wait(check: Callable[[], bool], timeout: float, what: str) -> None:
@@ -71,7 +69,7 @@ def _topic_ready(client: Any, topic: str, partitions: int) -> bool:
             return False
         for info in infos:
             client.fetch_offsets(topic, info.partition)
-    except Exception:  # noqa: BLE001 - not ready yet
+    except Exception:
         return False
     return True
 
@@ -116,11 +114,14 @@ def _best_rates(
                 total = run()
                 seconds = time.perf_counter() - started
                 if total != records * VALUE_BYTES:
-                    raise AssertionError(f"{label}: sum(length(value)) = {total}, expected "
-                                         f"{records * VALUE_BYTES}")
+                    raise AssertionError(
+                        f"{label}: sum(length(value)) = {total}, expected {records * VALUE_BYTES}"
+                    )
                 rates[label].append(records / seconds)
-                _say(f"{label} round {round_ + 1} run {i + 1}: {seconds:.2f}s, "
-                     f"{records / seconds:,.0f} records/s")
+                _say(
+                    f"{label} round {round_ + 1} run {i + 1}: {seconds:.2f}s, "
+                    f"{records / seconds:,.0f} records/s"
+                )
     return {label: max(values) for label, values in rates.items()}
 
 
@@ -143,8 +144,10 @@ def _available_now(spark: Any, endpoint: str, records: int, checkpoint: Path) ->
     read = sum(p["numInputRows"] for p in query.recentProgress)
     if read != records:
         raise AssertionError(f"availableNow read {read} records, expected {records}")
-    _say(f"availableNow: {read} records in {seconds:.2f}s "
-         f"({len(query.recentProgress)} micro-batches)")
+    _say(
+        f"availableNow: {read} records in {seconds:.2f}s "
+        f"({len(query.recentProgress)} micro-batches)"
+    )
     return records / seconds
 
 
@@ -197,12 +200,13 @@ def run(records: int, partitions: int, repeat: int, samples: int, workdir: Path)
     """Run every measurement; return the figures."""
     os.environ["FLUVIO_PROFILE"] = str(workdir / "profile.json")
     from bench._ceiling_source import CeilingDataSource
-    from datasource._spark import local_session
+    from datasource.session import local_session
     from spark_stream.client import Fluvio
     from spark_stream.local.cluster import LocalCluster
 
-    cluster = LocalCluster(workdir / "cluster", spus=3, sc_port=0, spu_mode="custom",
-                           start_timeout=60.0)
+    cluster = LocalCluster(
+        workdir / "cluster", spus=3, sc_port=0, spu_mode="custom", start_timeout=60.0
+    )
     cluster.start()
     try:
         endpoint = cluster.endpoint
@@ -212,8 +216,10 @@ def run(records: int, partitions: int, repeat: int, samples: int, workdir: Path)
             _wait(lambda: _topic_ready(client, TOPIC, partitions), 60, TOPIC)
             _wait(lambda: _topic_ready(client, LATENCY_TOPIC, 1), 60, LATENCY_TOPIC)
             seconds = _produce(client, records, partitions)
-            _say(f"produced {records:,} records of {VALUE_BYTES} B in {seconds:.1f}s "
-                 f"({records / seconds:,.0f}/s)")
+            _say(
+                f"produced {records:,} records of {VALUE_BYTES} B in {seconds:.1f}s "
+                f"({records / seconds:,.0f}/s)"
+            )
             spark = local_session("bench-spark")
             spark.sparkContext.setLogLevel("ERROR")
             try:
@@ -243,8 +249,9 @@ def run(records: int, partitions: int, repeat: int, samples: int, workdir: Path)
                     _available_now(spark, endpoint, records, workdir / f"checkpoint-now-{i}")
                     for i in range(3)  # the first starts the streaming path's Python worker
                 )
-                latencies = _latency(spark, client, endpoint, workdir / "checkpoint-latency",
-                                     samples)
+                latencies = _latency(
+                    spark, client, endpoint, workdir / "checkpoint-latency", samples
+                )
             finally:
                 spark.stop()
     finally:
@@ -275,9 +282,11 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     for key in ("fluvio_rps", "ceiling_rps", "parquet_rps", "available_now_rps"):
         _say(f"{key:>18}: {result[key]:>12,.0f} records/s")
-    _say(f"fluvio / ceiling {result['ratio_to_ceiling']:.2f}, fluvio / parquet "
-         f"{result['ratio_to_parquet']:.2f}, e2e p50 {result['e2e_p50_ms']} ms, "
-         f"p99 {result['e2e_p99_ms']} ms")
+    _say(
+        f"fluvio / ceiling {result['ratio_to_ceiling']:.2f}, fluvio / parquet "
+        f"{result['ratio_to_parquet']:.2f}, e2e p50 {result['e2e_p50_ms']} ms, "
+        f"p99 {result['e2e_p99_ms']} ms"
+    )
     print(json.dumps(result))
     return 0
 

@@ -41,14 +41,14 @@ import pyarrow.ipc as ipc
 
 from bench._records import make_batches
 from spark_stream.records import RECORD_SCHEMA, encode_batch
-from spu.storage import ReplicaLog, StorageConfig
+from spu.storage import LogConfig, ReplicaLog
 
 APPEND_REPS = 5
 READ_REPS = 25
 LOOKUPS = 10_000
 LOOKUP_LOG_BYTES = 1 << 30
 READ_BUDGET = 16 << 20
-BENCH_CONFIG = StorageConfig(flush_interval_ms=None, flush_bytes=None, retention_ms=None)
+BENCH_CONFIG = LogConfig(flush_interval_ms=None, flush_bytes=None, retention_ms=None)
 
 
 def progress(message: str) -> None:
@@ -114,11 +114,12 @@ def bench_size(
     runs: dict[str, list[tuple[int, float, float]]] = {"log": [], "base": []}
     for rep in range(APPEND_REPS):
         progress(f"[{label}] append rep {rep + 1}/{APPEND_REPS}")
-        order = ["log", "base"] if rep % 2 else ["base", "log"]   # alternate who goes first
+        order = ["log", "base"] if rep % 2 else ["base", "log"]  # alternate who goes first
         for side in order:
             with tempfile.TemporaryDirectory(dir=scratch) as tmp:
                 runs[side].append(
-                    append_log(Path(tmp) / "log", frames) if side == "log"
+                    append_log(Path(tmp) / "log", frames)
+                    if side == "log"
                     else append_baseline(Path(tmp) / "baseline.arrows", batches)
                 )
     log_bytes, base_bytes = runs["log"][0][0], runs["base"][0][0]
@@ -127,11 +128,16 @@ def bench_size(
     log_w = statistics.median(w for _, w, _ in runs["log"])
     base_w = statistics.median(w for _, w, _ in runs["base"])
     out.update(
-        append_log_s=log_t, append_base_s=base_t,
-        append_log_write_s=log_w, append_base_write_s=base_w,
-        append_log_rps=records / log_t, append_base_rps=records / base_t,
-        append_log_mbps=log_bytes / log_t / 1e6, append_base_mbps=base_bytes / base_t / 1e6,
-        append_ratio=base_t / log_t, append_ratio_no_fsync=base_w / log_w,
+        append_log_s=log_t,
+        append_base_s=base_t,
+        append_log_write_s=log_w,
+        append_base_write_s=base_w,
+        append_log_rps=records / log_t,
+        append_base_rps=records / base_t,
+        append_log_mbps=log_bytes / log_t / 1e6,
+        append_base_mbps=base_bytes / base_t / 1e6,
+        append_ratio=base_t / log_t,
+        append_ratio_no_fsync=base_w / log_w,
     )
 
     with tempfile.TemporaryDirectory(dir=scratch) as tmp:
@@ -141,17 +147,22 @@ def bench_size(
         with ReplicaLog.open(Path(tmp) / "log", BENCH_CONFIG) as log:
             assert read_log(log, trusted=True) == records == read_baseline(base_path)
             progress(f"[{label}] read x{READ_REPS}")
-            trusted = [timed(lambda log=log: read_log(log, trusted=True))
-                       for _ in range(READ_REPS)]
-            verified = [timed(lambda log=log: read_log(log, trusted=False))
-                        for _ in range(READ_REPS)]
+            trusted = [timed(lambda log=log: read_log(log, trusted=True)) for _ in range(READ_REPS)]
+            verified = [
+                timed(lambda log=log: read_log(log, trusted=False)) for _ in range(READ_REPS)
+            ]
             baseline = [timed(lambda: read_baseline(base_path)) for _ in range(READ_REPS)]
     read_t, ver_t, rbase_t = (statistics.median(x) for x in (trusted, verified, baseline))
     out.update(
-        read_log_s=read_t, read_log_verified_s=ver_t, read_base_s=rbase_t,
-        read_log_rps=records / read_t, read_base_rps=records / rbase_t,
-        read_log_mbps=log_bytes / read_t / 1e6, read_base_mbps=base_bytes / rbase_t / 1e6,
-        read_ratio=rbase_t / read_t, read_ratio_verified=rbase_t / ver_t,
+        read_log_s=read_t,
+        read_log_verified_s=ver_t,
+        read_base_s=rbase_t,
+        read_log_rps=records / read_t,
+        read_base_rps=records / rbase_t,
+        read_log_mbps=log_bytes / read_t / 1e6,
+        read_base_mbps=base_bytes / rbase_t / 1e6,
+        read_ratio=rbase_t / read_t,
+        read_ratio_verified=rbase_t / ver_t,
     )
     progress(
         f"[{label}] append log {out['append_log_mbps']:.0f} MB/s vs pyarrow "
@@ -180,7 +191,7 @@ def bench_lookup(frames: list[bytes], scratch: Path) -> dict[str, float]:
         open_s = time.perf_counter() - start
         try:
             offsets = rng.integers(0, log.leo, LOOKUPS).tolist()
-            for offset in offsets[:100]:                       # warm the code paths
+            for offset in offsets[:100]:  # warm the code paths
                 log.read(offset, 1)
             latencies = np.empty(LOOKUPS, dtype=np.int64)
             clock = time.perf_counter_ns
@@ -195,15 +206,19 @@ def bench_lookup(frames: list[bytes], scratch: Path) -> dict[str, float]:
             log.close()
     us = latencies / 1000
     out = {
-        "lookup_log_bytes": size, "lookup_log_segments": segments, "lookup_log_records": leo,
+        "lookup_log_bytes": size,
+        "lookup_log_segments": segments,
+        "lookup_log_records": leo,
         "lookup_open_s": open_s,
         "lookup_p50_us": float(np.percentile(us, 50)),
         "lookup_p99_us": float(np.percentile(us, 99)),
         "lookup_max_us": float(us.max()),
     }
-    progress(f"[lookup] {LOOKUPS:,} lookups on {size / 1e9:.2f} GB ({segments} segments): "
-             f"p50 {out['lookup_p50_us']:.1f} us, p99 {out['lookup_p99_us']:.1f} us; "
-             f"reopen {open_s * 1000:.0f} ms")
+    progress(
+        f"[lookup] {LOOKUPS:,} lookups on {size / 1e9:.2f} GB ({segments} segments): "
+        f"p50 {out['lookup_p50_us']:.1f} us, p99 {out['lookup_p99_us']:.1f} us; "
+        f"reopen {open_s * 1000:.0f} ms"
+    )
     return out
 
 
@@ -217,17 +232,25 @@ def main() -> int:
         sizes = {"100B": small, "1KB": large}
         # The same records, interleaved, repeated (with new offsets) up to ~1 GiB.
         frames = [f for pair in zip(small_frames, large_frames, strict=False) for f in pair]
-        frames += small_frames[len(large_frames):]
+        frames += small_frames[len(large_frames) :]
         lookup = bench_lookup(frames, scratch)
     total = {
         key: sum(s[key] for s in sizes.values())
-        for key in ("append_log_s", "append_base_s", "append_log_write_s",
-                    "append_base_write_s", "read_log_s", "read_log_verified_s", "read_base_s")
+        for key in (
+            "append_log_s",
+            "append_base_s",
+            "append_log_write_s",
+            "append_base_write_s",
+            "read_log_s",
+            "read_log_verified_s",
+            "read_base_s",
+        )
     }
     result = {
         "append_ratio": round(total["append_base_s"] / total["append_log_s"], 3),
         "append_ratio_no_fsync": round(
-            total["append_base_write_s"] / total["append_log_write_s"], 3),
+            total["append_base_write_s"] / total["append_log_write_s"], 3
+        ),
         "read_ratio": round(total["read_base_s"] / total["read_log_s"], 3),
         "read_ratio_verified": round(total["read_base_s"] / total["read_log_verified_s"], 3),
         "lookup_p50_us": round(lookup["lookup_p50_us"], 2),

@@ -37,10 +37,24 @@ LATEST = -1
 Mode = Literal["batch", "stream"]
 
 _READER = (
-    "endpoint", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
-    "startingTimestamp", "endingOffsets", "endingTimestamp", "isolation",
-    "maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minPartitions",
-    "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads",
+    "endpoint",
+    "topic",
+    "topics",
+    "topicPattern",
+    "partitions",
+    "startingOffsets",
+    "startingTimestamp",
+    "endingOffsets",
+    "endingTimestamp",
+    "isolation",
+    "maxRecordsPerTrigger",
+    "maxOffsetsPerTrigger",
+    "maxBytesPerTrigger",
+    "minPartitions",
+    "failOnDataLoss",
+    "includeHeaders",
+    "fetchMaxBytes",
+    "localReads",
 )
 _STREAM_ONLY = ("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger")
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp")
@@ -330,8 +344,11 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
     starting = _offsets_or_time(
         opts, "startingOffsets", "startingTimestamp", ending=False, default=start_default
     )
-    if mode == "batch" and starting.default == LATEST and not starting.specific and (
-        starting.timestamp_ms is None
+    if (
+        mode == "batch"
+        and starting.default == LATEST
+        and not starting.specific
+        and (starting.timestamp_ms is None)
     ):
         raise DataSourceOptionError("option 'startingOffsets' cannot be 'latest' for batch reads")
     ending = None

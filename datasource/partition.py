@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from datasource._clients import client_for, drop_client
+from datasource.clients import client_for, drop_client
 from datasource.schema import combine, to_spark_batch
 from spark_stream.client import Fluvio
 from spark_stream.errors import ConnectionClosedError, DataLossError

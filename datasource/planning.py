@@ -43,8 +43,7 @@ def split_range(r: OffsetRange, parts: int) -> list[OffsetRange]:
     parts = max(1, min(parts, r.size))
     bounds = [r.start + r.size * i // parts for i in range(parts + 1)]
     return [
-        OffsetRange(r.topic, r.partition, a, b)
-        for a, b in zip(bounds, bounds[1:], strict=False)
+        OffsetRange(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:], strict=False)
     ]
 
 

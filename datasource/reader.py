@@ -30,7 +30,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from datasource._clients import client_for
+from datasource.clients import client_for
 from datasource.offsets import PartitionOffsetMap, TopicPartition, from_json_dict, to_json_dict
 from datasource.options import OffsetSpec, ReaderOptions
 from datasource.partition import FluvioPartition, ReadSpec, read_partition
@@ -127,7 +127,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- offsets ---------------------------------------------------------------------
 
-    def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
+    def initialOffset(self) -> dict:
         """Where a new query starts (``startingOffsets``/``startingTimestamp``)."""
         opts = self.opts
         client = client_for(opts.endpoint)
@@ -140,7 +140,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tps = subscribed_partitions(client, self.opts, strict=False)
         return fetch_all_offsets(client, tps)
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """The end of the next micro-batch: visible ends, capped by ``limit`` and target.
 
         Raises:
@@ -245,7 +245,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             out[tp] = max(end, base[tp])
         return out
 
-    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+    def getDefaultReadLimit(self) -> ReadLimit:
         """``maxRecordsPerTrigger`` or ``maxBytesPerTrigger`` from the options, else all."""
         if self.opts.max_records_per_trigger is not None:
             return ReadMaxRows(self.opts.max_records_per_trigger)
@@ -253,7 +253,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxBytes(self.opts.max_bytes_per_trigger)
         return ReadAllAvailable()
 
-    def reportLatestOffset(self) -> dict | None:  # noqa: N802
+    def reportLatestOffset(self) -> dict | None:
         """The visible ends seen by the last ``latestOffset`` call (no limit applied)."""
         if self._last_latest is None:
             client = client_for(self.opts.endpoint)
@@ -264,7 +264,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._last_latest = to_json_dict(ends)
         return self._last_latest
 
-    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+    def prepareForTriggerAvailableNow(self) -> None:
         """Fix the target: what is visible now is all this ``availableNow`` run reads."""
         client = client_for(self.opts.endpoint)
         ends = {

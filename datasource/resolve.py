@@ -142,8 +142,7 @@ def resolve_offsets(
             out[tp] = end
         elif wanted > end:
             raise DataSourceOptionError(
-                f"option '{name}': offset {wanted} of {tp} is past its end {end} "
-                f"({opts.isolation})"
+                f"option '{name}': offset {wanted} of {tp} is past its end {end} ({opts.isolation})"
             )
         elif wanted < off.log_start:
             if opts.fail_on_data_loss:
@@ -154,7 +153,10 @@ def resolve_offsets(
                 )
             log.warning(
                 "%s: offset %d of %s is below the log start %d; starting there",
-                name, wanted, tp, off.log_start,
+                name,
+                wanted,
+                tp,
+                off.log_start,
             )
             out[tp] = off.log_start
         else:

@@ -42,9 +42,7 @@ TIMESTAMP_TYPE_CREATE = 0
 """``timestampType`` value of every record: the producer's create time (Kafka's 0)."""
 
 _HEADERS_SPARK = ArrayType(
-    StructType(
-        [StructField("key", StringType(), False), StructField("value", BinaryType(), True)]
-    ),
+    StructType([StructField("key", StringType(), False), StructField("value", BinaryType(), True)]),
     containsNull=True,
 )
 

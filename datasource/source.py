@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from datasource._clients import client_for
+from datasource.clients import client_for
 from datasource.options import (
     check_reader_option_names,
     parse_reader_options,
@@ -60,7 +60,7 @@ class FluvioDataSource(DataSource):
         self._check_schema(schema, opts.include_headers)
         return FluvioBatchReader(opts)
 
-    def streamReader(self, schema: StructType) -> FluvioStreamReader:  # noqa: N802
+    def streamReader(self, schema: StructType) -> FluvioStreamReader:
         """A streaming reader (``spark.readStream``)."""
         opts = parse_reader_options(self.options, "stream")
         self._check_schema(schema, opts.include_headers)
@@ -75,7 +75,7 @@ class FluvioDataSource(DataSource):
         opts = parse_writer_options(self.options)
         return FluvioBatchWriter(opts, schema, opts.endpoint or client_for(None).endpoint)
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> FluvioStreamWriter:  # noqa: N802
+    def streamWriter(self, schema: StructType, overwrite: bool) -> FluvioStreamWriter:
         """The exactly-once streaming sink (``df.writeStream``)."""
         if overwrite:
             raise DataSourceOptionError(

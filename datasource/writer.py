@@ -32,7 +32,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from datasource._clients import client_for
+from datasource.clients import client_for
 from datasource.options import WriterOptions
 from datasource.sink_schema import SinkColumns, sink_columns, to_record_batch
 from spark_stream.client import TopicProducer, producer_id_for
@@ -190,7 +190,8 @@ class FluvioBatchWriter(_WriterBase, DataSourceArrowWriter):
         done = sum(m.records for m in messages if isinstance(m, FluvioCommitMessage))
         log.warning(
             "fluvio batch write %s aborted; %d records of finished tasks remain in the topic",
-            self.write_id, done,
+            self.write_id,
+            done,
         )
 
 
@@ -212,12 +213,12 @@ class FluvioStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
         pid = producer_id_for(query_id, batch_id, task)
         return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task)
 
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]  # noqa: N803
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
         """Idempotent: the micro-batch's records are already durable; only report."""
         total = sum(m.records for m in messages if isinstance(m, FluvioCommitMessage))
         log.info("fluvio sink: micro-batch %d committed, %d records", batchId, total)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]  # noqa: N803
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
         """Keep nothing: the re-run of this batch id produces under the same identities,
         so whatever the failed attempt appended is deduplicated, not repeated."""
         log.warning("fluvio sink: micro-batch %d aborted; its re-run is deduplicated", batchId)

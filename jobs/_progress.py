@@ -1,6 +1,6 @@
 """Progress of a running Spark job, printed from a background thread.
 
-Python has no SparkListener, so ``Progress`` polls the status tracker of the job group
+Python has no SparkListener, so ``JobProgress`` polls the status tracker of the job group
 it sets on the calling thread and prints one line whenever the completed-task count of
 its stages changes (and a last line when the job ends).
 """
@@ -16,11 +16,11 @@ from typing import TextIO
 
 from pyspark.sql import SparkSession
 
-__all__ = ["Progress"]
+__all__ = ["JobProgress"]
 
 
-class Progress:
-    """``with Progress(spark, "backfill"):`` around the action whose tasks to report.
+class JobProgress:
+    """``with JobProgress(spark, "backfill"):`` around the action whose tasks to report.
 
     Args:
         spark: the session running the action.
@@ -50,7 +50,7 @@ class Progress:
         self._last = ""
         self._started = 0.0
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> JobProgress:
         self.spark.sparkContext.setJobGroup(self.group, self.label)
         self._started = time.monotonic()
         self._thread.start()
@@ -83,7 +83,7 @@ class Progress:
     def _report(self, *, final: bool) -> None:
         try:
             done, total = self._tasks()
-        except Exception:  # the context may be stopping  # noqa: BLE001
+        except Exception:  # the context may be stopping
             return
         extra = f", {self.extra()}" if self.extra is not None else ""
         line = f"[{self.label}] tasks {done}/{total}{extra}"

@@ -2,7 +2,7 @@
 
 Under ``spark-submit`` the session (master, jars, settings) comes from the submit
 command, so a job only attaches to it; run as ``python -m jobs.<name>`` it starts a local
-session (``local[2]``) with the Delta jars from ``datasource._spark``.
+session (``local[2]``) with the Delta jars from ``datasource.session``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 
 from pyspark.sql import SparkSession
 
-from datasource._spark import local_session
+from datasource.session import local_session
 
 __all__ = ["job_session", "under_spark_submit"]
 

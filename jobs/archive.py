@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from datasource._clients import client_for
-from jobs._progress import Progress
+from datasource.clients import client_for
+from jobs._progress import JobProgress
 from jobs._session import job_session
 
 __all__ = ["ArchiveResult", "archive", "archived_offsets", "main"]
@@ -118,7 +118,7 @@ def archive(
         if added:
             writer = df.write.format("delta").mode("append")
             if progress:
-                with Progress(spark, "archive", extra=lambda: f"{added} records to {table}"):
+                with JobProgress(spark, "archive", extra=lambda: f"{added} records to {table}"):
                     writer.save(table)
             else:
                 writer.save(table)

@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from datasource._clients import client_for
-from jobs._progress import Progress
+from datasource.clients import client_for
+from jobs._progress import JobProgress
 from jobs._session import job_session
 from spark_stream.errors import SinkSchemaError
 
@@ -55,9 +55,7 @@ def records_frame(
     """
     for name in (key_column, value_column, timestamp_column):
         if name is not None and name not in df.columns:
-            raise SinkSchemaError(
-                f"column {name!r} is not in the source ({', '.join(df.columns)})"
-            )
+            raise SinkSchemaError(f"column {name!r} is not in the source ({', '.join(df.columns)})")
     value = F.col(value_column) if value_column else F.to_json(F.struct(*df.columns))
     cols = [value.alias("value")]
     if key_column:
@@ -69,9 +67,7 @@ def records_frame(
 
 def _topic_records(endpoint: str | None, topic: str) -> int:
     client = client_for(endpoint)
-    return sum(
-        client.fetch_offsets(topic, p.partition).leo for p in client.topic_partitions(topic)
-    )
+    return sum(client.fetch_offsets(topic, p.partition).leo for p in client.topic_partitions(topic))
 
 
 def backfill(
@@ -103,10 +99,11 @@ def backfill(
         writer = writer.option("endpoint", endpoint)
     started = time.monotonic()
     if progress:
+
         def extra() -> str:
             return f"{_topic_records(endpoint, topic) - before}/{rows} records in {topic}"
 
-        with Progress(spark, "backfill", extra=extra):
+        with JobProgress(spark, "backfill", extra=extra):
             writer.save()
     else:
         writer.save()

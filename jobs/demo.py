@@ -44,9 +44,7 @@ def sample_orders(n: int, seed: int = 7) -> pa.Table:
     customers = rng.integers(0, CUSTOMERS, n)
     amounts = rng.integers(100, 10_000, n)
     keys = pa.array([f"customer-{c}" for c in customers])
-    values = pa.array(
-        [json.dumps({"order": i, "amount": int(a)}) for i, a in enumerate(amounts)]
-    )
+    values = pa.array([json.dumps({"order": i, "amount": int(a)}) for i, a in enumerate(amounts)])
     return pa.table({"key": keys, "value": values})
 
 
@@ -59,7 +57,7 @@ def _wait_for_leaders(client: object, topic: str, partitions: int, timeout: floa
                 for info in infos:
                     client.fetch_offsets(topic, info.partition)  # type: ignore[attr-defined]
                 return
-        except Exception:  # noqa: BLE001 - not ready yet
+        except Exception:
             pass
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic} has no leaders after {timeout}s")
@@ -75,8 +73,10 @@ def run(records: int, data_dir: Path) -> int:
     cluster = LocalCluster(data_dir / "cluster", spus=3, sc_port=0, start_timeout=60.0)
     started = time.monotonic()
     status = cluster.start()
-    _say(f"cluster up in {time.monotonic() - started:.1f}s: SC at {status.endpoint}, "
-         f"SPUs {[s['id'] for s in status.spus]}")
+    _say(
+        f"cluster up in {time.monotonic() - started:.1f}s: SC at {status.endpoint}, "
+        f"SPUs {[s['id'] for s in status.spus]}"
+    )
     try:
         with Fluvio.connect() as client:  # the profile written by start()
             client.admin().create_topic(TOPIC, partitions=3, replicationFactor=3)
@@ -86,8 +86,10 @@ def run(records: int, data_dir: Path) -> int:
             t = time.monotonic()
             producer.send_batch(orders).result(timeout=120)
             producer.close()
-            _say(f"produced {records} orders to '{TOPIC}' (3 partitions x 3 replicas) in "
-                 f"{time.monotonic() - t:.2f}s")
+            _say(
+                f"produced {records} orders to '{TOPIC}' (3 partitions x 3 replicas) in "
+                f"{time.monotonic() - t:.2f}s"
+            )
         return _stream(orders)
     finally:
         _say(f"stopping the cluster: {', '.join(cluster.stop())}")
@@ -97,7 +99,7 @@ def _stream(orders: pa.Table) -> int:
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    from datasource._spark import local_session
+    from datasource.session import local_session
 
     spark = local_session("fluvio-demo")
     spark.sparkContext.setLogLevel("ERROR")
@@ -126,8 +128,11 @@ def _stream(orders: pa.Table) -> int:
             seen = sum(n for n, _ in latest.values())
             _say(f"micro-batch {batch_id}: {seen} orders so far")
             for r in rows:
-                print(f"         {r['customer']:<12} {r['orders']:>6} orders "
-                      f"{r['cents'] / 100:>12,.2f}", flush=True)
+                print(
+                    f"         {r['customer']:<12} {r['orders']:>6} orders "
+                    f"{r['cents'] / 100:>12,.2f}",
+                    flush=True,
+                )
 
         t = time.monotonic()
         query = (
@@ -139,8 +144,10 @@ def _stream(orders: pa.Table) -> int:
             _say(f"query failed: {query.exception()}")
             return 1
         batches = [p for p in query.recentProgress if p["numInputRows"]]
-        _say(f"streaming query done: {len(batches)} micro-batches, "
-             f"{sum(p['numInputRows'] for p in batches)} records in {time.monotonic() - t:.1f}s")
+        _say(
+            f"streaming query done: {len(batches)} micro-batches, "
+            f"{sum(p['numInputRows'] for p in batches)} records in {time.monotonic() - t:.1f}s"
+        )
         return 0 if _check(orders, latest) else 1
     finally:
         spark.stop()
@@ -149,8 +156,9 @@ def _stream(orders: pa.Table) -> int:
 def _check(orders: pa.Table, latest: dict[str, tuple[int, int]]) -> bool:
     """Compare the query's final totals with the produced data."""
     expected: dict[str, tuple[int, int]] = {}
-    for key, value in zip(orders.column("key").to_pylist(), orders.column("value").to_pylist(),
-                          strict=True):
+    for key, value in zip(
+        orders.column("key").to_pylist(), orders.column("value").to_pylist(), strict=True
+    ):
         n, cents = expected.get(key, (0, 0))
         expected[key] = (n + 1, cents + json.loads(value)["amount"])
     ok = expected == latest
@@ -162,8 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point."""
     parser = argparse.ArgumentParser(prog="python -m jobs.demo", description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=30_000)
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="where the cluster lives (default: a temporary directory)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="where the cluster lives (default: a temporary directory)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the data directory")
     args = parser.parse_args(argv)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="fluvio-demo-"))

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from sc.app import ScApp
-from spark_stream.config import ScSettings, load_settings
+from sc.settings import ScSettings
+from spark_stream.config import load_settings
 from spark_stream.errors import FluvioError
 
 __all__ = ["main", "parse_args"]
@@ -40,19 +41,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--public-port", type=int, help="clients and admin (0: any free)")
     parser.add_argument("--private-port", type=int, help="SPU connections (0: any free)")
     parser.add_argument("--key-prefix", help="prefix of every Redis key")
-    parser.add_argument("--heartbeat-timeout", type=float, dest="heartbeat_timeout_s",
-                        help="seconds of SPU silence before it is Offline")
+    parser.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        dest="heartbeat_timeout_s",
+        help="seconds of SPU silence before it is Offline",
+    )
     parser.add_argument("--data-dir", help="where managed SPUs keep their data")
-    parser.add_argument("--spu-command", default=os.environ.get("FLUVIO_SC_SPU_COMMAND"),
-                        help="argv template of a managed SPU (placeholders: {spu_id}...)")
+    parser.add_argument(
+        "--spu-command",
+        default=os.environ.get("FLUVIO_SC_SPU_COMMAND"),
+        help="argv template of a managed SPU (placeholders: {spu_id}...)",
+    )
     parser.add_argument("--ready-file", type=Path, help="write ports as JSON here once up")
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_SC_LOG_LEVEL", "INFO"))
     return parser.parse_args(argv)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    names = ("redis_url", "host", "public_port", "private_port", "key_prefix",
-             "heartbeat_timeout_s", "data_dir")
+    names = (
+        "redis_url",
+        "host",
+        "public_port",
+        "private_port",
+        "key_prefix",
+        "heartbeat_timeout_s",
+        "data_dir",
+    )
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
@@ -70,8 +85,11 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
         log.error("sc failed to start error=%r", exc)
         return 1
     if args.ready_file is not None:
-        ready = {"pid": os.getpid(), "public_port": app.public_port,
-                 "private_port": app.private_port}
+        ready = {
+            "pid": os.getpid(),
+            "public_port": app.public_port,
+            "private_port": app.private_port,
+        }
         tmp = args.ready_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(ready))
         tmp.replace(args.ready_file)

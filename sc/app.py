@@ -31,12 +31,12 @@ from sc.controllers import Reducer
 from sc.controllers.events import Reconcile
 from sc.dispatcher import Dispatcher
 from sc.kv import KvStore, RedisKvStore
+from sc.local_store import LocalStore
 from sc.private_api import PrivateApi
 from sc.provisioner import LocalProcessProvisioner, NullProvisioner, Provisioner
 from sc.public_api import PublicApi
-from sc.store import LocalStore
+from sc.settings import ScSettings
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
-from spark_stream.config import ScSettings
 from spark_stream.models import SpuGroup, SpuGroupResolution
 
 __all__ = ["ScApp"]
@@ -75,7 +75,9 @@ class ScApp:
         self._spu_command = list(spu_command) if spu_command else None
         self.reconcile_interval_s = reconcile_interval_s or max(settings.heartbeat_timeout_s, 10.0)
         self.cm = ConnectionManager(
-            settings.spu_token, settings.heartbeat_timeout_s, self._submit,
+            settings.spu_token,
+            settings.heartbeat_timeout_s,
+            self._submit,
             revision=lambda: self.store.revision,
         )
         self.provisioner_updater = ProvisionerUpdater(NullProvisioner())
@@ -128,17 +130,25 @@ class ScApp:
         except BaseException:
             await self.stop()
             raise
-        self._timer = asyncio.get_running_loop().create_task(self._reconcile_loop(),
-                                                             name="sc-reconcile")
-        log.info("sc started public=%s:%d private=%s:%d revision=%d", self.settings.host,
-                 self.public_port, self.settings.host, self.private_port, self.store.revision)
+        self._timer = asyncio.get_running_loop().create_task(
+            self._reconcile_loop(), name="sc-reconcile"
+        )
+        log.info(
+            "sc started public=%s:%d private=%s:%d revision=%d",
+            self.settings.host,
+            self.public_port,
+            self.settings.host,
+            self.private_port,
+            self.store.revision,
+        )
 
     def _make_provisioner(self) -> Provisioner:
         if self._provisioner is not None:
             return self._provisioner
         if self._spu_command:
             return LocalProcessProvisioner(
-                self._spu_command, self.settings.data_dir,
+                self._spu_command,
+                self.settings.data_dir,
                 sc_endpoint=f"{self.settings.host}:{self.private_port}",
                 token=self.settings.spu_token,
             )

@@ -134,14 +134,18 @@ class SpuSession:
             if self._spus:
                 batch = _take(self._spus)
                 yield UpdateSpus.build(
-                    [s for s in batch.values() if s is not None], full=False,
-                    deleted=[i for i, s in batch.items() if s is None], revision=cm.revision(),
+                    [s for s in batch.values() if s is not None],
+                    full=False,
+                    deleted=[i for i, s in batch.items() if s is None],
+                    revision=cm.revision(),
                 )
             if self._replicas:
                 taken = _take(self._replicas)
                 yield UpdateReplicas.build(
-                    [r for r in taken.values() if r is not None], full=False,
-                    deleted=[n for n, r in taken.items() if r is None], revision=cm.revision(),
+                    [r for r in taken.values() if r is not None],
+                    full=False,
+                    deleted=[n for n, r in taken.items() if r is None],
+                    revision=cm.revision(),
                 )
             if self._spus or self._replicas:
                 self._wakeup.set()  # more than one push's worth was queued
@@ -308,7 +312,8 @@ class ConnectionManager:
         for session in silent:
             log.warning(
                 "spu silent past heartbeat timeout, dropping it spu=%d timeout_s=%s",
-                session.spu_id, self.heartbeat_timeout_s,
+                session.spu_id,
+                self.heartbeat_timeout_s,
             )
             session.close()
         return len(silent)

@@ -46,7 +46,7 @@ from sc.controllers.events import (
     SpuDisconnected,
 )
 from sc.kv.store import ChangeEvent, KvStore, Resync
-from sc.store import Change, LocalStore
+from sc.local_store import Change, LocalStore
 from sc.updaters import Outcome
 from spark_stream.errors import KvUnavailableError
 
@@ -143,8 +143,11 @@ class Dispatcher:
         self._watched_to = revision
         self._notify(changes, True)
         await self._process(list(changes), kv_applied=True)
-        log.info("sc state loaded revision=%d objects=%d", revision,
-                 sum(len(v) for v in objects.values()))
+        log.info(
+            "sc state loaded revision=%d objects=%d",
+            revision,
+            sum(len(v) for v in objects.values()),
+        )
         return revision
 
     def start(self) -> None:
@@ -178,13 +181,18 @@ class Dispatcher:
     # -- waiting -----------------------------------------------------------------------
 
     async def wait_revision(
-        self, revision: int, timeout: float = 5.0, *, processed: bool = False  # noqa: ASYNC109
+        self,
+        revision: int,
+        timeout: float = 5.0,  # noqa: ASYNC109
+        *,
+        processed: bool = False,
     ) -> bool:
         """Wait until the mirror (or, with ``processed``, the actions) reached ``revision``.
 
         Returns:
             True when reached, False after ``timeout`` seconds.
         """
+
         def reached() -> bool:
             current = self.processed_revision if processed else self.store.revision
             return current >= revision
@@ -291,8 +299,9 @@ class Dispatcher:
                 continue
             attempt = attempts.get(id(event), 0) + 1
             if attempt > self.max_retries:
-                log.warning("giving up on event after %d attempts event=%s", attempt - 1,
-                            _describe(event))
+                log.warning(
+                    "giving up on event after %d attempts event=%s", attempt - 1, _describe(event)
+                )
             elif key not in self._deferred:
                 self._deferred[key] = (event, attempt)
         self.processed_revision = self.store.revision
@@ -325,8 +334,7 @@ def _describe(event: ControllerEvent) -> str:
     if isinstance(event, Change):
         return f"{event.type.value} {event.kind} {event.name} revision={event.revision}"
     if isinstance(event, LrsUpdate):
-        return (f"LrsUpdate {event.partition} leader={event.leader} leo={event.leo} "
-                f"hw={event.hw}")
+        return f"LrsUpdate {event.partition} leader={event.leader} leo={event.leo} hw={event.hw}"
     if isinstance(event, Reconcile):
         connected = None if event.connected is None else sorted(event.connected)
         return f"Reconcile connected={connected}"

@@ -28,6 +28,7 @@ from sc.dispatcher import Dispatcher
 from sc.kv.store import KvStore
 from spark_stream.errors import ConflictError, InvalidRequestError, UnauthorizedError
 from spark_stream.models import PrivateEndpoint, PublicEndpoint, Spu
+from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol.control import (
     HeartbeatRequest,
@@ -36,7 +37,6 @@ from spark_stream.protocol.control import (
     UpdateLrsRequest,
     UpdateLrsResponse,
 )
-from spark_stream.server import ConnContext, Server
 
 __all__ = ["PrivateApi"]
 
@@ -74,7 +74,10 @@ class PrivateApi:
                 ApiKey.UPDATE_LRS: self._update_lrs,
                 ApiKey.HEARTBEAT: self._heartbeat,
             },
-            host=host, port=port, name="sc-private", on_disconnect=self._on_disconnect,
+            host=host,
+            port=port,
+            name="sc-private",
+            on_disconnect=self._on_disconnect,
         )
         self._watchdog: asyncio.Task[None] | None = None
 
@@ -158,7 +161,9 @@ class PrivateApi:
         for _ in range(3):
             try:
                 stored = await self.kv.update_spec(
-                    Spu.kind, current.name, current.spec.model_copy(update=update),
+                    Spu.kind,
+                    current.name,
+                    current.spec.model_copy(update=update),
                     current.revision,
                 )
             except ConflictError:
@@ -166,8 +171,11 @@ class PrivateApi:
                 if current is None:
                     raise UnauthorizedError(f"SPU {spu.spu_id} was unregistered") from None
                 continue
-            log.info("spu endpoints recorded spu=%d %s", spu.spu_id,
-                     " ".join(f"{k}={v.port}" for k, v in update.items()))
+            log.info(
+                "spu endpoints recorded spu=%d %s",
+                spu.spu_id,
+                " ".join(f"{k}={v.port}" for k, v in update.items()),
+            )
             # The pushes that follow must carry the new endpoints.
             await self.dispatcher.wait_revision(stored.revision, 5.0, processed=True)
             return

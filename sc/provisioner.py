@@ -176,13 +176,18 @@ class LocalProcessProvisioner(Provisioner):
         public = spu.template.public_port or 0
         private = spu.template.private_port or 0
         fields = {
-            "spu_id": spu.spu_id, "name": spu.name, "group": spu.group,
-            "data_dir": str(folder), "sc_endpoint": self.sc_endpoint,
-            "public_port": public, "private_port": private,
+            "spu_id": spu.spu_id,
+            "name": spu.name,
+            "group": spu.group,
+            "data_dir": str(folder),
+            "sc_endpoint": self.sc_endpoint,
+            "public_port": public,
+            "private_port": private,
         }
         argv = [arg.format(**fields) for arg in self.command]
         env = {
-            **os.environ, **self._env,
+            **os.environ,
+            **self._env,
             "FLUVIO_SPU_ID": str(spu.spu_id),
             "FLUVIO_SPU_SC_ENDPOINT": self.sc_endpoint,
             "FLUVIO_SPU_TOKEN": self._token,
@@ -198,8 +203,9 @@ class LocalProcessProvisioner(Provisioner):
         proc = SpuProcess(spu.spu_id, pid, created)
         self._procs[spu.spu_id] = proc
         self._pid_file(spu.spu_id).write_text(f"{proc.pid} {proc.create_time!r}\n")
-        log.info("spu process started spu=%d pid=%d group=%s argv=%s",
-                 spu.spu_id, pid, spu.group, argv)
+        log.info(
+            "spu process started spu=%d pid=%d group=%s argv=%s", spu.spu_id, pid, spu.group, argv
+        )
 
     @staticmethod
     def _spawn(argv: list[str], env: dict[str, str], folder: Path) -> int:
@@ -213,8 +219,13 @@ class LocalProcessProvisioner(Provisioner):
         """
         actions = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, str(folder / "spu.log"),
-             os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644),
+            (
+                os.POSIX_SPAWN_OPEN,
+                1,
+                str(folder / "spu.log"),
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                0o644,
+            ),
             (os.POSIX_SPAWN_DUP2, 1, 2),
         ]
         try:
@@ -233,8 +244,7 @@ class LocalProcessProvisioner(Provisioner):
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGTERM)
         if not await self._wait_gone(proc, self.stop_timeout):
-            log.warning("spu process ignored SIGTERM, killing it spu=%d pid=%d",
-                        spu_id, proc.pid)
+            log.warning("spu process ignored SIGTERM, killing it spu=%d pid=%d", spu_id, proc.pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
             await self._wait_gone(proc, self.stop_timeout)

@@ -23,7 +23,7 @@ from typing import Any
 
 from sc.dispatcher import Dispatcher
 from sc.kv.store import KvStore
-from sc.store import Change, StoreView
+from sc.local_store import Change, StoreView
 from spark_stream.errors import (
     InvalidConfigError,
     InvalidRequestError,
@@ -42,9 +42,9 @@ from spark_stream.models import (
     SpuType,
     Topic,
 )
+from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
-from spark_stream.server import ConnContext, Server
 
 __all__ = ["PublicApi", "MetadataFeed"]
 
@@ -112,7 +112,8 @@ class MetadataFeed:
         """A full update from the mirror and the feed position right after it."""
         store = self.store
         update = c.MetadataUpdate(
-            True, store.revision,
+            True,
+            store.revision,
             spus=[s.to_dict() for s in store.spus()],
             topics=[t.to_dict() for t in store.topics()],
             partitions=[p.to_dict() for p in store.partitions()],
@@ -125,8 +126,9 @@ class MetadataFeed:
             return None
         return self._base + bisect.bisect_right(self._revisions, revision)
 
-    async def updates(self, from_revision: int | None, max_items: int = 5000
-                      ) -> AsyncIterator[c.MetadataUpdate]:
+    async def updates(
+        self, from_revision: int | None, max_items: int = 5000
+    ) -> AsyncIterator[c.MetadataUpdate]:
         """The pushes of one watch stream: a snapshot or the missed changes, then more."""
         epoch = self.epoch
         pos = None if from_revision is None else self.position_after(from_revision)
@@ -147,7 +149,7 @@ class MetadataFeed:
             if start >= len(self._changes):
                 await self._wakeup.wait()
                 continue
-            batch = self._changes[start:start + max_items]
+            batch = self._changes[start : start + max_items]
             revision = self._revisions[start + len(batch) - 1]
             pos += len(batch)
             yield _incremental(batch, revision)
@@ -166,8 +168,12 @@ def _incremental(batch: list[_Entry], revision: int) -> c.MetadataUpdate:
         else:
             lists[kind].append(obj.to_dict())
     return c.MetadataUpdate(
-        False, revision, spus=lists[Spu.kind], topics=lists[Topic.kind],
-        partitions=lists[Partition.kind], deleted=deleted,
+        False,
+        revision,
+        spus=lists[Spu.kind],
+        topics=lists[Topic.kind],
+        partitions=lists[Partition.kind],
+        deleted=deleted,
     )
 
 
@@ -205,7 +211,9 @@ class PublicApi:
                 ApiKey.LIST_SPU_GROUPS: self._list_spu_groups,
                 ApiKey.WATCH_METADATA: self._watch_metadata,
             },
-            host=host, port=port, name="sc-public",
+            host=host,
+            port=port,
+            name="sc-public",
         )
 
     @property
@@ -244,8 +252,12 @@ class PublicApi:
             stored = await self.kv.create(topic)
         except ObjectExistsError:
             raise TopicExistsError(f"topic {msg.name!r} already exists") from None
-        log.info("topic created topic=%s partitions=%d replication=%d", topic.name,
-                 topic.spec.partitions, topic.spec.replication_factor)
+        log.info(
+            "topic created topic=%s partitions=%d replication=%d",
+            topic.name,
+            topic.spec.partitions,
+            topic.spec.replication_factor,
+        )
         await self._written(stored)
         return c.CreateTopicResponse(stored.to_dict())
 
@@ -323,8 +335,10 @@ class PublicApi:
         msg = request.message()
         assert isinstance(msg, c.UnregisterSpuRequest)
         await self._fresh()
-        spu = self.store.spu(msg.spu_id) if msg.spu_id is not None else (
-            self.store.spu_by_name(msg.name or "")
+        spu = (
+            self.store.spu(msg.spu_id)
+            if msg.spu_id is not None
+            else (self.store.spu_by_name(msg.name or ""))
         )
         if spu is None:
             raise NotFoundError(f"no SPU {msg.spu_id if msg.name is None else repr(msg.name)}")
@@ -350,8 +364,12 @@ class PublicApi:
         group = msg.group()
         try:
             stored = await self.kv.create(group)
-            log.info("spu group created group=%s replicas=%d min_id=%d", group.name,
-                     group.spec.replicas, group.spec.min_id)
+            log.info(
+                "spu group created group=%s replicas=%d min_id=%d",
+                group.name,
+                group.spec.replicas,
+                group.spec.min_id,
+            )
         except ObjectExistsError:
             if not msg.update:
                 raise

@@ -61,12 +61,23 @@ __all__ = ["Outcome", "KvUpdater", "ProvisionerUpdater", "ActionDispatcher", "ob
 log = logging.getLogger(__name__)
 
 _CM_ACTIONS = (
-    CmAddSpu, CmUpdateSpu, CmDeleteSpu, CmAddPartition, CmUpdatePartition, CmDeletePartition,
+    CmAddSpu,
+    CmUpdateSpu,
+    CmDeleteSpu,
+    CmAddPartition,
+    CmUpdatePartition,
+    CmDeletePartition,
     CmLeaderChange,
 )
 _KV_ACTIONS = (
-    UpdateTopicStatus, CreatePartition, DeletePartition, UpdatePartitionStatus, CreateSpu,
-    DeleteSpu, UpdateSpuStatus, UpdateSpuGroupStatus,
+    UpdateTopicStatus,
+    CreatePartition,
+    DeletePartition,
+    UpdatePartitionStatus,
+    CreateSpu,
+    DeleteSpu,
+    UpdateSpuStatus,
+    UpdateSpuGroupStatus,
 )
 
 
@@ -236,8 +247,7 @@ class ActionDispatcher:
                     self.cm.apply(action)
                     outcome.done += 1
                 except Exception:
-                    log.exception("connection manager action failed action=%s",
-                                  _describe(action))
+                    log.exception("connection manager action failed action=%s", _describe(action))
                     outcome.failed.append(action)
             elif isinstance(action, _KV_ACTIONS):
                 kv_actions.append(action)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -22,7 +22,7 @@ from pydantic_settings import (
 
 from spark_stream.errors import InvalidConfigError
 
-__all__ = ["conf_dir", "ProcessSettings", "ScSettings", "SpuSettings", "load_settings"]
+__all__ = ["conf_dir", "ProcessSettings", "load_settings"]
 
 
 _S = TypeVar("_S", bound="ProcessSettings")
@@ -54,44 +54,6 @@ class ProcessSettings(BaseSettings):
         if cls.yaml_file and path.is_file():
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
         return tuple(sources)
-
-
-class ScSettings(ProcessSettings):
-    """Streaming Controller settings (``conf/sc.yaml``, ``FLUVIO_SC_*``)."""
-
-    yaml_file: ClassVar[str] = "sc.yaml"
-    model_config = SettingsConfigDict(env_prefix="FLUVIO_SC_", extra="forbid",
-                                      env_nested_delimiter="__")
-
-    host: str = Field("127.0.0.1", description="Address both servers bind to.")
-    public_port: int = Field(9003, ge=0, le=65535, description="Clients, admin, metadata watch.")
-    private_port: int = Field(9004, ge=0, le=65535, description="SPU connections.")
-    redis_url: str = Field("redis://127.0.0.1:6379/0", description="The KV store.")
-    key_prefix: str = Field("fluvio", description="Prefix of every Redis key the SC writes.")
-    spu_token: str = Field("fluvio-local", description="Shared secret SPUs present on connect.")
-    heartbeat_timeout_s: float = Field(
-        6.0, gt=0, description="Silence after which an SPU is Offline."
-    )
-    data_dir: str = Field(".fluvio", description="Where managed SPUs keep their data.")
-
-
-class SpuSettings(ProcessSettings):
-    """Streaming Processing Unit settings (``conf/spu.yaml``, ``FLUVIO_SPU_*``)."""
-
-    yaml_file: ClassVar[str] = "spu.yaml"
-    model_config = SettingsConfigDict(env_prefix="FLUVIO_SPU_", extra="forbid",
-                                      env_nested_delimiter="__")
-
-    id: int = Field(0, ge=0, description="The SPU id registered in the SC.")
-    host: str = Field("127.0.0.1", description="Address both servers bind to.")
-    public_port: int = Field(9005, ge=0, le=65535, description="Producers and consumers.")
-    private_port: int = Field(9006, ge=0, le=65535, description="Replication from peers.")
-    sc_endpoint: str = Field("127.0.0.1:9004", description="The SC's private address.")
-    token: str = Field("fluvio-local", description="Shared secret presented to the SC.")
-    data_dir: str = Field(".fluvio/spu", description="Replica logs live below this.")
-    heartbeat_interval_s: float = Field(2.0, gt=0, description="LRS/heartbeat period.")
-    replica_max_lag_ms: int = Field(10_000, gt=0, description="Follower lag before eviction.")
-    max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")
 
 
 def load_settings(cls: type[_S], **overrides: Any) -> _S:

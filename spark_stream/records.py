@@ -43,11 +43,11 @@ __all__ = [
     "RECORD_SCHEMA",
     "HEADERS_TYPE",
     "OFFSET_FIELD",
-    "FRAME_MAGIC",
-    "FRAME_VERSION",
-    "HEADER_SIZE",
+    "BATCH_MAGIC",
+    "BATCH_VERSION",
+    "BATCH_HEADER_SIZE",
     "Compression",
-    "FrameHeader",
+    "BatchHeader",
     "build_batch",
     "encode_batch",
     "encode_records",
@@ -74,10 +74,10 @@ RECORD_SCHEMA = pa.schema(
 )
 OFFSET_FIELD = pa.field("offset", pa.int64(), nullable=False)
 
-FRAME_MAGIC = b"FLVB"
-FRAME_VERSION = 1
+BATCH_MAGIC = b"FLVB"
+BATCH_VERSION = 1
 _HEADER = struct.Struct("<4sIqIBBHiiqqq")
-HEADER_SIZE = _HEADER.size  # 56
+BATCH_HEADER_SIZE = _HEADER.size  # 56
 _CRC_START = 20
 _BASE_OFFSET = struct.Struct("<q")
 _MAX_PAYLOAD = 2**31 - 1
@@ -88,7 +88,7 @@ _CODEC_BITS = 0b11
 
 
 @dataclass(frozen=True, slots=True)
-class FrameHeader:
+class BatchHeader:
     """The decoded fixed header of one batch frame."""
 
     base_offset: int
@@ -104,7 +104,7 @@ class FrameHeader:
     @property
     def frame_length(self) -> int:
         """Bytes of the whole frame, header included."""
-        return HEADER_SIZE + self.payload_length
+        return BATCH_HEADER_SIZE + self.payload_length
 
     @property
     def last_offset(self) -> int:
@@ -184,9 +184,7 @@ def null_headers(n: int) -> pa.Array:
 def _binary(items: Sequence[bytes | str | None] | pa.Array) -> pa.Array:
     if isinstance(items, pa.Array):
         return items.cast(pa.binary())
-    return pa.array(
-        [s.encode() if isinstance(s, str) else s for s in items], pa.binary()
-    )
+    return pa.array([s.encode() if isinstance(s, str) else s for s in items], pa.binary())
 
 
 @cache
@@ -245,11 +243,17 @@ def encode_batch(
     payload = memoryview(stream)[start : stream.size - 8]
     first_ts, max_ts = _timestamp_range(batch)
     fields = (
-        FRAME_VERSION, _CODECS[compression], 0, batch.num_rows, sequence, first_ts, max_ts,
+        BATCH_VERSION,
+        _CODECS[compression],
+        0,
+        batch.num_rows,
+        sequence,
+        first_ts,
+        max_ts,
         producer_id,
     )
-    crc = crc32c(payload, crc32c(_HEADER.pack(FRAME_MAGIC, 0, 0, 0, *fields)[_CRC_START:]))
-    head = _HEADER.pack(FRAME_MAGIC, len(payload), base_offset, crc, *fields)
+    crc = crc32c(payload, crc32c(_HEADER.pack(BATCH_MAGIC, 0, 0, 0, *fields)[_CRC_START:]))
+    head = _HEADER.pack(BATCH_MAGIC, len(payload), base_offset, crc, *fields)
     return b"".join((head, payload))
 
 
@@ -264,24 +268,36 @@ def encode_records(
     return encode_batch(build_batch(values, keys, timestamps, headers), **options)  # type: ignore[arg-type]
 
 
-def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> FrameHeader:
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Parse and sanity-check the header at ``pos`` without touching the payload.
 
     Raises:
         CorruptFrameError: too few bytes, bad magic or version, or impossible fields.
     """
     view = memoryview(buf)
-    if len(view) - pos < HEADER_SIZE:
+    if len(view) - pos < BATCH_HEADER_SIZE:
         raise CorruptFrameError(
-            f"truncated frame header at byte {pos}: {len(view) - pos} of {HEADER_SIZE} bytes"
+            f"truncated frame header at byte {pos}: {len(view) - pos} of {BATCH_HEADER_SIZE} bytes"
         )
-    (magic, length, base, crc, version, attributes, _reserved, count, seq, first_ts, max_ts,
-     producer) = _HEADER.unpack_from(view, pos)
-    if magic != FRAME_MAGIC:
+    (
+        magic,
+        length,
+        base,
+        crc,
+        version,
+        attributes,
+        _reserved,
+        count,
+        seq,
+        first_ts,
+        max_ts,
+        producer,
+    ) = _HEADER.unpack_from(view, pos)
+    if magic != BATCH_MAGIC:
         raise CorruptFrameError(
-            f"bad magic {bytes(magic)!r} at byte {pos}, expected {FRAME_MAGIC!r}"
+            f"bad magic {bytes(magic)!r} at byte {pos}, expected {BATCH_MAGIC!r}"
         )
-    if version != FRAME_VERSION:
+    if version != BATCH_VERSION:
         raise CorruptFrameError(f"unsupported frame version {version} at byte {pos}")
     if count <= 0:
         raise CorruptFrameError(f"record count {count} at byte {pos} is not positive")
@@ -291,10 +307,10 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> FrameHeade
         raise CorruptFrameError(f"impossible payload length {length} at byte {pos}")
     if (attributes & _CODEC_BITS) == 3:
         raise CorruptFrameError(f"unknown compression codec in attributes {attributes:#x}")
-    return FrameHeader(base, count, first_ts, max_ts, length, crc, producer, seq, attributes)
+    return BatchHeader(base, count, first_ts, max_ts, length, crc, producer, seq, attributes)
 
 
-def verify_frame(buf: bytes | bytearray | memoryview, pos: int = 0) -> FrameHeader:
+def verify_frame(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Parse the header at ``pos`` and check the payload is whole and its crc matches.
 
     Raises:
@@ -305,7 +321,7 @@ def verify_frame(buf: bytes | bytearray | memoryview, pos: int = 0) -> FrameHead
     end = pos + header.frame_length
     if end > len(view):
         raise CorruptFrameError(
-            f"truncated payload at byte {pos}: {len(view) - pos - HEADER_SIZE} of "
+            f"truncated payload at byte {pos}: {len(view) - pos - BATCH_HEADER_SIZE} of "
             f"{header.payload_length} bytes"
         )
     actual = crc32c(view[pos + _CRC_START : end])
@@ -337,11 +353,11 @@ def decode_frame(
         raise CorruptFrameError(
             f"frame is {len(view)} bytes but its header says {header.frame_length}"
         )
-    return _decode_payload(view[HEADER_SIZE:], header, schema, with_offsets)
+    return _decode_payload(view[BATCH_HEADER_SIZE:], header, schema, with_offsets)
 
 
 def _decode_payload(
-    payload: memoryview, header: FrameHeader, schema: pa.Schema, with_offsets: bool
+    payload: memoryview, header: BatchHeader, schema: pa.Schema, with_offsets: bool
 ) -> pa.RecordBatch:
     try:
         batch = ipc.read_record_batch(pa.py_buffer(payload), schema)
@@ -358,9 +374,7 @@ def _decode_payload(
         offsets = pa.array(
             np.arange(header.base_offset, header.next_offset, dtype=np.int64), pa.int64()
         )
-        batch = pa.RecordBatch.from_arrays(
-            [offsets, *batch.columns], schema=_with_offsets(schema)
-        )
+        batch = pa.RecordBatch.from_arrays([offsets, *batch.columns], schema=_with_offsets(schema))
     return batch
 
 
@@ -372,7 +386,7 @@ def _with_offsets(schema: pa.Schema) -> pa.Schema:
 
 def iter_frames(
     buf: bytes | bytearray | memoryview, *, check_crc: bool = True
-) -> Iterator[tuple[FrameHeader, memoryview]]:
+) -> Iterator[tuple[BatchHeader, memoryview]]:
     """Walk a buffer of back-to-back frames, yielding each header and its whole frame bytes.
 
     Raises:
@@ -398,7 +412,7 @@ def decode_frames(
 ) -> list[pa.RecordBatch]:
     """Decode back-to-back frames (as read from a log or a fetch reply) to record batches."""
     return [
-        _decode_payload(frame[HEADER_SIZE:], header, schema, with_offsets)
+        _decode_payload(frame[BATCH_HEADER_SIZE:], header, schema, with_offsets)
         for header, frame in iter_frames(buf, check_crc=check_crc)
     ]
 

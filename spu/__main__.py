@@ -16,9 +16,10 @@ import signal
 import sys
 from typing import Any
 
-from spark_stream.config import SpuSettings, load_settings
+from spark_stream.config import load_settings
 from spark_stream.errors import FluvioError
 from spu.app import SpuApp
+from spu.settings import SpuSettings
 
 __all__ = ["main", "parse_args", "READY_PREFIX"]
 
@@ -43,8 +44,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[dict[str, Any], str]:
     parser = argparse.ArgumentParser(prog="fluvio-spu", description=__doc__.splitlines()[0])
     for name, kind in _OPTIONS.items():
         flag = "--" + name.replace("_", "-")
-        parser.add_argument(flag, dest=name, type=kind, default=None,
-                            help=SpuSettings.model_fields[name].description)
+        parser.add_argument(
+            flag,
+            dest=name,
+            type=kind,
+            default=None,
+            help=SpuSettings.model_fields[name].description,
+        )
     parser.add_argument("--sc", dest="sc_endpoint", type=str, help="alias of --sc-endpoint")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     args = vars(parser.parse_args(argv))
@@ -77,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run an SPU; returns the process exit status."""
     overrides, level = parse_args(argv)
     logging.basicConfig(
-        level=level.upper(), stream=sys.stderr,
+        level=level.upper(),
+        stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
     try:

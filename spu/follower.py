@@ -28,8 +28,8 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from spark_stream.connection import Connection
 from spark_stream.errors import FluvioError, LogGapError
+from spark_stream.net.connection import Connection
 from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES
 from spu._tasks import cancel_and_wait
 from spu.frames import tail_signature
@@ -122,9 +122,7 @@ class FollowerController:
 
     async def set_replicas(self, logs: dict[str, ReplicaLog]) -> None:
         """Follow exactly these replicas; returns once removed ones are no longer written."""
-        if logs.keys() == self._logs.keys() and all(
-            logs[k] is self._logs[k] for k in logs
-        ):
+        if logs.keys() == self._logs.keys() and all(logs[k] is self._logs[k] for k in logs):
             return
         stale = {k for k, log in self._logs.items() if logs.get(k) is not log}
         self._logs = dict(logs)
@@ -147,8 +145,9 @@ class FollowerController:
                     host, port, timeout=_REQUEST_TIMEOUT, name=f"leader-{self.leader_id}"
                 )
             except FluvioError as exc:
-                logger.info("cannot reach leader spu=%d at %s:%d: %s",
-                            self.leader_id, host, port, exc)
+                logger.info(
+                    "cannot reach leader spu=%d at %s:%d: %s", self.leader_id, host, port, exc
+                )
                 await self._pause(backoff)
                 backoff = min(backoff * 2, _BACKOFF_MAX)
                 continue
@@ -209,9 +208,7 @@ class FollowerController:
                 task.cancel()
             results = await asyncio.gather(reporter, consumer, return_exceptions=True)
         for result in results:
-            if isinstance(result, BaseException) and not isinstance(
-                result, asyncio.CancelledError
-            ):
+            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                 raise result
 
     async def _consume(self, conn: Connection, request: FollowerStreamRequest) -> None:
@@ -237,8 +234,13 @@ class FollowerController:
                 log.truncate_to(target)
             if log.leo != target:
                 raise _Resync(f"{push.name}: cut at {log.leo}, the leader asked for {target}")
-            logger.info("replica synced partition=%s leader=%d leo=%d reset=%s",
-                        push.name, self.leader_id, target, push.reset)
+            logger.info(
+                "replica synced partition=%s leader=%d leo=%d reset=%s",
+                push.name,
+                self.leader_id,
+                target,
+                push.reset,
+            )
             state.synced = True
             self._dirty.set()  # report the synced LEO at once
         if not state.synced:
@@ -262,6 +264,4 @@ class FollowerController:
             self._dirty.clear()
             leos = {name: s.log.leo for name, s in self._states.items() if s.synced}
             if leos:
-                await conn.call(
-                    FollowerLeoRequest(self.spu_id, leos), timeout=_REQUEST_TIMEOUT
-                )
+                await conn.call(FollowerLeoRequest(self.spu_id, leos), timeout=_REQUEST_TIMEOUT)

@@ -110,13 +110,15 @@ class FollowerSession:
     def _next(self, name: str, state: _Replica) -> FollowerPush | None:
         """The next push for one replica, or None when it has nothing to send."""
         leader = self.directory.leader(name)
-        usable = (
-            leader is not None and not leader.stopped and self.follower in leader.followers
-        )
+        usable = leader is not None and not leader.stopped and self.follower in leader.followers
         if state.leader is not None and (not usable or leader is not state.leader):
-            return self._give_up(name, state, NotLeaderError(
-                f"this SPU stopped leading {name} for follower {self.follower}; resync"
-            ))
+            return self._give_up(
+                name,
+                state,
+                NotLeaderError(
+                    f"this SPU stopped leading {name} for follower {self.follower}; resync"
+                ),
+            )
         if not usable or leader is None:
             return None  # not (yet) the leader: wait for the dispatcher
         try:
@@ -128,9 +130,7 @@ class FollowerSession:
         hw = leader.hw
         if piece.length:
             state.position, state.sent_hw = piece.next_offset, hw
-            return FollowerPush(
-                name, hw, leader.leo, leader.log_start, tail=[piece]
-            )
+            return FollowerPush(name, hw, leader.leo, leader.log_start, tail=[piece])
         if hw != state.sent_hw:
             state.sent_hw = hw
             return FollowerPush(name, hw, leader.leo, leader.log_start)
@@ -142,7 +142,11 @@ class FollowerSession:
         leader.subscribe(self._event)
         logger.info(
             "follower synced partition=%s follower=%d truncate_to=%d reset=%s leo=%d",
-            name, self.follower, point, reset, leader.leo,
+            name,
+            self.follower,
+            point,
+            reset,
+            leader.leo,
         )
         return FollowerPush(
             name, leader.hw, leader.leo, leader.log_start, truncate_to=point, reset=reset
@@ -153,6 +157,7 @@ class FollowerSession:
         if state.leader is not None:
             state.leader.unsubscribe(self._event)
             state.leader = None
-        logger.info("follower stream drops partition=%s follower=%d: %s",
-                    name, self.follower, error)
+        logger.info(
+            "follower stream drops partition=%s follower=%d: %s", name, self.follower, error
+        )
         return FollowerPush(name, error=error.code, message=str(error))

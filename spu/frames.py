@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTooLargeError
-from spark_stream.records import FrameHeader, read_header
+from spark_stream.records import BatchHeader, read_header
 from spu.storage import ReplicaStorage
 
 __all__ = ["split_request", "log_headers", "tail_signature", "SCAN_READ_BYTES"]
@@ -22,7 +22,7 @@ SCAN_READ_BYTES = 8 << 20
 
 def split_request(
     buf: memoryview, max_batch_bytes: int
-) -> tuple[list[FrameHeader], list[memoryview]]:
+) -> tuple[list[BatchHeader], list[memoryview]]:
     """The headers and whole-frame views of back-to-back frames in a produce tail.
 
     Only headers are read; the crc and payload are checked by the append.
@@ -32,7 +32,7 @@ def split_request(
         CorruptFrameError: a header that does not parse, or a frame cut short.
         RecordTooLargeError: a frame over ``max_batch_bytes`` (header included).
     """
-    headers: list[FrameHeader] = []
+    headers: list[BatchHeader] = []
     frames: list[memoryview] = []
     pos, size = 0, len(buf)
     while pos < size:
@@ -57,7 +57,7 @@ def split_request(
 
 def log_headers(
     log: ReplicaStorage, start: int | None = None, end: int | None = None
-) -> Iterator[FrameHeader]:
+) -> Iterator[BatchHeader]:
     """Headers of the log's frames from the one holding ``start`` (default: log start).
 
     Args:

@@ -141,7 +141,11 @@ class LeaderController:
         )
         logger.info(
             "leader started partition=%s leo=%d hw=%d isr=%s producers=%d scan_s=%.3f",
-            self.name, self.log.leo, self.log.hw, sorted(self._isr), len(self._producers),
+            self.name,
+            self.log.leo,
+            self.log.hw,
+            sorted(self._isr),
+            len(self._producers),
             time.monotonic() - started,
         )
         self._report()
@@ -221,12 +225,18 @@ class LeaderController:
             elif spu in self._progress:
                 progress = self._progress[spu]
                 f_leo = progress.leo if progress is not None else -1
-                lrs.append(ReplicaStatus(
-                    spu_id=spu, leo=f_leo, hw=min(hw, f_leo), in_sync=spu in self._isr
-                ))
+                lrs.append(
+                    ReplicaStatus(
+                        spu_id=spu, leo=f_leo, hw=min(hw, f_leo), in_sync=spu in self._isr
+                    )
+                )
         status = PartitionStatus(
-            resolution=PartitionResolution.ONLINE, leader=self.spu_id, lrs=tuple(lrs),
-            leo=leo, hw=hw, log_start_offset=self.log.log_start_offset,
+            resolution=PartitionResolution.ONLINE,
+            leader=self.spu_id,
+            lrs=tuple(lrs),
+            leo=leo,
+            hw=hw,
+            log_start_offset=self.log.log_start_offset,
         )
         return LrsStatus(self.name, status)
 
@@ -329,9 +339,7 @@ class LeaderController:
             point = log_start
         if spu_id in self._progress:
             now = self._clock()
-            self._progress[spu_id] = record_follower_report(
-                self._progress[spu_id], point, leo, now
-            )
+            self._progress[spu_id] = record_follower_report(self._progress[spu_id], point, leo, now)
             self._refresh(now, force=True)
         return point, reset
 
@@ -368,16 +376,20 @@ class LeaderController:
         if self._stopped or not self._started:
             return
         leo, hw = self.log.leo, self.log.hw
-        isr = next_in_sync_set(
-            self.spu_id, self._isr, self._progress, leo, hw, now, self.policy
-        )
+        isr = next_in_sync_set(self.spu_id, self._isr, self._progress, leo, hw, now, self.policy)
         leos = [p.leo for s in isr if s != self.spu_id and (p := self._progress[s])]
         new_hw = high_watermark(leo, leos, hw)
         changed = isr != self._isr or new_hw != hw or leo != self._last_leo
         report = force or isr != self._isr
         if isr != self._isr:
-            logger.info("in-sync set changed partition=%s isr=%s was=%s hw=%d leo=%d",
-                     self.name, sorted(isr), sorted(self._isr), new_hw, leo)
+            logger.info(
+                "in-sync set changed partition=%s isr=%s was=%s hw=%d leo=%d",
+                self.name,
+                sorted(isr),
+                sorted(self._isr),
+                new_hw,
+                leo,
+            )
             self._isr = isr
         if new_hw != hw:
             self.log.hw = new_hw

@@ -61,9 +61,7 @@ class OffsetWaiters:
         heapq.heappush(self._heap, (target, next(self._order), future))
         return future
 
-    def advance(
-        self, offset: int, check: Callable[[], FluvioError | None] | None = None
-    ) -> int:
+    def advance(self, offset: int, check: Callable[[], FluvioError | None] | None = None) -> int:
         """Complete the waiters whose target is at or below ``offset``.
 
         Args:

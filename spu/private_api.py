@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 
+from spark_stream.net.server import ConnContext, Handler
 from spark_stream.protocol import ApiKey, Request
-from spark_stream.server import ConnContext, Handler
 from spu.follower_session import FollowerSession, LeaderDirectory
 from spu.private_messages import (
     FollowerLeoRequest,
@@ -25,9 +25,7 @@ __all__ = ["private_routes"]
 def private_routes(directory: LeaderDirectory) -> Mapping[int, Handler]:
     """The private server's dispatch table over ``directory``'s leader controllers."""
 
-    async def follower_stream(
-        request: Request, ctx: ConnContext
-    ) -> AsyncIterator[FollowerPush]:
+    async def follower_stream(request: Request, ctx: ConnContext) -> AsyncIterator[FollowerPush]:
         msg = request.message()
         assert isinstance(msg, FollowerStreamRequest)
         session = FollowerSession(directory, msg.spu_id, msg.offsets(), msg.max_bytes)

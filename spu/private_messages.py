@@ -79,7 +79,8 @@ class ReplicaOffsets:
         pairs = []
         for item in tail:
             if (
-                not isinstance(item, list | tuple) or len(item) != 2
+                not isinstance(item, list | tuple)
+                or len(item) != 2
                 or not all(isinstance(v, int) and not isinstance(v, bool) for v in item)
             ):
                 raise InvalidRequestError(f"replica {name!r}.tail holds a bad pair {item!r}")
@@ -110,7 +111,9 @@ class FollowerStreamRequest(Message):
 
     @classmethod
     def build(
-        cls, spu_id: int, replicas: dict[str, ReplicaOffsets],
+        cls,
+        spu_id: int,
+        replicas: dict[str, ReplicaOffsets],
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
     ) -> FollowerStreamRequest:
         """The request from typed offsets."""

@@ -37,7 +37,7 @@ from spark_stream.errors import (
     InvalidRequestError,
     OutOfOrderSequenceError,
 )
-from spark_stream.records import FrameHeader
+from spark_stream.records import BatchHeader
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -140,7 +140,7 @@ class ProducerTable:
     @classmethod
     def rebuild(
         cls,
-        headers: Iterable[FrameHeader],
+        headers: Iterable[BatchHeader],
         window: int = DEFAULT_WINDOW,
         max_producers: int = DEFAULT_MAX_PRODUCERS,
     ) -> ProducerTable:
@@ -150,15 +150,17 @@ class ProducerTable:
             table.observe(header)
         return table
 
-    def observe(self, header: FrameHeader) -> None:
+    def observe(self, header: BatchHeader) -> None:
         """Remember a frame found in the log (its header holds its final base offset)."""
         if header.producer_id < 0 or header.sequence < 0:
             return
-        self._remember(AppendedFrame(
-            header.producer_id, header.sequence, header.base_offset, header.record_count
-        ))
+        self._remember(
+            AppendedFrame(
+                header.producer_id, header.sequence, header.base_offset, header.record_count
+            )
+        )
 
-    def plan(self, headers: Sequence[FrameHeader], leo: int) -> ProducePlan:
+    def plan(self, headers: Sequence[BatchHeader], leo: int) -> ProducePlan:
         """Classify a request's frames (see the module docstring); changes nothing.
 
         Args:

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 
 from spark_stream.errors import OffsetOutOfRangeError
+from spark_stream.net.server import ConnContext, Handler
 from spark_stream.protocol import (
     ApiKey,
     FetchLocalRequest,
@@ -38,7 +39,6 @@ from spark_stream.protocol import (
     StreamFetchPush,
     StreamFetchRequest,
 )
-from spark_stream.server import ConnContext, Handler
 from spu.leader import LeaderController
 from spu.storage import LogSlice
 
@@ -85,13 +85,18 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
             return FetchLocalResponse(leader.hw, leader.leo, leader.log_start)
         stat = os.fstat(piece.fileno())
         return FetchLocalResponse(
-            leader.hw, leader.leo, leader.log_start, str(piece.path), piece.base_offset,
-            piece.position, piece.length, stat.st_dev, stat.st_ino,
+            leader.hw,
+            leader.leo,
+            leader.log_start,
+            str(piece.path),
+            piece.base_offset,
+            piece.position,
+            piece.length,
+            stat.st_dev,
+            stat.st_ino,
         )
 
-    async def stream_fetch(
-        request: Request, ctx: ConnContext
-    ) -> AsyncIterator[StreamFetchPush]:
+    async def stream_fetch(request: Request, ctx: ConnContext) -> AsyncIterator[StreamFetchPush]:
         msg = request.message()
         assert isinstance(msg, StreamFetchRequest)
         leader = leaders.lookup(msg.topic, msg.partition)

@@ -23,10 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from spark_stream.config import SpuSettings
-from spark_stream.connection import Connection
 from spark_stream.errors import FluvioError, InvalidRequestError, UnauthorizedError
 from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
+from spark_stream.net.connection import Connection
 from spark_stream.protocol.control import (
     HeartbeatRequest,
     SpuConnectAccepted,
@@ -36,7 +35,8 @@ from spark_stream.protocol.control import (
     UpdateSpus,
 )
 from spu._tasks import cancel_and_wait
-from spu.replicas import ReplicaManager
+from spu.dispatcher import SpuDispatcher
+from spu.settings import SpuSettings
 
 __all__ = ["ScLink", "parse_endpoint"]
 
@@ -65,16 +65,16 @@ class ScLink:
 
     Args:
         settings: id, token, ``sc_endpoint``, heartbeat period, bind host.
-        manager: the dispatcher that takes the SC's pushes.
+        dispatcher: the SPU dispatcher that takes the SC's pushes.
         public_port: the bound public port (reported to the SC).
         private_port: the bound private port (reported to the SC).
     """
 
     def __init__(
-        self, settings: SpuSettings, manager: ReplicaManager, public_port: int, private_port: int
+        self, settings: SpuSettings, dispatcher: SpuDispatcher, public_port: int, private_port: int
     ) -> None:
         self.settings = settings
-        self.manager = manager
+        self.dispatcher = dispatcher
         self.host, self.port = parse_endpoint(settings.sc_endpoint)
         self.public = PublicEndpoint(
             port=public_port, ingress=(IngressAddr(hostname=settings.host),)
@@ -161,16 +161,16 @@ class ScLink:
         async for push in stream:  # type: ignore[attr-defined]
             msg = push.message()
             if isinstance(msg, UpdateSpus):
-                await self.manager.apply_spus(msg)
+                await self.dispatcher.apply_spus(msg)
             elif isinstance(msg, UpdateReplicas):
-                await self.manager.apply_replicas(msg)
+                await self.dispatcher.apply_replicas(msg)
             else:
                 logger.debug("ignoring SC push %s", type(msg).__name__)
         raise FluvioError("the SC ended the SPU_CONNECT stream")
 
     async def _heartbeats(self, conn: Connection, interval: float) -> None:
         while True:
-            for leader in self.manager.leaders():
+            for leader in self.dispatcher.leaders():
                 self.lrs_changed(leader.name)
             await conn.call(HeartbeatRequest(self.settings.id), timeout=_REQUEST_TIMEOUT)
             await asyncio.sleep(interval)
@@ -181,8 +181,9 @@ class ScLink:
             self._dirty_event.clear()
             names, self._dirty = self._dirty, set()
             statuses = [
-                leader.status() for name in sorted(names)
-                if (leader := self.manager.leader(name)) is not None and not leader.stopped
+                leader.status()
+                for name in sorted(names)
+                if (leader := self.dispatcher.leader(name)) is not None and not leader.stopped
             ]
             if statuses:
                 await conn.call(

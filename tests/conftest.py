@@ -45,7 +45,7 @@ def spark() -> Iterator[object]:
     Spark tests use it and mark themselves ``@pytest.mark.spark``; it starts on first use
     (about 12 s) and stops at the end of the session.
     """
-    from datasource._spark import local_session
+    from datasource.session import local_session
 
     session = local_session("spark-stream-tests", delta=True)
     session.sparkContext.setLogLevel("ERROR")

@@ -25,7 +25,8 @@ def wait_until(
 
 
 async def until(
-    cond: Callable[[], object | Awaitable[object]], within: float = 10.0,
+    cond: Callable[[], object | Awaitable[object]],
+    within: float = 10.0,
     what: str = "condition",
 ) -> object:
     """Poll ``cond`` (sync or async) until it is truthy (returned); fail after ``within`` s."""

@@ -40,8 +40,9 @@ def fluvio_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
     os.environ["FLUVIO_PROFILE"] = str(root / "profile.json")
     # The SPU settings go to the cluster's processes only: through os.environ they would
     # leak into every cluster other tests start later in the session.
-    cluster = LocalCluster(root / "cluster", spus=SPUS, sc_port=0, spu_mode="custom",
-                           start_timeout=60.0, env=_ENV)
+    cluster = LocalCluster(
+        root / "cluster", spus=SPUS, sc_port=0, spu_mode="custom", start_timeout=60.0, env=_ENV
+    )
     try:
         cluster.start()
         yield cluster
@@ -77,7 +78,7 @@ def new_topic(fluvio: Fluvio) -> Callable[..., str]:
         def ready() -> bool:
             try:
                 infos = fluvio.topic_partitions(name)
-            except Exception:  # noqa: BLE001 - metadata not there yet
+            except Exception:
                 return False
             return len(infos) == partitions and all(
                 i.leader is not None and i.leader_endpoint for i in infos
@@ -94,7 +95,7 @@ def new_topic(fluvio: Fluvio) -> Callable[..., str]:
 def _offsets_ok(fluvio: Fluvio, topic: str, partition: int) -> bool:
     try:
         fluvio.fetch_offsets(topic, partition)
-    except Exception:  # noqa: BLE001 - the leader may not host the replica yet
+    except Exception:
         return False
     return True
 
@@ -118,7 +119,8 @@ def produce(
     producer = fluvio.topic_producer(topic, acks=acks, linger_ms=0)
     try:
         producer.send_batch(
-            pa.table(columns), partition=partition,
+            pa.table(columns),
+            partition=partition,
             key_column="key" if keys is not None else None,
             timestamp_column="timestamp" if timestamps_us is not None else None,
         ).result(timeout=60)

@@ -21,7 +21,7 @@ from sc.controllers.events import (
     SpuConnected,
     SpuDisconnected,
 )
-from sc.store import StoreView
+from sc.local_store import StoreView
 
 __all__ = [
     "Change",

@@ -1,6 +1,6 @@
 """The events controllers reduce: KV changes, connection-manager news, reconcile sweeps.
 
-- ``Change`` (from ``sc.store``): an object was added, modified or deleted in the KV.
+- ``Change`` (from ``sc.local_store``): an object was added, modified or deleted in the KV.
 - ``SpuConnected`` / ``SpuDisconnected``: the connection manager accepted or lost an
   SPU's connection.
 - ``LrsUpdate``: a leader SPU reported its partition's live replica status.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sc.store import Change
+from sc.local_store import Change
 from spark_stream.models import ReplicaStatus
 
 __all__ = [

@@ -57,7 +57,7 @@ class MemoryKvStore(KvStore):
         object_class(kind)
         return self._objects.get(kind, {}).get(name)
 
-    async def list(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
+    async def list_objects(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
         objects, revision = self._snapshot((kind,))
         return objects[kind], revision
 

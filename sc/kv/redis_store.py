@@ -152,7 +152,7 @@ class RedisKvStore(KvStore):
         row = await self._call(lambda: self._get(args=[self._prefix, kind, name]))
         return _decode(kind, *row) if row else None
 
-    async def list(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
+    async def list_objects(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
         objects, revision = await self.list_kinds(kind)
         return objects[kind], revision
 

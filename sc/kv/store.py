@@ -17,7 +17,7 @@ Theory of operation:
   child needs its parent; deleting a parent deletes its children first, in the same
   atomic step, each with its own ``DELETED`` change.
 
-The usual reader: ``objects, rev = await store.list(kind)``, then
+The usual reader: ``objects, rev = await store.list_objects(kind)``, then
 ``async for event in store.watch(kind, rev)``.
 """
 
@@ -132,7 +132,7 @@ class KvStore(abc.ABC):
         """Return the object, or ``None`` when there is none of that name."""
 
     @abc.abstractmethod
-    async def list(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
+    async def list_objects(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
         """Return every object of ``kind`` (sorted by name) and the store revision."""
 
     @abc.abstractmethod

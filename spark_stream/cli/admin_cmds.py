@@ -12,8 +12,8 @@ from typing import Any
 from spark_stream.cli.output import emit
 from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration
 from spark_stream.client import Fluvio
+from spark_stream.client.profile import parse_endpoint
 from spark_stream.errors import InvalidConfigError
-from spark_stream.local.profile import parse_endpoint
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
 
 __all__ = [
@@ -34,10 +34,17 @@ __all__ = [
     "spg_row",
 ]
 
-TOPIC_COLUMNS = ("name", "partitions", "replication", "retention_secs", "segment_size",
-                 "compression", "status", "reason")
-PARTITION_COLUMNS = ("topic", "partition", "leader", "replicas", "resolution", "leo", "hw",
-                     "lrs")
+TOPIC_COLUMNS = (
+    "name",
+    "partitions",
+    "replication",
+    "retention_secs",
+    "segment_size",
+    "compression",
+    "status",
+    "reason",
+)
+PARTITION_COLUMNS = ("topic", "partition", "leader", "replicas", "resolution", "leo", "hw", "lrs")
 SPU_COLUMNS = ("id", "name", "status", "type", "rack", "public", "private")
 SPG_COLUMNS = ("name", "status", "replicas", "min_id", "rack", "size", "reason")
 
@@ -60,9 +67,7 @@ def topic_row(topic: Topic) -> dict[str, Any]:
 def partition_row(part: Partition) -> dict[str, Any]:
     """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync)."""
     status = part.status
-    lrs = [
-        f"{r.spu_id}:{r.leo}/{r.hw}" + ("" if r.in_sync else "*") for r in status.lrs
-    ]
+    lrs = [f"{r.spu_id}:{r.leo}/{r.hw}" + ("" if r.in_sync else "*") for r in status.lrs]
     return {
         "topic": part.topic,
         "partition": part.index,

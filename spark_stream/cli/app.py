@@ -27,13 +27,19 @@ Handler = Callable[[argparse.Namespace, Fluvio], int]
 
 def _output_parent() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("-O", "--output", choices=FORMATS, default="table",
-                        help="output format (default table)")
+    parent.add_argument(
+        "-O", "--output", choices=FORMATS, default="table", help="output format (default table)"
+    )
     return parent
 
 
-def _client(sub: argparse._SubParsersAction, name: str, handler: Handler, help_text: str,
-            output: bool = False) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def _client(
+    sub: argparse._SubParsersAction,
+    name: str,
+    handler: Handler,
+    help_text: str,
+    output: bool = False,
+) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     parents = [_output_parent()] if output else []
     parser = sub.add_parser(name, help=help_text, description=help_text, parents=parents)
     parser.set_defaults(client_handler=handler)
@@ -43,17 +49,24 @@ def _client(sub: argparse._SubParsersAction, name: str, handler: Handler, help_t
 def _cluster_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     cluster = sub.add_parser("cluster", help="local cluster, SPUs and SPU groups")
     csub = cluster.add_subparsers(dest="cluster_command", required=True)
-    start = csub.add_parser("start", help="start a local cluster (idempotent)",
-                            parents=[_output_parent()])
+    start = csub.add_parser(
+        "start", help="start a local cluster (idempotent)", parents=[_output_parent()]
+    )
     start.add_argument("--data-dir", help="where everything lives (default ~/.fluvio)")
     start.add_argument("--spus", type=int, default=1, help="number of SPUs (default 1)")
-    start.add_argument("--sc-port", type=int, default=9003,
-                       help="SC public port on first start (0: any free)")
+    start.add_argument(
+        "--sc-port", type=int, default=9003, help="SC public port on first start (0: any free)"
+    )
     start.add_argument("--redis-url", help="use this Redis instead of an embedded one")
-    start.add_argument("--spu-mode", choices=("group", "custom"), default="group",
-                       help="SPUs from an SPU group (default) or spawned as custom SPUs")
-    start.add_argument("--timeout", type=float, default=30.0,
-                       help="seconds each start-up step may take")
+    start.add_argument(
+        "--spu-mode",
+        choices=("group", "custom"),
+        default="group",
+        help="SPUs from an SPU group (default) or spawned as custom SPUs",
+    )
+    start.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds each start-up step may take"
+    )
     start.set_defaults(local_handler=cluster_cmds.cluster_start)
     for name, handler, text in (
         ("stop", cluster_cmds.cluster_stop, "stop the local cluster (data is kept)"),
@@ -112,8 +125,13 @@ def _topic_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
 
     part = sub.add_parser("partition", help="partitions")
     psub = part.add_subparsers(dest="partition_command", required=True)
-    plist = _client(psub, "list", admin_cmds.partition_list,
-                    "list partitions: leader, replicas, LEO, HW, LRS", output=True)
+    plist = _client(
+        psub,
+        "list",
+        admin_cmds.partition_list,
+        "list partitions: leader, replicas, LEO, HW, LRS",
+        output=True,
+    )
     plist.add_argument("topic", nargs="?")
 
 
@@ -129,27 +147,42 @@ def _data_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     prod.add_argument("--acks", choices=("none", "leader", "all"), default="leader")
     prod.add_argument("--linger-ms", type=float, default=5.0)
     prod.add_argument("--batch-size", type=int)
-    prod.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                      help="progress bar on files (default: when stderr is a terminal)")
+    prod.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on files (default: when stderr is a terminal)",
+    )
     prod.add_argument("-v", "--verbose", action="store_true", help="print each offset")
 
     cons = _client(sub, "consume", data_cmds.consume, "print records of a topic")
     cons.add_argument("topic")
-    cons.add_argument("-p", "--partition", type=int, action="append",
-                      help="partition (repeatable; default: all)")
+    cons.add_argument(
+        "-p", "--partition", type=int, action="append", help="partition (repeatable; default: all)"
+    )
     cons.add_argument("-B", "--beginning", action="store_true", help="from the first record")
     cons.add_argument("--start", type=int, help="from this absolute offset")
     cons.add_argument("--end", type=int, help="up to this offset, inclusive (one partition)")
     cons.add_argument("-T", "--tail", type=int, help="the last N records, then new ones")
-    cons.add_argument("-d", "--disable-continuous", action="store_true",
-                      help="stop at the end instead of waiting for new records")
+    cons.add_argument(
+        "-d",
+        "--disable-continuous",
+        action="store_true",
+        help="stop at the end instead of waiting for new records",
+    )
     cons.add_argument("-n", "--max-records", type=int, help="stop after N records")
-    cons.add_argument("--isolation", default="read_committed",
-                      help="read_committed (default) or read_uncommitted")
+    cons.add_argument(
+        "--isolation", default="read_committed", help="read_committed (default) or read_uncommitted"
+    )
     cons.add_argument("-k", "--key-value", action="store_true", help="print [key] value")
     cons.add_argument("-F", "--format", help="e.g. '{{offset}} {{key}} {{value}}'")
-    cons.add_argument("-O", "--output", choices=("text", "json"), default="text",
-                      help="text (default) or JSON lines")
+    cons.add_argument(
+        "-O",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text (default) or JSON lines",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -157,10 +190,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fluvio", description="Spark-native streaming storage in the Fluvio architecture"
     )
-    parser.add_argument("--endpoint", default=os.environ.get("FLUVIO_ENDPOINT"),
-                        help="SC public address host:port (default: the profile)")
-    parser.add_argument("--timeout", dest="connect_timeout", type=float, default=10.0,
-                        help="seconds to connect to the cluster")
+    parser.add_argument(
+        "--endpoint",
+        default=os.environ.get("FLUVIO_ENDPOINT"),
+        help="SC public address host:port (default: the profile)",
+    )
+    parser.add_argument(
+        "--timeout",
+        dest="connect_timeout",
+        type=float,
+        default=10.0,
+        help="seconds to connect to the cluster",
+    )
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_LOG_LEVEL", "WARNING"))
     sub = parser.add_subparsers(dest="command", required=True)
     _cluster_parsers(sub)
@@ -173,8 +214,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=str(args.log_level).upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=str(args.log_level).upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
     try:
         local = getattr(args, "local_handler", None)
         if local is not None:

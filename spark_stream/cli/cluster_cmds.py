@@ -7,9 +7,9 @@ import contextlib
 from pathlib import Path
 
 from spark_stream.cli.output import emit
+from spark_stream.client.profile import load_profile
 from spark_stream.errors import FluvioError
 from spark_stream.local.cluster import DEFAULT_DATA_DIR, ClusterStatus, LocalCluster
-from spark_stream.local.profile import load_profile
 
 __all__ = ["cluster_start", "cluster_stop", "cluster_status", "data_dir"]
 
@@ -32,8 +32,12 @@ def _print_status(status: ClusterStatus, fmt: str) -> None:
     state = "running" if status.running else "stopped"
     print(f"cluster {state}: SC at {status.endpoint}, data in {status.data_dir}")
     rows = [
-        {"process": p.name, "pid": p.pid, "state": "running" if p.running else "stopped",
-         "detail": p.detail}
+        {
+            "process": p.name,
+            "pid": p.pid,
+            "state": "running" if p.running else "stopped",
+            "detail": p.detail,
+        }
         for p in status.processes
     ]
     emit(rows, "table", columns=("process", "pid", "state", "detail"))
@@ -45,8 +49,12 @@ def _print_status(status: ClusterStatus, fmt: str) -> None:
 def cluster_start(args: argparse.Namespace) -> int:
     """Start (or complete) the local cluster and write the client profile."""
     cluster = LocalCluster(
-        data_dir(args), spus=args.spus, sc_port=args.sc_port, redis_url=args.redis_url,
-        spu_mode=args.spu_mode, start_timeout=args.timeout,
+        data_dir(args),
+        spus=args.spus,
+        sc_port=args.sc_port,
+        redis_url=args.redis_url,
+        spu_mode=args.spu_mode,
+        start_timeout=args.timeout,
     )
     status = cluster.start()
     _print_status(status, args.output)

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, TextIO
 
 import pyarrow as pa
 
-from spark_stream.cli.output import Progress
+from spark_stream.cli.output import ProgressBar
 from spark_stream.cli.parsing import record_template
 from spark_stream.client import Fluvio, Offset, Record
 from spark_stream.errors import InvalidConfigError
@@ -91,7 +91,10 @@ def produce(args: argparse.Namespace, fluvio: Fluvio) -> int:
 
 
 def _produce_file(
-    producer: Any, path: Path, args: argparse.Namespace, separator: bytes | None,
+    producer: Any,
+    path: Path,
+    args: argparse.Namespace,
+    separator: bytes | None,
     key: bytes | None,
 ) -> None:
     try:
@@ -99,7 +102,7 @@ def _produce_file(
         handle = path.open("rb")
     except OSError as exc:
         raise InvalidConfigError(f"--file: cannot read {path}: {exc}") from None
-    progress = Progress(size, path.name, enabled=args.progress)
+    progress = ProgressBar(size, path.name, enabled=args.progress)
     with handle:
         if args.raw:
             producer.send(key, handle.read(), partition=args.partition)
@@ -112,7 +115,10 @@ def _produce_file(
 
 
 def _produce_lines(
-    producer: Any, stream: BinaryIO, args: argparse.Namespace, separator: bytes | None,
+    producer: Any,
+    stream: BinaryIO,
+    args: argparse.Namespace,
+    separator: bytes | None,
     key: bytes | None,
 ) -> None:
     if args.raw:
@@ -129,8 +135,15 @@ def _produce_lines(
 
 def start_offset(args: argparse.Namespace) -> Offset:
     """The start position from ``-B``, ``--start``, ``-T`` (default: the end)."""
-    chosen = [name for name, on in (("-B", args.beginning), ("--start", args.start is not None),
-                                    ("-T", args.tail is not None)) if on]
+    chosen = [
+        name
+        for name, on in (
+            ("-B", args.beginning),
+            ("--start", args.start is not None),
+            ("-T", args.tail is not None),
+        )
+        if on
+    ]
     if len(chosen) > 1:
         raise InvalidConfigError(f"consume: {' and '.join(chosen)} cannot be combined")
     if args.beginning:
@@ -149,16 +162,24 @@ def _text(data: bytes | None) -> str:
 def format_record(record: Record, args: argparse.Namespace, template: str | None) -> str:
     """One output line for a record, per ``--format``, ``-k`` or ``-O json``."""
     if args.output == "json":
-        return json.dumps({
-            "partition": record.partition, "offset": record.offset,
-            "key": None if record.key is None else _text(record.key),
-            "value": _text(record.value), "timestamp": record.timestamp_us,
-        })
+        return json.dumps(
+            {
+                "partition": record.partition,
+                "offset": record.offset,
+                "key": None if record.key is None else _text(record.key),
+                "value": _text(record.value),
+                "timestamp": record.timestamp_us,
+            }
+        )
     if template is not None:
         time_text = datetime.fromtimestamp(record.timestamp_us / 1e6, UTC).isoformat()
         return template.format(
-            offset=record.offset, partition=record.partition, key=_text(record.key),
-            value=_text(record.value), timestamp=record.timestamp_us, time=time_text,
+            offset=record.offset,
+            partition=record.partition,
+            key=_text(record.key),
+            value=_text(record.value),
+            timestamp=record.timestamp_us,
+            time=time_text,
         )
     if args.key_value:
         return f"[{_text(record.key)}] {_text(record.value)}"
@@ -174,15 +195,16 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     if args.partition and len(args.partition) == 1:
         consumer = fluvio.partition_consumer(args.topic, args.partition[0])
         stream: Iterable[Record] = consumer.stream(
-            offset, isolation=args.isolation, end_offset=end_offset,
+            offset,
+            isolation=args.isolation,
+            end_offset=end_offset,
             stop_at_end=args.disable_continuous,
         )
     else:
         if end_offset is not None:
             raise InvalidConfigError("consume: --end needs exactly one partition (-p)")
         multi = fluvio.consumer(args.topic, args.partition or None)
-        stream = multi.stream(offset, isolation=args.isolation,
-                              stop_at_end=args.disable_continuous)
+        stream = multi.stream(offset, isolation=args.isolation, stop_at_end=args.disable_continuous)
     count = 0
     try:
         for record in stream:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import yaml
 
-__all__ = ["FORMATS", "render_table", "emit", "Progress"]
+__all__ = ["FORMATS", "render_table", "emit", "ProgressBar"]
 
 FORMATS = ("table", "json", "yaml")
 
@@ -32,8 +32,9 @@ def render_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     """Left-aligned columns with an upper-case header; ``-`` for missing values."""
     header = [c.upper() for c in columns]
     body = [[_cell(row.get(c)) for c in columns] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h)
-              for i, h in enumerate(header)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(header)
+    ]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in body]
     return "\n".join(lines)
@@ -58,7 +59,7 @@ def emit(
         out.write(render_table(rows, cols) + "\n")
 
 
-class Progress:
+class ProgressBar:
     """A one-line progress bar on a terminal (silent elsewhere unless forced).
 
     Args:

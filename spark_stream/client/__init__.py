@@ -30,12 +30,12 @@ from spark_stream.client.config import (
     producer_id_for,
     random_producer_id,
 )
-from spark_stream.client.consumer import AsyncConsumer, AsyncPartitionConsumer
+from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
+from spark_stream.client.consumer.offset import Offset, OffsetKind
 from spark_stream.client.fluvio import FluvioAsync
-from spark_stream.client.futures import BatchFuture, DeliveryFuture
-from spark_stream.client.offset import Offset, OffsetKind
-from spark_stream.client.partitioner import Partitioner, fnv1a_32, fnv1a_32_array
-from spark_stream.client.producer import AsyncTopicProducer
+from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
+from spark_stream.client.producer.partitioner import Partitioner, fnv1a_32, fnv1a_32_array
+from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.client.sync import (
     Consumer,
     Fluvio,

@@ -19,19 +19,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from spark_stream.admin import AdminClient
-from spark_stream.client import fetch
+from spark_stream.client.admin import AdminClient
 from spark_stream.client.config import ConsumerConfig, ProducerConfig, parse_isolation
-from spark_stream.client.consumer import AsyncConsumer, AsyncPartitionConsumer
+from spark_stream.client.consumer import fetch
+from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
+from spark_stream.client.consumer.local_files import LocalFiles
 from spark_stream.client.leader import LeaderClient, RetryPolicy
-from spark_stream.client.local_files import LocalFiles
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
-from spark_stream.client.producer import AsyncTopicProducer
+from spark_stream.client.producer.producer import AsyncTopicProducer
+from spark_stream.client.profile import load_profile, parse_endpoint
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
-from spark_stream.connection import Connection
 from spark_stream.errors import RequestTimeoutError, UnknownTopicError
-from spark_stream.local.profile import load_profile, parse_endpoint
+from spark_stream.net.connection import Connection
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
 __all__ = ["FluvioAsync", "resolve_endpoint"]
@@ -70,7 +70,10 @@ class FluvioAsync:
 
     @classmethod
     async def connect(
-        cls, endpoint: str | None = None, *, timeout: float = 10.0  # noqa: ASYNC109
+        cls,
+        endpoint: str | None = None,
+        *,
+        timeout: float = 10.0,  # noqa: ASYNC109
     ) -> FluvioAsync:
         """Connect to the SC at ``"host:port"``, or the local profile when None.
 
@@ -201,10 +204,18 @@ class FluvioAsync:
             OffsetOutOfRangeError: ``start`` is below the log start or past the end.
         """
         await self._known_topic(topic)
-        async with contextlib.aclosing(fetch.fetch_frames(
-            self.leaders, topic, partition, start, end_exclusive, parse_isolation(isolation),
-            max_bytes, self._policy(),
-        )) as frames:
+        async with contextlib.aclosing(
+            fetch.fetch_frames(
+                self.leaders,
+                topic,
+                partition,
+                start,
+                end_exclusive,
+                parse_isolation(isolation),
+                max_bytes,
+                self._policy(),
+            )
+        ) as frames:
             async for frame in frames:
                 yield frame
 
@@ -231,11 +242,20 @@ class FluvioAsync:
                 fetch over the network.
         """
         await self._known_topic(topic)
-        async with contextlib.aclosing(fetch.fetch_batches(
-            self.leaders, topic, partition, start, end_exclusive, parse_isolation(isolation),
-            max_bytes, self._policy(), with_offsets=with_offsets,
-            local=self.local_files if local else None,
-        )) as batches:
+        async with contextlib.aclosing(
+            fetch.fetch_batches(
+                self.leaders,
+                topic,
+                partition,
+                start,
+                end_exclusive,
+                parse_isolation(isolation),
+                max_bytes,
+                self._policy(),
+                with_offsets=with_offsets,
+                local=self.local_files if local else None,
+            )
+        ) as batches:
             async for batch in batches:
                 yield batch
 

@@ -19,7 +19,6 @@ from typing import TypeVar
 
 from spark_stream.client.metadata import Leader, MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
-from spark_stream.connection import Connection
 from spark_stream.errors import (
     ConnectionClosedError,
     FluvioError,
@@ -27,6 +26,7 @@ from spark_stream.errors import (
     RequestTimeoutError,
     UnknownPartitionError,
 )
+from spark_stream.net.connection import Connection
 from spark_stream.protocol import Message
 
 __all__ = ["RetryPolicy", "LeaderClient", "backoff_delays"]
@@ -69,7 +69,12 @@ class LeaderClient:
         self.pool = pool
 
     async def connection(
-        self, topic: str, partition: int, timeout: float, *, not_spu: int | None = None  # noqa: ASYNC109
+        self,
+        topic: str,
+        partition: int,
+        timeout: float,  # noqa: ASYNC109
+        *,
+        not_spu: int | None = None,
     ) -> tuple[Leader, Connection]:
         """The current leader and a connection to it (waits, bounded, for a leader)."""
         leader = await self.watcher.leader(topic, partition, timeout, not_spu=not_spu)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_stream.client.types import PartitionInfo
-from spark_stream.connection import Connection
 from spark_stream.errors import (
     ConnectionClosedError,
     FluvioError,
@@ -31,6 +30,7 @@ from spark_stream.errors import (
     UnknownTopicError,
 )
 from spark_stream.models import Partition, PartitionResolution, Spu, Topic, partition_name
+from spark_stream.net.connection import Connection
 from spark_stream.protocol.control import MetadataUpdate, WatchMetadataRequest
 
 __all__ = ["Leader", "MetadataView", "MetadataWatcher", "partition_info"]
@@ -102,7 +102,9 @@ class MetadataView:
         new_topics.update((topic.name, topic) for topic in topics)
         new_parts.update((part.name, part) for part in partitions)
         tables: dict[str, dict[str, Any]] = {
-            "Spu": new_spus, "Topic": new_topics, "Partition": new_parts,
+            "Spu": new_spus,
+            "Topic": new_topics,
+            "Partition": new_parts,
         }
         for ref in update.deleted:
             kind, name = ref.get("kind"), ref.get("name")
@@ -250,7 +252,12 @@ class MetadataWatcher:
         return True
 
     async def leader(
-        self, topic: str, index: int, timeout: float, *, not_spu: int | None = None  # noqa: ASYNC109
+        self,
+        topic: str,
+        index: int,
+        timeout: float,  # noqa: ASYNC109
+        *,
+        not_spu: int | None = None,
     ) -> Leader:
         """The partition's leader, waiting (bounded) until one is online.
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 
 from spark_stream.client.metadata import Leader
-from spark_stream.connection import Connection
 from spark_stream.errors import ClientClosedError, ConnectionClosedError
+from spark_stream.net.connection import Connection
 
 __all__ = ["ConnectionPool"]
 
@@ -50,12 +50,15 @@ class ConnectionPool:
         self._opening[key] = future
         try:
             conn = await Connection.open(
-                leader.host, leader.port, timeout=self._timeout,
+                leader.host,
+                leader.port,
+                timeout=self._timeout,
                 name=f"spu-{leader.spu_id}@{leader.host}:{leader.port}",
             )
         except BaseException as exc:
             future.set_exception(
-                exc if isinstance(exc, ConnectionClosedError)
+                exc
+                if isinstance(exc, ConnectionClosedError)
                 else ConnectionClosedError(f"cannot connect to SPU {leader.spu_id}: {exc}")
             )
             future.exception()  # retrieved: no "never retrieved" warning without waiters

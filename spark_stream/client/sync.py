@@ -23,11 +23,15 @@ from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
-from spark_stream.client.consumer import AsyncConsumer, AsyncPartitionConsumer, batch_records
+from spark_stream.client.consumer.consumer import (
+    AsyncConsumer,
+    AsyncPartitionConsumer,
+    batch_records,
+)
+from spark_stream.client.consumer.offset import Offset
 from spark_stream.client.fluvio import FluvioAsync
-from spark_stream.client.futures import BatchFuture, DeliveryFuture
-from spark_stream.client.offset import Offset
-from spark_stream.client.producer import AsyncTopicProducer
+from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
+from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import ClientClosedError, FluvioError, RequestTimeoutError
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
@@ -176,7 +180,7 @@ async def _anext(source: AsyncIterator[T]) -> T:
 
 
 class SyncAdmin:
-    """Blocking face of ``spark_stream.admin.AdminClient``: same methods, same arguments.
+    """Blocking face of ``spark_stream.client.admin.AdminClient``: same methods, same arguments.
 
     Coroutine methods run on the client's loop; ``watch_metadata`` is a blocking iterator.
     """
@@ -209,9 +213,7 @@ class TopicProducer:
 
     def _wait_space(self) -> None:
         acc = self._core.accumulator
-        if not acc.has_space() and not acc.wait_for_space(
-            self.config.delivery_timeout_ms / 1000.0
-        ):
+        if not acc.has_space() and not acc.wait_for_space(self.config.delivery_timeout_ms / 1000.0):
             raise RequestTimeoutError(
                 f"producer buffer ({self.config.buffer_memory} bytes) still full after "
                 f"{self.config.delivery_timeout_ms / 1000.0}s"
@@ -244,9 +246,13 @@ class TopicProducer:
         """Queue a whole Arrow table or batch (vectorised partitioning and encoding)."""
         self._wait_space()
         planned = self._core.plan_batch(
-            data, key_column=key_column, value_column=value_column,
-            timestamp_column=timestamp_column, headers_column=headers_column,
-            partition=partition, partition_column=partition_column,
+            data,
+            key_column=key_column,
+            value_column=value_column,
+            timestamp_column=timestamp_column,
+            headers_column=headers_column,
+            partition=partition,
+            partition_column=partition_column,
         )
         for frame in planned:
             self._core.encode_planned(frame)
@@ -399,20 +405,20 @@ class Fluvio:
 
     def topic_producer(self, topic: str, **config: Any) -> TopicProducer:
         """A producer for ``topic``; options as ``ProducerConfig``."""
-        return TopicProducer(self._runner.run(self._core.topic_producer(topic, **config)),
-                             self._runner)
+        return TopicProducer(
+            self._runner.run(self._core.topic_producer(topic, **config)), self._runner
+        )
 
     def partition_consumer(self, topic: str, partition: int, **config: Any) -> PartitionConsumer:
         """A consumer of one partition; options as ``ConsumerConfig``."""
         core = self._runner.run(self._core.partition_consumer(topic, partition, **config))
         return PartitionConsumer(core, self._runner)
 
-    def consumer(
-        self, topic: str, partitions: list[int] | None = None, **config: Any
-    ) -> Consumer:
+    def consumer(self, topic: str, partitions: list[int] | None = None, **config: Any) -> Consumer:
         """A consumer of several partitions (all when None)."""
-        return Consumer(self._runner.run(self._core.consumer(topic, partitions, **config)),
-                        self._runner)
+        return Consumer(
+            self._runner.run(self._core.consumer(topic, partitions, **config)), self._runner
+        )
 
     def topic_partitions(self, topic: str) -> list[PartitionInfo]:
         """Every partition of ``topic`` with its leader and replicas, by index."""
@@ -457,8 +463,14 @@ class Fluvio:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches with offsets
         (``local``: read the leader's files directly when they are on this host)."""
         source = self._core.fetch_batches(
-            topic, partition, start, end_exclusive, isolation=isolation, max_bytes=max_bytes,
-            with_offsets=with_offsets, local=local,
+            topic,
+            partition,
+            start,
+            end_exclusive,
+            isolation=isolation,
+            max_bytes=max_bytes,
+            with_offsets=with_offsets,
+            local=local,
         )
         return SyncStream(self._runner, source)
 

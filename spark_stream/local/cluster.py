@@ -37,9 +37,9 @@ from typing import Any
 import psutil
 import redis
 
-from spark_stream.admin import AdminClient
+from spark_stream.client.admin import AdminClient
+from spark_stream.client.profile import Profile, save_profile
 from spark_stream.errors import FluvioError, InvalidConfigError, ServerStartError
-from spark_stream.local.profile import Profile, save_profile
 from spark_stream.local.redis_server import find_redis_server, free_port
 
 __all__ = [
@@ -101,8 +101,12 @@ def _spawn(
     try:
         with open(log_file, "ab") as out:
             child = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})}, start_new_session=True,
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
             )
     except OSError as exc:
         raise ServerStartError(f"cannot run {argv[0]!r}: {exc}") from exc
@@ -190,8 +194,11 @@ class ClusterStatus:
     def to_dict(self) -> dict[str, Any]:
         """A JSON/YAML-friendly view."""
         return {
-            "data_dir": self.data_dir, "endpoint": self.endpoint, "running": self.running,
-            "processes": [asdict(p) for p in self.processes], "spus": self.spus,
+            "data_dir": self.data_dir,
+            "endpoint": self.endpoint,
+            "running": self.running,
+            "processes": [asdict(p) for p in self.processes],
+            "spus": self.spus,
         }
 
 
@@ -328,8 +335,9 @@ class LocalCluster:
 
     def _redis_ok(self) -> bool:
         try:
-            client = redis.Redis.from_url(self.layout.redis_url, socket_timeout=0.5,
-                                          socket_connect_timeout=0.5)
+            client = redis.Redis.from_url(
+                self.layout.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5
+            )
             try:
                 return bool(client.ping())
             finally:
@@ -408,8 +416,7 @@ class LocalCluster:
         groups = {g.name: g for g in await admin.list_spu_groups()}
         group = groups.get(GROUP_NAME)
         if group is None:
-            await admin.create_spu_group(GROUP_NAME, replicas=self.layout.spus,
-                                         minId=FIRST_SPU_ID)
+            await admin.create_spu_group(GROUP_NAME, replicas=self.layout.spus, minId=FIRST_SPU_ID)
         elif group.spec.replicas < self.layout.spus:
             await admin.scale_spu_group(GROUP_NAME, self.layout.spus)
 
@@ -426,9 +433,9 @@ class LocalCluster:
                 privateEndpoint={"port": ports[1], "host": _HOST},
             )
         if process_alive(self.pid_file(f"spu-{spu_id}")) is None:
-            self.spawn_spu(spu_id)
+            self._spawn_spu(spu_id)
 
-    def spawn_spu(self, spu_id: int) -> int:
+    def _spawn_spu(self, spu_id: int) -> int:
         """Start custom SPU ``spu_id`` with its recorded ports; return its pid."""
         ports = self.layout.spu_ports[str(spu_id)]
         folder = self.spu_dir(spu_id)
@@ -456,35 +463,17 @@ class LocalCluster:
                 return
             await asyncio.sleep(0.1)  # bounded poll of the SC's view
         missing = sorted(wanted - online)
-        logs = "".join(
-            f"\n{self._spu_log(i)}:{_log_tail(self._spu_log(i), 8)}" for i in missing
-        )
-        raise ServerStartError(
-            f"SPUs {missing} not online within {self.start_timeout}s{logs}"
-        )
+        logs = "".join(f"\n{self._spu_log(i)}:{_log_tail(self._spu_log(i), 8)}" for i in missing)
+        raise ServerStartError(f"SPUs {missing} not online within {self.start_timeout}s{logs}")
 
     def _spu_log(self, spu_id: int) -> Path:
         if self.layout.spu_mode == "group":
             return self.spu_dir(spu_id) / "spu.log"
         return self.log_file(f"spu-{spu_id}")
 
-    # -- SPU processes (tests) -------------------------------------------------------------
-
     def spu_pid(self, spu_id: int) -> int | None:
         """The pid of SPU ``spu_id`` if it runs."""
         return process_alive(self._spu_pid_file(spu_id))
-
-    def kill_spu(self, spu_id: int, sig: int = signal.SIGKILL) -> bool:
-        """Send ``sig`` to SPU ``spu_id`` and wait (bounded) until it is gone."""
-        pid = self.spu_pid(spu_id)
-        if pid is None:
-            return False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-        deadline = time.monotonic() + self.stop_timeout
-        while time.monotonic() < deadline and self.spu_pid(spu_id) is not None:
-            time.sleep(0.01)  # waiting for the exit of a killed process
-        return True
 
     # -- stop and status -----------------------------------------------------------------
 
@@ -536,7 +525,9 @@ class LocalCluster:
         async with AdminClient(_HOST, self.layout.sc_public_port, timeout=5.0) as admin:
             return [
                 {
-                    "id": s.spu_id, "name": s.name, "type": s.spec.spu_type.value,
+                    "id": s.spu_id,
+                    "name": s.name,
+                    "type": s.spec.spu_type.value,
                     "public": f"{s.spec.public_endpoint.host}:{s.spec.public_endpoint.port}",
                     "status": s.status.resolution.value,
                 }

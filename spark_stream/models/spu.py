@@ -37,6 +37,7 @@ __all__ = [
 #: SPU ids are int32 on the wire, as in Fluvio.
 MAX_SPU_ID = 2**31 - 1
 
+
 class SpuType(CaseInsensitiveEnum):
     """Who provisions the SPU: Fluvio from an SPU group, or someone out of band."""
 

@@ -124,8 +124,6 @@ class SpuGroup(KvObject[SpuGroupSpec, SpuGroupStatus]):
     status: SpuGroupStatus = SpuGroupStatus()
 
     @classmethod
-    def new(
-        cls, name: str, spec: SpuGroupSpec, status: SpuGroupStatus | None = None
-    ) -> SpuGroup:
+    def new(cls, name: str, spec: SpuGroupSpec, status: SpuGroupStatus | None = None) -> SpuGroup:
         """Build an SPU group object with revision 0 (the store assigns the real one)."""
         return cls.build(name, spec, status)

@@ -1,6 +1,6 @@
 """The wire protocol, pure: frames, the frame decoder, api keys, messages. No I/O here.
 
-``spark_stream.connection`` and ``spark_stream.server`` move these frames over asyncio
+``spark_stream.net.connection`` and ``spark_stream.net.server`` move these frames over asyncio
 streams; everything in this package works on bytes in memory. The layout is specified
 in ``docs/protocol.md``.
 """
@@ -26,8 +26,8 @@ from spark_stream.protocol.data import (
 from spark_stream.protocol.decoder import Event, FrameDecoder
 from spark_stream.protocol.frame import (
     DEFAULT_MAX_FRAME_SIZE,
+    FRAME_HEADER_SIZE,
     FRAME_MAGIC,
-    HEADER_SIZE,
     MAX_CORRELATION_ID,
     Buffer,
     FileRegion,
@@ -78,7 +78,7 @@ __all__ = [
     "FrameDecoder",
     "DEFAULT_MAX_FRAME_SIZE",
     "FRAME_MAGIC",
-    "HEADER_SIZE",
+    "FRAME_HEADER_SIZE",
     "MAX_CORRELATION_ID",
     "Buffer",
     "FileRegion",

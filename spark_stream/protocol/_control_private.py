@@ -227,7 +227,8 @@ class SpuConnectRequest(Message):
     ) -> SpuConnectRequest:
         """The request from endpoint models."""
         return cls(
-            spu_id, token,
+            spu_id,
+            token,
             public.to_dict() if public is not None else None,
             private.to_dict() if private is not None else None,
         )
@@ -241,11 +242,13 @@ class SpuConnectRequest(Message):
         try:
             public = (
                 PublicEndpoint.from_dict(self.public_endpoint)
-                if self.public_endpoint is not None else None
+                if self.public_endpoint is not None
+                else None
             )
             private = (
                 PrivateEndpoint.from_dict(self.private_endpoint)
-                if self.private_endpoint is not None else None
+                if self.private_endpoint is not None
+                else None
             )
         except FluvioError as exc:
             raise _wire_error(f"SpuConnectRequest from SPU {self.spu_id}", exc) from None

@@ -73,9 +73,7 @@ class ApiKey(IntEnum):
     """Follower -> leader: the follower's LEO per replica."""
 
 
-API_VERSIONS: Mapping[ApiKey, tuple[int, int]] = MappingProxyType(
-    {key: (0, 0) for key in ApiKey}
-)
+API_VERSIONS: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({key: (0, 0) for key in ApiKey})
 """The (lowest, highest) version of each api's message layout this build speaks."""
 
 STREAM_APIS: frozenset[ApiKey] = frozenset(

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from spark_stream.errors import CorruptFrameError
 from spark_stream.protocol.frame import (
     DEFAULT_MAX_FRAME_SIZE,
-    HEADER_SIZE,
+    FRAME_HEADER_SIZE,
     Buffer,
     Frame,
     FrameHeader,
@@ -71,8 +71,8 @@ class FrameDecoder:
     """
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        if max_frame_size < HEADER_SIZE:
-            raise ValueError(f"max_frame_size must be at least {HEADER_SIZE} bytes")
+        if max_frame_size < FRAME_HEADER_SIZE:
+            raise ValueError(f"max_frame_size must be at least {FRAME_HEADER_SIZE} bytes")
         self.max_frame_size = max_frame_size
         self._chunks: deque[memoryview] = deque()
         self._buffered = 0
@@ -95,7 +95,7 @@ class FrameDecoder:
         if self._skip:
             return self._skip
         if self._header is None:
-            return max(1, HEADER_SIZE - self._buffered)
+            return max(1, FRAME_HEADER_SIZE - self._buffered)
         return max(1, self._header.body_length - self._buffered)
 
     def feed(self, data: Buffer) -> Iterator[Event]:
@@ -128,10 +128,10 @@ class FrameDecoder:
             if self._skip:
                 return None
         if self._header is None:
-            if self._buffered < HEADER_SIZE:
+            if self._buffered < FRAME_HEADER_SIZE:
                 return None
             try:
-                parsed = classify_header(self._take(HEADER_SIZE), self.max_frame_size)
+                parsed = classify_header(self._take(FRAME_HEADER_SIZE), self.max_frame_size)
             except CorruptFrameError as exc:
                 self._fail(str(exc))
                 raise

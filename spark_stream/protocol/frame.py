@@ -37,7 +37,7 @@ from spark_stream.protocol.meta import encode_meta
 
 __all__ = [
     "FRAME_MAGIC",
-    "HEADER_SIZE",
+    "FRAME_HEADER_SIZE",
     "DEFAULT_MAX_FRAME_SIZE",
     "MAX_CORRELATION_ID",
     "Buffer",
@@ -58,8 +58,8 @@ __all__ = [
 
 FRAME_MAGIC = 0xF5
 _HEADER = struct.Struct("<IBBBBHHII")
-HEADER_SIZE = _HEADER.size  # 20
-_AFTER_LENGTH = HEADER_SIZE - 4  # header bytes counted by the length field
+FRAME_HEADER_SIZE = _HEADER.size  # 20
+_AFTER_LENGTH = FRAME_HEADER_SIZE - 4  # header bytes counted by the length field
 DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
 MAX_CORRELATION_ID = 2**32 - 1
 _U16 = 2**16 - 1
@@ -133,7 +133,7 @@ class FrameHeader:
     @property
     def frame_length(self) -> int:
         """Bytes of the whole frame, header included."""
-        return HEADER_SIZE + self.body_length
+        return FRAME_HEADER_SIZE + self.body_length
 
     @property
     def tail_length(self) -> int:
@@ -179,12 +179,13 @@ def parse_header(buf: Buffer, pos: int = 0) -> FrameHeader:
             that cannot hold together. The byte stream cannot be resynchronised after this.
     """
     view = memoryview(buf)
-    if len(view) - pos < HEADER_SIZE:
+    if len(view) - pos < FRAME_HEADER_SIZE:
         raise CorruptFrameError(
-            f"truncated protocol header: {len(view) - pos} of {HEADER_SIZE} bytes"
+            f"truncated protocol header: {len(view) - pos} of {FRAME_HEADER_SIZE} bytes"
         )
-    (length, magic, kind, flags, reserved, api_key, version, correlation_id,
-     meta_length) = _HEADER.unpack_from(view, pos)
+    (length, magic, kind, flags, reserved, api_key, version, correlation_id, meta_length) = (
+        _HEADER.unpack_from(view, pos)
+    )
     if magic != FRAME_MAGIC:
         raise CorruptFrameError(
             f"bad protocol magic {magic:#04x}, expected {FRAME_MAGIC:#04x}: "
@@ -204,7 +205,12 @@ def parse_header(buf: Buffer, pos: int = 0) -> FrameHeader:
             f"meta length {meta_length} is longer than the frame body ({body_length} bytes)"
         )
     return FrameHeader(
-        FrameKind(kind), FrameFlags(flags), api_key, version, correlation_id, meta_length,
+        FrameKind(kind),
+        FrameFlags(flags),
+        api_key,
+        version,
+        correlation_id,
+        meta_length,
         body_length,
     )
 
@@ -276,13 +282,20 @@ def encode_frame(
     else:
         tail_parts = [part for part in tail if part_length(part)]
     body_length = len(meta_bytes) + sum(part_length(part) for part in tail_parts)
-    frame_length = HEADER_SIZE + body_length
+    frame_length = FRAME_HEADER_SIZE + body_length
     if frame_length > max_frame_size or body_length + _AFTER_LENGTH > _U32:
         raise RecordTooLargeError(
             f"frame of {frame_length} bytes passes the limit of {max_frame_size} bytes"
         )
     head = _HEADER.pack(
-        _AFTER_LENGTH + body_length, FRAME_MAGIC, int(kind), int(flags), 0, api_key, version,
-        correlation_id, len(meta_bytes),
+        _AFTER_LENGTH + body_length,
+        FRAME_MAGIC,
+        int(kind),
+        int(flags),
+        0,
+        api_key,
+        version,
+        correlation_id,
+        len(meta_bytes),
     )
     return [head + meta_bytes, *tail_parts]

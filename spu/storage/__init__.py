@@ -14,7 +14,7 @@ Modules: ``config`` (settings), ``layout`` (file names), ``index`` (pure index m
 
 from __future__ import annotations
 
-from spu.storage.config import StorageConfig
+from spu.storage.config import LogConfig
 from spu.storage.interface import ReplicaStorage
 from spu.storage.layout import replica_dir
 from spu.storage.log import DEFAULT_READ_BYTES, ReplicaLog
@@ -30,7 +30,7 @@ __all__ = [
     "ReplicaLog",
     "ReplicaStorage",
     "SegmentInfo",
-    "StorageConfig",
+    "LogConfig",
     "decode_trusted",
     "replica_dir",
     "tier_path",

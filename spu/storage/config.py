@@ -10,9 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from spark_stream.records import HEADER_SIZE
+from spark_stream.records import BATCH_HEADER_SIZE
 
-__all__ = ["StorageConfig", "GIB", "MIB", "DAY_MS"]
+__all__ = ["LogConfig", "GIB", "MIB", "DAY_MS"]
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -22,7 +22,7 @@ DAY_MS = 24 * 3600 * 1000
 _MAX_SEGMENT_BYTES = (1 << 31) - 1
 
 
-class StorageConfig(BaseModel):
+class LogConfig(BaseModel):
     """Segment, index, retention and flush settings of one partition replica.
 
     Attributes:
@@ -54,14 +54,14 @@ class StorageConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    segment_max_bytes: int = Field(GIB, ge=HEADER_SIZE + 1, le=_MAX_SEGMENT_BYTES)
+    segment_max_bytes: int = Field(GIB, ge=BATCH_HEADER_SIZE + 1, le=_MAX_SEGMENT_BYTES)
     segment_max_age_ms: int | None = Field(7 * DAY_MS, gt=0)
     index_interval_bytes: int = Field(4096, ge=0)
     retention_ms: int | None = Field(7 * DAY_MS, gt=0)
     retention_bytes: int | None = Field(None, ge=0)
     flush_bytes: int | None = Field(None, gt=0)
     flush_interval_ms: int | None = Field(1000, ge=0)
-    max_batch_bytes: int = Field(16 * MIB, ge=HEADER_SIZE + 1, le=_MAX_SEGMENT_BYTES)
+    max_batch_bytes: int = Field(16 * MIB, ge=BATCH_HEADER_SIZE + 1, le=_MAX_SEGMENT_BYTES)
     recovery_scan: Literal["active", "all"] = "active"
     check_payload: bool = True
     tier_url: str | None = None

@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from spark_stream.records import encode_records
-from spu.storage import ReplicaLog, StorageConfig, replica_dir
+from spu.storage import LogConfig, ReplicaLog, replica_dir
 
 __all__ = ["main"]
 
 TS0 = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z, in microseconds
 RECORDS = 100_000
-CONFIG = StorageConfig(segment_max_bytes=512 * 1024, index_interval_bytes=4096)
+CONFIG = LogConfig(segment_max_bytes=512 * 1024, index_interval_bytes=4096)
 EVENTS = ("view", "click", "cart", "buy")
 
 
@@ -38,11 +38,16 @@ def sample_batches(total: int, seed: int = 1) -> list[tuple[int, bytes]]:
         n = min(int(rng.integers(500, 3_000)), total - first)
         rows = range(first, first + n)
         users = rng.integers(0, 500, n)
-        out.append((n, encode_records(
-            [f'{{"event": "{EVENTS[i % 4]}", "seq": {i}}}'.encode() for i in rows],
-            keys=[f"user-{u}".encode() for u in users],
-            timestamps=[TS0 + i * 1000 for i in rows],
-        )))
+        out.append(
+            (
+                n,
+                encode_records(
+                    [f'{{"event": "{EVENTS[i % 4]}", "seq": {i}}}'.encode() for i in rows],
+                    keys=[f"user-{u}".encode() for u in users],
+                    timestamps=[TS0 + i * 1000 for i in rows],
+                ),
+            )
+        )
         first += n
     return out
 
@@ -51,8 +56,7 @@ def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
     """A small fixed-width text table."""
     cells = [list(map(str, header))] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-             for r in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join("  " + line for line in lines)
 
@@ -81,8 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="fluvio-storage-demo-") as root:
         directory = replica_dir(root, "events", 0)
         print(f"replica directory: {directory}")
-        print(f"config: segments of {CONFIG.segment_max_bytes // 1024} KiB, "
-              f"an index entry per {CONFIG.index_interval_bytes} B")
+        print(
+            f"config: segments of {CONFIG.segment_max_bytes // 1024} KiB, "
+            f"an index entry per {CONFIG.index_interval_bytes} B"
+        )
 
         batches = sample_batches(RECORDS)
         with ReplicaLog.open(directory, CONFIG) as log:
@@ -91,18 +97,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log.append_produced(frame)
             elapsed = time.perf_counter() - t0
             log.hw = log.leo
-            print(f"wrote {log.leo:,} records in {len(batches)} batches "
-                  f"({log.size_bytes / 1e6:.1f} MB) in {elapsed * 1000:.0f} ms; closing")
+            print(
+                f"wrote {log.leo:,} records in {len(batches)} batches "
+                f"({log.size_bytes / 1e6:.1f} MB) in {elapsed * 1000:.0f} ms; closing"
+            )
 
         log = ReplicaLog.open(directory, CONFIG)
         try:
             segments = log.segments
-            print(f"\nreopened: log start {log.log_start_offset}, LEO {log.leo:,}, "
-                  f"HW {log.hw:,}, {len(segments)} segments, repairs: "
-                  f"{log.recovery.cut_tail or 'none'}")
+            print(
+                f"\nreopened: log start {log.log_start_offset}, LEO {log.leo:,}, "
+                f"HW {log.hw:,}, {len(segments)} segments, repairs: "
+                f"{log.recovery.cut_tail or 'none'}"
+            )
             rows: list[list[object]] = [
-                [s.path.name, f"{s.base_offset:,}", f"{s.next_offset:,}",
-                 f"{s.size / 1024:.0f} KiB", "sealed" if s.sealed else "active"]
+                [
+                    s.path.name,
+                    f"{s.base_offset:,}",
+                    f"{s.next_offset:,}",
+                    f"{s.size / 1024:.0f} KiB",
+                    "sealed" if s.sealed else "active",
+                ]
                 for s in segments
             ]
             if len(rows) > 5:
@@ -116,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(table(by_offset, ["offset", "time", "key", "value"]))
             checks["offset read"] = [r[0] for r in by_offset] == list(range(at, at + 5))
 
-            when = TS0 + 73_210_500                     # 73.2105 s after the first record
+            when = TS0 + 73_210_500  # 73.2105 s after the first record
             found = log.offset_for_timestamp(when)
             stamp = datetime.fromtimestamp(when / 1e6, UTC).strftime("%H:%M:%S.%f")[:-3]
             print(f"\nfirst record at or after {stamp}: offset {found}")
@@ -127,8 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             sealed = segments[1]
             url = log.export_parquet(sealed.base_offset, Path(root) / "tier")
             parquet = pq.read_table(url)
-            print(f"\nexported segment {sealed.path.name} to {Path(url).name}: "
-                  f"{parquet.num_rows:,} rows, columns {parquet.column_names}")
+            print(
+                f"\nexported segment {sealed.path.name} to {Path(url).name}: "
+                f"{parquet.num_rows:,} rows, columns {parquet.column_names}"
+            )
             from_log = []
             offset = sealed.base_offset
             while offset < sealed.next_offset:
@@ -142,8 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.close()
 
     print("\nsummary:")
-    print(table([[name, "ok" if ok else "FAILED"] for name, ok in checks.items()],
-                ["check", "result"]))
+    print(
+        table(
+            [[name, "ok" if ok else "FAILED"] for name, ok in checks.items()], ["check", "result"]
+        )
+    )
     total = time.perf_counter() - started
     ok = all(checks.values())
     print(f"\nstorage demo {'passed' if ok else 'FAILED'} in {total:.1f} s")

@@ -16,8 +16,8 @@ import pyarrow.ipc as ipc
 
 from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTooLargeError
 from spark_stream.records import (
-    HEADER_SIZE,
-    FrameHeader,
+    BATCH_HEADER_SIZE,
+    BatchHeader,
     iter_frames,
     read_header,
     verify_frame,
@@ -25,7 +25,7 @@ from spark_stream.records import (
 
 __all__ = [
     "BASE_OFFSET_AT",
-    "Frame",
+    "BatchFrame",
     "FramesInput",
     "ScanResult",
     "split_frames",
@@ -41,10 +41,10 @@ FramesInput = Buffer | Sequence[Buffer]
 
 
 @dataclass(frozen=True, slots=True)
-class Frame:
+class BatchFrame:
     """One validated frame: its header and its whole bytes (header included)."""
 
-    header: FrameHeader
+    header: BatchHeader
     data: memoryview
 
 
@@ -53,7 +53,7 @@ def split_frames(
     *,
     max_frame_bytes: int,
     schema: pa.Schema | None = None,
-) -> list[Frame]:
+) -> list[BatchFrame]:
     """Validate the frames of one append and split them.
 
     Args:
@@ -70,7 +70,7 @@ def split_frames(
         RecordTooLargeError: a frame larger than ``max_frame_bytes``.
     """
     if isinstance(frames, bytes | bytearray | memoryview):
-        out = [Frame(h, v) for h, v in iter_frames(frames, check_crc=True)]
+        out = [BatchFrame(h, v) for h, v in iter_frames(frames, check_crc=True)]
     else:
         out = []
         for item in frames:
@@ -80,7 +80,7 @@ def split_frames(
                 raise CorruptFrameError(
                     f"a buffer of {len(view)} bytes holds a frame of {header.frame_length}"
                 )
-            out.append(Frame(header, view))
+            out.append(BatchFrame(header, view))
     if not out:
         raise InvalidRequestError("an append needs at least one batch frame")
     for frame in out:
@@ -94,9 +94,9 @@ def split_frames(
     return out
 
 
-def _check_payload(frame: Frame, schema: pa.Schema) -> None:
+def _check_payload(frame: BatchFrame, schema: pa.Schema) -> None:
     try:
-        batch = ipc.read_record_batch(pa.py_buffer(frame.data[HEADER_SIZE:]), schema)
+        batch = ipc.read_record_batch(pa.py_buffer(frame.data[BATCH_HEADER_SIZE:]), schema)
     except (pa.ArrowException, ValueError, OSError) as exc:
         raise CorruptFrameError(
             f"payload of the batch with {frame.header.record_count} records is not a "
@@ -131,7 +131,7 @@ def scan_frames(
     start: int,
     expected_offset: int,
     verify: bool,
-    on_frame: Callable[[int, FrameHeader], None] | None = None,
+    on_frame: Callable[[int, BatchHeader], None] | None = None,
     stop: int | None = None,
 ) -> ScanResult:
     """Walk frames from byte ``start`` until the end of ``buf`` (or ``stop``) or damage.
@@ -156,9 +156,10 @@ def scan_frames(
             return ScanResult(pos, expected, count, f"truncated frame at byte {pos}")
         if header.base_offset != expected:
             return ScanResult(
-                pos, expected, count,
-                f"frame at byte {pos} has base offset {header.base_offset}, "
-                f"expected {expected}",
+                pos,
+                expected,
+                count,
+                f"frame at byte {pos} has base offset {header.base_offset}, expected {expected}",
             )
         if on_frame is not None:
             on_frame(pos, header)

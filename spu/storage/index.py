@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spark_stream.records import HEADER_SIZE
+from spark_stream.records import BATCH_HEADER_SIZE
 
 __all__ = [
     "OFFSET_ENTRY",
@@ -91,8 +91,10 @@ def floor_by_rel(entries: np.ndarray, rel: int) -> int:
 
 def floor_by_pos(entries: np.ndarray, pos: int) -> int:
     """Index of the last offset entry with ``pos <= pos``, or -1."""
-    return int(np.searchsorted(entries["pos"], np.uint32(min(pos, MAX_RELATIVE_OFFSET)),
-                               side="right")) - 1
+    return (
+        int(np.searchsorted(entries["pos"], np.uint32(min(pos, MAX_RELATIVE_OFFSET)), side="right"))
+        - 1
+    )
 
 
 def count_below_pos(entries: np.ndarray, pos: int) -> int:
@@ -130,16 +132,14 @@ def offset_index_problem(
         return "entries are not strictly increasing"
     if pos[0] <= 0 or rel[0] <= 0:
         return "an entry points at the first batch, which is never indexed"
-    if pos[-1] + HEADER_SIZE >= log_size:
+    if pos[-1] + BATCH_HEADER_SIZE >= log_size:
         return f"an entry points at byte {pos[-1]}, past the last batch of {log_size} bytes"
     if bases_at is not None and not np.array_equal(bases_at, rel + base_offset):
         return "an entry does not point at the batch it names"
     return None
 
 
-def time_index_problem(
-    entries: np.ndarray, last_rel: int, indexed_rels: np.ndarray
-) -> str | None:
+def time_index_problem(entries: np.ndarray, last_rel: int, indexed_rels: np.ndarray) -> str | None:
     """Why a time index cannot be trusted, or ``None``.
 
     Args:

@@ -59,8 +59,8 @@ from spark_stream.errors import (
 from spark_stream.records import RECORD_SCHEMA, now_us
 from spu.storage._fileio import fsync_dir
 from spu.storage.checkpoint import read_checkpoint, write_checkpoint
-from spu.storage.config import MIB, StorageConfig
-from spu.storage.framing import Frame, FramesInput, split_frames
+from spu.storage.config import MIB, LogConfig
+from spu.storage.framing import BatchFrame, FramesInput, split_frames
 from spu.storage.index import MAX_RELATIVE_OFFSET
 from spu.storage.layout import (
     CHECKPOINT_NAME,
@@ -89,7 +89,7 @@ class ReplicaLog:
     def __init__(
         self,
         directory: Path,
-        config: StorageConfig,
+        config: LogConfig,
         schema: pa.Schema,
         clock: Callable[[], int],
         lock_fd: int,
@@ -116,7 +116,7 @@ class ReplicaLog:
     def open(
         cls,
         directory: Path | str,
-        config: StorageConfig | None = None,
+        config: LogConfig | None = None,
         *,
         schema: pa.Schema = RECORD_SCHEMA,
         clock: Callable[[], int] = now_us,
@@ -134,7 +134,7 @@ class ReplicaLog:
         Raises:
             StorageError: another log holds the directory, or it cannot be used.
         """
-        config = config or StorageConfig()
+        config = config or LogConfig()
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         lock_fd = lock_directory(directory)
@@ -174,8 +174,7 @@ class ReplicaLog:
     def hw(self, value: int) -> None:
         if not self.log_start_offset <= value <= self.leo:
             raise OffsetOutOfRangeError(
-                f"high watermark {value} is outside the log "
-                f"[{self.log_start_offset}, {self.leo}]"
+                f"high watermark {value} is outside the log [{self.log_start_offset}, {self.leo}]"
             )
         if value != self._hw:
             self._hw, self._hw_dirty = value, True
@@ -354,8 +353,7 @@ class ReplicaLog:
         del self._segments[:count], self._bases[:count]
         if count:
             fsync_dir(self.directory)
-            log.info("retention deleted %d segments below offset %d", count,
-                     self.log_start_offset)
+            log.info("retention deleted %d segments below offset %d", count, self.log_start_offset)
         return removed
 
     # -- durability ----------------------------------------------------------------------
@@ -406,8 +404,11 @@ class ReplicaLog:
             raise InvalidRequestError(f"{segment.path.name} is active; only sealed ones export")
         url = tier_url or self.config.tier_url or self.directory / "tier"
         return write_parquet(
-            segment.frames_view(), base_offset=base_offset, next_offset=segment.next_offset,
-            schema=self.schema, tier_url=url,
+            segment.frames_view(),
+            base_offset=base_offset,
+            next_offset=segment.next_offset,
+            schema=self.schema,
+            tier_url=url,
         )
 
     def close(self) -> None:
@@ -427,7 +428,9 @@ class ReplicaLog:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()
@@ -438,7 +441,7 @@ class ReplicaLog:
         if self._closed:
             raise StorageError(f"the log in {self.directory} is closed")
 
-    def _validate(self, frames: FramesInput) -> list[Frame]:
+    def _validate(self, frames: FramesInput) -> list[BatchFrame]:
         self._check_open()
         return split_frames(
             frames,
@@ -449,7 +452,7 @@ class ReplicaLog:
     def _segment_for(self, offset: int) -> Segment:
         return self._segments[bisect_right(self._bases, offset) - 1]
 
-    def _write(self, frames: Sequence[Frame], bases: Sequence[int]) -> None:
+    def _write(self, frames: Sequence[BatchFrame], bases: Sequence[int]) -> None:
         now = self._clock()
         active = self._segments[-1]
         first, pending = 0, 0
@@ -466,7 +469,9 @@ class ReplicaLog:
         if self._flush_due(now):
             self.flush()
 
-    def _should_roll(self, active: Segment, size: int, frame: Frame, base: int, now: int) -> bool:
+    def _should_roll(
+        self, active: Segment, size: int, frame: BatchFrame, base: int, now: int
+    ) -> bool:
         if size == 0:
             return False
         config = self.config
@@ -479,8 +484,7 @@ class ReplicaLog:
 
     def _roll(self, base_offset: int, now: int) -> Segment:
         self._segments[-1].seal()
-        segment = Segment.create(self.directory, base_offset, self.config.index_interval_bytes,
-                                 now)
+        segment = Segment.create(self.directory, base_offset, self.config.index_interval_bytes, now)
         fsync_dir(self.directory)
         self._segments.append(segment)
         self._bases.append(base_offset)

@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from spark_stream.errors import CorruptFrameError, CorruptSegmentError, StorageError
-from spark_stream.records import HEADER_SIZE, FrameHeader, read_header
+from spark_stream.records import BATCH_HEADER_SIZE, BatchHeader, read_header
 from spu.storage._fileio import fsync_dir
-from spu.storage.config import StorageConfig
+from spu.storage.config import LogConfig
 from spu.storage.framing import BASE_OFFSET_AT, ScanResult, scan_frames
 from spu.storage.index import (
     OFFSET_ENTRY,
@@ -108,11 +108,16 @@ def open_active(
         os.ftruncate(handle.fd, result.end)
         os.fsync(handle.fd)
     segment = Segment(
-        directory, base_offset, handle=handle, size=result.end,
+        directory,
+        base_offset,
+        handle=handle,
+        size=result.end,
         next_offset=result.next_offset,
         offset_index=IndexFile.write(index_path, OFFSET_ENTRY, offsets, writable=True),
         time_index=IndexFile.write(time_path, TIME_ENTRY, times, writable=True),
-        cursor=cursor, sealed=False, created_us=created_us,
+        cursor=cursor,
+        sealed=False,
+        created_us=created_us,
     )
     return segment, cut
 
@@ -127,7 +132,7 @@ def open_sealed(directory: Path, base_offset: int, interval: int, *, verify_all:
     name = path.name
     handle = FileHandle(os.open(path, os.O_RDONLY))
     size = os.fstat(handle.fd).st_size
-    if size <= HEADER_SIZE:
+    if size <= BATCH_HEADER_SIZE:
         raise CorruptSegmentError(f"{name}: {size} bytes cannot hold a batch")
     mapped = mmap.mmap(handle.fd, size, access=mmap.ACCESS_READ)
     try:
@@ -151,8 +156,15 @@ def open_sealed(directory: Path, base_offset: int, interval: int, *, verify_all:
             raise CorruptSegmentError(f"{name}: {exc}") from None
     offset_index, time_index, result, cursor = loaded
     segment = Segment(
-        directory, base_offset, handle=handle, size=size, next_offset=result.next_offset,
-        offset_index=offset_index, time_index=time_index, cursor=cursor, sealed=True,
+        directory,
+        base_offset,
+        handle=handle,
+        size=size,
+        next_offset=result.next_offset,
+        offset_index=offset_index,
+        time_index=time_index,
+        cursor=cursor,
+        sealed=True,
         created_us=0,
     )
     segment.adopt_map(mapped, size)
@@ -166,7 +178,7 @@ def _full_scan(
     offsets: list[tuple[int, int]] = []
     times: list[tuple[int, int]] = []
 
-    def on_frame(pos: int, header: FrameHeader) -> None:
+    def on_frame(pos: int, header: BatchHeader) -> None:
         entry, time_entry = cursor.on_batch(
             header.base_offset - base_offset, pos, header.frame_length, header.max_timestamp
         )
@@ -175,13 +187,18 @@ def _full_scan(
         if time_entry is not None:
             times.append(time_entry)
 
-    result = scan_frames(mapped, start=0, expected_offset=base_offset, verify=True,
-                         on_frame=on_frame, stop=stop)
+    result = scan_frames(
+        mapped, start=0, expected_offset=base_offset, verify=True, on_frame=on_frame, stop=stop
+    )
     return result, cursor, np.array(offsets, OFFSET_ENTRY), np.array(times, TIME_ENTRY)
 
 
 def _rebuild(
-    mapped: mmap.mmap, base_offset: int, size: int, index_path: Path, time_path: Path,
+    mapped: mmap.mmap,
+    base_offset: int,
+    size: int,
+    index_path: Path,
+    time_path: Path,
     interval: int,
 ) -> tuple[IndexFile, IndexFile, ScanResult, IndexCursor]:
     result, cursor, offsets, times = _full_scan(mapped, base_offset, interval, size)
@@ -199,7 +216,11 @@ def _rebuild(
 
 
 def _load_checked(
-    mapped: mmap.mmap, base_offset: int, size: int, index_path: Path, time_path: Path,
+    mapped: mmap.mmap,
+    base_offset: int,
+    size: int,
+    index_path: Path,
+    time_path: Path,
     interval: int,
 ) -> tuple[IndexFile, IndexFile, ScanResult, IndexCursor] | None:
     try:
@@ -215,14 +236,16 @@ def _load_checked(
         return None
     problem = _offset_problem(mapped, offset_index.entries, size, base_offset)
     if problem is None:
-        result, cursor = restore_cursor(mapped, base_offset, size, offset_index, time_index,
-                                        interval, verify=True)
+        result, cursor = restore_cursor(
+            mapped, base_offset, size, offset_index, time_index, interval, verify=True
+        )
         problem = result.error
         if problem is None and time_index.count == 0 and offset_index.count > 0:
             problem = "the time index is empty"
         if problem is None:
-            problem = time_index_problem(time_index.entries, cursor.last_rel,
-                                         offset_index.entries["rel"])
+            problem = time_index_problem(
+                time_index.entries, cursor.last_rel, offset_index.entries["rel"]
+            )
         if problem is None:
             return offset_index, time_index, result, cursor
     log.info("rebuilding the indexes of %s: %s", index_path.stem, problem)
@@ -283,7 +306,7 @@ def remove_leftovers(directory: Path) -> None:
 
 
 def open_segments(
-    directory: Path, config: StorageConfig, clock: Callable[[], int], initial_offset: int
+    directory: Path, config: LogConfig, clock: Callable[[], int], initial_offset: int
 ) -> tuple[list[Segment], RecoveryReport]:
     """Open every segment of ``directory``: the last one active, the others sealed.
 
@@ -300,8 +323,9 @@ def open_segments(
             if i == len(bases) - 1:
                 segment, cut_tail = open_active(directory, base, interval, clock())
             else:
-                segment = open_sealed(directory, base, interval,
-                                      verify_all=config.recovery_scan == "all")
+                segment = open_sealed(
+                    directory, base, interval, verify_all=config.recovery_scan == "all"
+                )
             if segments and segments[-1].next_offset != segment.base_offset:
                 segment.close()
                 raise CorruptSegmentError(

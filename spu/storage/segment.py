@@ -31,9 +31,9 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from spark_stream.errors import CorruptFrameError, CorruptSegmentError, StorageError
-from spark_stream.records import HEADER_SIZE, FrameHeader, read_header, with_base_offset
+from spark_stream.records import BATCH_HEADER_SIZE, BatchHeader, read_header, with_base_offset
 from spu.storage._fileio import copy_range, fsync_dir, pwrite_all
-from spu.storage.framing import Frame, ScanResult, scan_frames
+from spu.storage.framing import BatchFrame, ScanResult, scan_frames
 from spu.storage.index import (
     OFFSET_ENTRY,
     TIME_ENTRY,
@@ -49,6 +49,7 @@ from spu.storage.layout import SWAP_SUFFIX, segment_paths
 from spu.storage.slices import FileHandle, LogSlice
 
 __all__ = ["Segment", "SegmentInfo", "restore_cursor"]
+
 
 @dataclass(frozen=True, slots=True)
 class SegmentInfo:
@@ -101,12 +102,20 @@ class Segment:
         log, index, timeindex = segment_paths(directory, base_offset)
         fd = os.open(log, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         return cls(
-            directory, base_offset, handle=FileHandle(fd), size=0, next_offset=base_offset,
-            offset_index=IndexFile.write(index, OFFSET_ENTRY, np.empty(0, OFFSET_ENTRY),
-                                         writable=True),
-            time_index=IndexFile.write(timeindex, TIME_ENTRY, np.empty(0, TIME_ENTRY),
-                                       writable=True),
-            cursor=IndexCursor(interval), sealed=False, created_us=created_us,
+            directory,
+            base_offset,
+            handle=FileHandle(fd),
+            size=0,
+            next_offset=base_offset,
+            offset_index=IndexFile.write(
+                index, OFFSET_ENTRY, np.empty(0, OFFSET_ENTRY), writable=True
+            ),
+            time_index=IndexFile.write(
+                timeindex, TIME_ENTRY, np.empty(0, TIME_ENTRY), writable=True
+            ),
+            cursor=IndexCursor(interval),
+            sealed=False,
+            created_us=created_us,
         )
 
     # -- state ---------------------------------------------------------------------------
@@ -123,12 +132,18 @@ class Segment:
 
     def info(self) -> SegmentInfo:
         """A snapshot of this segment."""
-        return SegmentInfo(self.base_offset, self.next_offset, self.size, self.sealed,
-                           self.max_timestamp, self.path)
+        return SegmentInfo(
+            self.base_offset,
+            self.next_offset,
+            self.size,
+            self.sealed,
+            self.max_timestamp,
+            self.path,
+        )
 
     # -- writes --------------------------------------------------------------------------
 
-    def append(self, frames: Sequence[Frame], bases: Sequence[int]) -> None:
+    def append(self, frames: Sequence[BatchFrame], bases: Sequence[int]) -> None:
         """Write ``frames`` at the end with base offsets ``bases`` and index them.
 
         Raises:
@@ -146,8 +161,8 @@ class Segment:
             if header.base_offset == base:
                 buffers.append(frame.data)
             else:
-                buffers.append(with_base_offset(frame.data[:HEADER_SIZE], base))
-                buffers.append(frame.data[HEADER_SIZE:])
+                buffers.append(with_base_offset(frame.data[:BATCH_HEADER_SIZE], base))
+                buffers.append(frame.data[BATCH_HEADER_SIZE:])
             entry, time_entry = self._cursor.on_batch(
                 base - self.base_offset, pos, header.frame_length, header.max_timestamp
             )
@@ -218,8 +233,13 @@ class Segment:
         self.size, self.next_offset = cut, new_next
         if cut:
             result, cursor = restore_cursor(
-                self._buffer(), self.base_offset, cut, self._oindex, self._tindex,
-                self._cursor.interval, verify=False,
+                self._buffer(),
+                self.base_offset,
+                cut,
+                self._oindex,
+                self._tindex,
+                self._cursor.interval,
+                verify=False,
             )
             if result.error is not None:
                 raise CorruptSegmentError(f"{self.path.name}: {result.error}")
@@ -245,7 +265,7 @@ class Segment:
 
     # -- reads ---------------------------------------------------------------------------
 
-    def locate(self, offset: int) -> tuple[int, FrameHeader]:
+    def locate(self, offset: int) -> tuple[int, BatchHeader]:
         """Position and header of the frame holding ``offset`` (in this segment).
 
         Raises:
@@ -281,13 +301,20 @@ class Segment:
         if limit >= visible:
             stop = visible
         elif limit < pos + first.frame_length:
-            stop = pos + first.frame_length          # one frame, whatever the budget
+            stop = pos + first.frame_length  # one frame, whatever the budget
         else:
             stop = self._boundary_at_or_below(limit, pos)
         buf = self._buffer()
         next_offset = self.next_offset if stop == self.size else read_header(buf, stop).base_offset
-        return LogSlice(offset, first.base_offset, next_offset, memoryview(buf)[pos:stop],
-                        pos, self.path, self._handle)
+        return LogSlice(
+            offset,
+            first.base_offset,
+            next_offset,
+            memoryview(buf)[pos:stop],
+            pos,
+            self.path,
+            self._handle,
+        )
 
     def find_timestamp(self, ts: int, end_offset: int, schema: pa.Schema) -> int | None:
         """First offset below ``end_offset`` whose record timestamp is ``>= ts``, if any."""
@@ -394,26 +421,29 @@ def restore_cursor(
     if last_time is not None:
         cursor.max_timestamp = cursor.last_time_key = int(last_time[0])
     last_entry = offset_index.last()
-    start, expected = (0, base_offset) if last_entry is None else (
-        int(last_entry[1]), base_offset + int(last_entry[0])
+    start, expected = (
+        (0, base_offset)
+        if last_entry is None
+        else (int(last_entry[1]), base_offset + int(last_entry[0]))
     )
 
-    def on_frame(pos: int, header: FrameHeader) -> None:
+    def on_frame(pos: int, header: BatchHeader) -> None:
         cursor.max_timestamp = max(cursor.max_timestamp, header.max_timestamp)
         cursor.bytes_since_entry += header.frame_length
         cursor.last_rel = header.base_offset - base_offset
 
-    result = scan_frames(buf, start=start, expected_offset=expected, verify=verify,
-                         on_frame=on_frame, stop=size)
+    result = scan_frames(
+        buf, start=start, expected_offset=expected, verify=verify, on_frame=on_frame, stop=size
+    )
     return result, cursor
 
 
 def _first_row_at_or_after(
-    buf: mmap.mmap, pos: int, header: FrameHeader, ts: int, schema: pa.Schema
+    buf: mmap.mmap, pos: int, header: BatchHeader, ts: int, schema: pa.Schema
 ) -> int | None:
     if schema.get_field_index("timestamp") < 0:
         return 0
-    payload = memoryview(buf)[pos + HEADER_SIZE : pos + header.frame_length]
+    payload = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + header.frame_length]
     try:
         batch = ipc.read_record_batch(pa.py_buffer(payload), schema)
     except (pa.ArrowException, ValueError, OSError) as exc:

@@ -20,10 +20,10 @@ import pyarrow.ipc as ipc
 
 from spark_stream.errors import CorruptFrameError
 from spark_stream.records import (
-    HEADER_SIZE,
+    BATCH_HEADER_SIZE,
     OFFSET_FIELD,
     RECORD_SCHEMA,
-    FrameHeader,
+    BatchHeader,
     decode_frames,
     iter_frames,
 )
@@ -101,7 +101,7 @@ class LogSlice:
             raise ValueError("an empty slice has no file")
         return self.file.fileno()
 
-    def frames(self) -> Iterator[tuple[FrameHeader, memoryview]]:
+    def frames(self) -> Iterator[tuple[BatchHeader, memoryview]]:
         """Each frame's header and bytes (no crc check: use ``decode`` for that)."""
         return iter_frames(self.data, check_crc=False)
 
@@ -143,7 +143,7 @@ def decode_trusted(
     names = None
     for header, frame in iter_frames(buf, check_crc=False):
         try:
-            batch = ipc.read_record_batch(pa.py_buffer(frame[HEADER_SIZE:]), schema)
+            batch = ipc.read_record_batch(pa.py_buffer(frame[BATCH_HEADER_SIZE:]), schema)
         except (pa.ArrowException, ValueError, OSError) as exc:
             raise CorruptFrameError(
                 f"payload at offset {header.base_offset} is not a record batch: {exc}"

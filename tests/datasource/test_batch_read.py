@@ -43,10 +43,16 @@ def test_read_equals_what_was_produced(
     assert_df_equality(
         df.select("key", "value"), expected, ignore_row_order=True, ignore_nullable=True
     )
-    per_partition = df.groupBy("topic", "partition").agg(
-        F.min("offset").alias("lo"), F.max("offset").alias("hi"), F.count("*").alias("n"),
-        F.max("timestampType").alias("tt"),
-    ).collect()
+    per_partition = (
+        df.groupBy("topic", "partition")
+        .agg(
+            F.min("offset").alias("lo"),
+            F.max("offset").alias("hi"),
+            F.count("*").alias("n"),
+            F.max("timestampType").alias("tt"),
+        )
+        .collect()
+    )
     assert {r["topic"] for r in per_partition} == {topic}
     for row in per_partition:
         assert (row["lo"], row["hi"] - row["lo"] + 1, row["tt"]) == (0, row["n"], 0)
@@ -100,11 +106,19 @@ def test_starting_and_ending_timestamp(
 ) -> None:
     topic = new_topic()
     base = 1_700_000_000_000_000
-    produce(fluvio, topic, [f"v{i}" for i in range(100)],
-            timestamps_us=[base + i * 1_000_000 for i in range(100)])
-    df = _read(spark, fluvio_cluster, topic=topic,
-               startingTimestamp=str(base // 1000 + 30_000),
-               endingTimestamp=str(base // 1000 + 40_000))
+    produce(
+        fluvio,
+        topic,
+        [f"v{i}" for i in range(100)],
+        timestamps_us=[base + i * 1_000_000 for i in range(100)],
+    )
+    df = _read(
+        spark,
+        fluvio_cluster,
+        topic=topic,
+        startingTimestamp=str(base // 1000 + 30_000),
+        endingTimestamp=str(base // 1000 + 40_000),
+    )
     offsets = sorted(r["offset"] for r in df.select("offset").collect())
     assert offsets == list(range(30, 40))
     first = df.orderBy("offset").first()

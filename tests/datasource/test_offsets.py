@@ -34,8 +34,15 @@ def test_round_trip_through_json_text(raw: dict[tuple[str, int], int]) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [[1], {"t": 3}, {"t": {"x": 1}}, {"t": {"-1": 1}}, {"t": {"0": -1}}, {"t": {"0": "1"}},
-     {"t": {"0": True}}],
+    [
+        [1],
+        {"t": 3},
+        {"t": {"x": 1}},
+        {"t": {"-1": 1}},
+        {"t": {"0": -1}},
+        {"t": {"0": "1"}},
+        {"t": {"0": True}},
+    ],
 )
 def test_malformed_offsets_are_rejected(bad: object) -> None:
     with pytest.raises(InvalidRequestError):

@@ -71,8 +71,9 @@ def test_topic_pattern_matches_whole_names() -> None:
 
 
 def test_offset_json_with_earliest_and_latest_markers() -> None:
-    spec = parse_offset_spec('{"t": {"0": 5, "1": -2}, "u": {"3": -1}}', "startingOffsets",
-                             ending=False)
+    spec = parse_offset_spec(
+        '{"t": {"0": 5, "1": -2}, "u": {"3": -1}}', "startingOffsets", ending=False
+    )
     assert spec.for_partition("t", 0) == 5
     assert spec.for_partition("t", 1) == EARLIEST
     assert spec.for_partition("u", 3) == LATEST
@@ -102,12 +103,21 @@ def test_timestamps_are_milliseconds() -> None:
         ({"topic": "a,b"}, "batch", "use 'topics'"),
         ({"topics": "a,,b"}, "batch", "'topics'"),
         ({"topicPattern": "("}, "batch", "'topicPattern'"),
-        ({"topic": "t", "startingOffsets": "1", "startingTimestamp": "1"}, "batch",
-         "'startingOffsets' and 'startingTimestamp'"),
-        ({"topic": "t", "endingOffsets": '{"t":{"0":1}}', "endingTimestamp": "1"}, "batch",
-         "'endingOffsets' and 'endingTimestamp'"),
-        ({"topic": "t", "maxRecordsPerTrigger": "1", "maxOffsetsPerTrigger": "1"}, "stream",
-         "'maxRecordsPerTrigger' and 'maxOffsetsPerTrigger'"),
+        (
+            {"topic": "t", "startingOffsets": "1", "startingTimestamp": "1"},
+            "batch",
+            "'startingOffsets' and 'startingTimestamp'",
+        ),
+        (
+            {"topic": "t", "endingOffsets": '{"t":{"0":1}}', "endingTimestamp": "1"},
+            "batch",
+            "'endingOffsets' and 'endingTimestamp'",
+        ),
+        (
+            {"topic": "t", "maxRecordsPerTrigger": "1", "maxOffsetsPerTrigger": "1"},
+            "stream",
+            "'maxRecordsPerTrigger' and 'maxOffsetsPerTrigger'",
+        ),
         ({"topic": "t", "maxRecordsPerTrigger": "5"}, "batch", "'maxRecordsPerTrigger'"),
         ({"topic": "t", "endingOffsets": "latest"}, "stream", "'endingOffsets'"),
         ({"topic": "t", "startingOffsets": "latest"}, "batch", "'startingOffsets'"),
@@ -132,9 +142,7 @@ def test_timestamps_are_milliseconds() -> None:
         ({"topic": "t", "startingTimestamp": "-5"}, "batch", "'startingTimestamp'"),
     ],
 )
-def test_bad_reader_options_name_the_option(
-    options: dict[str, str], mode: str, names: str
-) -> None:
+def test_bad_reader_options_name_the_option(options: dict[str, str], mode: str, names: str) -> None:
     with pytest.raises(DataSourceOptionError) as info:
         parse_reader_options(options, mode)  # type: ignore[arg-type]
     assert names in str(info.value)

@@ -30,8 +30,9 @@ def _round_trip(obj: Any) -> Any:
 
 
 def test_partition() -> None:
-    part = FluvioPartition("t", 2, 10, 20, ReadSpec("127.0.0.1:9003", "uncommitted", True),
-                           from_log_start=True)
+    part = FluvioPartition(
+        "t", 2, 10, 20, ReadSpec("127.0.0.1:9003", "uncommitted", True), from_log_start=True
+    )
     assert _round_trip(part) == part
 
 

@@ -33,7 +33,9 @@ def test_min_partitions_already_met_keeps_ranges_whole() -> None:
 
 def test_split_never_makes_empty_ranges() -> None:
     assert split_range(OffsetRange("a", 0, 10, 13), 8) == [
-        OffsetRange("a", 0, 10, 11), OffsetRange("a", 0, 11, 12), OffsetRange("a", 0, 12, 13)
+        OffsetRange("a", 0, 10, 11),
+        OffsetRange("a", 0, 11, 12),
+        OffsetRange("a", 0, 12, 13),
     ]
 
 
@@ -74,8 +76,11 @@ def test_limit_rows_with_room_reads_everything() -> None:
 
 
 @given(
-    st.dictionaries(st.sampled_from([A0, A1, B0]), st.tuples(st.integers(0, 1000),
-                    st.integers(0, 1000)), min_size=1),
+    st.dictionaries(
+        st.sampled_from([A0, A1, B0]),
+        st.tuples(st.integers(0, 1000), st.integers(0, 1000)),
+        min_size=1,
+    ),
     st.integers(1, 5000),
 )
 def test_limit_rows_properties(ranges: dict, max_rows: int) -> None:

@@ -19,9 +19,13 @@ def test_arrow_schema_is_what_spark_expects(headers: bool) -> None:
 
 
 def _frames() -> bytes:
-    one = encode_records([b"v0", b"v1", b"v2"], keys=[b"k0", None, b"k2"],
-                         timestamps=[1_000_000, 2_000_000, 3_000_000],
-                         headers=[[("h", b"x")], None, []], base_offset=40)
+    one = encode_records(
+        [b"v0", b"v1", b"v2"],
+        keys=[b"k0", None, b"k2"],
+        timestamps=[1_000_000, 2_000_000, 3_000_000],
+        headers=[[("h", b"x")], None, []],
+        base_offset=40,
+    )
     two = encode_records(["v3"], timestamps=[4_000_000], base_offset=43)
     return one + two
 

@@ -31,8 +31,14 @@ def _schema(**cols: object) -> StructType:
 
 
 def test_all_columns() -> None:
-    schema = _schema(key=StringType(), value=BinaryType(), topic=StringType(),
-                     partition=IntegerType(), timestamp=TimestampType(), headers=HEADERS)
+    schema = _schema(
+        key=StringType(),
+        value=BinaryType(),
+        topic=StringType(),
+        partition=IntegerType(),
+        timestamp=TimestampType(),
+        headers=HEADERS,
+    )
     assert sink_columns(schema, topic_option=False) == SinkColumns(True, True, True, True, True)
 
 
@@ -44,8 +50,7 @@ def test_topic_option_wins_over_the_column() -> None:
 @pytest.mark.parametrize(
     ("schema", "topic_option", "message"),
     [
-        (_schema(value=StringType(), extra=StringType(), more=IntegerType()), True,
-         "extra, more"),
+        (_schema(value=StringType(), extra=StringType(), more=IntegerType()), True, "extra, more"),
         (_schema(key=StringType()), True, "'value'"),
         (_schema(value=DoubleType()), True, "column 'value' must be binary or string"),
         (_schema(value=StringType(), partition=StringType()), True, "column 'partition'"),
@@ -61,16 +66,21 @@ def test_bad_schemas_name_the_columns(schema: StructType, topic_option: bool, me
 
 def test_casts_to_the_producer_types() -> None:
     ts = pa.array([datetime(2024, 1, 1, tzinfo=UTC)] * 2, pa.timestamp("us", tz="Europe/Paris"))
-    batch = pa.RecordBatch.from_pydict({
-        "value": pa.array(["a", "b"]),
-        "key": pa.array(["k", None]),
-        "timestamp": ts,
-        "headers": pa.array([[{"key": "h", "value": b"1"}], None],
-                            pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-        "partition": pa.array([1, 0], pa.int64()),
-    })
-    out = to_record_batch(batch, SinkColumns(key=True, partition=True, timestamp=True,
-                                             headers=True))
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "value": pa.array(["a", "b"]),
+            "key": pa.array(["k", None]),
+            "timestamp": ts,
+            "headers": pa.array(
+                [[{"key": "h", "value": b"1"}], None],
+                pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
+            ),
+            "partition": pa.array([1, 0], pa.int64()),
+        }
+    )
+    out = to_record_batch(
+        batch, SinkColumns(key=True, partition=True, timestamp=True, headers=True)
+    )
     assert out.column("value").type == pa.binary()
     assert out.column("key").to_pylist() == [b"k", None]
     assert out.column("timestamp").type == RECORD_SCHEMA.field("timestamp").type

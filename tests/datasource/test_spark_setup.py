@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from datasource._spark import DELTA_ARTIFACTS, delta_conf, delta_jars
+from datasource.session import DELTA_ARTIFACTS, delta_conf, delta_jars
 from spark_stream.errors import JarFetchError
 
 JAR_NAMES = [f"{artifact}-{version}.jar" for _, artifact, version in DELTA_ARTIFACTS]
@@ -55,8 +55,13 @@ def test_installed_project_exposes_the_shim_to_iter_modules(tmp_path: Path) -> N
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=60, check=False,
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "fluvio"]

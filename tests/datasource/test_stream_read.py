@@ -53,8 +53,11 @@ def _offsets(spark: SparkSession, out: Path) -> list[tuple[str, int, int]]:
 
 
 def test_available_now_reads_everything_once_across_restarts(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     topic = new_topic(partitions=3, replicas=2)
     produce(fluvio, topic, [f"a{i}" for i in range(90)], keys=[f"k{i}" for i in range(90)])
@@ -74,14 +77,18 @@ def test_available_now_reads_everything_once_across_restarts(
 
 
 def test_max_records_per_trigger_splits_batches_and_loses_nothing(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     topic = new_topic(partitions=2)
     produce(fluvio, topic, [f"v{i}" for i in range(100)], partition=0)
     produce(fluvio, topic, [f"w{i}" for i in range(50)], partition=1)
-    df = _stream(spark, fluvio_cluster, topic=topic, startingOffsets="earliest",
-                 maxRecordsPerTrigger="40")
+    df = _stream(
+        spark, fluvio_cluster, topic=topic, startingOffsets="earliest", maxRecordsPerTrigger="40"
+    )
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     batches = [n for n in _run_available_now(df, out, checkpoint) if n]
     assert batches == [40, 40, 40, 30]
@@ -93,22 +100,33 @@ def test_max_records_per_trigger_splits_batches_and_loses_nothing(
 
 
 def test_max_bytes_per_trigger_admits_whole_frames(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     topic = new_topic()
     for i in range(6):  # six frames of 20 records of ~1 KiB
         produce(fluvio, topic, [f"{i:02d}" + "x" * 1000] * 20)
-    df = _stream(spark, fluvio_cluster, topic=topic, startingOffsets="earliest",
-                 maxBytesPerTrigger=str(45_000))
+    df = _stream(
+        spark,
+        fluvio_cluster,
+        topic=topic,
+        startingOffsets="earliest",
+        maxBytesPerTrigger=str(45_000),
+    )
     batches = [n for n in _run_available_now(df, tmp_path / "o", tmp_path / "c") if n]
     assert sum(batches) == 120
     assert len(batches) >= 3 and all(n % 20 == 0 and n <= 40 for n in batches)
 
 
 def test_committed_stream_never_passes_the_high_watermark(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     topic = new_topic(replicas=2)
     produce(fluvio, topic, ["old"] * 10)
@@ -121,8 +139,9 @@ def test_committed_stream_never_passes_the_high_watermark(
     try:
         produce(fluvio, topic, ["new"] * 5, acks="leader")
         committed = _stream(spark, fluvio_cluster, topic=topic, startingOffsets="earliest")
-        uncommitted = _stream(spark, fluvio_cluster, topic=topic, startingOffsets="earliest",
-                              isolation="uncommitted")
+        uncommitted = _stream(
+            spark, fluvio_cluster, topic=topic, startingOffsets="earliest", isolation="uncommitted"
+        )
         assert sum(_run_available_now(committed, tmp_path / "c1", tmp_path / "k1")) == 10
         assert sum(_run_available_now(uncommitted, tmp_path / "c2", tmp_path / "k2")) == 15
     finally:
@@ -130,8 +149,11 @@ def test_committed_stream_never_passes_the_high_watermark(
 
 
 def test_pattern_picks_up_new_topics_from_their_beginning(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     first = new_topic(prefix="pat")
     prefix = first.rsplit("-", 1)[1][:4]
@@ -155,14 +177,17 @@ def _has_leaders(fluvio: Fluvio, topic: str, partitions: int) -> bool:
         infos = fluvio.topic_partitions(topic)
         for info in infos:
             fluvio.fetch_offsets(topic, info.partition)
-    except Exception:  # noqa: BLE001 - not ready yet
+    except Exception:
         return False
     return len(infos) == partitions
 
 
 def test_zero_interval_trigger_delivers_a_record_to_foreach_batch(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     topic = new_topic()
     seen: list[bytes] = []
@@ -188,8 +213,11 @@ def test_zero_interval_trigger_delivers_a_record_to_foreach_batch(
 
 
 def test_data_loss_after_retention_fails_or_skips(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     # Segments of 512 KiB, at most 1 MiB kept: retention drops the oldest segments.
     topic = new_topic(segmentSize=512 * 1024, maxPartitionSize=1024 * 1024)
@@ -199,8 +227,11 @@ def test_data_loss_after_retention_fails_or_skips(
     assert sum(_run_available_now(df, out, checkpoint)) == 100
     for _ in range(12):  # ~3 MiB more, in frames well under the segment size
         produce(fluvio, topic, ["y" * 1000] * 256)
-    wait_until(lambda: fluvio.fetch_offsets(topic, 0).log_start > 100, 150,
-               "retention to pass the checkpointed offset")
+    wait_until(
+        lambda: fluvio.fetch_offsets(topic, 0).log_start > 100,
+        150,
+        "retention to pass the checkpointed offset",
+    )
     lenient, out2 = tmp_path / "checkpoint-lenient", tmp_path / "out2"
     shutil.copytree(checkpoint, lenient)
     shutil.copytree(out, out2)  # a file sink's log lives with its output

@@ -70,9 +70,7 @@ def _reader(**options: str) -> FluvioStreamReader:
 def test_initial_offset_latest_and_earliest(cluster: FakeCluster) -> None:
     cluster.topics["t"] = [PartitionOffsets(5, 20, 25), PartitionOffsets(0, 3, 3)]
     assert _reader(topic="t").initialOffset() == {"t": {"0": 20, "1": 3}}
-    assert _reader(topic="t", startingOffsets="earliest").initialOffset() == {
-        "t": {"0": 5, "1": 0}
-    }
+    assert _reader(topic="t", startingOffsets="earliest").initialOffset() == {"t": {"0": 5, "1": 0}}
     assert _reader(topic="t", isolation="uncommitted").initialOffset() == {"t": {"0": 25, "1": 3}}
 
 
@@ -136,7 +134,8 @@ def test_new_partitions_and_pattern_topics_start_at_their_log_start(
     assert end == {"orders-a": {"0": 10, "1": 4}, "orders-b": {"0": 7}}
     parts = reader.partitions(start, end)
     assert [(p.topic, p.partition, p.start, p.end, p.from_log_start) for p in parts] == [
-        ("orders-a", 1, 0, 4, True), ("orders-b", 0, 0, 7, True),
+        ("orders-a", 1, 0, 4, True),
+        ("orders-b", 0, 0, 7, True),
     ]
     assert all(isinstance(p, FluvioPartition) for p in parts)
     assert reader.partitions(end, end) == []
@@ -146,7 +145,8 @@ def test_vanished_topic_keeps_its_offset(cluster: FakeCluster) -> None:
     cluster.topics["a"] = [PartitionOffsets(0, 3, 3)]
     reader = _reader(topics="a,b")
     assert reader.latestOffset({"a": {"0": 3}, "b": {"0": 9}}, ReadAllAvailable()) == {
-        "a": {"0": 3}, "b": {"0": 9},
+        "a": {"0": 3},
+        "b": {"0": 9},
     }
 
 

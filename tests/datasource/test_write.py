@@ -40,16 +40,19 @@ def test_batch_write_reads_back_equal(
         rows, "key string, value string, timestamp timestamp, "
               "headers array<struct<key: string, value: binary>>",
     )  # fmt: skip
-    df.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint) \
-        .option("topic", topic).mode("append").save()
+    df.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint).option(
+        "topic", topic
+    ).mode("append").save()
     back = _read(spark, fluvio_cluster, topic, includeHeaders="true").select(
         F.col("key").cast("string").alias("key"), F.col("value").cast("string").alias("value"),
         "timestamp", "headers",
     )  # fmt: skip
     assert_df_equality(back, df, ignore_row_order=True, ignore_nullable=True)
     # Keys are hash-partitioned: one partition per key.
-    parts = _read(spark, fluvio_cluster, topic).groupBy("key").agg(
-        F.countDistinct("partition").alias("n")
+    parts = (
+        _read(spark, fluvio_cluster, topic)
+        .groupBy("key")
+        .agg(F.countDistinct("partition").alias("n"))
     )
     assert parts.where("n != 1").count() == 0
 
@@ -63,12 +66,17 @@ def test_partition_and_topic_columns_route_rows_and_the_option_wins(
         "topic string, partition int, value string",
     )
     df.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint).mode("append").save()
-    both = spark.read.format("fluvio").option("endpoint", fluvio_cluster.endpoint) \
-        .option("topics", f"{a},{b}").load()
+    both = (
+        spark.read.format("fluvio")
+        .option("endpoint", fluvio_cluster.endpoint)
+        .option("topics", f"{a},{b}")
+        .load()
+    )
     got = {(r["topic"], r["partition"], bytes(r["value"])) for r in both.collect()}
     assert got == {(a, 1, b"to-a"), (b, 0, b"to-b"), (b, 1, b"to-b1")}
-    df.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint) \
-        .option("topic", a).mode("append").save()
+    df.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint).option("topic", a).mode(
+        "append"
+    ).save()
     assert _read(spark, fluvio_cluster, a).count() == 4  # all three went to the option's topic
 
 
@@ -76,23 +84,35 @@ def test_bad_writes_fail_naming_the_problem(
     spark: SparkSession, fluvio_cluster: LocalCluster, new_topic: Callable[..., str]
 ) -> None:
     topic = new_topic()
-    writer = spark.createDataFrame([("v", 1.5)], "value string, score double").write \
-        .format("fluvio").option("endpoint", fluvio_cluster.endpoint).option("topic", topic)
+    writer = (
+        spark.createDataFrame([("v", 1.5)], "value string, score double")
+        .write.format("fluvio")
+        .option("endpoint", fluvio_cluster.endpoint)
+        .option("topic", topic)
+    )
     with pytest.raises(Exception, match="cannot write column\\(s\\) score"):
         writer.mode("append").save()
-    ok = spark.createDataFrame([("v",)], "value string").write.format("fluvio") \
-        .option("endpoint", fluvio_cluster.endpoint).option("topic", topic)
+    ok = (
+        spark.createDataFrame([("v",)], "value string")
+        .write.format("fluvio")
+        .option("endpoint", fluvio_cluster.endpoint)
+        .option("topic", topic)
+    )
     with pytest.raises(Exception, match="append-only"):
         ok.mode("overwrite").save()
     with pytest.raises(Exception, match="'topic' option or"):
-        spark.createDataFrame([("v",)], "value string").write.format("fluvio") \
-            .option("endpoint", fluvio_cluster.endpoint).mode("append").save()
+        spark.createDataFrame([("v",)], "value string").write.format("fluvio").option(
+            "endpoint", fluvio_cluster.endpoint
+        ).mode("append").save()
     assert _read(spark, fluvio_cluster, topic).count() == 0
 
 
 def test_streaming_write_reads_back_equal(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     source, sink = new_topic(partitions=2), new_topic(partitions=3)
     produce(fluvio, source, [f"v{i}" for i in range(120)], keys=[f"k{i}" for i in range(120)])
@@ -145,8 +165,11 @@ def _fail_once(marker: str, endpoint: str, sink: str, wait_for: int) -> Callable
 
 
 def test_sink_is_exactly_once_when_a_failed_batch_is_rerun(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     source, sink = new_topic(partitions=2), new_topic(partitions=2)
     produce(fluvio, source, [f"p0-{i}" for i in range(300)], partition=0)

@@ -26,8 +26,13 @@ def running_cluster(
 ) -> Iterator[LocalCluster]:
     """A started local cluster, stopped (every process, by pid) on exit."""
     cluster = LocalCluster(
-        data_dir, spus=spus, sc_port=0, spu_mode=spu_mode, start_timeout=60.0,
-        stop_timeout=10.0, profile=data_dir / "profile.json",
+        data_dir,
+        spus=spus,
+        sc_port=0,
+        spu_mode=spu_mode,
+        start_timeout=60.0,
+        stop_timeout=10.0,
+        profile=data_dir / "profile.json",
     )
     try:
         cluster.start()
@@ -42,14 +47,17 @@ def unique(prefix: str = "t") -> str:
 
 
 def make_topic(
-    fluvio: Fluvio, name: str | None = None, *, partitions: int = 1, replication: int = 1,
-    timeout: float = 30.0, **spec: object,
+    fluvio: Fluvio,
+    name: str | None = None,
+    *,
+    partitions: int = 1,
+    replication: int = 1,
+    timeout: float = 30.0,
+    **spec: object,
 ) -> str:
     """Create a topic and wait until every partition has a reachable leader."""
     name = name or unique()
-    fluvio.admin().create_topic(
-        name, partitions=partitions, replication_factor=replication, **spec
-    )
+    fluvio.admin().create_topic(name, partitions=partitions, replication_factor=replication, **spec)
 
     def ready() -> bool:
         infos = fluvio.topic_partitions(name)

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from spark_stream.client import Fluvio, fnv1a_32
-from spark_stream.client.futures import DeliveryFuture
+from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.local.cluster import LocalCluster
+from tests.harness.local_cluster import kill_spu
 from tests.integration.helpers import make_topic, running_cluster
 from tests.polling import wait_until
 
@@ -48,12 +49,15 @@ def all_in_sync(fluvio: Fluvio, topic: str) -> bool:
 def test_random_spu_kills_lose_and_duplicate_nothing(cluster: LocalCluster) -> None:
     rng = random.Random(20240601)
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
-        topic = make_topic(
-            fluvio, partitions=PARTITIONS, replication=3, min_in_sync_replicas=2
-        )
+        topic = make_topic(fluvio, partitions=PARTITIONS, replication=3, min_in_sync_replicas=2)
         producer = fluvio.topic_producer(
-            topic, acks="all", idempotence=True, linger_ms=5, retry_backoff_ms=50,
-            retries=200, delivery_timeout_ms=120_000,
+            topic,
+            acks="all",
+            idempotence=True,
+            linger_ms=5,
+            retry_backoff_ms=50,
+            retries=200,
+            delivery_timeout_ms=120_000,
         )
         sent: list[tuple[bytes, bytes, DeliveryFuture]] = []
         stop = threading.Event()
@@ -74,19 +78,17 @@ def test_random_spu_kills_lose_and_duplicate_nothing(cluster: LocalCluster) -> N
             end = time.monotonic() + CHAOS_SECONDS
             while time.monotonic() < end:
                 victim = rng.choice(cluster.layout.spu_ids)
-                assert cluster.kill_spu(victim)
+                assert kill_spu(cluster, victim)
                 kills += 1
                 time.sleep(rng.uniform(0.5, 1.5))  # the SPU stays down a moment
-                cluster.spawn_spu(victim)
+                cluster.start()  # starts the missing SPU again
                 online = {s.spu_id for s in fluvio.admin().list_spus() if s.status.is_online}
                 deadline = time.monotonic() + 20
                 while time.monotonic() < deadline and not (
                     victim in online and all_in_sync(fluvio, topic)
                 ):
                     time.sleep(0.1)  # bounded wait for the restarted SPU to rejoin
-                    online = {
-                        s.spu_id for s in fluvio.admin().list_spus() if s.status.is_online
-                    }
+                    online = {s.spu_id for s in fluvio.admin().list_spus() if s.status.is_online}
                 time.sleep(rng.uniform(0.5, 2.0))  # load runs with all replicas up
         finally:
             stop.set()

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from spark_stream.client import Fluvio, Offset
-from spark_stream.client.futures import DeliveryFuture
+from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.local.cluster import LocalCluster
+from tests.harness.local_cluster import kill_spu
 from tests.integration.helpers import make_topic, running_cluster
 from tests.polling import wait_until
 
@@ -33,7 +34,11 @@ def test_leader_sigkill_loses_no_acknowledged_record(cluster: LocalCluster) -> N
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
         topic = make_topic(fluvio, partitions=1, replication=3, min_in_sync_replicas=2)
         producer = fluvio.topic_producer(
-            topic, acks="all", idempotence=True, linger_ms=2, retry_backoff_ms=50,
+            topic,
+            acks="all",
+            idempotence=True,
+            linger_ms=2,
+            retry_backoff_ms=50,
             delivery_timeout_ms=60_000,
         )
         consumed: list[tuple[int, bytes]] = []
@@ -67,7 +72,7 @@ def test_leader_sigkill_loses_no_acknowledged_record(cluster: LocalCluster) -> N
             if i % 50 == 0:
                 time.sleep(0.005)  # a steady producer, not a flood
             if killed_at < 0 and i == 2000:
-                assert cluster.kill_spu(leader)
+                assert kill_spu(cluster, leader)
                 killed_at = i
             if killed_at >= 0 and i >= killed_at + 2000:
                 break
@@ -87,4 +92,4 @@ def test_leader_sigkill_loses_no_acknowledged_record(cluster: LocalCluster) -> N
         assert not consumer_error
         assert [v for _, v in consumed[: len(acked)]] == acked
         assert [o for o, _ in consumed[: len(acked)]] == list(range(len(acked)))
-        cluster.spawn_spu(leader)
+        cluster.start()  # starts the killed SPU again

@@ -35,8 +35,12 @@ def test_client_survives_an_sc_restart(cluster: LocalCluster) -> None:
         wait_until(lambda: process_alive(cluster.pid_file("sc")) is None, 10, "the SC to die")
         # Leaders are known and SPUs keep serving: produce and read without the SC.
         producer.send(None, b"two").result(30)
-        values = [r.value for r in fluvio.partition_consumer(before, 0).stream(
-            Offset.beginning(), stop_at_end=True)]
+        values = [
+            r.value
+            for r in fluvio.partition_consumer(before, 0).stream(
+                Offset.beginning(), stop_at_end=True
+            )
+        ]
         assert values == [b"one", b"two"]
 
         cluster.start()  # the SC comes back on the same ports, from the same Redis

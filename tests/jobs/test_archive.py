@@ -18,8 +18,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 def test_archive_is_idempotent_and_resumes(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
     topic = new_topic(partitions=2)
     table = str(tmp_path / "archive")
@@ -37,18 +40,39 @@ def test_archive_is_idempotent_and_resumes(
 
 
 def test_explicit_range_overlapping_the_archive_adds_only_new_records(
-    spark: SparkSession, fluvio_cluster: LocalCluster, fluvio: Fluvio,
-    new_topic: Callable[..., str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     topic = new_topic()
     table = str(tmp_path / "archive")
     produce(fluvio, topic, [f"v{i}" for i in range(50)])
     upto_20 = json.dumps({topic: {"0": 20}})
-    assert archive(spark, topic, table, endpoint=fluvio_cluster.endpoint,
-                   ending_offsets=upto_20).records_added == 20
+    assert (
+        archive(
+            spark, topic, table, endpoint=fluvio_cluster.endpoint, ending_offsets=upto_20
+        ).records_added
+        == 20
+    )
     from_10 = json.dumps({topic: {"0": 10}})
-    assert main(["--topic", topic, "--table", table, "--endpoint", fluvio_cluster.endpoint,
-                 "--starting-offsets", from_10]) == 0
+    assert (
+        main(
+            [
+                "--topic",
+                topic,
+                "--table",
+                table,
+                "--endpoint",
+                fluvio_cluster.endpoint,
+                "--starting-offsets",
+                from_10,
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["records_added"] == 30
     offsets = sorted(r["offset"] for r in spark.read.format("delta").load(table).collect())

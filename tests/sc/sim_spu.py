@@ -13,9 +13,9 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from spark_stream.connection import Connection, Stream
 from spark_stream.errors import FluvioError
 from spark_stream.models import PartitionStatus, PrivateEndpoint, PublicEndpoint, ReplicaStatus, Spu
+from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol.control import (
     HeartbeatRequest,
     LrsStatus,
@@ -134,8 +134,9 @@ class SimSpu:
         """An LRS entry naming this SPU as leader and every replica in sync at ``leo``."""
         rep = self.replicas[name]
         lrs = tuple(ReplicaStatus(spu_id=s, leo=leo, hw=hw) for s in rep.replicas)
-        return LrsStatus(name, PartitionStatus(leader=self.spu_id, lrs=lrs, leo=leo, hw=hw,
-                                               log_start_offset=0))
+        return LrsStatus(
+            name, PartitionStatus(leader=self.spu_id, lrs=lrs, leo=leo, hw=hw, log_start_offset=0)
+        )
 
     async def send_lrs(self, entries: list[LrsStatus]) -> UpdateLrsResponse:
         """Send one ``UpdateLrsRequest``."""
@@ -170,7 +171,7 @@ class SimSpu:
             self.conn = None
 
 
-def run(coro: Awaitable[T], timeout: float = 60) -> T:  # noqa: ASYNC109
+def run(coro: Awaitable[T], timeout: float = 60) -> T:
     """Run ``coro`` in a fresh event loop, failing after ``timeout`` seconds."""
 
     async def bounded() -> T:
@@ -178,5 +179,3 @@ def run(coro: Awaitable[T], timeout: float = 60) -> T:  # noqa: ASYNC109
             return await coro
 
     return asyncio.run(bounded())
-
-

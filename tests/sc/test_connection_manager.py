@@ -62,8 +62,9 @@ def part(name: str, replicas: tuple[int, ...], revision: int = 1, **status: Any)
 def make_cm(clock: Clock | None = None) -> tuple[ConnectionManager, list[Any], list[int]]:
     events: list[Any] = []
     closed: list[int] = []
-    cm = ConnectionManager("secret", 2.0, events.append, revision=lambda: 42,
-                           clock=clock or Clock())
+    cm = ConnectionManager(
+        "secret", 2.0, events.append, revision=lambda: 42, clock=clock or Clock()
+    )
     for i in (1, 2, 3):
         cm.apply(CmAddSpu(spu(i)))
     cm.apply(CmAddPartition(part("t-0", (1, 2))))
@@ -246,10 +247,12 @@ def test_spu_status_changes_reach_every_connected_spu_coalesced() -> None:
     Leaders act on an ``Offline`` follower at once, so the status must be pushed; a
     flapping SPU costs a slow reader one push with the latest status, not a backlog.
     """
+
     async def body() -> None:
         cluster = Cluster(*(make_spu(i, ONLINE) for i in (1, 2, 3)))
-        cm = ConnectionManager("secret", 2.0, lambda _event: None,
-                               revision=lambda: cluster.revision)
+        cm = ConnectionManager(
+            "secret", 2.0, lambda _event: None, revision=lambda: cluster.revision
+        )
         for known in cluster.store.spus():
             cm.apply(CmAddSpu(known))
 

@@ -11,7 +11,7 @@ from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected
 from sc.dispatcher import Dispatcher
 from sc.kv import MemoryKvStore
 from sc.kv.store import KindFilter, WatchEvent
-from sc.store import Change, LocalStore, StoreView
+from sc.local_store import Change, LocalStore, StoreView
 from sc.updaters import ActionDispatcher, KvUpdater
 from spark_stream.errors import KvUnavailableError
 from spark_stream.models import (
@@ -53,8 +53,10 @@ def test_load_and_watch_drive_a_topic_to_provisioned() -> None:
                     topic is not None
                     and topic.status.resolution is TopicResolution.PROVISIONED
                     and len(dispatcher.store.partitions_of("orders")) == 4
-                    and all(p.status.resolution is PartitionResolution.OFFLINE
-                            for p in dispatcher.store.partitions())
+                    and all(
+                        p.status.resolution is PartitionResolution.OFFLINE
+                        for p in dispatcher.store.partitions()
+                    )
                 )
 
             await until(provisioned, what="topic provisioned")

@@ -11,15 +11,16 @@ import pytest
 
 from sc.app import ScApp
 from sc.kv import MemoryKvStore
-from spark_stream.admin import AdminClient
-from spark_stream.config import ScSettings, load_settings
-from spark_stream.connection import Connection
+from sc.settings import ScSettings
+from spark_stream.client.admin import AdminClient
+from spark_stream.config import load_settings
 from spark_stream.errors import (
     ConnectionClosedError,
     InvalidRequestError,
     UnauthorizedError,
 )
 from spark_stream.models import PartitionResolution, SpuResolution
+from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest, SpuConnectRequest, UpdateLrsRequest
 from tests.polling import until
@@ -30,8 +31,9 @@ pytestmark = pytest.mark.integration
 
 @contextlib.asynccontextmanager
 async def running_sc(heartbeat: float = 2.0) -> AsyncIterator[tuple[ScApp, AdminClient]]:
-    settings = load_settings(ScSettings, public_port=0, private_port=0,
-                             heartbeat_timeout_s=heartbeat)
+    settings = load_settings(
+        ScSettings, public_port=0, private_port=0, heartbeat_timeout_s=heartbeat
+    )
     app = ScApp(settings, kv=MemoryKvStore())
     await app.start()
     admin = AdminClient("127.0.0.1", app.public_port, timeout=10)
@@ -146,9 +148,12 @@ def test_leader_moves_when_its_spu_disconnects_and_the_change_is_pushed() -> Non
             await admin.create_topic("t", partitions=2, replication_factor=2)
             sims = {i: await SimSpu(app.private_port, i).connect() for i in (1, 2)}
             try:
+
                 async def leaders() -> dict[str, tuple[int | None, str]]:
-                    return {p.name: (p.status.leader, p.status.resolution.value)
-                            for p in await admin.list_partitions("t")}
+                    return {
+                        p.name: (p.status.leader, p.status.resolution.value)
+                        for p in await admin.list_partitions("t")
+                    }
 
                 async def all_online() -> bool:
                     found = await leaders()
@@ -160,9 +165,10 @@ def test_leader_moves_when_its_spu_disconnects_and_the_change_is_pushed() -> Non
                 other = 3 - lost
                 await sims[lost].close()
                 await until(is_status(admin, lost, SpuResolution.OFFLINE), what="leader offline")
-                await until(lambda: _eq(leaders(), {"t-0": (other, "Online"),
-                                                    "t-1": (other, "Online")}),
-                            what="partitions led by the remaining SPU")
+                await until(
+                    lambda: _eq(leaders(), {"t-0": (other, "Online"), "t-1": (other, "Online")}),
+                    what="partitions led by the remaining SPU",
+                )
                 survivor = sims[other]
                 await survivor.wait_for(lambda: survivor.replicas["t-0"].leader == other)
                 # The old leader comes back: it follows, and its stale LRS is fenced off.
@@ -193,8 +199,10 @@ def test_a_silent_spu_goes_offline_after_the_heartbeat_timeout() -> None:
                 spu.silence()
                 await until(is_status(admin, 1, SpuResolution.OFFLINE), what="offline")
                 assert spu.conn is not None
-                await until(lambda: spu.conn is not None and spu.conn.closed,
-                            what="connection closed by the SC")
+                await until(
+                    lambda: spu.conn is not None and spu.conn.closed,
+                    what="connection closed by the SC",
+                )
             finally:
                 await spu.close()
 
@@ -208,8 +216,10 @@ def test_a_second_connection_replaces_the_first() -> None:
             first = await SimSpu(app.private_port, 1).connect()
             second = await SimSpu(app.private_port, 1).connect()
             try:
-                await until(lambda: first.conn is not None and first.conn.closed,
-                            what="first connection closed")
+                await until(
+                    lambda: first.conn is not None and first.conn.closed,
+                    what="first connection closed",
+                )
                 assert isinstance(first.error, ConnectionClosedError) or first.error is None
                 assert app.cm.connected_ids() == {1}
                 await until(is_status(admin, 1, SpuResolution.ONLINE), what="still online")

@@ -25,8 +25,14 @@ def command(marker: str) -> list[str]:
 
 
 def make(tmp_path: Path, marker: str, **kwargs: object) -> LocalProcessProvisioner:
-    return LocalProcessProvisioner(command(marker), tmp_path, sc_endpoint="127.0.0.1:9",
-                                   token="secret", stop_timeout=5.0, **kwargs)  # type: ignore[arg-type]
+    return LocalProcessProvisioner(
+        command(marker),
+        tmp_path,
+        sc_endpoint="127.0.0.1:9",
+        token="secret",
+        stop_timeout=5.0,
+        **kwargs,
+    )  # type: ignore[arg-type]
 
 
 def processes(marker: str) -> dict[int, psutil.Process]:
@@ -62,8 +68,10 @@ def test_start_is_idempotent_and_stop_terminates_by_pid(tmp_path: Path) -> None:
             assert procs[1].cmdline()[-1] == "127.0.0.1:9"
             await prov.terminate(TerminateSpu(2, "g-2", "g"))
             assert sorted(prov.running()) == [1]
-            assert not psutil.pid_exists(running[2]) or psutil.Process(running[2]).status() \
-                == psutil.STATUS_ZOMBIE
+            assert (
+                not psutil.pid_exists(running[2])
+                or psutil.Process(running[2]).status() == psutil.STATUS_ZOMBIE
+            )
             assert not (tmp_path / "spu-2" / "spu.pid").exists()
             await prov.terminate(TerminateSpu(2, "g-2", "g"))  # already gone: no error
         finally:

@@ -11,9 +11,9 @@ import pytest
 
 from sc.app import ScApp
 from sc.kv import MemoryKvStore
-from spark_stream.admin import AdminClient
-from spark_stream.config import ScSettings, load_settings
-from spark_stream.connection import Connection
+from sc.settings import ScSettings
+from spark_stream.client.admin import AdminClient
+from spark_stream.config import load_settings
 from spark_stream.errors import (
     InvalidConfigError,
     InvalidRequestError,
@@ -29,6 +29,7 @@ from spark_stream.models import (
     SpuGroupResolution,
     TopicResolution,
 )
+from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import MetadataUpdate
 from tests.polling import until
@@ -56,8 +57,12 @@ def test_topic_life_cycle_and_typed_errors() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
             topic = await admin.create_topic(
-                "orders", partitions=3, replication_factor=2, retention_secs=3600,
-                segment_size=1 << 20, compression="zstd",
+                "orders",
+                partitions=3,
+                replication_factor=2,
+                retention_secs=3600,
+                segment_size=1 << 20,
+                compression="zstd",
             )
             assert topic.revision > 0 and topic.spec.compression.value == "zstd"
             with pytest.raises(TopicExistsError):

@@ -58,20 +58,25 @@ def test_every_kv_action_is_written() -> None:
         group = await kv.create(SpuGroup.new("g", SpuGroupSpec(replicas=0)))
         updater = KvUpdater(kv)
         provisioned = TopicStatus(resolution=TopicResolution.PROVISIONED, replica_map={0: (1,)})
-        outcome = await updater.execute([
-            UpdateTopicStatus("t", provisioned, topic.revision),
-            CreatePartition(PART),
-            CreateSpu(SPU),
-            UpdateSpuGroupStatus("g", SpuGroupStatus(resolution=SpuGroupResolution.RESERVED),
-                                 group.revision),
-        ])
+        outcome = await updater.execute(
+            [
+                UpdateTopicStatus("t", provisioned, topic.revision),
+                CreatePartition(PART),
+                CreateSpu(SPU),
+                UpdateSpuGroupStatus(
+                    "g", SpuGroupStatus(resolution=SpuGroupResolution.RESERVED), group.revision
+                ),
+            ]
+        )
         assert (outcome.done, outcome.dropped, outcome.failed) == (4, [], [])
         assert (await kv.get("Topic", "t")).status == provisioned  # type: ignore[union-attr]
         assert await kv.get("Partition", "t-0") is not None
-        outcome = await updater.execute([
-            UpdatePartitionStatus("t-0", offline(1)),
-            UpdateSpuStatus("spu-1", SpuStatus(resolution=SpuResolution.ONLINE)),
-        ])
+        outcome = await updater.execute(
+            [
+                UpdatePartitionStatus("t-0", offline(1)),
+                UpdateSpuStatus("spu-1", SpuStatus(resolution=SpuResolution.ONLINE)),
+            ]
+        )
         assert outcome.done == 2
         spu = await kv.get("Spu", "spu-1")
         assert spu is not None and spu.status.resolution is SpuResolution.ONLINE
@@ -88,9 +93,14 @@ def test_overtaken_writes_are_dropped_not_raised() -> None:
         topic = await kv.create(TOPIC)
         await kv.update_status("Topic", "t", TopicStatus(resolution=TopicResolution.PENDING))
         stale = UpdateTopicStatus("t", TopicStatus(), topic.revision)
-        outcome = await KvUpdater(kv).execute([
-            stale, CreatePartition(PART), CreatePartition(PART), DeleteSpu("nobody"),
-        ])
+        outcome = await KvUpdater(kv).execute(
+            [
+                stale,
+                CreatePartition(PART),
+                CreatePartition(PART),
+                DeleteSpu("nobody"),
+            ]
+        )
         assert outcome.done == 1
         assert outcome.dropped == [stale, CreatePartition(PART), DeleteSpu("nobody")]
         assert (await kv.get("Topic", "t")).status.resolution is TopicResolution.PENDING  # type: ignore[union-attr]
@@ -141,10 +151,14 @@ def test_action_dispatcher_routes_each_family() -> None:
         cm = ConnectionManager("t", 1.0, lambda e: None)
         recorder = Recorder()
         dispatcher = ActionDispatcher(KvUpdater(kv), cm, ProvisionerUpdater(recorder))
-        outcome = await dispatcher.execute([
-            CmAddSpu(SPU), CreateSpu(SPU),
-            ProvisionSpu(7, "g-7", "g", SpuTemplate()), TerminateSpu(6, "g-6", "g"),
-        ])
+        outcome = await dispatcher.execute(
+            [
+                CmAddSpu(SPU),
+                CreateSpu(SPU),
+                ProvisionSpu(7, "g-7", "g", SpuTemplate()),
+                TerminateSpu(6, "g-6", "g"),
+            ]
+        )
         assert outcome.done == 4 and not outcome.failed
         assert 1 in cm.spus
         assert await kv.get("Spu", "spu-1") is not None

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from spark_stream.config import ScSettings, SpuSettings, load_settings
+from sc.settings import ScSettings
+from spark_stream.config import load_settings
 from spark_stream.errors import InvalidConfigError
+from spu.settings import SpuSettings
 
 
 def test_packaged_yaml_gives_the_documented_ports() -> None:

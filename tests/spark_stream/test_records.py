@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from spark_stream.errors import CorruptFrameError
 from spark_stream.records import (
-    HEADER_SIZE,
+    BATCH_HEADER_SIZE,
     RECORD_SCHEMA,
     build_batch,
     decode_frame,
@@ -106,7 +106,7 @@ def test_mismatched_list_lengths_are_refused() -> None:
     [
         (lambda f: b"XXXX" + f[4:], "bad magic"),
         (lambda f: f[:20] + b"\x09" + f[21:], "unsupported frame version"),
-        (lambda f: f[:HEADER_SIZE - 3], "truncated frame header"),
+        (lambda f: f[: BATCH_HEADER_SIZE - 3], "truncated frame header"),
         (lambda f: f[:-1], "truncated payload"),
         (lambda f: f[:-1] + bytes([f[-1] ^ 0xFF]), "crc mismatch"),
         (lambda f: f[:30] + bytes([f[30] ^ 1]) + f[31:], "crc mismatch"),
@@ -171,7 +171,7 @@ def test_valid_crc_over_garbage_payload_is_still_a_typed_error(garbage: bytes, c
     """A payload crafted with a correct crc but no Arrow message inside must not crash."""
     from crc32c import crc32c
 
-    head = bytearray(_FRAME[:HEADER_SIZE])
+    head = bytearray(_FRAME[:BATCH_HEADER_SIZE])
     struct.pack_into("<I", head, 16, len(garbage))
     struct.pack_into("<i", head, 24, count)
     crc = crc32c(garbage, crc32c(bytes(head[24:])))

@@ -13,11 +13,13 @@ from typing import Any, Self
 
 from sc.app import ScApp
 from sc.kv import MemoryKvStore
-from spark_stream.admin import AdminClient
-from spark_stream.config import ScSettings, SpuSettings, load_settings
-from spark_stream.connection import Connection
+from sc.settings import ScSettings
+from spark_stream.client.admin import AdminClient
+from spark_stream.config import load_settings
 from spark_stream.local import free_port
+from spark_stream.net.connection import Connection
 from spu.app import SpuApp
+from spu.settings import SpuSettings
 from tests.spu.helpers import until
 
 HOST = "127.0.0.1"
@@ -44,7 +46,11 @@ class InProcessCluster:
 
     async def __aenter__(self) -> Self:
         settings = load_settings(
-            ScSettings, host=HOST, public_port=0, private_port=0, heartbeat_timeout_s=3.0,
+            ScSettings,
+            host=HOST,
+            public_port=0,
+            private_port=0,
+            heartbeat_timeout_s=3.0,
             data_dir=str(self.root / "sc"),
         )
         self.sc = ScApp(settings, kv=MemoryKvStore())
@@ -52,7 +58,8 @@ class InProcessCluster:
         self.admin = await AdminClient(HOST, self.sc.public_port, timeout=10).connect()
         for spu_id, (public, private) in self.ports.items():
             await self.admin.register_spu(
-                spu_id, publicEndpoint={"port": public, "ingress": [{"hostname": HOST}]},
+                spu_id,
+                publicEndpoint={"port": public, "ingress": [{"hostname": HOST}]},
                 privateEndpoint={"port": private, "host": HOST},
             )
         for spu_id in self.spu_ids:
@@ -81,9 +88,15 @@ class InProcessCluster:
         assert self.sc is not None
         public, private = self.ports[spu_id]
         settings = load_settings(
-            SpuSettings, id=spu_id, host=HOST, public_port=public, private_port=private,
-            sc_endpoint=f"{HOST}:{self.sc.private_port}", data_dir=str(self.root / f"spu-{spu_id}"),
-            heartbeat_interval_s=0.5, **self.spu_settings,
+            SpuSettings,
+            id=spu_id,
+            host=HOST,
+            public_port=public,
+            private_port=private,
+            sc_endpoint=f"{HOST}:{self.sc.private_port}",
+            data_dir=str(self.root / f"spu-{spu_id}"),
+            heartbeat_interval_s=0.5,
+            **self.spu_settings,
         )
         app = await SpuApp(settings).start()
         self.spus[spu_id] = app
@@ -113,7 +126,7 @@ class InProcessCluster:
                 return False
             return all(
                 (leader := p.status.leader) in self.spus
-                and self.spus[leader].manager.leader(p.name) is not None
+                and self.spus[leader].dispatcher.leader(p.name) is not None
                 for p in parts
             )
 

@@ -1,7 +1,7 @@
 """SPU fixtures: real Redis, a real ``python -m sc`` and real ``python -m spu`` processes.
 
 ``spu_cluster`` hands a test a factory of ``ProcessCluster`` (see
-``spark_stream.local.processes``): ``async with spu_cluster([1, 2, 3], ...) as cluster``.
+``tests.harness.processes``): ``async with spu_cluster([1, 2, 3], ...) as cluster``.
 Every process a test started is killed by pid when the test ends, whatever happened.
 Tests using it are integration tests: mark them ``@pytest.mark.integration``.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from spark_stream.local.processes import ProcessCluster
+from tests.harness.processes import ProcessCluster
 
 ClusterFactory = Callable[..., ProcessCluster]
 

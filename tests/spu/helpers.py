@@ -12,10 +12,10 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from spark_stream.admin import AdminClient
-from spark_stream.client.local_files import LocalFiles
-from spark_stream.connection import Connection
+from spark_stream.client.admin import AdminClient
+from spark_stream.client.consumer.local_files import LocalFiles
 from spark_stream.errors import FluvioError
+from spark_stream.net.connection import Connection
 from spark_stream.protocol import (
     Acks,
     FetchLocalRequest,
@@ -46,7 +46,9 @@ __all__ = [
 
 
 async def until(
-    check: Callable[[], Awaitable[T] | T], within: float = 20.0, what: str = "condition",
+    check: Callable[[], Awaitable[T] | T],
+    within: float = 20.0,
+    what: str = "condition",
     interval: float = 0.05,
 ) -> T:
     """Poll ``check`` until it returns something truthy; fail after ``within`` seconds.
@@ -76,13 +78,22 @@ def values(*items: str) -> list[bytes]:
 
 
 async def produce(
-    conn: Connection, topic: str, partition: int, items: list[str], *,
-    acks: Acks = Acks.LEADER, producer_id: int = -1, sequence: int = -1,
-    timeout_ms: int = 5000, frame: bytes | None = None,
+    conn: Connection,
+    topic: str,
+    partition: int,
+    items: list[str],
+    *,
+    acks: Acks = Acks.LEADER,
+    producer_id: int = -1,
+    sequence: int = -1,
+    timeout_ms: int = 5000,
+    frame: bytes | None = None,
 ) -> ProduceResponse:
     """Produce one frame of ``items`` (or a prepared ``frame``)."""
-    tail = frame if frame is not None else encode_records(
-        items, producer_id=producer_id, sequence=sequence
+    tail = (
+        frame
+        if frame is not None
+        else encode_records(items, producer_id=producer_id, sequence=sequence)
     )
     reply = await conn.call(
         ProduceRequest(topic, partition, acks, timeout_ms, tail), timeout=timeout_ms / 1000 + 10
@@ -99,8 +110,12 @@ async def offsets(conn: Connection, topic: str, partition: int) -> FetchOffsetsR
 
 
 async def fetch_values(
-    conn: Connection, topic: str, partition: int, offset: int = 0,
-    isolation: Isolation = Isolation.COMMITTED, max_bytes: int = 1 << 20,
+    conn: Connection,
+    topic: str,
+    partition: int,
+    offset: int = 0,
+    isolation: Isolation = Isolation.COMMITTED,
+    max_bytes: int = 1 << 20,
 ) -> list[bytes]:
     """Every visible record value from ``offset`` on, through repeated fetches."""
     out: list[bytes] = []
@@ -114,7 +129,8 @@ async def fetch_values(
             return out
         for batch in decode_frames(reply.tail, with_offsets=True):  # type: ignore[arg-type]
             for off, value in zip(
-                batch.column("offset").to_pylist(), batch.column("value").to_pylist(),
+                batch.column("offset").to_pylist(),
+                batch.column("value").to_pylist(),
                 strict=True,
             ):
                 if off >= position:
@@ -123,13 +139,17 @@ async def fetch_values(
 
 
 async def local_values(
-    conn: Connection, topic: str, partition: int, offset: int = 0,
+    conn: Connection,
+    topic: str,
+    partition: int,
+    offset: int = 0,
     isolation: Isolation = Isolation.COMMITTED,
 ) -> list[bytes]:
     """Every visible record value from ``offset`` on, through one local fetch: the leader
     names the file range and this process reads it (the test runs on the leader's host)."""
-    reply = await conn.call(FetchLocalRequest(topic, partition, offset, 1 << 20, isolation),
-                            timeout=10)
+    reply = await conn.call(
+        FetchLocalRequest(topic, partition, offset, 1 << 20, isolation), timeout=10
+    )
     assert isinstance(reply, FetchLocalResponse)
     if not reply.path:
         return []
@@ -154,8 +174,13 @@ async def local_values(
 
 
 async def stream_values(
-    conn: Connection, topic: str, partition: int, offset: int, count: int,
-    isolation: Isolation = Isolation.COMMITTED, within: float = 20.0,
+    conn: Connection,
+    topic: str,
+    partition: int,
+    offset: int,
+    count: int,
+    isolation: Isolation = Isolation.COMMITTED,
+    within: float = 20.0,
 ) -> tuple[list[bytes], list[StreamFetchPush]]:
     """Read a streaming fetch until ``count`` records arrived (bounded by ``within`` seconds)."""
     got: list[bytes] = []
@@ -169,7 +194,8 @@ async def stream_values(
                 pushes.append(push)
                 for batch in decode_frames(push.tail, with_offsets=True):  # type: ignore[arg-type]
                     for off, value in zip(
-                        batch.column("offset").to_pylist(), batch.column("value").to_pylist(),
+                        batch.column("offset").to_pylist(),
+                        batch.column("value").to_pylist(),
                         strict=True,
                     ):
                         if off >= offset:

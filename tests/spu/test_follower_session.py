@@ -51,8 +51,13 @@ def joined(push: FollowerPush) -> bytes:
 
 def make_leader(log: ReplicaLog) -> LeaderController:
     spec = PartitionSpec(initial_leader=LEADER, replicas=(LEADER, FOLLOWER))
-    leader = LeaderController(Replica("t-0", LEADER, spec, 1), log, spu_id=LEADER,
-                              max_lag_ms=10_000, max_batch_bytes=1 << 20)
+    leader = LeaderController(
+        Replica("t-0", LEADER, spec, 1),
+        log,
+        spu_id=LEADER,
+        max_lag_ms=10_000,
+        max_batch_bytes=1 << 20,
+    )
     leader.start()
     return leader
 

@@ -9,7 +9,7 @@ import pytest
 from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTooLargeError
 from spark_stream.records import encode_records, read_header
 from spu.frames import log_headers, split_request, tail_signature
-from spu.storage import ReplicaLog, StorageConfig
+from spu.storage import LogConfig, ReplicaLog
 
 
 def test_split_request_returns_headers_and_whole_frames() -> None:
@@ -39,7 +39,7 @@ def test_split_request_refuses_bad_tails(
 
 
 def test_log_headers_and_tail_signature_walk_segments(tmp_path: Path) -> None:
-    config = StorageConfig(segment_max_bytes=2048)  # several segments
+    config = LogConfig(segment_max_bytes=2048)  # several segments
     with ReplicaLog.open(tmp_path / "t-0", config) as log:
         for i in range(20):
             log.append_produced(encode_records([f"value-{i}" * 5]))
@@ -51,8 +51,10 @@ def test_log_headers_and_tail_signature_walk_segments(tmp_path: Path) -> None:
         assert start == 17 and [b for b, _ in signature] == [17, 18, 19]
         first = log.read(17, 1)
         assert signature[0][1] == read_header(first.data).crc
-        assert tail_signature(log, 3, 2)[1] == [(3, read_header(log.read(3, 1).data).crc),
-                                                (4, read_header(log.read(4, 1).data).crc)]
+        assert tail_signature(log, 3, 2)[1] == [
+            (3, read_header(log.read(3, 1).data).crc),
+            (4, read_header(log.read(4, 1).data).crc),
+        ]
         assert tail_signature(log, 20, 10) == (20, [])
 
 

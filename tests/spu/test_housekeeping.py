@@ -7,14 +7,14 @@ from pathlib import Path
 
 from spark_stream.records import encode_records
 from spu.housekeeping import Housekeeper, checkpoint_hw, sync_data
-from spu.storage import ReplicaLog, StorageConfig
+from spu.storage import LogConfig, ReplicaLog
 from spu.storage.checkpoint import read_checkpoint
 from spu.storage.layout import CHECKPOINT_NAME
 
 
 def test_sync_checkpoint_and_closed_logs(tmp_path: Path) -> None:
     async def body() -> None:
-        config = StorageConfig(flush_interval_ms=None)
+        config = LogConfig(flush_interval_ms=None)
         log = ReplicaLog.open(tmp_path / "t-0", config)
         logs = {"t-0": log}
         keeper = Housekeeper(lambda: logs, interval_s=1, checkpoint_every_s=2)

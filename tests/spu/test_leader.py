@@ -58,12 +58,20 @@ def log(tmp_path: Path) -> Iterator[ReplicaLog]:
 
 
 def make(
-    log: ReplicaLog, rep: Replica, clock: Clock | None = None, online: set[int] | None = None,
+    log: ReplicaLog,
+    rep: Replica,
+    clock: Clock | None = None,
+    online: set[int] | None = None,
     max_batch_bytes: int = 1 << 20,
 ) -> LeaderController:
     leader = LeaderController(
-        rep, log, spu_id=LEADER, max_lag_ms=1000, max_batch_bytes=max_batch_bytes,
-        is_online=(lambda s: online is None or s in online), clock=clock or Clock(),
+        rep,
+        log,
+        spu_id=LEADER,
+        max_lag_ms=1000,
+        max_batch_bytes=max_batch_bytes,
+        is_online=(lambda s: online is None or s in online),
+        clock=clock or Clock(),
     )
     leader.start()
     return leader
@@ -212,8 +220,9 @@ def test_bad_frames_get_typed_errors_and_append_nothing(log: ReplicaLog) -> None
         with pytest.raises(CorruptFrameError):
             await leader.produce(memoryview(good + good[:30]), Acks.LEADER, 1000)
         with pytest.raises(CorruptFrameError):
-            await leader.produce(memoryview(b"not a frame at all, just some bytes here" * 2),
-                                 Acks.LEADER, 1000)
+            await leader.produce(
+                memoryview(b"not a frame at all, just some bytes here" * 2), Acks.LEADER, 1000
+            )
         with pytest.raises(RecordTooLargeError):
             await leader.produce(memoryview(frame("x" * 4096)), Acks.LEADER, 1000)
         assert leader.leo == 0

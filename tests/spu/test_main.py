@@ -25,7 +25,9 @@ def test_options_become_settings_overrides() -> None:
 def test_invalid_configuration_exits_with_a_typed_error() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "spu", "--public-port", "70000"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "InvalidConfigError" in result.stderr and "public_port" in result.stderr
@@ -33,8 +35,21 @@ def test_invalid_configuration_exits_with_a_typed_error() -> None:
 
 @pytest.mark.integration
 def test_runs_without_an_sc_and_stops_on_sigterm(tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "spu", "--id", "3", "--public-port", "0", "--private-port",
-            "0", "--sc", f"127.0.0.1:{free_port()}", "--data-dir", str(tmp_path)]
+    argv = [
+        sys.executable,
+        "-m",
+        "spu",
+        "--id",
+        "3",
+        "--public-port",
+        "0",
+        "--private-port",
+        "0",
+        "--sc",
+        f"127.0.0.1:{free_port()}",
+        "--data-dir",
+        str(tmp_path),
+    ]
     with subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     ) as proc:

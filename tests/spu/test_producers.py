@@ -9,12 +9,12 @@ from spark_stream.errors import (
     InvalidRequestError,
     OutOfOrderSequenceError,
 )
-from spark_stream.records import FrameHeader
+from spark_stream.records import BatchHeader
 from spu.producers import ProducerTable
 
 
-def hdr(pid: int, seq: int, count: int, base: int = 0) -> FrameHeader:
-    return FrameHeader(base, count, 0, 0, 10, 0, pid, seq)
+def hdr(pid: int, seq: int, count: int, base: int = 0) -> BatchHeader:
+    return BatchHeader(base, count, 0, 0, 10, 0, pid, seq)
 
 
 def table_with(*frames: tuple[int, int, int, int], window: int = 4) -> ProducerTable:

@@ -10,8 +10,11 @@ from spu.sc_link import parse_endpoint
 
 @pytest.mark.parametrize(
     ("endpoint", "expected"),
-    [("127.0.0.1:9004", ("127.0.0.1", 9004)), ("sc.local:1", ("sc.local", 1)),
-     ("[::1]:9004", ("[::1]", 9004))],
+    [
+        ("127.0.0.1:9004", ("127.0.0.1", 9004)),
+        ("sc.local:1", ("sc.local", 1)),
+        ("[::1]:9004", ("[::1]", 9004)),
+    ],
 )
 def test_parse_endpoint(endpoint: str, expected: tuple[str, int]) -> None:
     assert parse_endpoint(endpoint) == expected

@@ -39,7 +39,7 @@ from sc.actions import (
 from sc.controllers.events import Change, ControllerEvent, LrsUpdate, Reconcile
 from sc.controllers.partition.policy import elect, has_live_leader, leader_of, offline, with_leader
 from sc.kv.store import ChangeType
-from sc.store import StoreView
+from sc.local_store import StoreView
 from spark_stream.models import (
     Partition,
     PartitionResolution,

@@ -27,7 +27,7 @@ from sc.controllers.events import (
     SpuDisconnected,
 )
 from sc.kv.store import ChangeType
-from sc.store import StoreView
+from sc.local_store import StoreView
 from spark_stream.models import Spu, SpuResolution
 
 __all__ = ["reduce"]

@@ -15,7 +15,7 @@ A group owning SPUs in an overlap keeps it (the other group meets rule 1).
 
 from __future__ import annotations
 
-from sc.store import StoreView
+from sc.local_store import StoreView
 from spark_stream.models import (
     MAX_SPU_ID,
     ObjectRef,

@@ -31,7 +31,7 @@ from sc.actions import (
 from sc.controllers.events import Change, ControllerEvent, Reconcile
 from sc.controllers.spu_group.policy import conflict, managed_spu, owned_spus
 from sc.kv.store import ChangeType
-from sc.store import StoreView
+from sc.local_store import StoreView
 from spark_stream.models import Spu, SpuGroup, SpuGroupResolution, SpuGroupStatus
 
 __all__ = ["reduce"]

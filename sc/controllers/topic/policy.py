@@ -17,7 +17,7 @@ from sc.assignment import (
     check_manual_assignment,
     compute_assignment,
 )
-from sc.store import StoreView
+from sc.local_store import StoreView
 from spark_stream.models import (
     Partition,
     PartitionSpec,

@@ -33,7 +33,7 @@ from sc.actions import Action, CreatePartition, UpdateTopicStatus
 from sc.controllers.events import Change, ControllerEvent, Reconcile
 from sc.controllers.topic.policy import missing_partitions, provision, validate
 from sc.kv.store import ChangeType
-from sc.store import StoreView
+from sc.local_store import StoreView
 from spark_stream.models import Partition, Spu, Topic, TopicResolution
 
 __all__ = ["reduce"]

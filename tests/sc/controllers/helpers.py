@@ -24,7 +24,7 @@ from sc.actions import (
 )
 from sc.controllers import Change, ControllerEvent, reduce_all
 from sc.kv.store import ChangeEvent, ChangeType
-from sc.store import LocalStore
+from sc.local_store import LocalStore
 from spark_stream.models import (
     KvObject,
     Partition,

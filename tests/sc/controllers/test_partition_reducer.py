@@ -16,7 +16,7 @@ from sc.actions import (
 )
 from sc.controllers import LrsUpdate, Reconcile
 from sc.controllers.partition import reduce
-from sc.store import LocalStore
+from sc.local_store import LocalStore
 from spark_stream.models import (
     KvObject,
     Partition,

@@ -17,7 +17,7 @@ from sc.actions import (
 from sc.controllers import Reconcile
 from sc.controllers.spu_group import reduce
 from sc.controllers.spu_group.policy import managed_spu
-from sc.store import LocalStore
+from sc.local_store import LocalStore
 from spark_stream.models import (
     KvObject,
     Spu,

@@ -9,7 +9,7 @@ import pytest
 from sc.actions import Action, CmAddSpu, CmDeleteSpu, CmUpdateSpu, UpdateSpuStatus
 from sc.controllers import Reconcile, SpuConnected, SpuDisconnected
 from sc.controllers.spu import reduce
-from sc.store import LocalStore
+from sc.local_store import LocalStore
 from spark_stream.models import KvObject, SpuResolution, SpuSpec, SpuStatus
 from tests.sc.controllers.helpers import (
     OFFLINE,

@@ -9,7 +9,7 @@ import pytest
 from sc.actions import Action, CmAddPartition, CreatePartition, UpdateTopicStatus
 from sc.controllers import Reconcile
 from sc.controllers.topic import reduce
-from sc.store import LocalStore
+from sc.local_store import LocalStore
 from spark_stream.models import (
     KvObject,
     Partition,

@@ -1,6 +1,6 @@
 """The SC as a real subprocess (``python -m sc``) against a real Redis.
 
-``ScProcess`` starts the SC on loopback with a ready file, waits (bounded) until it
+``ScChild`` starts the SC on loopback with a ready file, waits (bounded) until it
 listens, and stops it by pid: SIGTERM (clean) or SIGKILL (crash). ``sc_factory`` hands a
 test as many as it needs and stops whatever is still running at the end.
 """
@@ -22,7 +22,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 
 
-class ScProcess:
+class ScChild:
     """One ``python -m sc`` child process.
 
     Args:
@@ -58,22 +58,34 @@ class ScProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, timeout: float = 20.0) -> ScProcess:
+    def start(self, timeout: float = 20.0) -> ScChild:
         """Start the SC and wait until both servers listen."""
         ready = self.workdir / "ready.json"
         ready.unlink(missing_ok=True)
         argv = [
-            sys.executable, "-m", "sc", "--redis-url", self.redis_url,
-            "--public-port", str(self.ports[0]), "--private-port", str(self.ports[1]),
-            "--heartbeat-timeout", str(self.heartbeat), "--data-dir", str(self.workdir / "data"),
-            "--ready-file", str(ready),
+            sys.executable,
+            "-m",
+            "sc",
+            "--redis-url",
+            self.redis_url,
+            "--public-port",
+            str(self.ports[0]),
+            "--private-port",
+            str(self.ports[1]),
+            "--heartbeat-timeout",
+            str(self.heartbeat),
+            "--data-dir",
+            str(self.workdir / "data"),
+            "--ready-file",
+            str(ready),
         ]
         if self.spu_command:
             argv += ["--spu-command", shlex.join(self.spu_command)]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=log,
-                                         stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                argv, cwd=REPO, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL
+            )
         deadline = time.monotonic() + timeout
         while not ready.exists():
             if self.proc.poll() is not None:
@@ -110,11 +122,11 @@ class ScProcess:
 
 
 @pytest.fixture
-def sc_factory(redis_url: str, tmp_path: Path) -> Iterator[type[ScProcess]]:
-    """Make ``ScProcess``es on the test's Redis; every one is stopped at the end."""
-    made: list[ScProcess] = []
+def sc_factory(redis_url: str, tmp_path: Path) -> Iterator[type[ScChild]]:
+    """Make ``ScChild``es on the test's Redis; every one is stopped at the end."""
+    made: list[ScChild] = []
 
-    class Factory(ScProcess):
+    class Factory(ScChild):
         def __init__(self, **kwargs: object) -> None:
             workdir = kwargs.pop("workdir", tmp_path / f"sc{len(made)}")
             url = kwargs.pop("redis_url", redis_url)

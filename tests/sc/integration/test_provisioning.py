@@ -9,9 +9,9 @@ import uuid
 import psutil
 import pytest
 
-from spark_stream.admin import AdminClient
+from spark_stream.client.admin import AdminClient
 from tests.polling import until
-from tests.sc.integration.conftest import ScProcess
+from tests.sc.integration.conftest import ScChild
 from tests.sc.sim_spu import run
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def kill_all(marker: str) -> None:
 
 
 def test_spu_group_scale_up_and_down_runs_the_provisioner_command(
-    sc_factory: type[ScProcess],
+    sc_factory: type[ScChild],
 ) -> None:
     marker = f"sim-spu-{uuid.uuid4()}"
     sc = sc_factory(spu_command=[sys.executable, "-c", SLEEPER, marker, "{spu_id}"]).start()
@@ -82,10 +82,11 @@ def test_spu_group_scale_up_and_down_runs_the_provisioner_command(
     assert processes(marker) == {}
 
 
-def test_a_clean_sc_stop_stops_its_managed_spus(sc_factory: type[ScProcess]) -> None:
+def test_a_clean_sc_stop_stops_its_managed_spus(sc_factory: type[ScChild]) -> None:
     marker = f"sim-spu-{uuid.uuid4()}"
     sc = sc_factory(spu_command=[sys.executable, "-c", SLEEPER, marker, "{spu_id}"]).start()
     try:
+
         async def body() -> None:
             async with AdminClient("127.0.0.1", sc.public_port) as admin:
                 await admin.create_spu_group("g", replicas=2, min_id=1)

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from sc.kv import RedisKvStore
-from spark_stream.admin import AdminClient
+from spark_stream.client.admin import AdminClient
 from spark_stream.local import RedisServer, free_port
 from spark_stream.models import SpuResolution, TopicResolution
 from tests.polling import until
-from tests.sc.integration.conftest import ScProcess
+from tests.sc.integration.conftest import ScChild
 from tests.sc.sim_spu import SimSpu, run
 
 pytestmark = pytest.mark.integration
@@ -56,7 +56,7 @@ async def reconnect(sim: SimSpu, within: float = 15.0) -> None:
 
 
 def test_sigkill_and_restart_rebuild_state_without_changing_it(
-    sc_factory: type[ScProcess], redis_url: str
+    sc_factory: type[ScChild], redis_url: str
 ) -> None:
     ports = (free_port(), free_port())
     sc = sc_factory(ports=ports, heartbeat=1.0).start()
@@ -98,7 +98,7 @@ def test_sigkill_and_restart_rebuild_state_without_changing_it(
 
 
 def test_spus_that_do_not_come_back_go_offline_after_restart(
-    sc_factory: type[ScProcess],
+    sc_factory: type[ScChild],
 ) -> None:
     ports = (free_port(), free_port())
     sc = sc_factory(ports=ports, heartbeat=1.0).start()
@@ -121,8 +121,10 @@ def test_spus_that_do_not_come_back_go_offline_after_restart(
 
                 async def led_by_1() -> bool:
                     parts = await admin.list_partitions("t")
-                    return all(p.status.leader == 1 and p.status.resolution.value == "Online"
-                               for p in parts)
+                    return all(
+                        p.status.leader == 1 and p.status.resolution.value == "Online"
+                        for p in parts
+                    )
 
                 await until(led_by_1, what="SPU 1 leads both partitions")
         finally:
@@ -132,7 +134,7 @@ def test_spus_that_do_not_come_back_go_offline_after_restart(
     run(body(), timeout=120)
 
 
-def test_redis_restart_under_a_running_sc(sc_factory: type[ScProcess], tmp_path: Path) -> None:
+def test_redis_restart_under_a_running_sc(sc_factory: type[ScChild], tmp_path: Path) -> None:
     with RedisServer(tmp_path / "redis") as redis:
         sc = sc_factory(redis_url=redis.url).start()
 
@@ -147,8 +149,9 @@ def test_redis_restart_under_a_running_sc(sc_factory: type[ScProcess], tmp_path:
                     # The SC reconnects with backoff and resumes its watch: a topic
                     # created after the restart is provisioned and pushed to the SPU.
                     await admin.create_topic("after", partitions=2)
-                    await until(lambda: all_online(admin, "after", 2), within=30,
-                                what="after online")
+                    await until(
+                        lambda: all_online(admin, "after", 2), within=30, what="after online"
+                    )
                     await spu.wait_for(lambda: {"after-0", "after-1"} <= set(spu.replicas))
                     (topic,) = await admin.list_topics("after")
                     assert topic.status.resolution is TopicResolution.PROVISIONED

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from spark_stream.admin import AdminClient
-from spark_stream.connection import Connection
+from spark_stream.client.admin import AdminClient
 from spark_stream.errors import InvalidRequestError, UnauthorizedError
 from spark_stream.models import SpuResolution, TopicResolution
+from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest
 from tests.polling import until
-from tests.sc.integration.conftest import ScProcess
+from tests.sc.integration.conftest import ScChild
 from tests.sc.sim_spu import SimSpu, run
 
 pytestmark = pytest.mark.integration
@@ -26,13 +26,16 @@ async def topic_is(admin: AdminClient, name: str, resolution: TopicResolution) -
 
 
 async def spu_is(admin: AdminClient, spu_id: int, resolution: SpuResolution) -> bool:
-    return any(s.spu_id == spu_id and s.status.resolution is resolution
-               for s in await admin.list_spus())
+    return any(
+        s.spu_id == spu_id and s.status.resolution is resolution for s in await admin.list_spus()
+    )
 
 
 async def leaders(admin: AdminClient, topic: str) -> dict[str, tuple[int | None, str]]:
-    return {p.name: (p.status.leader, p.status.resolution.value)
-            for p in await admin.list_partitions(topic)}
+    return {
+        p.name: (p.status.leader, p.status.resolution.value)
+        for p in await admin.list_partitions(topic)
+    }
 
 
 async def all_online(admin: AdminClient, topic: str, count: int) -> bool:
@@ -41,21 +44,25 @@ async def all_online(admin: AdminClient, topic: str, count: int) -> bool:
 
 
 def test_topic_waits_for_spus_then_provisions_and_replicas_reach_them(
-    sc_factory: type[ScProcess],
+    sc_factory: type[ScChild],
 ) -> None:
     sc = sc_factory().start()
 
     async def body() -> None:
         async with AdminClient("127.0.0.1", sc.public_port) as admin:
             await admin.create_topic("orders", partitions=4, replication_factor=2)
-            await until(lambda: topic_is(admin, "orders", TopicResolution.INSUFFICIENT_RESOURCES),
-                        what="InsufficientResources")
+            await until(
+                lambda: topic_is(admin, "orders", TopicResolution.INSUFFICIENT_RESOURCES),
+                what="InsufficientResources",
+            )
             for spu_id in (1, 2):
                 await admin.register_spu(spu_id)
             sims = [await SimSpu(sc.private_port, i).connect() for i in (1, 2)]
             try:
-                await until(lambda: topic_is(admin, "orders", TopicResolution.PROVISIONED),
-                            what="Provisioned")
+                await until(
+                    lambda: topic_is(admin, "orders", TopicResolution.PROVISIONED),
+                    what="Provisioned",
+                )
                 (topic,) = await admin.list_topics("orders")
                 assert sorted(topic.status.replica_map) == [0, 1, 2, 3]
                 await until(lambda: all_online(admin, "orders", 4), what="partitions online")
@@ -73,7 +80,7 @@ def test_topic_waits_for_spus_then_provisions_and_replicas_reach_them(
     run(body())
 
 
-def test_failover_lrs_and_silent_spu(sc_factory: type[ScProcess]) -> None:
+def test_failover_lrs_and_silent_spu(sc_factory: type[ScChild]) -> None:
     sc = sc_factory(heartbeat=1.0).start()
 
     async def body() -> None:
@@ -98,8 +105,10 @@ def test_failover_lrs_and_silent_spu(sc_factory: type[ScProcess]) -> None:
                 await until(lrs_stored, what="LRS in the partition status")
                 # Disconnect: Offline, and the leader moves to an in-sync replica.
                 await sims[leader].close()
-                await until(lambda: spu_is(admin, leader, SpuResolution.OFFLINE),
-                            what="disconnected SPU offline")
+                await until(
+                    lambda: spu_is(admin, leader, SpuResolution.OFFLINE),
+                    what="disconnected SPU offline",
+                )
 
                 async def moved() -> bool:
                     found = await leaders(admin, "t")
@@ -111,8 +120,11 @@ def test_failover_lrs_and_silent_spu(sc_factory: type[ScProcess]) -> None:
                 await sims[new].wait_for(lambda: sims[new].replicas["t-0"].leader == new)
                 # A silent SPU (socket open, no heartbeat) is dropped after the timeout.
                 sims[new].silence()
-                await until(lambda: spu_is(admin, new, SpuResolution.OFFLINE), within=15,
-                            what="silent SPU offline")
+                await until(
+                    lambda: spu_is(admin, new, SpuResolution.OFFLINE),
+                    within=15,
+                    what="silent SPU offline",
+                )
                 last = ({1, 2, 3} - {leader, new}).pop()
                 await until(lambda: _leader_is(admin, "t-0", last), what="leader moved again")
             finally:
@@ -127,7 +139,7 @@ async def _leader_is(admin: AdminClient, name: str, spu_id: int) -> bool:
 
 
 def test_refused_peers_and_malformed_frames_leave_the_sc_serving(
-    sc_factory: type[ScProcess],
+    sc_factory: type[ScChild],
 ) -> None:
     sc = sc_factory().start()
 
@@ -162,13 +174,13 @@ def test_refused_peers_and_malformed_frames_leave_the_sc_serving(
     run(body())
 
 
-def test_sc_stops_cleanly_on_sigterm(sc_factory: type[ScProcess]) -> None:
+def test_sc_stops_cleanly_on_sigterm(sc_factory: type[ScChild]) -> None:
     sc = sc_factory().start()
     assert sc.stop() == 0
     assert "sc stopped" in sc.log()
 
 
-def test_bad_configuration_exits_with_an_error(sc_factory: type[ScProcess]) -> None:
+def test_bad_configuration_exits_with_an_error(sc_factory: type[ScChild]) -> None:
     sc = sc_factory(heartbeat=-1.0)
     with pytest.raises(RuntimeError, match="heartbeat_timeout_s"):
         sc.start()

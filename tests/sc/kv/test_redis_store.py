@@ -16,9 +16,7 @@ pytestmark = pytest.mark.integration
 
 
 def _store(url: str, reconnect_timeout: float = 20.0) -> RedisKvStore:
-    return RedisKvStore(
-        url, block_ms=100, reconnect_timeout=reconnect_timeout, backoff_max=0.2
-    )
+    return RedisKvStore(url, block_ms=100, reconnect_timeout=reconnect_timeout, backoff_max=0.2)
 
 
 def test_watcher_resumes_after_a_restart_with_persistence(tmp_path: Path) -> None:
@@ -39,7 +37,10 @@ def test_watcher_resumes_after_a_restart_with_persistence(tmp_path: Path) -> Non
                 [event] = await pending
                 assert isinstance(event, ChangeEvent)
                 assert (event.name, event.type, event.revision) == ("after", ChangeType.ADDED, 2)
-                assert [t.name for t in (await watcher.list("Topic"))[0]] == ["after", "before"]
+                assert [t.name for t in (await watcher.list_objects("Topic"))[0]] == [
+                    "after",
+                    "before",
+                ]
             finally:
                 await watcher.close()
                 await writer.close()
@@ -86,7 +87,7 @@ def test_writes_wait_for_redis_to_come_back(tmp_path: Path) -> None:
                 await asyncio.to_thread(server.start)  # same port, same data
                 created = await write
                 assert created.revision == 2
-                assert [t.name for t in (await store.list("Topic"))[0]] == ["a", "b"]
+                assert [t.name for t in (await store.list_objects("Topic"))[0]] == ["a", "b"]
             finally:
                 await store.close()
 
@@ -112,4 +113,3 @@ def test_unreachable_redis_is_a_typed_error_in_bounded_time(tmp_path: Path) -> N
             await store.close()
 
     asyncio.run(asyncio.wait_for(main(), 30))
-

@@ -44,7 +44,7 @@ def test_create_get_list(backend: Backend) -> None:
         await store.create(topic("audit"))
         got = await store.get("Topic", "orders")
         assert got == created
-        topics, rev = await store.list("Topic")
+        topics, rev = await store.list_objects("Topic")
         assert [t.name for t in topics] == ["audit", "orders"]
         assert rev == 3 == await store.revision()
         by_kind, rev = await store.list_kinds(None)
@@ -175,7 +175,7 @@ def test_watch_resumes_from_a_listing(backend: Backend) -> None:
     async def body(store: KvStore) -> None:
         await store.create(topic("a"))
         await store.create(spu(1))
-        topics, rev = await store.list("Topic")
+        topics, rev = await store.list_objects("Topic")
         assert [t.name for t in topics] == ["a"]
         await store.create(spu(2))  # another kind: filtered out
         await store.create(topic("b"))
@@ -260,7 +260,7 @@ def test_deleting_a_topic_deletes_its_partitions(backend: Backend) -> None:
         start = await store.revision()
         gone = await store.delete("Topic", "orders")
         assert gone.name == "orders"
-        parts, rev = await store.list("Partition")
+        parts, rev = await store.list_objects("Partition")
         assert [p.name for p in parts] == ["other-0"]
         assert rev == start + 3
         events = await take(store.watch(None, start), 3)
@@ -274,7 +274,7 @@ def test_deleting_a_topic_deletes_its_partitions(backend: Backend) -> None:
         await store.create(topic("orders"))
         await store.create(partition("orders", 0))
         await store.delete("Topic", "orders")
-        assert [p.name for p in (await store.list("Partition"))[0]] == ["other-0"]
+        assert [p.name for p in (await store.list_objects("Partition"))[0]] == ["other-0"]
 
     backend.run(body)
 
@@ -299,9 +299,9 @@ def test_concurrent_writers_lose_cas_but_lose_no_update(backend: Backend) -> Non
 
     async def body(store: KvStore) -> None:
         # Redis writers get their own client each; memory writers share the one store.
-        stores = [store] if backend.name == "memory" else [
-            backend.make(100) for _ in range(writers)
-        ]
+        stores = (
+            [store] if backend.name == "memory" else [backend.make(100) for _ in range(writers)]
+        )
         try:
             await store.create(SpuGroup.new("g", SpuGroupSpec(replicas=0)))
             conflicts = await asyncio.gather(

@@ -20,9 +20,14 @@ def parse(*argv: str) -> object:
 def test_commands_parse_like_fluvio() -> None:
     args = parse("topic", "create", "orders", "-p", "3", "-r", "2", "--retention-time", "1d")
     assert (args.name, args.partitions, args.replication, args.retention_time) == (  # type: ignore[attr-defined]
-        "orders", 3, 2, "1d")
-    args = parse("consume", "orders", "-B", "-d", "-p", "1", "-p", "2", "--isolation",
-                 "read_uncommitted")
+        "orders",
+        3,
+        2,
+        "1d",
+    )
+    args = parse(
+        "consume", "orders", "-B", "-d", "-p", "1", "-p", "2", "--isolation", "read_uncommitted"
+    )
     assert args.beginning and args.disable_continuous and args.partition == [1, 2]  # type: ignore[attr-defined]
     args = parse("produce", "orders", "--key-separator", ":", "-f", "a.txt", "-f", "b.txt")
     assert args.files == ["a.txt", "b.txt"] and args.key_separator == ":"  # type: ignore[attr-defined]
@@ -55,8 +60,12 @@ def test_bad_endpoint_is_a_typed_error(capsys: pytest.CaptureFixture[str]) -> No
 
 @pytest.mark.parametrize(
     ("line", "sep", "expected"),
-    [(b"k:v", b":", (b"k", b"v")), (b"k:v:w", b":", (b"k", b"v:w")), (b"novalue", b":",
-     (None, b"novalue")), (b"k=v", None, (None, b"k=v"))],
+    [
+        (b"k:v", b":", (b"k", b"v")),
+        (b"k:v:w", b":", (b"k", b"v:w")),
+        (b"novalue", b":", (None, b"novalue")),
+        (b"k=v", None, (None, b"k=v")),
+    ],
 )
 def test_split_line(line: bytes, sep: bytes | None, expected: tuple[bytes | None, bytes]) -> None:
     assert split_line(line, sep) == expected
@@ -76,8 +85,13 @@ def test_record_formats() -> None:
     assert format_record(record, parse("consume", "t"), None) == "v"  # type: ignore[arg-type]
     assert format_record(record, parse("consume", "t", "-k"), None) == "[k] v"  # type: ignore[arg-type]
     line = format_record(record, parse("consume", "t", "-O", "json"), None)  # type: ignore[arg-type]
-    assert json.loads(line) == {"partition": 1, "offset": 7, "key": "k", "value": "v",
-                                "timestamp": 1_700_000_000_000_000}
+    assert json.loads(line) == {
+        "partition": 1,
+        "offset": 7,
+        "key": "k",
+        "value": "v",
+        "timestamp": 1_700_000_000_000_000,
+    }
     text = format_record(record, parse("consume", "t"), "{partition}/{offset} {key}")  # type: ignore[arg-type]
     assert text == "1/7 k"
     keyless = Record(0, 0, None, b"v", 1)

@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-from spark_stream.cli.output import Progress, emit, render_table
+from spark_stream.cli.output import ProgressBar, emit, render_table
 
 
 def test_table_aligns_columns_and_marks_missing_values() -> None:
@@ -34,12 +34,12 @@ def test_json_and_yaml_carry_the_same_rows() -> None:
 
 def test_progress_draws_only_when_enabled() -> None:
     quiet = io.StringIO()
-    bar = Progress(100, "f", stream=quiet)
+    bar = ProgressBar(100, "f", stream=quiet)
     bar.advance(100)
     bar.close()
     assert quiet.getvalue() == ""  # not a terminal
     shown = io.StringIO()
-    bar = Progress(100, "file.txt", enabled=True, stream=shown)
+    bar = ProgressBar(100, "file.txt", enabled=True, stream=shown)
     bar.advance(50)
     bar.close()
     assert "file.txt" in shown.getvalue() and " 50.0%" in shown.getvalue()

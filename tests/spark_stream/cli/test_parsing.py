@@ -12,8 +12,16 @@ from spark_stream.errors import InvalidConfigError
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [("30", 30), ("30s", 30), ("2m", 120), ("12h", 43200), ("7d", 604800),
-                          ("1w", 604800), ("1500ms", 1)],
+    ("text", "seconds"),
+    [
+        ("30", 30),
+        ("30s", 30),
+        ("2m", 120),
+        ("12h", 43200),
+        ("7d", 604800),
+        ("1w", 604800),
+        ("1500ms", 1),
+    ],
 )
 def test_durations(text: str, seconds: int) -> None:
     assert parse_duration(text, "--retention-time") == seconds
@@ -39,16 +47,19 @@ def test_assignment_files_in_three_shapes(tmp_path: Path) -> None:
     plain = tmp_path / "a.json"
     plain.write_text(json.dumps(rows))
     fluvio_style = tmp_path / "b.json"
-    fluvio_style.write_text(json.dumps({"partitions": [{"id": 0, "replicas": [1, 2]},
-                                                       {"id": 1, "replicas": [2, 1]}]}))
+    fluvio_style.write_text(
+        json.dumps({"partitions": [{"id": 0, "replicas": [1, 2]}, {"id": 1, "replicas": [2, 1]}]})
+    )
     yaml_file = tmp_path / "c.yaml"
-    yaml_file.write_text("replicaAssignment:\n- {partition: 0, replicas: [1, 2]}\n"
-                         "- {partition: 1, replicas: [2, 1]}\n")
+    yaml_file.write_text(
+        "replicaAssignment:\n- {partition: 0, replicas: [1, 2]}\n"
+        "- {partition: 1, replicas: [2, 1]}\n"
+    )
     for path in (plain, fluvio_style, yaml_file):
         assert load_assignment(str(path)) == rows
 
 
-@pytest.mark.parametrize("content", ["[]", "{}", "[1, 2]", "[{\"partition\": 0}]", ": : :"])
+@pytest.mark.parametrize("content", ["[]", "{}", "[1, 2]", '[{"partition": 0}]', ": : :"])
 def test_bad_assignment_files(tmp_path: Path, content: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)

@@ -16,11 +16,16 @@ from tests.polling import wait_until
 pytestmark = pytest.mark.integration
 
 
-def fluvio(env: dict[str, str], *args: str, stdin: str | None = None,
-           check: bool = True) -> subprocess.CompletedProcess[str]:
+def fluvio(
+    env: dict[str, str], *args: str, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "spark_stream.cli", *args], input=stdin, env=env,
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "spark_stream.cli", *args],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"fluvio {' '.join(args)} -> {proc.returncode}: {proc.stderr}")
@@ -31,8 +36,9 @@ def test_cli_round_trip(tmp_path: Path) -> None:
     data = tmp_path / "cluster"
     env = {**os.environ, "FLUVIO_PROFILE": str(tmp_path / "profile.json")}
     try:
-        start = fluvio(env, "cluster", "start", "--data-dir", str(data), "--spus", "2",
-                       "--sc-port", "0")
+        start = fluvio(
+            env, "cluster", "start", "--data-dir", str(data), "--spus", "2", "--sc-port", "0"
+        )
         assert "cluster running" in start.stdout
         first = json.loads(fluvio(env, "cluster", "status", "-O", "json").stdout)
         again = fluvio(env, "cluster", "start", "--data-dir", str(data), "-O", "json")
@@ -45,14 +51,16 @@ def test_cli_round_trip(tmp_path: Path) -> None:
         assert "created" in created.stdout
         topics = json.loads(fluvio(env, "topic", "list", "-O", "json").stdout)
         assert [(t["name"], t["partitions"], t["replication"]) for t in topics] == [
-            ("greetings", 2, 2)]
+            ("greetings", 2, 2)
+        ]
 
         lines = "".join(f"k{i}:hello {i}\n" for i in range(20))
         fluvio(env, "produce", "greetings", "--key-separator", ":", "--acks", "all", stdin=lines)
         source = tmp_path / "more.txt"
         source.write_text("".join(f"f{i}:file {i}\n" for i in range(30)))
-        fluvio(env, "produce", "greetings", "--key-separator", ":", "-f", str(source),
-               "--acks", "all")
+        fluvio(
+            env, "produce", "greetings", "--key-separator", ":", "-f", str(source), "--acks", "all"
+        )
 
         out = fluvio(env, "consume", "greetings", "-B", "-d", "-k").stdout.splitlines()
         expected = {f"[k{i}] hello {i}" for i in range(20)}
@@ -66,8 +74,11 @@ def test_cli_round_trip(tmp_path: Path) -> None:
             return json.loads(fluvio(env, "partition", "list", "-O", "json").stdout)
 
         # Leaders report LEO/HW to the SC periodically: poll with a deadline.
-        wait_until(lambda: sum(int(p["hw"]) for p in partitions()) == 50, 30,  # type: ignore[call-overload]
-                   "partition list to show every record")
+        wait_until(
+            lambda: sum(int(p["hw"]) for p in partitions()) == 50,
+            30,  # type: ignore[call-overload]
+            "partition list to show every record",
+        )
         parts = partitions()
         assert {p["leader"] for p in parts} <= {5001, 5002}
 

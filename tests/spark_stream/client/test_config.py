@@ -21,8 +21,15 @@ from spark_stream.errors import InvalidConfigError
 
 @pytest.mark.parametrize(
     ("text", "acks"),
-    [("none", Acks.NONE), ("0", Acks.NONE), ("leader", Acks.LEADER), (1, Acks.LEADER),
-     ("ALL", Acks.ALL), (-1, Acks.ALL), (Acks.ALL, Acks.ALL)],
+    [
+        ("none", Acks.NONE),
+        ("0", Acks.NONE),
+        ("leader", Acks.LEADER),
+        (1, Acks.LEADER),
+        ("ALL", Acks.ALL),
+        (-1, Acks.ALL),
+        (Acks.ALL, Acks.ALL),
+    ],
 )
 def test_parse_acks(text: object, acks: Acks) -> None:
     assert parse_acks(text) is acks  # type: ignore[arg-type]
@@ -30,8 +37,11 @@ def test_parse_acks(text: object, acks: Acks) -> None:
 
 @pytest.mark.parametrize(
     ("text", "iso"),
-    [("committed", Isolation.COMMITTED), ("read_uncommitted", Isolation.UNCOMMITTED),
-     ("Read-Committed", Isolation.COMMITTED)],
+    [
+        ("committed", Isolation.COMMITTED),
+        ("read_uncommitted", Isolation.UNCOMMITTED),
+        ("Read-Committed", Isolation.COMMITTED),
+    ],
 )
 def test_parse_isolation(text: str, iso: Isolation) -> None:
     assert parse_isolation(text) is iso
@@ -53,12 +63,17 @@ def test_producer_options() -> None:
 
 @pytest.mark.parametrize(
     ("options", "field"),
-    [({"nope": 1}, "nope"), ({"compression": "gzip"}, "compression"),
-     ({"batch_size": 0}, "batch_size"), ({"linger_ms": -1}, "linger_ms"),
-     ({"partitioner": "x"}, "partitioner"), ({"producer_id": 5}, "producer_id"),
-     ({"idempotence": True, "acks": "none"}, "idempotence"),
-     ({"idempotence": True, "producer_id": 0}, "producer_id"),
-     ({"max_in_flight": True}, "max_in_flight")],
+    [
+        ({"nope": 1}, "nope"),
+        ({"compression": "gzip"}, "compression"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"linger_ms": -1}, "linger_ms"),
+        ({"partitioner": "x"}, "partitioner"),
+        ({"producer_id": 5}, "producer_id"),
+        ({"idempotence": True, "acks": "none"}, "idempotence"),
+        ({"idempotence": True, "producer_id": 0}, "producer_id"),
+        ({"max_in_flight": True}, "max_in_flight"),
+    ],
 )
 def test_bad_producer_options_name_the_field(options: dict[str, object], field: str) -> None:
     with pytest.raises(InvalidConfigError, match=field):

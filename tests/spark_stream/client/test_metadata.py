@@ -24,8 +24,13 @@ def spu(spu_id: int, port: int, online: bool = True) -> Spu:
     return Spu.new(f"spu-{spu_id}", SpuSpec(spu_id=spu_id, public_endpoint=ep), status)
 
 
-def partition(topic: str, index: int, replicas: tuple[int, ...], leader: int | None,
-              resolution: str = "Online") -> Partition:
+def partition(
+    topic: str,
+    index: int,
+    replicas: tuple[int, ...],
+    leader: int | None,
+    resolution: str = "Online",
+) -> Partition:
     spec = PartitionSpec(initial_leader=replicas[0], replicas=replicas)
     status = PartitionStatus(resolution=resolution, leader=leader, hw=3, leo=4)
     return Partition.new(topic, index, spec, status)
@@ -41,18 +46,26 @@ def update(
     deleted: tuple[dict[str, str], ...] | list[dict[str, str]] = (),
 ) -> MetadataUpdate:
     return MetadataUpdate(
-        full, revision, [s.to_dict() for s in spus], [t.to_dict() for t in topics],
-        [p.to_dict() for p in parts], list(deleted),
+        full,
+        revision,
+        [s.to_dict() for s in spus],
+        [t.to_dict() for t in topics],
+        [p.to_dict() for p in parts],
+        list(deleted),
     )
 
 
 def base_view() -> MetadataView:
     view = MetadataView()
-    view.apply(update(
-        True, 5, spus=[spu(1, 9101), spu(2, 9102)],
-        topics=[Topic.new("orders", TopicSpec(partitions=2, replication_factor=2))],
-        parts=[partition("orders", 0, (1, 2), 1), partition("orders", 1, (2, 1), 2)],
-    ))
+    view.apply(
+        update(
+            True,
+            5,
+            spus=[spu(1, 9101), spu(2, 9102)],
+            topics=[Topic.new("orders", TopicSpec(partitions=2, replication_factor=2))],
+            parts=[partition("orders", 0, (1, 2), 1), partition("orders", 1, (2, 1), 2)],
+        )
+    )
     return view
 
 
@@ -63,7 +76,8 @@ def test_full_snapshot_gives_leaders_and_partition_infos() -> None:
     assert view.leader("orders", 0) == Leader(1, "127.0.0.1", 9101)
     infos = view.topic_partitions("orders")
     assert [(i.partition, i.leader, i.replicas, i.leader_endpoint) for i in infos] == [
-        (0, 1, (1, 2), "127.0.0.1:9101"), (1, 2, (2, 1), "127.0.0.1:9102"),
+        (0, 1, (1, 2), "127.0.0.1:9101"),
+        (1, 2, (2, 1), "127.0.0.1:9102"),
     ]
     assert infos[0].hw == 3 and infos[0].leo == 4
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from spark_stream.client.profile import load_profile
 from spark_stream.errors import InvalidConfigError, ServerStartError
 from spark_stream.local.cluster import ClusterLayout, LocalCluster, process_alive
-from spark_stream.local.profile import load_profile
+from tests.harness.local_cluster import kill_spu
 
 
 def test_layout_ids_and_bad_options(tmp_path: Path) -> None:
@@ -40,8 +41,13 @@ def test_pid_files_name_one_process_only(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_a_failing_sc_is_reported_with_its_log(tmp_path: Path) -> None:
-    cluster = LocalCluster(tmp_path, sc_port=0, python="/bin/false", start_timeout=10,
-                           profile=tmp_path / "profile.json")
+    cluster = LocalCluster(
+        tmp_path,
+        sc_port=0,
+        python="/bin/false",
+        start_timeout=10,
+        profile=tmp_path / "profile.json",
+    )
     started = time.monotonic()
     try:
         with pytest.raises(ServerStartError, match="sc exited during start"):
@@ -69,8 +75,7 @@ def test_taken_sc_port_is_a_clear_error(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_custom_spus_start_stop_restart_keep_data(tmp_path: Path) -> None:
     profile = tmp_path / "profile.json"
-    cluster = LocalCluster(tmp_path / "c", spus=2, sc_port=0, spu_mode="custom",
-                           profile=profile)
+    cluster = LocalCluster(tmp_path / "c", spus=2, sc_port=0, spu_mode="custom", profile=profile)
     try:
         status = cluster.start()
         assert status.running
@@ -83,7 +88,7 @@ def test_custom_spus_start_stop_restart_keep_data(tmp_path: Path) -> None:
         again = LocalCluster(tmp_path / "c", profile=profile).start()
         assert {p.name: p.pid for p in again.processes} == pids
 
-        assert cluster.kill_spu(5002)
+        assert kill_spu(cluster, 5002)
         assert cluster.spu_pid(5002) is None
         restarted = LocalCluster(tmp_path / "c", profile=profile).start()  # completes it
         assert restarted.running and cluster.spu_pid(5002) not in (None, pids["spu-5002"])
@@ -91,8 +96,11 @@ def test_custom_spus_start_stop_restart_keep_data(tmp_path: Path) -> None:
         stopped = cluster.stop()
         assert set(stopped) == {"sc", "spu-5001", "spu-5002", "redis"}
         assert not cluster.status().running
-        assert all(not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
-                   for pid in pids.values() if pid)
+        assert all(
+            not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+            for pid in pids.values()
+            if pid
+        )
         assert (tmp_path / "c" / "redis").is_dir()
 
         endpoint = cluster.endpoint

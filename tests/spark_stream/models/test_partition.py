@@ -55,8 +55,9 @@ def test_bad_partition_names(name: str) -> None:
     with pytest.raises(ValueError):
         parse_partition_name(name)
     with pytest.raises(InvalidConfigError):
-        Partition.from_dict({"metadata": {"name": name},
-                             "spec": {"initialLeader": 1, "replicas": [1]}})
+        Partition.from_dict(
+            {"metadata": {"name": name}, "spec": {"initialLeader": 1, "replicas": [1]}}
+        )
 
 
 def test_parent_must_match_the_name() -> None:
@@ -69,8 +70,14 @@ def test_parent_must_match_the_name() -> None:
 
 
 def test_spec_copies_topic_settings() -> None:
-    topic = TopicSpec(partitions=2, replication_factor=2, retention_secs=60, segment_size=4096,
-                      min_in_sync_replicas=2, unclean_leader_election=True)
+    topic = TopicSpec(
+        partitions=2,
+        replication_factor=2,
+        retention_secs=60,
+        segment_size=4096,
+        min_in_sync_replicas=2,
+        unclean_leader_election=True,
+    )
     spec = PartitionSpec.for_replicas(topic, [5, 6])
     assert (spec.initial_leader, spec.replicas) == (5, (5, 6))
     assert spec.settings() == topic.settings()
@@ -82,9 +89,17 @@ def test_status_defaults_and_full_lrs() -> None:
     status = PartitionStatus()
     assert (status.leader, status.leo, status.hw, status.log_start_offset) == (None, -1, -1, -1)
     full = PartitionStatus.from_dict(
-        {"resolution": "Online", "leader": 1, "leo": 10, "hw": 8, "logStartOffset": 0,
-         "lrs": [{"spuId": 1, "leo": 10, "hw": 8}, {"spuId": 2, "leo": 8, "hw": 8,
-                                                     "inSync": False}]}
+        {
+            "resolution": "Online",
+            "leader": 1,
+            "leo": 10,
+            "hw": 8,
+            "logStartOffset": 0,
+            "lrs": [
+                {"spuId": 1, "leo": 10, "hw": 8},
+                {"spuId": 2, "leo": 8, "hw": 8, "inSync": False},
+            ],
+        }
     )
     assert full.replica(2) is not None and full.replica(2).in_sync is False
     assert PartitionStatus.from_dict(full.to_dict()) == full
@@ -119,5 +134,10 @@ def test_invalid_specs_name_the_field(spec: dict, field: str) -> None:
 )
 def test_invalid_status_names_the_field(status: dict, field: str) -> None:
     with pytest.raises(InvalidConfigError, match=field.replace(".", r"\.")):
-        Partition.from_dict({"metadata": {"name": "t-0"},
-                             "spec": {"initialLeader": 1, "replicas": [1]}, "status": status})
+        Partition.from_dict(
+            {
+                "metadata": {"name": "t-0"},
+                "spec": {"initialLeader": 1, "replicas": [1]},
+                "status": status,
+            }
+        )

@@ -79,5 +79,6 @@ def test_invalid_specs_name_the_field(spec: dict, field: str) -> None:
 
 def test_bad_status_resolution() -> None:
     with pytest.raises(InvalidConfigError, match="status.resolution"):
-        Spu.from_dict({"metadata": {"name": "s"}, "spec": {"spuId": 1},
-                       "status": {"resolution": "Sleeping"}})
+        Spu.from_dict(
+            {"metadata": {"name": "s"}, "spec": {"spuId": 1}, "status": {"resolution": "Sleeping"}}
+        )

@@ -59,8 +59,12 @@ def test_every_seed_resolution_parses() -> None:
 
 def test_manual_assignment_implies_counts() -> None:
     spec = TopicSpec.from_dict(
-        {"replicaAssignment": [{"partition": 1, "replicas": [2, 3]},
-                               {"partition": 0, "replicas": [3, 2]}]}
+        {
+            "replicaAssignment": [
+                {"partition": 1, "replicas": [2, 3]},
+                {"partition": 0, "replicas": [3, 2]},
+            ]
+        }
     )
     assert spec.is_manual
     assert (spec.partitions, spec.replication_factor) == (2, 2)
@@ -69,13 +73,23 @@ def test_manual_assignment_implies_counts() -> None:
 
 def test_settings_carry_retention_and_segments() -> None:
     spec = TopicSpec.from_dict(
-        {"partitions": 3, "replicationFactor": 2, "retentionSecs": 3600,
-         "maxPartitionSize": 10**9, "segmentSize": 2**20, "compression": "ZSTD",
-         "minInSyncReplicas": 2, "uncleanLeaderElection": True}
+        {
+            "partitions": 3,
+            "replicationFactor": 2,
+            "retentionSecs": 3600,
+            "maxPartitionSize": 10**9,
+            "segmentSize": 2**20,
+            "compression": "ZSTD",
+            "minInSyncReplicas": 2,
+            "uncleanLeaderElection": True,
+        }
     )
     assert spec.settings() == {
-        "retention_secs": 3600, "max_partition_size": 10**9, "segment_size": 2**20,
-        "compression": Compression.ZSTD, "min_in_sync_replicas": 2,
+        "retention_secs": 3600,
+        "max_partition_size": 10**9,
+        "segment_size": 2**20,
+        "compression": Compression.ZSTD,
+        "min_in_sync_replicas": 2,
         "unclean_leader_election": True,
     }
 
@@ -100,10 +114,16 @@ def test_settings_carry_retention_and_segments() -> None:
         ({"replicaAssignment": [{"partition": 0, "replicas": [1, 1]}]}, "replicas"),
         ({"replicaAssignment": [{"partition": 0, "replicas": []}]}, "replicas"),
         ({"replicaAssignment": [{"partition": 0, "replicas": [-1]}]}, "replicas"),
-        ({"replicaAssignment": [{"partition": 0, "replicas": [1, 2]},
-                                {"partition": 1, "replicas": [1]}]}, "replicaAssignment"),
-        ({"partitions": 3, "replicaAssignment": [{"partition": 0, "replicas": [1]}]},
-         "partitions"),
+        (
+            {
+                "replicaAssignment": [
+                    {"partition": 0, "replicas": [1, 2]},
+                    {"partition": 1, "replicas": [1]},
+                ]
+            },
+            "replicaAssignment",
+        ),
+        ({"partitions": 3, "replicaAssignment": [{"partition": 0, "replicas": [1]}]}, "partitions"),
     ],
 )
 def test_invalid_specs_name_the_field(spec: dict, field: str) -> None:

@@ -25,7 +25,7 @@ def documented_table(doc: Path) -> list[str]:
     lines = doc.read_text(encoding="utf-8").splitlines()
     start = lines.index("## Error codes")
     table: list[str] = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("|"):
             table.append(line)
         elif table:

@@ -114,8 +114,10 @@ def test_replica_wire_form_spells_out_topic_partition_and_settings() -> None:
         ({"name": "bad name", "spec": {"initialLeader": 1, "replicas": [1]}}, "bad name"),
         ({"name": "t-0", "spec": {"initialLeader": 9, "replicas": [1]}}, "initialLeader"),
         ({"name": "t-0", "leader": "x", "spec": {"initialLeader": 1, "replicas": [1]}}, "leader"),
-        ({"name": "t-0", "revision": -1, "spec": {"initialLeader": 1, "replicas": [1]}},
-         "revision"),
+        (
+            {"name": "t-0", "revision": -1, "spec": {"initialLeader": 1, "replicas": [1]}},
+            "revision",
+        ),
     ],
 )
 def test_bad_replica_entries_raise_invalid_request_naming_the_field(entry: Any, field: str) -> None:
@@ -152,8 +154,9 @@ def test_update_pushes_turn_back_into_models() -> None:
     with pytest.raises(InvalidRequestError, match="spuId"):
         c.UpdateSpus(True, [{"metadata": {"name": "x"}, "spec": {}}]).spu_objects()
     topic = Topic.new("t", TopicSpec(partitions=2))
-    update = c.MetadataUpdate(True, 3, spus=[SPU.to_dict()], topics=[topic.to_dict()],
-                              partitions=[partition().to_dict()])
+    update = c.MetadataUpdate(
+        True, 3, spus=[SPU.to_dict()], topics=[topic.to_dict()], partitions=[partition().to_dict()]
+    )
     spus, topics, partitions = update.objects()
     assert (spus, topics, partitions) == ([SPU], [topic], [partition()])
 

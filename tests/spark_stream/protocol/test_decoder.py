@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from spark_stream.errors import CorruptFrameError
 from spark_stream.protocol import (
+    FRAME_HEADER_SIZE,
     FRAME_MAGIC,
-    HEADER_SIZE,
     Frame,
     FrameDecoder,
     FrameKind,
@@ -85,7 +85,7 @@ def test_unfinished_iterator_loses_nothing() -> None:
 def test_partial_frame_waits_and_reports_bytes_needed() -> None:
     data = frame_bytes(1, {}, b"x" * 100)
     decoder = FrameDecoder()
-    assert decoder.bytes_needed() == HEADER_SIZE
+    assert decoder.bytes_needed() == FRAME_HEADER_SIZE
     assert list(decoder.feed(data[:30])) == []
     assert decoder.bytes_needed() == len(data) - 30
     assert len(list(decoder.feed(data[30:]))) == 1
@@ -119,7 +119,7 @@ def test_good_frames_before_garbage_are_delivered() -> None:
     decoder = FrameDecoder()
     events = []
     with pytest.raises(CorruptFrameError):
-        for event in decoder.feed(frame_bytes(1) + b"\x00" * HEADER_SIZE):
+        for event in decoder.feed(frame_bytes(1) + b"\x00" * FRAME_HEADER_SIZE):
             events.append(event)
     assert [e.header.correlation_id for e in events] == [1]
 
@@ -154,7 +154,7 @@ def test_fuzz_random_bytes_only_raise_corrupt_frame(data: bytes, chunk: int) -> 
     except CorruptFrameError:
         assert decoder.failed
     # every event consumed at least a header, so the loop is bounded by the input
-    assert count <= len(data) // HEADER_SIZE
+    assert count <= len(data) // FRAME_HEADER_SIZE
     assert decoder.buffered <= 4096 + chunk
 
 
@@ -177,7 +177,10 @@ def test_fuzz_valid_streams_survive_any_chunking(frames: list, data: st.DataObje
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.integers(0, 2**32 - 1), st.integers(0, 255), st.integers(0, 255), st.integers(0, 2**32 - 1),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 255),
+    st.integers(0, 255),
+    st.integers(0, 2**32 - 1),
     st.binary(max_size=200),
 )
 def test_fuzz_headers_with_valid_magic(

@@ -8,8 +8,8 @@ import pytest
 
 from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTooLargeError
 from spark_stream.protocol import (
+    FRAME_HEADER_SIZE,
     FRAME_MAGIC,
-    HEADER_SIZE,
     ApiKey,
     FrameFlags,
     FrameKind,
@@ -26,22 +26,27 @@ def _join(parts: list) -> bytes:
 
 def test_header_layout_is_little_endian_and_20_bytes() -> None:
     data = _join(encode_frame(FrameKind.REQUEST, ApiKey.FETCH, 7, {"a": 1}, b"TAIL", version=3))
-    assert HEADER_SIZE == 20
+    assert FRAME_HEADER_SIZE == 20
     length, magic, kind, flags, reserved, api, version, cid, meta_len = struct.unpack_from(
         "<IBBBBHHII", data
     )
     assert length == len(data) - 4
     assert (magic, kind, flags, reserved) == (FRAME_MAGIC, FrameKind.REQUEST, 0, 0)
     assert (api, version, cid) == (ApiKey.FETCH, 3, 7)
-    assert decode_meta(data[HEADER_SIZE : HEADER_SIZE + meta_len]) == {"a": 1}
-    assert data[HEADER_SIZE + meta_len :] == b"TAIL"
+    assert decode_meta(data[FRAME_HEADER_SIZE : FRAME_HEADER_SIZE + meta_len]) == {"a": 1}
+    assert data[FRAME_HEADER_SIZE + meta_len :] == b"TAIL"
 
 
 def test_parse_header_round_trips_every_field() -> None:
     data = _join(
         encode_frame(
-            FrameKind.REQUEST, 3003, 2**32 - 1, {"x": "y"}, [b"ab", memoryview(b"cd")],
-            version=65535, flags=FrameFlags.STREAM,
+            FrameKind.REQUEST,
+            3003,
+            2**32 - 1,
+            {"x": "y"},
+            [b"ab", memoryview(b"cd")],
+            version=65535,
+            flags=FrameFlags.STREAM,
         )
     )
     header = parse_header(data)
@@ -68,12 +73,12 @@ def test_empty_meta_and_tail_give_a_bare_header() -> None:
     assert len(parts) == 1
     header = parse_header(data)
     assert header.meta_length == 1  # msgpack {} is one byte
-    assert decode_meta(data[HEADER_SIZE:]) == {}
+    assert decode_meta(data[FRAME_HEADER_SIZE:]) == {}
 
 
 def test_pre_encoded_meta_bytes_are_used_as_is() -> None:
     data = _join(encode_frame(FrameKind.RESPONSE, 1, 1, b"\x81\xa1k\x01"))
-    assert decode_meta(data[HEADER_SIZE:]) == {"k": 1}
+    assert decode_meta(data[FRAME_HEADER_SIZE:]) == {"k": 1}
 
 
 @pytest.mark.parametrize(
@@ -106,8 +111,15 @@ def test_frame_over_the_limit_is_refused_before_sending() -> None:
 
 def _header(**fields: int) -> bytes:
     values = {
-        "length": 16, "magic": FRAME_MAGIC, "kind": 0, "flags": 0, "reserved": 0, "api": 1,
-        "version": 0, "cid": 1, "meta": 0,
+        "length": 16,
+        "magic": FRAME_MAGIC,
+        "kind": 0,
+        "flags": 0,
+        "reserved": 0,
+        "api": 1,
+        "version": 0,
+        "cid": 1,
+        "meta": 0,
     } | fields
     return struct.pack("<IBBBBHHII", *values.values())
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from spark_stream.connection import Connection
 from spark_stream.errors import FluvioError
-from spark_stream.local.processes import ProcessCluster
+from spark_stream.net.connection import Connection
 from spark_stream.protocol import Acks, ProduceRequest, ProduceResponse
+from tests.harness.processes import ProcessCluster
 
 
 class RetryingProducer:

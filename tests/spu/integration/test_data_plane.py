@@ -66,24 +66,22 @@ def test_produce_consume_across_partitions_both_isolations_and_bad_input(
 ) -> None:
     async def body() -> None:
         async with spu_cluster([1, 2, 3], spu_settings={"max_batch_bytes": 64 * 1024}) as cluster:
-            await cluster.create_topic("orders", partitions=2, replicationFactor=3,
-                                       minInSyncReplicas=2)
+            await cluster.create_topic(
+                "orders", partitions=2, replicationFactor=3, minInSyncReplicas=2
+            )
             for partition in (0, 1):
                 leader = await cluster.leader_of(f"orders-{partition}")
                 conn = await cluster.connect(leader)
                 sent = [f"p{partition}-{i}" for i in range(6)]
                 for i in range(0, 6, 3):
-                    reply = await produce(conn, "orders", partition, sent[i : i + 3],
-                                          acks=Acks.ALL)
+                    reply = await produce(conn, "orders", partition, sent[i : i + 3], acks=Acks.ALL)
                     assert reply.base_offset == i and reply.hw == i + 3
                 assert await fetch_values(conn, "orders", partition) == values(*sent)
                 assert await fetch_values(
                     conn, "orders", partition, 4, Isolation.UNCOMMITTED
                 ) == values(*sent[4:])
                 # A stream from offset 2 gets what is there, then what is produced later.
-                streamed = asyncio.create_task(
-                    stream_values(conn, "orders", partition, 2, count=6)
-                )
+                streamed = asyncio.create_task(stream_values(conn, "orders", partition, 2, count=6))
                 await produce(conn, "orders", partition, ["late-1", "late-2"], acks=Acks.ALL)
                 got, pushes = await streamed
                 assert got == values(*sent[2:], "late-1", "late-2")
@@ -118,11 +116,13 @@ def test_produce_consume_across_partitions_both_isolations_and_bad_input(
             with pytest.raises(OffsetOutOfRangeError):
                 await fetch_values(conn, "orders", 0, 10_000)
             with pytest.raises(InvalidRequestError):
-                await conn.request(ApiKey.PRODUCE, {"topic": "orders", "partition": "zero"},
-                                   b"x", timeout=10)
+                await conn.request(
+                    ApiKey.PRODUCE, {"topic": "orders", "partition": "zero"}, b"x", timeout=10
+                )
             with pytest.raises(InvalidRequestError, match="no batch frames"):
-                await conn.request(ApiKey.PRODUCE, {"topic": "orders", "partition": 0}, b"",
-                                   timeout=10)
+                await conn.request(
+                    ApiKey.PRODUCE, {"topic": "orders", "partition": 0}, b"", timeout=10
+                )
             with pytest.raises(CorruptFrameError, match="truncated"):
                 await conn.call(ProduceRequest("orders", 0, Acks.LEADER, 1000, b"j"), timeout=10)
             assert (await offsets(conn, "orders", 0)).leo == base + 3  # nothing bad appended
@@ -134,8 +134,9 @@ def test_produce_consume_across_partitions_both_isolations_and_bad_input(
 def test_leader_sigkill_loses_no_acknowledged_record(spu_cluster: ClusterFactory) -> None:
     async def body() -> None:
         async with spu_cluster([1, 2, 3], spu_settings={"replica_max_lag_ms": 2000}) as cluster:
-            await cluster.create_topic("events", partitions=1, replicationFactor=3,
-                                       minInSyncReplicas=2)
+            await cluster.create_topic(
+                "events", partitions=1, replicationFactor=3, minInSyncReplicas=2
+            )
             producer = RetryingProducer(cluster, "events", 0)
             first_leader = await cluster.leader_of("events-0")
             acked: list[int] = []
@@ -189,8 +190,9 @@ async def _in_sync(cluster: Any, name: str, spu_id: int) -> Any:
 def test_follower_sigkill_does_not_stall_the_high_watermark(spu_cluster: ClusterFactory) -> None:
     async def body() -> None:
         async with spu_cluster([1, 2, 3], spu_settings={"replica_max_lag_ms": 2000}) as cluster:
-            await cluster.create_topic("clicks", partitions=1, replicationFactor=3,
-                                       minInSyncReplicas=2)
+            await cluster.create_topic(
+                "clicks", partitions=1, replicationFactor=3, minInSyncReplicas=2
+            )
             leader = await cluster.leader_of("clicks-0")
             follower = next(i for i in cluster.spu_ids if i != leader)
             conn = await cluster.connect(leader)
@@ -200,8 +202,10 @@ def test_follower_sigkill_does_not_stall_the_high_watermark(spu_cluster: Cluster
                 reply = await produce(conn, "clicks", 0, [f"c{i}"], acks=Acks.ALL)
                 assert reply.hw == reply.leo == 3 + i
             # The SC hears of it through the leader's live replica status.
-            await until(lambda: _out_of_sync(cluster, "clicks-0", follower, hw=7),
-                        what="follower reported out of sync at hw 7")
+            await until(
+                lambda: _out_of_sync(cluster, "clicks-0", follower, hw=7),
+                what="follower reported out of sync at hw 7",
+            )
             # Back from the dead: its storage is reattached and it catches up.
             await cluster.start_spu(follower)
             await until(lambda: _in_sync(cluster, "clicks-0", follower), what="follower back")
@@ -249,8 +253,9 @@ def test_committed_and_uncommitted_visibility_with_a_held_back_follower(
         async with spu_cluster(
             [1, 2], heartbeat_timeout_s=30.0, spu_settings={"replica_max_lag_ms": 5000}
         ) as cluster:
-            await cluster.create_topic("audit", partitions=1, replicationFactor=2,
-                                       minInSyncReplicas=2)
+            await cluster.create_topic(
+                "audit", partitions=1, replicationFactor=2, minInSyncReplicas=2
+            )
             leader = await cluster.leader_of("audit-0")
             follower = next(i for i in cluster.spu_ids if i != leader)
             conn = await cluster.connect(leader)

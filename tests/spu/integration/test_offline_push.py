@@ -40,11 +40,13 @@ def test_follower_sigkill_releases_acks_all_before_the_replica_lag(
 ) -> None:
     async def body() -> None:
         async with spu_cluster(
-            [1, 2, 3], heartbeat_timeout_s=LAG_MS / 1000,
+            [1, 2, 3],
+            heartbeat_timeout_s=LAG_MS / 1000,
             spu_settings={"replica_max_lag_ms": LAG_MS},
         ) as cluster:
-            await cluster.create_topic("orders", partitions=1, replicationFactor=3,
-                                       minInSyncReplicas=2)
+            await cluster.create_topic(
+                "orders", partitions=1, replicationFactor=3, minInSyncReplicas=2
+            )
             leader = await cluster.leader_of("orders-0")
             follower = next(i for i in cluster.spu_ids if i != leader)
             conn = await cluster.connect(leader)
@@ -57,8 +59,9 @@ def test_follower_sigkill_releases_acks_all_before_the_replica_lag(
             # Only the Offline push can shrink the in-sync set to {leader, other} in time:
             # the leader answers RequestTimeoutError if the records are not committed
             # within the bound.
-            reply = await produce(conn, "orders", 0, ["c"], acks=Acks.ALL,
-                                  timeout_ms=int(BOUND_S * 1000))
+            reply = await produce(
+                conn, "orders", 0, ["c"], acks=Acks.ALL, timeout_ms=int(BOUND_S * 1000)
+            )
             elapsed = loop.time() - killed_at
             assert reply.hw == reply.leo == 3
             assert elapsed < BOUND_S, f"acks=all took {elapsed:.1f}s after the follower died"

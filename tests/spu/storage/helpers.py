@@ -13,8 +13,9 @@ def values_for(tag: int, count: int, size: int = 0) -> list[bytes]:
     return [f"b{tag}-r{i}-".encode().ljust(size, b"x") for i in range(count)]
 
 
-def make_frame(tag: int, count: int, *, ts: int | None = None, size: int = 0,
-               base_offset: int = 0) -> bytes:
+def make_frame(
+    tag: int, count: int, *, ts: int | None = None, size: int = 0, base_offset: int = 0
+) -> bytes:
     """One batch frame of ``count`` records; timestamps ``ts + i`` (default by tag)."""
     start = TS0 + tag * 1000 if ts is None else ts
     return encode_records(
@@ -24,8 +25,11 @@ def make_frame(tag: int, count: int, *, ts: int | None = None, size: int = 0,
     )
 
 
-def read_values(log: ReplicaLog, start: int | None = None, end: int | None = None,
-                ) -> dict[int, bytes]:
+def read_values(
+    log: ReplicaLog,
+    start: int | None = None,
+    end: int | None = None,
+) -> dict[int, bytes]:
     """Every record value in ``[start, end)`` by offset, through ``read`` slices."""
     offset = log.log_start_offset if start is None else start
     end = log.leo if end is None else end
@@ -34,17 +38,18 @@ def read_values(log: ReplicaLog, start: int | None = None, end: int | None = Non
         piece = log.read(offset, 64 * 1024, end_offset=end)
         assert piece.length > 0, f"no progress at offset {offset}"
         for batch in piece.decode(with_offsets=True):
-            for o, v in zip(batch.column("offset").to_pylist(),
-                            batch.column("value").to_pylist(), strict=True):
+            for o, v in zip(
+                batch.column("offset").to_pylist(), batch.column("value").to_pylist(), strict=True
+            ):
                 if offset <= o < end:
                     out[o] = v
         offset = piece.next_offset
     return out
 
 
-
-def fill(log: ReplicaLog, batches: int, *, per_batch: int = 5, size: int = 0,
-         first_tag: int = 0) -> dict[int, bytes]:
+def fill(
+    log: ReplicaLog, batches: int, *, per_batch: int = 5, size: int = 0, first_tag: int = 0
+) -> dict[int, bytes]:
     """Append ``batches`` produced batches; return the values by offset."""
     expected: dict[int, bytes] = {}
     for tag in range(first_tag, first_tag + batches):

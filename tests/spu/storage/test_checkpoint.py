@@ -20,8 +20,10 @@ def test_round_trip_and_replace(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["replication.chk"]
 
 
-@pytest.mark.parametrize("text", ["", "1\nhigh_watermark 3\n", "0\nhw 3\n",
-                                  "0\nhigh_watermark -3\n", "0\nhigh_watermark x\n"])
+@pytest.mark.parametrize(
+    "text",
+    ["", "1\nhigh_watermark 3\n", "0\nhw 3\n", "0\nhigh_watermark -3\n", "0\nhigh_watermark x\n"],
+)
 def test_malformed_checkpoints_raise(tmp_path: Path, text: str) -> None:
     path = tmp_path / "replication.chk"
     path.write_text(text)

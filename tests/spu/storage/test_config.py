@@ -1,16 +1,16 @@
-"""StorageConfig: documented defaults and rejected values."""
+"""LogConfig: documented defaults and rejected values."""
 
 from __future__ import annotations
 
 import pydantic
 import pytest
 
-from spu.storage import StorageConfig
+from spu.storage import LogConfig
 from spu.storage.config import DAY_MS, GIB, MIB
 
 
 def test_defaults_are_the_documented_ones() -> None:
-    config = StorageConfig()
+    config = LogConfig()
     assert config.segment_max_bytes == GIB
     assert config.segment_max_age_ms == 7 * DAY_MS
     assert config.index_interval_bytes == 4096
@@ -35,11 +35,10 @@ def test_defaults_are_the_documented_ones() -> None:
 )
 def test_bad_values_are_rejected(field: str, value: object) -> None:
     with pytest.raises(pydantic.ValidationError, match=field):
-        StorageConfig(**{field: value})
+        LogConfig(**{field: value})
 
 
 def test_config_is_frozen() -> None:
-    config = StorageConfig()
+    config = LogConfig()
     with pytest.raises(pydantic.ValidationError):
         config.segment_max_bytes = 1  # type: ignore[misc]
-

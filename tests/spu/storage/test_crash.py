@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spu.storage import ReplicaLog, StorageConfig
+from spu.storage import LogConfig, ReplicaLog
 
 from .helpers import read_values
 
@@ -23,10 +23,10 @@ WRITER = textwrap.dedent(
     """
     import sys
     from spark_stream.records import encode_records
-    from spu.storage import ReplicaLog, StorageConfig
+    from spu.storage import ReplicaLog, LogConfig
 
     directory, first_tag = sys.argv[1], int(sys.argv[2])
-    log = ReplicaLog.open(directory, StorageConfig(**{config!r}))
+    log = ReplicaLog.open(directory, LogConfig(**{config!r}))
     print("open", log.leo, flush=True)
     tag = first_tag
     while True:
@@ -58,7 +58,9 @@ def run_and_kill(directory: Path, first_tag: int, acks_wanted: int) -> list[tupl
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(directory), str(first_tag)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
     )
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -101,14 +103,14 @@ def test_every_acknowledged_batch_survives_sigkill(tmp_path: Path) -> None:
         assert acks and acks[0][0] == first_tag
         acknowledged += acks
 
-        with ReplicaLog.open(directory, StorageConfig(**CONFIG)) as log:
+        with ReplicaLog.open(directory, LogConfig(**CONFIG)) as log:
             last_tag, last_base, last_n = acknowledged[-1]
             assert log.leo >= last_base + last_n
-            stored = read_values(log)            # decodes with crc + Arrow validation
+            stored = read_values(log)  # decodes with crc + Arrow validation
             assert sorted(stored) == list(range(log.leo))
             for tag, base, n in acknowledged:
                 got = [stored[o] for o in range(base, base + n)]
                 assert got == expected_values(tag, n), f"batch {tag} at offset {base}"
-            if log.leo > last_base + last_n:     # an unacknowledged append that landed
+            if log.leo > last_base + last_n:  # an unacknowledged append that landed
                 assert log.leo - (last_base + last_n) == 1 + (last_tag + 1) % 13
             assert len(log.segments) > 1

@@ -16,8 +16,13 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_demo_runs_and_passes_its_checks() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "spu.storage.demo"], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-m", "spu.storage.demo"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout

@@ -32,11 +32,11 @@ def test_split_accepts_one_buffer_or_a_sequence() -> None:
 @pytest.mark.parametrize(
     "mangle, error",
     [
-        (lambda f: f[:-1], CorruptFrameError),                       # torn payload
-        (lambda f: f + b"\x00" * 3, CorruptFrameError),              # trailing bytes
+        (lambda f: f[:-1], CorruptFrameError),  # torn payload
+        (lambda f: f + b"\x00" * 3, CorruptFrameError),  # trailing bytes
         (lambda f: f[:-5] + bytes([f[-5] ^ 1]) + f[-4:], CorruptFrameError),  # crc
-        (lambda f: b"XXXX" + f[4:], CorruptFrameError),              # magic
-        (lambda f: b"", InvalidRequestError),                         # nothing
+        (lambda f: b"XXXX" + f[4:], CorruptFrameError),  # magic
+        (lambda f: b"", InvalidRequestError),  # nothing
     ],
 )
 def test_split_rejects_damaged_input(
@@ -70,8 +70,13 @@ def test_scan_stops_at_damage_and_at_offset_gaps() -> None:
     a = with_base_offset(make_frame(1, 3), 10)
     b = with_base_offset(make_frame(2, 4), 13)
     seen: list[tuple[int, int]] = []
-    whole = scan_frames(a + b, start=0, expected_offset=10, verify=True,
-                        on_frame=lambda pos, h: seen.append((pos, h.base_offset)))
+    whole = scan_frames(
+        a + b,
+        start=0,
+        expected_offset=10,
+        verify=True,
+        on_frame=lambda pos, h: seen.append((pos, h.base_offset)),
+    )
     assert (whole.end, whole.next_offset, whole.frames, whole.error) == (len(a + b), 17, 2, None)
     assert seen == [(0, 10), (len(a), 13)]
 

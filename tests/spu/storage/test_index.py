@@ -23,20 +23,23 @@ OFFSETS = np.array([(10, 1000), (20, 2000), (35, 3500)], OFFSET_ENTRY)
 TIMES = np.array([(100, 10), (150, 20), (300, 35)], TIME_ENTRY)
 
 
-@pytest.mark.parametrize("rel, expected", [(0, -1), (9, -1), (10, 0), (19, 0), (20, 1),
-                                           (34, 1), (35, 2), (10**6, 2)])
+@pytest.mark.parametrize(
+    "rel, expected", [(0, -1), (9, -1), (10, 0), (19, 0), (20, 1), (34, 1), (35, 2), (10**6, 2)]
+)
 def test_floor_by_rel(rel: int, expected: int) -> None:
     assert floor_by_rel(OFFSETS, rel) == expected
 
 
-@pytest.mark.parametrize("pos, expected", [(0, -1), (999, -1), (1000, 0), (3499, 1),
-                                           (3500, 2), (1 << 40, 2)])
+@pytest.mark.parametrize(
+    "pos, expected", [(0, -1), (999, -1), (1000, 0), (3499, 1), (3500, 2), (1 << 40, 2)]
+)
 def test_floor_by_pos(pos: int, expected: int) -> None:
     assert floor_by_pos(OFFSETS, pos) == expected
 
 
-@pytest.mark.parametrize("ts, expected", [(50, -1), (100, -1), (101, 0), (150, 0),
-                                          (151, 1), (300, 1), (301, 2)])
+@pytest.mark.parametrize(
+    "ts, expected", [(50, -1), (100, -1), (101, 0), (150, 0), (151, 1), (300, 1), (301, 2)]
+)
 def test_last_below_ts(ts: int, expected: int) -> None:
     assert last_below_ts(TIMES, ts) == expected
 
@@ -55,8 +58,8 @@ def test_cursor_follows_kafkas_policy() -> None:
     cursor = IndexCursor(interval=100)
     # (rel, pos, length, max_ts) -> (offset entry, time entry)
     steps = [
-        ((0, 0, 60, 500), (None, None)),         # first batch: never indexed
-        ((3, 60, 60, 400), (None, None)),        # 60 bytes since: not > 100
+        ((0, 0, 60, 500), (None, None)),  # first batch: never indexed
+        ((3, 60, 60, 400), (None, None)),  # 60 bytes since: not > 100
         ((6, 120, 60, 450), ((6, 120), (500, 6))),  # 120 > 100: entry; max so far 500
         ((9, 180, 200, 480), (None, None)),
         ((12, 380, 60, 490), ((12, 380), None)),  # max did not grow: no time entry
@@ -94,11 +97,14 @@ def test_empty_cursor_has_no_seal_entry() -> None:
         ([], 0, None, None),
     ],
 )
-def test_offset_index_problem(entries: list[tuple[int, int]], size: int,
-                              bases: list[int] | None, problem: str | None) -> None:
+def test_offset_index_problem(
+    entries: list[tuple[int, int]], size: int, bases: list[int] | None, problem: str | None
+) -> None:
     found = offset_index_problem(
-        np.array(entries, OFFSET_ENTRY), size,
-        None if bases is None else np.array(bases, np.int64), 100,
+        np.array(entries, OFFSET_ENTRY),
+        size,
+        None if bases is None else np.array(bases, np.int64),
+        100,
     )
     assert (found is None) if problem is None else (problem in (found or ""))
 
@@ -107,14 +113,16 @@ def test_offset_index_problem(entries: list[tuple[int, int]], size: int,
     "entries, last_rel, problem",
     [
         ([(100, 10), (300, 35)], 40, None),
-        ([(100, 10), (300, 40)], 40, None),            # closing entry at the last batch
+        ([(100, 10), (300, 40)], 40, None),  # closing entry at the last batch
         ([(300, 10), (100, 35)], 40, "not strictly increasing"),
         ([(100, 10), (300, 50)], 40, "past the last batch"),
         ([(100, 11)], 40, "does not start an indexed batch"),
     ],
 )
-def test_time_index_problem(entries: list[tuple[int, int]], last_rel: int,
-                            problem: str | None) -> None:
-    found = time_index_problem(np.array(entries, TIME_ENTRY), last_rel,
-                               np.array([10, 20, 35], np.uint32))
+def test_time_index_problem(
+    entries: list[tuple[int, int]], last_rel: int, problem: str | None
+) -> None:
+    found = time_index_problem(
+        np.array(entries, TIME_ENTRY), last_rel, np.array([10, 20, 35], np.uint32)
+    )
     assert (found is None) if problem is None else (problem in (found or ""))

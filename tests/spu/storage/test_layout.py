@@ -20,7 +20,8 @@ def test_segment_names_are_zero_padded_base_offsets(tmp_path: Path) -> None:
     assert segment_stem(42) == "00000000000000000042"
     log, index, timeindex = segment_paths(tmp_path, 7)
     assert [p.name for p in (log, index, timeindex)] == [
-        "00000000000000000007.log", "00000000000000000007.index",
+        "00000000000000000007.log",
+        "00000000000000000007.index",
         "00000000000000000007.timeindex",
     ]
 
@@ -39,8 +40,13 @@ def test_parse_segment_name(name: str, base: int | None) -> None:
 
 
 def test_list_segment_bases_sorts_and_ignores_other_files(tmp_path: Path) -> None:
-    for name in ["00000000000000000100.log", "00000000000000000003.log",
-                 "00000000000000000003.index", "replication.chk", "x.log.corrupt"]:
+    for name in [
+        "00000000000000000100.log",
+        "00000000000000000003.log",
+        "00000000000000000003.index",
+        "replication.chk",
+        "x.log.corrupt",
+    ]:
         (tmp_path / name).touch()
     assert list_segment_bases(tmp_path) == [3, 100]
 

@@ -18,7 +18,7 @@ from spark_stream.errors import (
     StorageError,
 )
 from spark_stream.records import read_header, with_base_offset
-from spu.storage import ReplicaLog, ReplicaStorage, StorageConfig, replica_dir
+from spu.storage import LogConfig, ReplicaLog, ReplicaStorage, replica_dir
 
 from .helpers import TS0, fill, make_frame, read_values, values_for
 
@@ -35,14 +35,16 @@ def test_produced_batches_get_consecutive_offsets(open_log: Callable[..., Replic
     assert read_header(first.data).base_offset == 0  # the producer's 999 was rewritten
     assert read_values(log) == {
         **{i: v for i, v in enumerate(values_for(0, 3))},
-        3: values_for(1, 2)[0], 4: values_for(1, 2)[1],
+        3: values_for(1, 2)[0],
+        4: values_for(1, 2)[1],
         **{5 + i: v for i, v in enumerate(values_for(2, 4))},
-        9: values_for(3, 1)[0], 10: values_for(4, 1)[0],
+        9: values_for(3, 1)[0],
+        10: values_for(4, 1)[0],
     }
 
 
 def test_a_bad_frame_rejects_the_whole_append(open_log: Callable[..., ReplicaLog]) -> None:
-    log = open_log(StorageConfig(max_batch_bytes=4096))
+    log = open_log(LogConfig(max_batch_bytes=4096))
     good, bad = make_frame(0, 3), bytearray(make_frame(1, 3))
     bad[-3] ^= 0xFF
     with pytest.raises(CorruptFrameError):
@@ -70,26 +72,27 @@ def test_replicated_batches_keep_offsets_and_reject_gaps_and_overlaps(
     assert log.leo == 7
 
 
-def test_a_leader_slice_replicates_byte_for_byte(
-    tmp_path: Path, small_config: StorageConfig
-) -> None:
-    with ReplicaLog.open(tmp_path / "leader", small_config) as leader, \
-            ReplicaLog.open(tmp_path / "follower", small_config) as follower:
+def test_a_leader_slice_replicates_byte_for_byte(tmp_path: Path, small_config: LogConfig) -> None:
+    with (
+        ReplicaLog.open(tmp_path / "leader", small_config) as leader,
+        ReplicaLog.open(tmp_path / "follower", small_config) as follower,
+    ):
         fill(leader, 30)
         while follower.leo < leader.leo:
             follower.append_replicated(leader.read(follower.leo, 2000).data)
         assert read_values(follower) == read_values(leader)
         assert [s.base_offset for s in follower.segments] == [
-            s.base_offset for s in leader.segments]
+            s.base_offset for s in leader.segments
+        ]
 
 
 def test_reads_return_whole_frames_within_the_budget(
     open_log: Callable[..., ReplicaLog],
 ) -> None:
-    log = open_log(StorageConfig(segment_max_bytes=1 << 20, index_interval_bytes=0))
-    fill(log, 10, per_batch=10)   # batches [0,10) [10,20) ...
+    log = open_log(LogConfig(segment_max_bytes=1 << 20, index_interval_bytes=0))
+    fill(log, 10, per_batch=10)  # batches [0,10) [10,20) ...
     frame_len = len(log.read(0, 1).data)
-    one = log.read(15, 1)                 # budget below one frame: still one frame
+    one = log.read(15, 1)  # budget below one frame: still one frame
     assert (one.base_offset, one.next_offset, one.offset) == (10, 20, 15)
     two = log.read(15, 2 * frame_len + frame_len // 2)
     assert (two.base_offset, two.next_offset) == (10, 30)
@@ -99,16 +102,16 @@ def test_reads_return_whole_frames_within_the_budget(
 
 
 def test_end_offset_bounds_what_is_visible(open_log: Callable[..., ReplicaLog]) -> None:
-    log = open_log(StorageConfig(segment_max_bytes=1 << 20, index_interval_bytes=0))
+    log = open_log(LogConfig(segment_max_bytes=1 << 20, index_interval_bytes=0))
     fill(log, 5, per_batch=10)
     log.hw = 30
     committed = log.read(0, 1 << 20, end_offset=log.hw)
     assert committed.next_offset == 30
     assert log.read(30, 1 << 20, end_offset=log.hw).length == 0
-    assert log.read(35, 1 << 20, end_offset=35).length == 0      # inside a batch: not visible
+    assert log.read(35, 1 << 20, end_offset=35).length == 0  # inside a batch: not visible
     assert log.read(20, 1 << 20, end_offset=35).next_offset == 30
-    assert log.read(30).next_offset == 50                          # uncommitted: up to LEO
-    assert log.read(50).length == 0                                # at LEO: empty, no error
+    assert log.read(30).next_offset == 50  # uncommitted: up to LEO
+    assert log.read(50).length == 0  # at LEO: empty, no error
 
 
 @pytest.mark.parametrize("offset", [-1, 51])
@@ -143,7 +146,7 @@ def test_segments_roll_by_size(open_log: Callable[..., ReplicaLog]) -> None:
 
 
 def test_a_batch_larger_than_a_segment_gets_its_own(open_log: Callable[..., ReplicaLog]) -> None:
-    log = open_log(StorageConfig(segment_max_bytes=2000, max_batch_bytes=1 << 20))
+    log = open_log(LogConfig(segment_max_bytes=2000, max_batch_bytes=1 << 20))
     fill(log, 1)
     log.append_produced(make_frame(1, 100, size=100))
     fill(log, 1, first_tag=2)
@@ -153,7 +156,7 @@ def test_a_batch_larger_than_a_segment_gets_its_own(open_log: Callable[..., Repl
 
 def test_segments_roll_by_age(open_log: Callable[..., ReplicaLog]) -> None:
     now = [TS0]
-    log = open_log(StorageConfig(segment_max_age_ms=60_000), clock=lambda: now[0])
+    log = open_log(LogConfig(segment_max_age_ms=60_000), clock=lambda: now[0])
     fill(log, 3)
     assert len(log.segments) == 1
     now[0] += 59_000_000
@@ -196,7 +199,7 @@ def test_truncate_to_a_batch_boundary_or_below(open_log: Callable[..., ReplicaLo
     log = open_log()
     expected = fill(log, 60)
     log.hw = log.leo
-    boundary = log.segments[3].base_offset + 5          # batches hold 5 records
+    boundary = log.segments[3].base_offset + 5  # batches hold 5 records
     assert log.truncate_to(boundary) == boundary
     assert log.truncate_to(boundary - 2) == boundary - 5  # inside a batch: its base
     leo = log.leo
@@ -226,7 +229,7 @@ def test_truncate_at_or_below_the_log_start_empties_the_log(
 def test_truncate_under_a_live_slice_keeps_the_slice_readable(
     open_log: Callable[..., ReplicaLog],
 ) -> None:
-    log = open_log(StorageConfig(segment_max_bytes=1 << 20))
+    log = open_log(LogConfig(segment_max_bytes=1 << 20))
     fill(log, 10)
     piece = log.read(20, 1 << 20)
     before = bytes(piece.data)
@@ -234,8 +237,7 @@ def test_truncate_under_a_live_slice_keeps_the_slice_readable(
     fill(log, 5, first_tag=50, size=200)  # overwrite the cut region with other bytes
     assert bytes(piece.data) == before
     assert piece.decode()[0].column("value")[0].as_py() == values_for(4, 5)[0]
-    assert read_values(log, 25, 30) == dict(zip(range(25, 30), values_for(50, 5, 200),
-                                                strict=True))
+    assert read_values(log, 25, 30) == dict(zip(range(25, 30), values_for(50, 5, 200), strict=True))
     assert not any(p.name.endswith(".swap") for p in log.directory.iterdir())
 
 
@@ -247,19 +249,20 @@ def test_flush_policy_by_bytes_and_interval(
     monkeypatch.setattr(os, "fdatasync", lambda fd: (syncs.append(fd), real(fd))[1])
     now = [TS0]
     frame_len = len(make_frame(0, 5))
-    log = open_log(StorageConfig(flush_bytes=3 * frame_len, flush_interval_ms=1000),
-                   clock=lambda: now[0])
+    log = open_log(
+        LogConfig(flush_bytes=3 * frame_len, flush_interval_ms=1000), clock=lambda: now[0]
+    )
     fill(log, 2)
     assert syncs == []
-    fill(log, 1, first_tag=2)                # 3 frames: the byte limit
+    fill(log, 1, first_tag=2)  # 3 frames: the byte limit
     assert len(syncs) == 1
     fill(log, 1, first_tag=3)
     assert len(syncs) == 1 and not log.maybe_flush()
     now[0] += 1_000_000
     assert log.maybe_flush() and len(syncs) == 2
-    assert not log.maybe_flush()             # nothing new to flush
+    assert not log.maybe_flush()  # nothing new to flush
     now[0] += 1_000_000
-    fill(log, 1, first_tag=4)                # the interval passed: this append flushes
+    fill(log, 1, first_tag=4)  # the interval passed: this append flushes
     assert len(syncs) == 3
 
 
@@ -269,7 +272,7 @@ def test_roll_and_close_always_fsync(
     syncs: list[int] = []
     real = os.fdatasync
     monkeypatch.setattr(os, "fdatasync", lambda fd: (syncs.append(fd), real(fd))[1])
-    log = open_log(StorageConfig(segment_max_bytes=4096, flush_interval_ms=None))
+    log = open_log(LogConfig(segment_max_bytes=4096, flush_interval_ms=None))
     fill(log, 12)
     rolls = len(log.segments) - 1
     assert rolls >= 1 and len(syncs) == rolls
@@ -278,7 +281,7 @@ def test_roll_and_close_always_fsync(
 
 
 def test_reattach_after_close_under_the_same_replica_id(
-    tmp_path: Path, small_config: StorageConfig
+    tmp_path: Path, small_config: LogConfig
 ) -> None:
     directory = replica_dir(tmp_path, "orders", 2)
     with ReplicaLog.open(directory, small_config) as log:
@@ -315,12 +318,12 @@ def test_offset_for_timestamp(open_log: Callable[..., ReplicaLog]) -> None:
     assert len(log.segments) > 3
     assert log.offset_for_timestamp(0) == 0
     assert log.offset_for_timestamp(TS0 + 3 * 1000 + 2) == 17
-    assert log.offset_for_timestamp(TS0 + 3 * 1000 + 5) == 20       # between batches
+    assert log.offset_for_timestamp(TS0 + 3 * 1000 + 5) == 20  # between batches
     assert log.offset_for_timestamp(TS0 + 25 * 1000) == 125
     assert log.offset_for_timestamp(TS0 + 39 * 1000 + 4) == 199
     assert log.offset_for_timestamp(TS0 + 39 * 1000 + 5) is None
     assert log.offset_for_timestamp(TS0 + 25 * 1000, end_offset=100) is None
-    assert log.offset_for_timestamp(TS0 + 6 * 1000 + 700) == 35     # first record >= ts
+    assert log.offset_for_timestamp(TS0 + 6 * 1000 + 700) == 35  # first record >= ts
     log.close()
     again = open_log()
     assert again.offset_for_timestamp(TS0 + 25 * 1000) == 125

@@ -7,7 +7,7 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spu.storage import ReplicaLog, StorageConfig
+from spu.storage import LogConfig, ReplicaLog
 
 from .helpers import make_frame, values_for
 
@@ -20,10 +20,12 @@ from .helpers import make_frame, values_for
     interval=st.sampled_from([0, 700, 4096]),
     reopen=st.booleans(),
 )
-def test_every_offset_reads_back(sizes: list[int], value_size: int, segment_max_bytes: int,
-                                 interval: int, reopen: bool) -> None:
-    config = StorageConfig(segment_max_bytes=segment_max_bytes, index_interval_bytes=interval,
-                           flush_interval_ms=None)
+def test_every_offset_reads_back(
+    sizes: list[int], value_size: int, segment_max_bytes: int, interval: int, reopen: bool
+) -> None:
+    config = LogConfig(
+        segment_max_bytes=segment_max_bytes, index_interval_bytes=interval, flush_interval_ms=None
+    )
     with tempfile.TemporaryDirectory() as directory:
         log = ReplicaLog.open(directory, config)
         expected: list[bytes] = []
@@ -40,7 +42,8 @@ def test_every_offset_reads_back(sizes: list[int], value_size: int, segment_max_
                 piece = log.read(offset, 1)
                 assert piece.base_offset <= offset < piece.next_offset
                 (batch,) = piece.decode()
-                assert batch.column("value")[offset - piece.base_offset].as_py() == (
-                    expected[offset])
+                assert (
+                    batch.column("value")[offset - piece.base_offset].as_py() == (expected[offset])
+                )
         finally:
             log.close()

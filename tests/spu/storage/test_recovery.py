@@ -10,13 +10,14 @@ import pytest
 
 from spark_stream.errors import CorruptFrameError, CorruptSegmentError
 from spark_stream.records import read_header
-from spu.storage import ReplicaLog, StorageConfig
+from spu.storage import LogConfig, ReplicaLog
 
 from .helpers import fill, read_values
 
 
-def closed_log(open_log: Callable[..., ReplicaLog], batches: int = 60,
-               config: StorageConfig | None = None) -> tuple[ReplicaLog, dict[int, bytes]]:
+def closed_log(
+    open_log: Callable[..., ReplicaLog], batches: int = 60, config: LogConfig | None = None
+) -> tuple[ReplicaLog, dict[int, bytes]]:
     log = open_log(config)
     expected = fill(log, batches)
     log.hw = log.leo
@@ -60,7 +61,7 @@ def test_corruption_inside_the_active_segment_cuts_from_there(
     last = old.segments[-1]
     assert last.next_offset - last.base_offset >= 10
     first_length = read_header(last.path.read_bytes()).frame_length
-    flip(last.path, first_length + 70)                    # inside the second frame
+    flip(last.path, first_length + 70)  # inside the second frame
     log = open_log()
     assert log.leo == last.base_offset + 5
     assert "crc mismatch" in (log.recovery.cut_tail or "")
@@ -73,10 +74,10 @@ def test_deleted_index_files_are_rebuilt_identical(
 ) -> None:
     old, expected = closed_log(open_log)
     directory = old.directory
-    suffixes = {"index": [".index"], "timeindex": [".timeindex"],
-                "both": [".index", ".timeindex"]}[which]
-    originals = {p.name: p.read_bytes() for p in directory.iterdir()
-                 if p.suffix in suffixes}
+    suffixes = {"index": [".index"], "timeindex": [".timeindex"], "both": [".index", ".timeindex"]}[
+        which
+    ]
+    originals = {p.name: p.read_bytes() for p in directory.iterdir() if p.suffix in suffixes}
     assert len(originals) >= 2 * len(suffixes)
     for name in originals:
         (directory / name).unlink()
@@ -95,22 +96,24 @@ def _sealed_index(old: ReplicaLog, suffix: str) -> Path:
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda data: os.urandom(len(data)),                      # garbage
-        lambda data: data[:-3],                                  # partial entry
-        lambda data: data[:4] + (int.from_bytes(data[4:8], "little") + 8).to_bytes(4, "little")
-        + data[8:],                                              # a plausible wrong position
-        lambda data: data[8:] + data[:8],                        # out of order
+        lambda data: os.urandom(len(data)),  # garbage
+        lambda data: data[:-3],  # partial entry
+        lambda data: (
+            data[:4] + (int.from_bytes(data[4:8], "little") + 8).to_bytes(4, "little") + data[8:]
+        ),  # a plausible wrong position
+        lambda data: data[8:] + data[:8],  # out of order
     ],
 )
 def test_corrupt_offset_index_is_rebuilt(
     open_log: Callable[..., ReplicaLog], damage: Callable[[bytes], bytes]
 ) -> None:
-    old, expected = closed_log(open_log, config=StorageConfig(
-        segment_max_bytes=8192, index_interval_bytes=600))
+    old, expected = closed_log(
+        open_log, config=LogConfig(segment_max_bytes=8192, index_interval_bytes=600)
+    )
     path = _sealed_index(old, ".index")
     original = path.read_bytes()
     path.write_bytes(damage(original))
-    log = open_log(StorageConfig(segment_max_bytes=8192, index_interval_bytes=600))
+    log = open_log(LogConfig(segment_max_bytes=8192, index_interval_bytes=600))
     assert path.read_bytes() == original
     assert read_values(log) == expected
     assert not log.recovery.corrupt_segments
@@ -131,7 +134,7 @@ def test_damaged_sealed_segment_is_reported_and_the_log_opens_up_to_it(
 ) -> None:
     old, expected = closed_log(open_log)
     damaged = old.segments[3]
-    flip(damaged.path, damaged.size - 20)                 # in its last frame
+    flip(damaged.path, damaged.size - 20)  # in its last frame
     log = open_log()
     (error,) = log.recovery.corrupt_segments
     assert isinstance(error, CorruptSegmentError)
@@ -150,7 +153,7 @@ def test_damage_in_the_first_segment_leaves_an_empty_log_at_its_base(
     open_log: Callable[..., ReplicaLog],
 ) -> None:
     old, _ = closed_log(open_log)
-    flip(old.segments[0].path, 0)                          # bad magic
+    flip(old.segments[0].path, 0)  # bad magic
     log = open_log()
     assert "00000000000000000000.log" in str(log.recovery.corrupt_segments[0])
     assert (log.log_start_offset, log.leo) == (0, 0)
@@ -164,16 +167,17 @@ def test_only_a_full_scan_finds_damage_in_the_middle_of_a_sealed_segment(
     piece_at = damaged.size // 3
     flip(damaged.path, piece_at)
     cheap = open_log()
-    assert not cheap.recovery.corrupt_segments          # the cheap check reads the tail only
-    with pytest.raises(CorruptFrameError):               # a verifying reader still catches it
+    assert not cheap.recovery.corrupt_segments  # the cheap check reads the tail only
+    with pytest.raises(CorruptFrameError):  # a verifying reader still catches it
         offset = damaged.base_offset
         while offset < damaged.next_offset:
             piece = cheap.read(offset, 1 << 20)
             piece.decode()
             offset = piece.next_offset
     cheap.close()
-    full = open_log(StorageConfig(segment_max_bytes=4096, index_interval_bytes=600,
-                                  recovery_scan="all"))
+    full = open_log(
+        LogConfig(segment_max_bytes=4096, index_interval_bytes=600, recovery_scan="all")
+    )
     assert damaged.path.name in str(full.recovery.corrupt_segments[0])
     assert full.leo == damaged.base_offset
 
@@ -190,12 +194,15 @@ def test_a_missing_middle_segment_is_a_gap(open_log: Callable[..., ReplicaLog]) 
 def test_leftovers_of_a_crash_are_removed(open_log: Callable[..., ReplicaLog]) -> None:
     old, expected = closed_log(open_log)
     directory = old.directory
-    stray = [directory / "00000000000000000000.log.swap", directory / "replication.chk.tmp",
-             directory / "00000000000000099999.index"]
+    stray = [
+        directory / "00000000000000000000.log.swap",
+        directory / "replication.chk.tmp",
+        directory / "00000000000000099999.index",
+    ]
     for path in stray:
         path.write_bytes(b"junk")
     (directory / "replication.chk").write_text("garbage")
     log = open_log()
     assert not any(p.exists() for p in stray)
     assert read_values(log) == expected
-    assert log.hw == log.log_start_offset            # unreadable checkpoint: start over
+    assert log.hw == log.log_start_offset  # unreadable checkpoint: start over

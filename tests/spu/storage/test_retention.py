@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spark_stream.errors import OffsetOutOfRangeError
-from spu.storage import ReplicaLog, StorageConfig
+from spu.storage import LogConfig, ReplicaLog
 from spu.storage.retention import segments_to_delete
 from spu.storage.segment import SegmentInfo
 
@@ -21,41 +21,68 @@ def info(base: int, size: int, max_ts: int, sealed: bool = True) -> SegmentInfo:
     return SegmentInfo(base, base + 10, size, sealed, max_ts, Path(f"{base}.log"))
 
 
-SEGMENTS = [info(0, 100, 1 * HOUR_US), info(10, 100, 2 * HOUR_US), info(20, 100, 3 * HOUR_US),
-            info(30, 100, 4 * HOUR_US, sealed=False)]
+SEGMENTS = [
+    info(0, 100, 1 * HOUR_US),
+    info(10, 100, 2 * HOUR_US),
+    info(20, 100, 3 * HOUR_US),
+    info(30, 100, 4 * HOUR_US, sealed=False),
+]
 
 
 @pytest.mark.parametrize(
     "retention_ms, retention_bytes, hw, expected",
     [
         (None, None, 40, 0),
-        (3600_000, None, 40, 2),        # older than 1 h at t=4h: the first two (max 1h, 2h)
-        (None, 250, 40, 1),             # 400 bytes; without the first still >= 250
-        (None, 0, 40, 3),               # never the active segment
-        (None, 0, 15, 1),               # only segments ending at or below the hw
-        (3600_000, 350, 40, 2),         # time deletes two, size alone one: a prefix of two
+        (3600_000, None, 40, 2),  # older than 1 h at t=4h: the first two (max 1h, 2h)
+        (None, 250, 40, 1),  # 400 bytes; without the first still >= 250
+        (None, 0, 40, 3),  # never the active segment
+        (None, 0, 15, 1),  # only segments ending at or below the hw
+        (3600_000, 350, 40, 2),  # time deletes two, size alone one: a prefix of two
         (10 * 3600_000, None, 40, 0),
     ],
 )
-def test_segments_to_delete(retention_ms: int | None, retention_bytes: int | None, hw: int,
-                            expected: int) -> None:
-    assert segments_to_delete(SEGMENTS, now_us=4 * HOUR_US, retention_ms=retention_ms,
-                              retention_bytes=retention_bytes, high_watermark=hw) == expected
+def test_segments_to_delete(
+    retention_ms: int | None, retention_bytes: int | None, hw: int, expected: int
+) -> None:
+    assert (
+        segments_to_delete(
+            SEGMENTS,
+            now_us=4 * HOUR_US,
+            retention_ms=retention_ms,
+            retention_bytes=retention_bytes,
+            high_watermark=hw,
+        )
+        == expected
+    )
 
 
 def test_a_young_segment_stops_time_retention() -> None:
     segments = [info(0, 100, 5 * HOUR_US), info(10, 100, 1 * HOUR_US), info(20, 1, 0, False)]
-    assert segments_to_delete(segments, now_us=6 * HOUR_US, retention_ms=3600_000,
-                              retention_bytes=None, high_watermark=100) == 0
+    assert (
+        segments_to_delete(
+            segments,
+            now_us=6 * HOUR_US,
+            retention_ms=3600_000,
+            retention_bytes=None,
+            high_watermark=100,
+        )
+        == 0
+    )
 
 
 def test_retention_by_size_deletes_whole_oldest_segments(
     open_log: Callable[..., ReplicaLog],
 ) -> None:
-    log = open_log(StorageConfig(segment_max_bytes=4096, index_interval_bytes=600,
-                                 retention_bytes=10_000, retention_ms=None))
+    log = open_log(
+        LogConfig(
+            segment_max_bytes=4096,
+            index_interval_bytes=600,
+            retention_bytes=10_000,
+            retention_ms=None,
+        )
+    )
     expected = fill(log, 60)
-    assert log.apply_retention() == []          # nothing is committed yet
+    assert log.apply_retention() == []  # nothing is committed yet
     log.hw = log.leo
     before = log.segments
     removed = log.apply_retention()
@@ -71,12 +98,13 @@ def test_retention_by_size_deletes_whole_oldest_segments(
 def test_retention_by_time_uses_record_timestamps(
     open_log: Callable[..., ReplicaLog],
 ) -> None:
-    log = open_log(StorageConfig(segment_max_bytes=4096, index_interval_bytes=600,
-                                 retention_ms=3600_000))
+    log = open_log(
+        LogConfig(segment_max_bytes=4096, index_interval_bytes=600, retention_ms=3600_000)
+    )
     for tag in range(30):
         log.append_produced(make_frame(tag, 5, ts=TS0 + tag * 10 * 60 * 1_000_000))
     log.hw = log.leo
-    now = TS0 + 30 * 10 * 60 * 1_000_000        # the newest record is 10 minutes old
+    now = TS0 + 30 * 10 * 60 * 1_000_000  # the newest record is 10 minutes old
     removed = log.apply_retention(now)
     assert removed
     assert all(s.max_timestamp < now - 3600 * 1_000_000 for s in removed)

@@ -10,7 +10,7 @@ import pytest
 
 from spark_stream.errors import CorruptFrameError
 from spark_stream.records import decode_frames
-from spu.storage import LogSlice, ReplicaLog, StorageConfig, decode_trusted
+from spu.storage import LogConfig, LogSlice, ReplicaLog, decode_trusted
 
 from .helpers import fill, make_frame
 
@@ -62,7 +62,7 @@ def test_empty_slice() -> None:
 def test_a_slice_outlives_the_deletion_of_its_segment(
     open_log: Callable[..., ReplicaLog],
 ) -> None:
-    log = open_log(StorageConfig(segment_max_bytes=4096, retention_bytes=0, retention_ms=None))
+    log = open_log(LogConfig(segment_max_bytes=4096, retention_bytes=0, retention_ms=None))
     fill(log, 40)
     piece = log.read(0)
     before = bytes(piece.data)

@@ -42,7 +42,8 @@ def test_parquet_file_content_equals_the_log(
     assert table.schema.metadata[b"fluvio.base_offset"] == str(segment.base_offset).encode()
     assert table.schema.metadata[b"fluvio.next_offset"] == str(segment.next_offset).encode()
     assert table.column("offset").to_pylist() == list(
-        range(segment.base_offset, segment.next_offset))
+        range(segment.base_offset, segment.next_offset)
+    )
     expected = log_table(log, segment.base_offset, segment.next_offset)
     assert table.replace_schema_metadata(None).equals(expected)
 

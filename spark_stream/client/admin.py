@@ -1,0 +1,268 @@
+"""``AdminClient``: the SC public api (topics, partitions, SPUs, SPU groups, metadata).
+
+An asyncio client over one ``Connection`` to the SC's public port. Requests take and
+return the cluster models (``Topic``, ``Partition``, ``Spu``, ``SpuGroup``); server
+errors arrive typed (``InvalidConfigError`` naming the field, ``TopicExistsError``,
+``UnknownTopicError``...). ``watch_metadata`` is an async iterator of
+``MetadataUpdate``s that reconnects with backoff and resumes from the last revision it
+delivered, so a consumer sees every change once the stream is back (or a full snapshot
+when the SC no longer holds them). A sync face and a CLI wrap this later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, Self, TypeVar
+
+from spark_stream.errors import ConnectionClosedError, InvalidRequestError, NotFoundError
+from spark_stream.models import (
+    Partition,
+    Spu,
+    SpuGroup,
+    SpuGroupSpec,
+    SpuSpec,
+    Topic,
+    TopicSpec,
+)
+from spark_stream.net.connection import Connection
+from spark_stream.protocol import Message
+from spark_stream.protocol import control as c
+
+__all__ = ["AdminClient"]
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=Message)
+
+
+def _spec_dict(spec: Any) -> dict[str, Any]:
+    if isinstance(spec, dict):
+        return spec
+    to_dict = getattr(spec, "to_dict", None)
+    if to_dict is None:
+        raise InvalidRequestError(f"a spec must be a model or a dict, got {type(spec).__name__}")
+    result: dict[str, Any] = to_dict()
+    return result
+
+
+class AdminClient:
+    """Admin requests to one SC.
+
+    Args:
+        host: the SC's public address.
+        port: the SC's public port (9003 by default).
+        timeout: seconds each request may take.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 9003, *, timeout: float = 30.0) -> None:
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self._conn: Connection | None = None
+
+    async def connect(self) -> Self:
+        """Open the connection (done on first use otherwise).
+
+        Raises:
+            ConnectionClosedError: the SC does not answer.
+        """
+        if self._conn is None or self._conn.closed:
+            self._conn = await Connection.open(
+                self.host,
+                self.port,
+                timeout=self.timeout,
+                name=f"sc-public {self.host}:{self.port}",
+            )
+        return self
+
+    async def close(self) -> None:
+        """Close the connection; idempotent."""
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    async def __aenter__(self) -> Self:
+        return await self.connect()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _call(self, request: Message, expect: type[M]) -> M:
+        await self.connect()
+        assert self._conn is not None
+        reply = await self._conn.call(request, timeout=self.timeout)
+        if not isinstance(reply, expect):  # pragma: no cover - the registry guarantees it
+            raise InvalidRequestError(f"expected {expect.__name__}, got {type(reply).__name__}")
+        return reply
+
+    # -- topics ------------------------------------------------------------------------
+
+    async def create_topic(
+        self,
+        name: str,
+        spec: TopicSpec | dict[str, Any] | None = None,
+        *,
+        dry_run: bool = False,
+        **fields: Any,
+    ) -> Topic:
+        """Create a topic from a spec (or keyword fields: ``partitions=6``...).
+
+        Raises:
+            InvalidConfigError: the spec is invalid; the message names the field.
+            TopicExistsError: a topic of that name exists.
+        """
+        data = {**(_spec_dict(spec) if spec is not None else {}), **fields}
+        reply = await self._call(c.CreateTopicRequest(name, data, dry_run), c.CreateTopicResponse)
+        return Topic.from_dict(reply.topic)
+
+    async def delete_topic(self, name: str) -> int:
+        """Delete a topic and its partitions; return the KV revision.
+
+        Raises:
+            UnknownTopicError: no such topic.
+        """
+        reply = await self._call(c.DeleteTopicRequest(name), c.DeleteTopicResponse)
+        return reply.revision
+
+    async def list_topics(self, *names: str) -> list[Topic]:
+        """Every topic (or those named), sorted by name."""
+        reply = await self._call(c.ListTopicsRequest(list(names)), c.ListTopicsResponse)
+        return [Topic.from_dict(t) for t in reply.topics]
+
+    async def describe_topic(self, name: str) -> tuple[Topic, list[Partition]]:
+        """A topic and its partitions.
+
+        Raises:
+            UnknownTopicError: no such topic.
+        """
+        reply = await self._call(c.DescribeTopicRequest(name), c.DescribeTopicResponse)
+        return Topic.from_dict(reply.topic), [Partition.from_dict(p) for p in reply.partitions]
+
+    async def list_partitions(self, topic: str | None = None) -> list[Partition]:
+        """Partitions (of ``topic``, or all): replicas, leader, resolution, LEO, HW, LRS."""
+        reply = await self._call(c.ListPartitionsRequest(topic), c.ListPartitionsResponse)
+        return [Partition.from_dict(p) for p in reply.partitions]
+
+    # -- SPUs --------------------------------------------------------------------------
+
+    async def register_spu(
+        self,
+        spu_id: int,
+        *,
+        name: str | None = None,
+        spec: SpuSpec | dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Spu:
+        """Register a custom SPU (it may connect afterwards).
+
+        Raises:
+            InvalidConfigError: the spec is invalid.
+            SpuExistsError: the id is taken or reserved by an SPU group.
+        """
+        data = {**(_spec_dict(spec) if spec is not None else {}), **fields, "spuId": spu_id}
+        data.pop("spu_id", None)
+        reply = await self._call(c.RegisterSpuRequest(data, name), c.RegisterSpuResponse)
+        return Spu.from_dict(reply.spu)
+
+    async def unregister_spu(self, spu_id: int | None = None, *, name: str | None = None) -> int:
+        """Remove a custom SPU by id or name; return the KV revision.
+
+        Raises:
+            NotFoundError: no such SPU.
+            InvalidRequestError: the SPU is managed (scale its group instead).
+        """
+        reply = await self._call(c.UnregisterSpuRequest(spu_id, name), c.UnregisterSpuResponse)
+        return reply.revision
+
+    async def list_spus(self) -> list[Spu]:
+        """Every SPU, sorted by id: endpoints and Online/Offline."""
+        reply = await self._call(c.ListSpusRequest(), c.ListSpusResponse)
+        return [Spu.from_dict(s) for s in reply.spus]
+
+    # -- SPU groups --------------------------------------------------------------------
+
+    async def create_spu_group(
+        self,
+        name: str,
+        spec: SpuGroupSpec | dict[str, Any] | None = None,
+        *,
+        update: bool = False,
+        **fields: Any,
+    ) -> SpuGroup:
+        """Create an SPU group (or, with ``update``, replace its spec: scale up/down).
+
+        Raises:
+            InvalidConfigError: the spec is invalid.
+            ObjectExistsError: the group exists and ``update`` is false.
+        """
+        data = {**(_spec_dict(spec) if spec is not None else {}), **fields}
+        reply = await self._call(
+            c.CreateSpuGroupRequest(name, data, update), c.CreateSpuGroupResponse
+        )
+        return SpuGroup.from_dict(reply.group)
+
+    async def scale_spu_group(self, name: str, replicas: int) -> SpuGroup:
+        """Change a group's ``replicas``, keeping the rest of its spec."""
+        groups = {g.name: g for g in await self.list_spu_groups()}
+        if name not in groups:
+            raise NotFoundError(f"SPU group {name!r} does not exist")
+        spec = groups[name].spec.model_copy(update={"replicas": replicas})
+        return await self.create_spu_group(name, spec, update=True)
+
+    async def delete_spu_group(self, name: str) -> int:
+        """Delete an SPU group (its managed SPUs stop); return the KV revision.
+
+        Raises:
+            NotFoundError: no such group.
+        """
+        reply = await self._call(c.DeleteSpuGroupRequest(name), c.DeleteSpuGroupResponse)
+        return reply.revision
+
+    async def list_spu_groups(self) -> list[SpuGroup]:
+        """Every SPU group, sorted by name."""
+        reply = await self._call(c.ListSpuGroupsRequest(), c.ListSpuGroupsResponse)
+        return [SpuGroup.from_dict(g) for g in reply.groups]
+
+    # -- metadata ----------------------------------------------------------------------
+
+    async def watch_metadata(
+        self,
+        from_revision: int | None = None,
+        *,
+        reconnect: bool = True,
+        max_backoff: float = 2.0,
+    ) -> AsyncIterator[c.MetadataUpdate]:
+        """Metadata updates: a full snapshot (unless resuming), then changes, forever.
+
+        Args:
+            from_revision: resume after this revision (None: start with a snapshot).
+            reconnect: when the connection drops, reconnect with backoff and resume from
+                the last delivered revision; otherwise raise ``ConnectionClosedError``.
+            max_backoff: cap of the delay between reconnect attempts, in seconds.
+        """
+        revision = from_revision
+        delay = 0.05
+        while True:
+            try:
+                await self.connect()
+                assert self._conn is not None
+                stream = await self._conn.stream(c.WatchMetadataRequest(revision))
+                async with stream:
+                    async for push in stream:
+                        update = push.message()
+                        assert isinstance(update, c.MetadataUpdate)
+                        revision = update.revision
+                        delay = 0.05
+                        yield update
+                return  # the SC ended the stream
+            except ConnectionClosedError as exc:
+                if not reconnect:
+                    raise
+                log.info("metadata watch lost, reconnecting in %.2fs error=%s", delay, exc)
+                if self._conn is not None:
+                    await self._conn.close()
+                    self._conn = None
+                await asyncio.sleep(delay)  # backoff before reconnecting
+                delay = min(delay * 2, max_backoff)

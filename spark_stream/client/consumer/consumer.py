@@ -1,0 +1,285 @@
+"""Asyncio consumers: one partition, or many merged, as records or Arrow batches.
+
+Theory of operation. A partition consumer resolves its ``Offset`` against the leader's
+offsets (and time index), then opens a ``STREAM_FETCH`` stream at that position: the
+leader pushes frames as they become visible under the chosen isolation. The consumer
+decodes each frame zero-copy, drops rows before its position (a frame may start
+earlier), cuts at the end offset, and advances its position past every frame it
+yielded. When the stream fails with a retriable error (leader moved, SPU died) it
+looks the leader up again and reopens the stream at that position, so records are
+neither repeated nor skipped across failover. ``stop_at_end`` fixes the end at the
+offset visible when the stream starts (``fluvio consume -d``).
+
+The multi-partition consumer runs one such stream per partition into a bounded queue;
+batches of one partition keep their order, partitions interleave as data arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pyarrow as pa
+
+from spark_stream.client.config import ConsumerConfig, parse_isolation
+from spark_stream.client.consumer.fetch import fetch_offsets, offset_for_timestamp, slice_to_range
+from spark_stream.client.consumer.fetch import visible_end as _visible_end
+from spark_stream.client.consumer.offset import Offset
+from spark_stream.client.leader import LEADER_ERRORS, LeaderClient, RetryPolicy, backoff_delays
+from spark_stream.client.types import Record
+from spark_stream.errors import ConnectionClosedError, FluvioError, NotLeaderError
+from spark_stream.net.connection import Connection
+from spark_stream.protocol.data import Isolation, StreamFetchPush, StreamFetchRequest
+from spark_stream.records import OFFSET_FIELD, RECORD_SCHEMA, decode_frame, iter_frames
+
+__all__ = [
+    "AsyncPartitionConsumer",
+    "AsyncConsumer",
+    "CONSUMER_SCHEMA",
+    "batch_records",
+]
+
+PARTITION_FIELD = pa.field("partition", pa.int32(), nullable=False)
+#: Schema of consumer batches: partition, offset, then the record columns.
+CONSUMER_SCHEMA = pa.schema([PARTITION_FIELD, OFFSET_FIELD, *RECORD_SCHEMA])
+
+
+def _with_partition(batch: pa.RecordBatch, partition: int) -> pa.RecordBatch:
+    column = pa.array(np.full(batch.num_rows, partition, dtype=np.int32), pa.int32())
+    return pa.RecordBatch.from_arrays([column, *batch.columns], schema=CONSUMER_SCHEMA)
+
+
+def batch_records(batch: pa.RecordBatch) -> list[Record]:
+    """The rows of a consumer batch as ``Record`` objects (columns converted once each)."""
+    parts = batch.column("partition").to_pylist()
+    offsets = batch.column("offset").to_pylist()
+    keys = batch.column("key").to_pylist()
+    values = batch.column("value").to_pylist()
+    stamps = batch.column("timestamp").cast(pa.int64()).to_pylist()
+    headers = batch.column("headers")
+    if headers.null_count == len(headers):
+        hdrs: list[tuple[tuple[str, bytes | None], ...]] = [()] * batch.num_rows
+    else:
+        hdrs = [
+            () if row is None else tuple((h["key"], h["value"]) for h in row)
+            for row in headers.to_pylist()
+        ]
+    return [
+        Record(p, o, k, v, t, h)
+        for p, o, k, v, t, h in zip(parts, offsets, keys, values, stamps, hdrs, strict=True)
+    ]
+
+
+class AsyncPartitionConsumer:
+    """Reads one partition. Get one from ``FluvioAsync.partition_consumer``.
+
+    Attributes:
+        topic: topic name.
+        partition: partition index.
+        config: the validated options.
+        position: the next offset this consumer's latest stream would read (-1 before).
+    """
+
+    def __init__(
+        self, topic: str, partition: int, config: ConsumerConfig, leaders: LeaderClient
+    ) -> None:
+        leaders.watcher.check_partition(topic, partition)
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.position = -1
+        self._leaders = leaders
+
+    def _policy(self) -> RetryPolicy:
+        cfg = self.config
+        return RetryPolicy(
+            retries=cfg.retries,
+            backoff_s=cfg.retry_backoff_ms / 1000.0,
+            backoff_max_s=cfg.retry_backoff_max_ms / 1000.0,
+            timeout_s=cfg.request_timeout_ms / 1000.0 * 2,
+            request_timeout_s=cfg.request_timeout_ms / 1000.0,
+        )
+
+    async def resolve(self, offset: Offset, isolation: Isolation) -> tuple[int, int]:
+        """The absolute start for ``offset`` and the end visible now, under ``isolation``."""
+        policy = self._policy()
+        offsets = await fetch_offsets(self._leaders, self.topic, self.partition, policy)
+        end = _visible_end(offsets, isolation)
+        found = None
+        if offset.needs_timestamp_lookup:
+            found = await offset_for_timestamp(
+                self._leaders, self.topic, self.partition, offset.value, policy
+            )
+        return offset.resolve(offsets.log_start, end, found), end
+
+    async def stream_batches(
+        self,
+        offset: Offset,
+        *,
+        isolation: Isolation | str | None = None,
+        end_offset: int | None = None,
+        stop_at_end: bool = False,
+    ) -> AsyncIterator[pa.RecordBatch]:
+        """Arrow batches (``CONSUMER_SCHEMA``) from ``offset`` on, as they become visible.
+
+        Args:
+            offset: where to start.
+            isolation: overrides the consumer's ``isolation``.
+            end_offset: stop before this offset.
+            stop_at_end: stop at the end visible when the stream starts (``-d``).
+
+        Raises:
+            FluvioError: a non-retriable error, or retries ran out during failover.
+        """
+        iso = parse_isolation(isolation if isolation is not None else self.config.isolation)
+        start, visible = await self.resolve(offset, iso)
+        end = end_offset
+        if stop_at_end:
+            end = visible if end is None else min(end, visible)
+        async for batch in self._stream(start, end, iso):
+            yield _with_partition(batch, self.partition)
+
+    async def stream(
+        self,
+        offset: Offset,
+        *,
+        isolation: Isolation | str | None = None,
+        end_offset: int | None = None,
+        stop_at_end: bool = False,
+    ) -> AsyncIterator[Record]:
+        """Records from ``offset`` on (arguments as ``stream_batches``)."""
+        async with contextlib.aclosing(
+            self.stream_batches(
+                offset, isolation=isolation, end_offset=end_offset, stop_at_end=stop_at_end
+            )
+        ) as batches:
+            async for batch in batches:
+                for record in batch_records(batch):
+                    yield record
+
+    async def _stream(
+        self, position: int, end: int | None, isolation: Isolation
+    ) -> AsyncIterator[pa.RecordBatch]:
+        self.position = position
+        if end is not None and position >= end:
+            return
+        cfg = self.config
+        delays = backoff_delays(self._policy())
+        failures = 0
+        not_spu: int | None = None
+        timeout = cfg.request_timeout_ms / 1000.0
+        while True:
+            conn: Connection | None = None
+            leader_id: int | None = None
+            try:
+                leader, conn = await self._leaders.connection(
+                    self.topic, self.partition, timeout, not_spu=not_spu
+                )
+                leader_id = leader.spu_id
+                request = StreamFetchRequest(
+                    self.topic,
+                    self.partition,
+                    position,
+                    max_bytes=cfg.max_bytes,
+                    isolation=isolation,
+                )
+                async with await conn.stream(request, window=cfg.window) as stream:
+                    async for push in stream:
+                        message = push.message()
+                        if not isinstance(message, StreamFetchPush):
+                            continue
+                        failures = 0
+                        for header, frame in iter_frames(message.tail):
+                            if header.next_offset <= position:
+                                continue
+                            batch = decode_frame(frame, with_offsets=True, check_crc=False)
+                            stop = end if end is not None else header.next_offset
+                            rows = slice_to_range(batch, header.base_offset, position, stop)
+                            position = min(header.next_offset, stop)
+                            self.position = position
+                            if rows.num_rows:
+                                yield rows
+                            if end is not None and position >= end:
+                                return
+                # The leader ended the stream (e.g. it stepped down): reopen where we are.
+                raise NotLeaderError(f"{self.topic}-{self.partition}: the leader ended the stream")
+            except FluvioError as exc:
+                if not exc.retriable or failures >= len(delays):
+                    raise
+                if isinstance(exc, ConnectionClosedError) and conn is not None:
+                    self._leaders.pool.discard(conn)
+                not_spu = leader_id if isinstance(exc, LEADER_ERRORS) else None
+                await asyncio.sleep(delays[failures])  # failover backoff
+                failures += 1
+
+
+class AsyncConsumer:
+    """Reads several partitions of a topic, merged. From ``FluvioAsync.consumer``.
+
+    Attributes:
+        topic: topic name.
+        partitions: the partition indexes read.
+    """
+
+    def __init__(self, topic: str, consumers: list[AsyncPartitionConsumer]) -> None:
+        self.topic = topic
+        self._consumers = consumers
+        self.partitions = [c.partition for c in consumers]
+
+    async def stream_batches(
+        self,
+        offset: Offset,
+        *,
+        isolation: Isolation | str | None = None,
+        stop_at_end: bool = False,
+    ) -> AsyncIterator[pa.RecordBatch]:
+        """Arrow batches of every partition (each batch from one partition)."""
+        queue: asyncio.Queue[pa.RecordBatch | BaseException | None] = asyncio.Queue(
+            maxsize=2 * len(self._consumers)
+        )
+
+        async def pump(consumer: AsyncPartitionConsumer) -> None:
+            try:
+                async with contextlib.aclosing(
+                    consumer.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)
+                ) as batches:
+                    async for batch in batches:
+                        await queue.put(batch)
+                await queue.put(None)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # handed to the iterating task
+                await queue.put(exc)
+
+        tasks = [asyncio.get_running_loop().create_task(pump(c)) for c in self._consumers]
+        running = len(tasks)
+        try:
+            while running:
+                item = await queue.get()
+                if item is None:
+                    running -= 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def stream(
+        self,
+        offset: Offset,
+        *,
+        isolation: Isolation | str | None = None,
+        stop_at_end: bool = False,
+    ) -> AsyncIterator[Record]:
+        """Records of every partition from ``offset`` (per partition), ordered per partition."""
+        async with contextlib.aclosing(
+            self.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)
+        ) as batches:
+            async for batch in batches:
+                for record in batch_records(batch):
+                    yield record

@@ -1,0 +1,324 @@
+"""Low-level reads from partition leaders: offsets, a time lookup, frames and batches.
+
+These are what Spark's reader plans with: ``fetch_offsets`` gives ``(log_start, hw,
+leo)``, ``fetch_frames`` walks ``[start, end)`` with plain ``FETCH`` requests (one per
+``max_bytes``) and yields whole frames as received, and ``fetch_batches`` decodes them
+zero-copy and slices the first and last so exactly ``[start, end)`` comes out. Every
+request fails over through ``LeaderClient``; a read resumes from the next offset it
+has not yet yielded, so a leader change mid-range neither repeats nor skips records.
+
+Given ``LocalFiles``, a range read first tries local fetches: the leader names where the
+frames lie in its segment file and, when that file is on this host, the client reads it
+itself (see ``local_files``). The first local fetch that cannot be served that way
+switches the rest of the read to plain fetches; frames are crc-checked either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from spark_stream.client.consumer.local_files import LocalFiles
+from spark_stream.client.leader import LeaderClient, RetryPolicy
+from spark_stream.client.types import PartitionOffsets
+from spark_stream.errors import (
+    CorruptFrameError,
+    OffsetOutOfRangeError,
+    RequestTimeoutError,
+    UnsupportedVersionError,
+)
+from spark_stream.protocol.data import (
+    FetchLocalRequest,
+    FetchLocalResponse,
+    FetchOffsetsRequest,
+    FetchOffsetsResponse,
+    FetchRequest,
+    FetchResponse,
+    Isolation,
+)
+from spark_stream.records import (
+    RECORD_SCHEMA,
+    BatchHeader,
+    decode_frame,
+    iter_frames,
+    read_header,
+)
+
+__all__ = [
+    "fetch_offsets",
+    "offset_for_timestamp",
+    "fetch_frames",
+    "fetch_range",
+    "fetch_batches",
+    "visible_end",
+    "slice_to_range",
+]
+
+log = logging.getLogger(__name__)
+
+LOCAL_MAPPED_MAX_BYTES = 256 * 1024 * 1024
+"""Bytes one local fetch of committed frames may name: nothing travels and the frames are
+mapped, not copied, so one request covers up to this much of a segment (fewer round
+trips to a leader that competes for the same cores)."""
+
+#: How long a leader may hold a fetch that finds nothing new (a new leader's HW may lag).
+_EMPTY_WAIT_MS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One fetch's answer: the partition's offsets and its frames, crc-checked as they
+    are iterated (a local read may name far more than the range still needs)."""
+
+    log_start: int
+    hw: int
+    leo: int
+    frames: Iterator[tuple[BatchHeader, memoryview]]
+    local: bool = False
+
+
+def visible_end(offsets: PartitionOffsets, isolation: Isolation) -> int:
+    """The end a reader sees: the HW when committed, the LEO when uncommitted."""
+    return offsets.hw if isolation is Isolation.COMMITTED else offsets.leo
+
+
+async def fetch_offsets(
+    leaders: LeaderClient, topic: str, partition: int, policy: RetryPolicy
+) -> PartitionOffsets:
+    """``(log_start, hw, leo)`` from the leader."""
+    reply = await leaders.call(topic, partition, FetchOffsetsRequest(topic, partition), policy)
+    assert isinstance(reply, FetchOffsetsResponse)
+    return PartitionOffsets(reply.log_start, reply.hw, reply.leo)
+
+
+async def offset_for_timestamp(
+    leaders: LeaderClient, topic: str, partition: int, timestamp_us: int, policy: RetryPolicy
+) -> int | None:
+    """The first offset with a timestamp at or after ``timestamp_us`` (None: none)."""
+    request = FetchOffsetsRequest(topic, partition, timestamp_us=timestamp_us)
+    reply = await leaders.call(topic, partition, request, policy)
+    assert isinstance(reply, FetchOffsetsResponse)
+    return reply.offset
+
+
+async def fetch_frames(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    start: int,
+    end_exclusive: int | None,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+) -> AsyncIterator[memoryview]:
+    """Whole frames covering ``[start, end_exclusive)`` (see the module docstring)."""
+    async for _, frame in fetch_range(
+        leaders, topic, partition, start, end_exclusive, isolation, max_bytes, policy
+    ):
+        yield frame
+
+
+async def fetch_range(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    start: int,
+    end_exclusive: int | None,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+    local: LocalFiles | None = None,
+) -> AsyncIterator[tuple[BatchHeader, memoryview]]:
+    """Whole frames (crc-checked) with their headers, covering ``[start, end_exclusive)``.
+
+    Args:
+        local: try local fetches first (the leader's files read from this host).
+
+    Raises:
+        OffsetOutOfRangeError: ``start`` lies outside the log.
+        RequestTimeoutError: the range did not become readable within the policy's time.
+    """
+    if end_exclusive is None:
+        offsets = await fetch_offsets(leaders, topic, partition, policy)
+        end = visible_end(offsets, isolation) if end_exclusive is None else end_exclusive
+        if start < offsets.log_start or start > max(end, offsets.leo):
+            raise OffsetOutOfRangeError(
+                f"{topic}-{partition}: offset {start} outside [{offsets.log_start}, {end}]"
+            )
+    else:
+        end = end_exclusive
+    position = start
+    deadline = time.monotonic() + policy.timeout_s
+    while position < end:
+        read: _Read | None = None
+        if local is not None:
+            read = await _fetch_local(
+                leaders, topic, partition, position, isolation, max_bytes, policy, local
+            )
+            if read is None:
+                local = None  # not on this host (or not now): plain fetches from here on
+        if read is None:
+            read = await _fetch(leaders, topic, partition, position, isolation, max_bytes, policy)
+        if position < read.log_start:
+            raise OffsetOutOfRangeError(
+                f"{topic}-{partition}: offset {position} is below the log start "
+                f"{read.log_start} (retention removed it)"
+            )
+        progressed = False
+        try:
+            for header, frame in read.frames:
+                if header.next_offset <= position:
+                    continue  # a frame wholly before what we still need
+                yield header, frame
+                position = header.next_offset
+                progressed = True
+                if position >= end:
+                    return
+        except CorruptFrameError as exc:
+            if not read.local:
+                raise
+            # e.g. uncommitted frames truncated under a pread: the network has the truth
+            log.debug(
+                "%s-%d: local read failed at offset %d (%s); fetching over the network",
+                topic,
+                partition,
+                position,
+                exc,
+            )
+            local = None
+            continue
+        if progressed:
+            deadline = time.monotonic() + policy.timeout_s
+        elif time.monotonic() > deadline:
+            raise RequestTimeoutError(
+                f"{topic}-{partition}: offsets [{position}, {end}) not readable "
+                f"({isolation.value}) within {policy.timeout_s}s; hw={read.hw} leo={read.leo}"
+            )
+
+
+async def _fetch(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    position: int,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+) -> _Read:
+    """A plain fetch: the frames come in the reply."""
+    request = FetchRequest(
+        topic,
+        partition,
+        position,
+        max_bytes=max_bytes,
+        isolation=isolation,
+        max_wait_ms=_EMPTY_WAIT_MS,
+    )
+    reply = await leaders.call(topic, partition, request, policy)
+    assert isinstance(reply, FetchResponse)
+    return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(reply.tail))
+
+
+async def _fetch_local(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    position: int,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+    local: LocalFiles,
+) -> _Read | None:
+    """A local fetch, or None when the leader's file cannot be read from here."""
+    mapped = isolation is Isolation.COMMITTED  # committed frames are never truncated
+    request = FetchLocalRequest(
+        topic,
+        partition,
+        position,
+        max_bytes=max(max_bytes, LOCAL_MAPPED_MAX_BYTES) if mapped else max_bytes,
+        isolation=isolation,
+        max_wait_ms=_EMPTY_WAIT_MS,
+    )
+    try:
+        reply = await leaders.call(topic, partition, request, policy)
+    except UnsupportedVersionError:
+        return None  # a leader from before local fetches
+    assert isinstance(reply, FetchLocalResponse)
+    if not reply.path:
+        return _Read(reply.log_start, reply.hw, reply.leo, iter(()))
+    data = await asyncio.to_thread(
+        local.read,
+        reply.path,
+        reply.position,
+        reply.length,
+        reply.device,
+        reply.inode,
+        mapped=mapped,
+    )
+    if data is None:
+        log.debug(
+            "%s-%d: %s is not readable here; fetching over the network",
+            topic,
+            partition,
+            reply.path,
+        )
+        return None
+    try:
+        first = read_header(data)
+    except CorruptFrameError:
+        first = None
+    if first is None or first.base_offset != reply.base_offset:
+        log.debug(
+            "%s-%d: %s does not hold the frames named; fetching over the network",
+            topic,
+            partition,
+            reply.path,
+        )
+        return None
+    return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(data), local=True)
+
+
+def slice_to_range(batch: pa.RecordBatch, base: int, start: int, end: int) -> pa.RecordBatch:
+    """The rows of ``batch`` (row 0 at offset ``base``) whose offsets are in ``[start, end)``."""
+    lo = max(0, start - base)
+    hi = min(batch.num_rows, end - base)
+    if lo == 0 and hi == batch.num_rows:
+        return batch
+    return batch.slice(lo, max(0, hi - lo))
+
+
+async def fetch_batches(
+    leaders: LeaderClient,
+    topic: str,
+    partition: int,
+    start: int,
+    end_exclusive: int | None,
+    isolation: Isolation,
+    max_bytes: int,
+    policy: RetryPolicy,
+    *,
+    with_offsets: bool = True,
+    schema: pa.Schema = RECORD_SCHEMA,
+    local: LocalFiles | None = None,
+) -> AsyncIterator[pa.RecordBatch]:
+    """Exactly the records ``[start, end_exclusive)`` as Arrow batches (zero-copy).
+
+    Args:
+        local: try local fetches first (see the module docstring).
+    """
+    end = end_exclusive
+    if end is None:
+        offsets = await fetch_offsets(leaders, topic, partition, policy)
+        end = visible_end(offsets, isolation)
+    async for header, frame in fetch_range(
+        leaders, topic, partition, start, end, isolation, max_bytes, policy, local
+    ):
+        batch = decode_frame(frame, schema=schema, with_offsets=with_offsets, check_crc=False)
+        part = slice_to_range(batch, header.base_offset, start, end)
+        if part.num_rows:
+            yield part

@@ -1,0 +1,611 @@
+"""The asyncio TCP server base shared by the SC and SPU servers.
+
+Theory of operation. ``Server`` listens on one address and runs a ``_Session`` per
+accepted connection. A session's read loop feeds bytes to a ``FrameDecoder`` and turns
+each request frame into a task that calls the handler registered for its api key in
+the dispatch table, then writes the reply under the request's correlation id, so
+replies go out as handlers finish (out of order). A handler returns one reply, or an
+async iterator of pushes when the client opened a stream; pushes are sent only while
+the client has granted credit, and a cancel frame stops the iterator.
+
+Failures stay local: a typed ``FluvioError`` from a handler becomes an error reply with
+its code, any other exception is logged and becomes a generic error reply, malformed
+meta or an unknown api/version gets an error reply, and a frame whose header cannot be
+read gets a connection-level error (correlation id 0) and closes that connection only.
+``stop()`` stops listening, closes every connection and waits for their handlers.
+
+Replies whose tail holds a large ``FileRegion`` (a fetch answered from a log segment)
+go out with ``sendfile``: the kernel moves the file's pages to the socket with no copy
+through Python. One such frame is sent at a time per connection; other replies written
+meanwhile wait in order behind it, and a frame once begun is always finished, even if
+its handler is cancelled, so the byte stream never tears.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from spark_stream.errors import (
+    FluvioError,
+    InvalidRequestError,
+    RecordTooLargeError,
+    UnsupportedVersionError,
+)
+from spark_stream.net._sockets import READ_CHUNK, STREAM_LIMIT, close_writer, write_parts
+from spark_stream.protocol import (
+    DEFAULT_MAX_FRAME_SIZE,
+    ApiKey,
+    ErrorReply,
+    FileRegion,
+    Frame,
+    FrameDecoder,
+    FrameKind,
+    Message,
+    OversizedFrame,
+    Request,
+    Tail,
+    TailPart,
+    api_name,
+    decode_meta,
+    encode_frame,
+)
+
+__all__ = ["Server", "Route", "ConnContext", "Handler", "Reply"]
+
+log = logging.getLogger(__name__)
+
+Reply = Message | dict[str, Any] | tuple[dict[str, Any], Tail] | None
+"""What a handler returns (or yields per push): a typed message, a meta dict, or both
+a meta dict and a tail; None means an empty reply."""
+
+Handler = Callable[["Request", "ConnContext"], Awaitable[Reply] | AsyncIterator[Reply]]
+ConnectHook = Callable[["ConnContext"], Awaitable[None] | None]
+DisconnectHook = Callable[["ConnContext", BaseException | None], Awaitable[None] | None]
+
+DEFAULT_MAX_IN_FLIGHT = 64
+DEFAULT_MAX_STREAMS = 256
+LINGER_SECONDS = 1.0
+LINGER_BYTES = 1 << 20
+SENDFILE_MIN_BYTES = 64 * 1024
+"""File regions at least this large go out with ``sendfile``; smaller ones are cheaper
+to write from memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A handler and the versions of its api it accepts."""
+
+    handler: Handler
+    min_version: int = 0
+    max_version: int = 0
+
+
+@dataclass(eq=False)
+class ConnContext:
+    """Per-connection state handed to every handler and hook.
+
+    Attributes:
+        id: unique per server, in accept order.
+        peer: the remote address as ``host:port``.
+        state: free for the application, e.g. the SC stores the SPU id that authenticated.
+    """
+
+    id: int
+    peer: str
+    opened_at: float = field(default_factory=time.monotonic)
+    state: dict[str, Any] = field(default_factory=dict)
+    _session: _Session | None = field(default=None, repr=False)
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection is closing."""
+        return self._session is None or self._session.closing
+
+    def close(self) -> None:
+        """Close this connection; called from a handler, after that handler's reply is sent.
+
+        Bytes already queued are flushed first, so a handler may raise a typed error (e.g.
+        ``UnauthorizedError``) after calling this and the peer still receives the reply.
+        """
+        if self._session is not None:
+            self._session.request_close()
+
+
+class Server:
+    """An asyncio TCP server dispatching protocol requests to handlers by api key.
+
+    Args:
+        handlers: the dispatch table; a bare handler accepts version 0 only.
+        host: address to bind (loopback by default).
+        port: port to bind; 0 picks a free one (read it from ``port`` after ``start``).
+        name: used in log lines.
+        max_frame_size: larger requests get ``RecordTooLargeError`` and are skipped.
+        max_in_flight: per connection, requests handled at once before reading pauses.
+        max_streams: per connection, open streams before new ones are refused.
+        on_connect: called with the context of each new connection; raising closes it.
+        on_disconnect: called once per connection when it closes, with the cause.
+    """
+
+    def __init__(
+        self,
+        handlers: Mapping[int, Handler | Route],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        name: str = "server",
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_streams: int = DEFAULT_MAX_STREAMS,
+        on_connect: ConnectHook | None = None,
+        on_disconnect: DisconnectHook | None = None,
+    ) -> None:
+        self.routes: dict[int, Route] = {
+            int(key): h if isinstance(h, Route) else Route(h) for key, h in handlers.items()
+        }
+        self.routes.setdefault(int(ApiKey.API_VERSIONS), Route(self._api_versions))
+        self.host = host
+        self._requested_port = port
+        self.name = name
+        self.max_frame_size = max_frame_size
+        self.max_in_flight = max_in_flight
+        self.max_streams = max_streams
+        self.on_connect = on_connect
+        self.on_disconnect = on_disconnect
+        self._server: asyncio.Server | None = None
+        self._sessions: set[_Session] = set()
+        self._session_tasks: set[asyncio.Task[None]] = set()
+        self._ids = itertools.count(1)
+        self.port = 0
+
+    @property
+    def connections(self) -> list[ConnContext]:
+        """Contexts of the connections open now."""
+        return [s.ctx for s in self._sessions]
+
+    async def start(self) -> Self:
+        """Bind and start accepting connections; ``port`` holds the bound port after.
+
+        Raises:
+            RuntimeError: the server is already started.
+        """
+        if self._server is not None:
+            raise RuntimeError(f"server {self.name} is already started")
+        self._server = await asyncio.start_server(
+            self._accept, self.host, self._requested_port, limit=STREAM_LIMIT
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("server listening name=%s address=%s:%d", self.name, self.host, self.port)
+        return self
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Stop listening, close every connection, and wait for their handlers to finish.
+
+        Args:
+            grace: seconds to let connections wind down before their tasks are cancelled.
+        """
+        if self._server is not None:
+            self._server.close()
+        for session in list(self._sessions):
+            session.close()
+        if self._session_tasks:
+            _, late = await asyncio.wait(set(self._session_tasks), timeout=grace)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+            log.info("server stopped name=%s", self.name)
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    async def _api_versions(self, request: Request, ctx: ConnContext) -> Reply:
+        return {"apis": [[k, r.min_version, r.max_version] for k, r in sorted(self.routes.items())]}
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._session_tasks.add(task)
+        peer = writer.get_extra_info("peername")
+        ctx = ConnContext(next(self._ids), f"{peer[0]}:{peer[1]}" if peer else "?")
+        session = _Session(self, ctx, reader, writer)
+        self._sessions.add(session)
+        try:
+            await session.run()
+        finally:
+            self._sessions.discard(session)
+            self._session_tasks.discard(task)
+
+
+async def _maybe_await(value: Awaitable[None] | None) -> None:
+    if inspect.isawaitable(value):
+        await value
+
+
+class _Session:
+    """One accepted connection: read loop, handler tasks, stream credit."""
+
+    def __init__(
+        self,
+        server: Server,
+        ctx: ConnContext,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self.server = server
+        self.ctx = ctx
+        ctx._session = self
+        self.reader = reader
+        self.writer = writer
+        self.decoder = FrameDecoder(server.max_frame_size)
+        self.tasks: dict[int, asyncio.Task[None]] = {}
+        self.credit: dict[int, _Credit] = {}
+        self.slots = asyncio.Semaphore(server.max_in_flight)
+        self.closing = False
+        self.close_after_reply: set[asyncio.Task[Any]] = set()
+        self.sending_file = asyncio.Lock()
+        self.sends: set[asyncio.Future[None]] = set()  # shielded frame sends, ended by close()
+        # While a frame is half sent (its file region in flight), other writes queue here.
+        self.held: list[TailPart] | None = None
+
+    def close(self) -> None:
+        """Close the socket (queued bytes are flushed) and cancel every handler."""
+        if not self.closing:
+            self.closing = True
+            self.writer.close()
+            current = asyncio.current_task()
+            for task in [*self.tasks.values(), *self.sends]:
+                if task is not current:
+                    task.cancel()
+
+    def request_close(self) -> None:
+        current = asyncio.current_task()
+        if current is not None and current in self.tasks.values():
+            self.close_after_reply.add(current)
+        else:
+            self.close()
+
+    async def run(self) -> None:
+        cause: BaseException | None = None
+        try:
+            if self.server.on_connect is not None:
+                await _maybe_await(self.server.on_connect(self.ctx))
+            log.debug(
+                "connection open server=%s conn=%d peer=%s",
+                self.server.name,
+                self.ctx.id,
+                self.ctx.peer,
+            )
+            while not self.closing:
+                data = await self.reader.read(max(READ_CHUNK, self.decoder.bytes_needed()))
+                if not data:
+                    break
+                for event in self.decoder.feed(data):
+                    if self.closing:
+                        break
+                    if isinstance(event, OversizedFrame):
+                        self._oversized(event)
+                    else:
+                        await self._on_frame(event)
+        except FluvioError as exc:  # a corrupt frame, or on_connect refused the peer
+            cause = exc
+            log.warning(
+                "closing connection server=%s conn=%d peer=%s error=%r",
+                self.server.name,
+                self.ctx.id,
+                self.ctx.peer,
+                exc,
+            )
+            self._write_error(0, 0, exc)  # correlation id 0: about the whole connection
+            await self._linger()
+        except (OSError, ConnectionError) as exc:
+            cause = exc
+        except Exception as exc:
+            cause = exc
+            log.exception("connection failed server=%s conn=%d", self.server.name, self.ctx.id)
+        finally:
+            self.close()
+            tasks = list(self.tasks.values())
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await close_writer(self.writer)
+            await self._disconnected(cause)
+
+    async def _linger(self) -> None:
+        """Half-close and drain what the peer still sends, so it reads our error reply.
+
+        Closing a socket with unread input makes the kernel send a reset, which can
+        destroy the reply before the peer reads it. Bounded by ``LINGER_SECONDS`` and
+        ``LINGER_BYTES``.
+        """
+        with contextlib.suppress(OSError, ConnectionError, RuntimeError, TimeoutError):
+            if self.writer.can_write_eof():
+                self.writer.write_eof()
+            async with asyncio.timeout(LINGER_SECONDS):
+                discarded = 0
+                while discarded < LINGER_BYTES and (data := await self.reader.read(65536)):
+                    discarded += len(data)
+
+    async def _disconnected(self, cause: BaseException | None) -> None:
+        log.debug(
+            "connection closed server=%s conn=%d cause=%r", self.server.name, self.ctx.id, cause
+        )
+        if self.server.on_disconnect is None:
+            return
+        try:
+            await _maybe_await(self.server.on_disconnect(self.ctx, cause))
+        except Exception:
+            log.exception(
+                "on_disconnect hook failed server=%s conn=%d", self.server.name, self.ctx.id
+            )
+
+    def _oversized(self, event: OversizedFrame) -> None:
+        header = event.header
+        if header.kind is FrameKind.REQUEST:
+            self._write_error(
+                header.api_key,
+                header.correlation_id,
+                RecordTooLargeError(
+                    f"{api_name(header.api_key)} request of {header.frame_length} bytes passes "
+                    f"max_frame_size {event.limit}"
+                ),
+            )
+
+    async def _on_frame(self, frame: Frame) -> None:
+        header = frame.header
+        cid = header.correlation_id
+        if header.kind is FrameKind.REQUEST:
+            if cid in self.tasks:
+                self._write_error(
+                    header.api_key,
+                    cid,
+                    InvalidRequestError(
+                        f"correlation id {cid} is already in use on this connection"
+                    ),
+                )
+                return
+            if header.is_stream:
+                if len(self.credit) >= self.server.max_streams:
+                    self._write_error(
+                        header.api_key,
+                        cid,
+                        InvalidRequestError(
+                            f"too many open streams (limit {self.server.max_streams})"
+                        ),
+                    )
+                    return
+                self.credit[cid] = _Credit()
+            else:
+                await self.slots.acquire()  # pauses reading while too many requests run
+                if self.closing:
+                    self.slots.release()
+                    return
+            task = asyncio.create_task(self._handle(frame))
+            self.tasks[cid] = task
+            task.add_done_callback(lambda _t, c=cid, s=header.is_stream: self._done(c, s))
+        elif header.kind is FrameKind.CREDIT:
+            if (credit := self.credit.get(cid)) is not None:
+                try:
+                    credit.grant(decode_meta(frame.meta).get("credit"))
+                except InvalidRequestError as exc:
+                    self._write_error(header.api_key, cid, exc)
+                    self._cancel(cid)
+        elif header.kind is FrameKind.CANCEL:
+            self._cancel(cid)
+        else:
+            log.debug(
+                "ignoring %s frame from a client server=%s conn=%d",
+                header.kind.name,
+                self.server.name,
+                self.ctx.id,
+            )
+
+    def _cancel(self, cid: int) -> None:
+        if (task := self.tasks.get(cid)) is not None:
+            task.cancel()
+
+    def _done(self, cid: int, stream: bool) -> None:
+        self.tasks.pop(cid, None)
+        if stream:
+            self.credit.pop(cid, None)
+        else:
+            self.slots.release()
+
+    async def _handle(self, frame: Frame) -> None:
+        header = frame.header
+        api_key, cid = header.api_key, header.correlation_id
+        try:
+            route = self.server.routes.get(api_key)
+            if route is None:
+                raise UnsupportedVersionError(f"{api_name(api_key)} is not served here")
+            if not route.min_version <= header.version <= route.max_version:
+                raise UnsupportedVersionError(
+                    f"{api_name(api_key)} version {header.version} is not supported "
+                    f"(this server speaks {route.min_version}..{route.max_version})"
+                )
+            request = Request(
+                api_key,
+                header.version,
+                decode_meta(frame.meta),
+                frame.tail,
+                cid,
+                header.is_stream,
+            )
+            result: Any = route.handler(request, self.ctx)
+            if inspect.isawaitable(result):
+                result = await result
+            if hasattr(result, "__aiter__"):
+                await self._stream(request, result)
+            elif header.is_stream:
+                await self._reply(FrameKind.PUSH, api_key, cid, result)
+                await self._reply(FrameKind.END, api_key, cid, None)
+            else:
+                await self._reply(FrameKind.RESPONSE, api_key, cid, result)
+        except asyncio.CancelledError:
+            return  # cancelled by the client or by stop(); nobody waits for a reply
+        except _ConnectionGone:
+            return  # the read loop reports the closed connection
+        except FluvioError as exc:
+            self._write_error(api_key, cid, exc)
+        except Exception as exc:
+            log.exception(
+                "handler failed server=%s conn=%d api=%s",
+                self.server.name,
+                self.ctx.id,
+                api_name(api_key),
+            )
+            self._write_error(api_key, cid, exc)
+        finally:
+            task = asyncio.current_task()
+            if task in self.close_after_reply:
+                self.close_after_reply.discard(task)
+                self.close()
+
+    async def _stream(self, request: Request, items: AsyncIterator[Reply]) -> None:
+        api_key, cid = request.api_key, request.correlation_id
+        try:
+            if not request.stream:
+                raise InvalidRequestError(
+                    f"{api_name(api_key)} answers with a stream; open it with stream()"
+                )
+            credit = self.credit[cid]
+            async for item in items:
+                await credit.take()
+                await self._reply(FrameKind.PUSH, api_key, cid, item)
+            await self._reply(FrameKind.END, api_key, cid, None)
+        finally:
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+
+    async def _reply(self, kind: FrameKind, api_key: int, cid: int, reply: Reply) -> None:
+        meta, tail, key, version = _unpack(reply, api_key)
+        parts = encode_frame(
+            kind,
+            key,
+            cid,
+            meta,
+            tail,
+            version=version,
+            max_frame_size=self.server.max_frame_size,
+        )
+        try:
+            if any(_sendable(part) for part in parts):
+                # Shielded: a cancelled handler must not leave a torn frame on the wire.
+                sending = asyncio.ensure_future(self._write_with_files(parts))
+                self.sends.add(sending)
+                sending.add_done_callback(self._sent)
+                await asyncio.shield(sending)
+            else:
+                self._write(parts)
+            await self.writer.drain()
+        except (OSError, ConnectionError) as exc:
+            raise _ConnectionGone from exc
+
+    async def _write_with_files(self, parts: list[TailPart]) -> None:
+        """Send one frame, its large file regions with ``sendfile``, others waiting behind."""
+        async with self.sending_file:
+            if self.writer.is_closing():
+                return
+            self.held = []
+            try:
+                for part in parts:
+                    if _sendable(part):
+                        await self._sendfile(part)  # type: ignore[arg-type]
+                    else:
+                        write_parts(self.writer, [part])
+            except (OSError, ConnectionError, RuntimeError) as exc:
+                self.close()  # a torn frame: nothing more can be sent on this connection
+                raise ConnectionResetError("the connection failed mid-reply") from exc
+            finally:
+                held, self.held = self.held, None
+                if held and not self.writer.is_closing():
+                    write_parts(self.writer, held)
+
+    async def _sendfile(self, region: FileRegion) -> None:
+        """``sendfile`` the region; a transport that cannot (e.g. TLS) gets its bytes."""
+        loop = asyncio.get_running_loop()
+        length = memoryview(region.data).nbytes
+        try:
+            await loop.sendfile(
+                self.writer.transport,
+                region,
+                region.position,
+                length,  # type: ignore[arg-type]
+                fallback=False,
+            )
+        except asyncio.SendfileNotAvailableError:
+            self.writer.write(region.data)
+
+    def _write_error(self, api_key: int, cid: int, exc: BaseException) -> None:
+        meta = ErrorReply.from_error(exc).to_meta()
+        self._write(encode_frame(FrameKind.ERROR, api_key, cid, meta))
+
+    def _sent(self, sending: asyncio.Future[None]) -> None:
+        """Forget a finished frame send; its failure is seen here (its handler may be
+        gone, and the connection is already closing)."""
+        self.sends.discard(sending)
+        if not sending.cancelled():
+            sending.exception()
+
+    def _write(self, parts: list[TailPart]) -> None:
+        if self.held is not None:
+            self.held.extend(parts)  # a frame is half sent; these follow it
+        elif not self.writer.is_closing():
+            write_parts(self.writer, parts)
+
+
+def _sendable(part: TailPart) -> bool:
+    """A tail part worth sending with ``sendfile``."""
+    return isinstance(part, FileRegion) and memoryview(part.data).nbytes >= SENDFILE_MIN_BYTES
+
+
+def _unpack(reply: Reply, api_key: int) -> tuple[dict[str, Any], Tail, int, int]:
+    """Meta, tail, api key and version of a handler's reply (pushes may name their kind)."""
+    if reply is None:
+        return {}, b"", api_key, 0
+    if isinstance(reply, Message):
+        return reply.to_meta(), reply.tail_parts(), reply.API_KEY, reply.VERSION
+    if isinstance(reply, dict):
+        return reply, b"", api_key, 0
+    if isinstance(reply, tuple) and len(reply) == 2 and isinstance(reply[0], dict):
+        return reply[0], reply[1], api_key, 0
+    raise TypeError(f"a handler returned {type(reply).__name__}; expected a Reply")
+
+
+class _ConnectionGone(Exception):
+    """Writing a reply failed because the peer is gone."""
+
+
+class _Credit:
+    """How many pushes the client still accepts on one stream."""
+
+    def __init__(self) -> None:
+        self.available = 0
+        self._event = asyncio.Event()
+
+    def grant(self, n: object) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InvalidRequestError(f"stream credit must be a positive integer, got {n!r}")
+        self.available += n
+        self._event.set()
+
+    async def take(self) -> None:
+        while self.available == 0:
+            self._event.clear()
+            await self._event.wait()
+        self.available -= 1

@@ -1,0 +1,333 @@
+"""The SPU dispatcher: SC specs in, leader and follower controllers out.
+
+Theory of operation (seed ``002``, "Dispatch SPU/Partition"). The dispatcher holds the
+SPU specs and the replica entries the SC pushed (``UpdateSpus``, ``UpdateReplicas``: a
+full push replaces the view, an incremental one applies changes newer than the held
+revision) and, after each push, reconciles the running controllers with them:
+
+1. leader controllers of replicas this SPU no longer leads are stopped;
+2. follower controllers drop replicas they no longer follow (before anyone else touches
+   those logs);
+3. logs of replicas no longer held are closed (**the storage stays on disk**);
+4. logs of new replicas are opened (``data_dir/{topic}-{partition}``; the same replica
+   id reattaches the same directory);
+5. a leader controller starts per replica this SPU now leads (rebuilding producer state
+   from the log), and running ones take spec changes;
+6. replicas led elsewhere go to one follower controller per leader SPU (created on first
+   need, stopped when its last replica leaves), which learns the leader's private
+   endpoint from the SPU specs.
+
+Reconciliation runs under one lock, so controllers never overlap on a log. Leaders learn
+at once when a follower's SPU goes offline. A housekeeping task (``spu.housekeeping``)
+fsyncs the logs off the event loop, checkpoints high watermarks and applies retention.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from spark_stream.errors import (
+    FluvioError,
+    NotLeaderError,
+    UnknownPartitionError,
+    UnknownTopicError,
+)
+from spark_stream.models import Spu, SpuResolution, partition_name
+from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
+from spu._tasks import cancel_and_wait
+from spu.follower import FollowerController
+from spu.housekeeping import Housekeeper
+from spu.leader import LeaderController, monotonic_ms
+from spu.notify import Subscribers
+from spu.settings import SpuSettings
+from spu.storage import LogConfig, ReplicaLog, replica_dir
+
+__all__ = ["SpuDispatcher", "storage_config"]
+
+logger = logging.getLogger(__name__)
+
+
+def storage_config(replica: Replica, settings: SpuSettings) -> LogConfig:
+    """The storage settings of a replica: the topic's, else the engine defaults.
+
+    No inline flush policy: ``spu.housekeeping`` fsyncs off the event loop instead.
+    """
+    spec = replica.spec
+    values: dict[str, object] = {
+        "max_batch_bytes": settings.max_batch_bytes,
+        "flush_interval_ms": None,
+        "flush_bytes": None,
+    }
+    if spec.segment_size is not None:
+        values["segment_max_bytes"] = max(spec.segment_size, settings.max_batch_bytes)
+    if spec.retention_secs is not None:
+        values["retention_ms"] = spec.retention_secs * 1000
+    if spec.max_partition_size is not None:
+        values["retention_bytes"] = spec.max_partition_size
+    return LogConfig(**values)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class _Role:
+    leader: int | None  # None: no replica may lead now
+
+
+class SpuDispatcher:
+    """Dispatches the SC's specs to leader and follower controllers.
+
+    Args:
+        settings: this SPU's settings (id, data directory, lag and size limits).
+        on_status: called with a partition name when its leader's live status changed.
+        clock: monotonic milliseconds for the leader controllers.
+    """
+
+    def __init__(
+        self,
+        settings: SpuSettings,
+        *,
+        on_status: Callable[[str], None] | None = None,
+        clock: Callable[[], int] = monotonic_ms,
+    ) -> None:
+        self.settings = settings
+        self.spu_id = settings.id
+        self.on_status = on_status
+        self._clock = clock
+        self._spus: dict[int, Spu] = {}
+        self._replicas: dict[str, Replica] = {}
+        self._logs: dict[str, ReplicaLog] = {}
+        self._leaders: dict[str, LeaderController] = {}
+        self._followers: dict[int, FollowerController] = {}
+        self._roles = Subscribers()
+        self._lock = asyncio.Lock()
+        self._housekeeping: asyncio.Task[None] | None = None
+
+    # -- lookups ---------------------------------------------------------------------
+
+    def leader(self, name: str) -> LeaderController | None:
+        """The running leader controller of ``name``, if this SPU leads it."""
+        return self._leaders.get(name)
+
+    def leaders(self) -> list[LeaderController]:
+        """Every running leader controller."""
+        return list(self._leaders.values())
+
+    def follower(self, leader_id: int) -> FollowerController | None:
+        """The follower controller for replicas led by ``leader_id``."""
+        return self._followers.get(leader_id)
+
+    def log(self, name: str) -> ReplicaLog | None:
+        """The open log of replica ``name``, if this SPU holds it."""
+        return self._logs.get(name)
+
+    def replica(self, name: str) -> Replica | None:
+        """The replica entry held for ``name``."""
+        return self._replicas.get(name)
+
+    def lookup(self, topic: str, partition: int) -> LeaderController:
+        """The partition's leader controller here, or the typed reason there is none.
+
+        Raises:
+            NotLeaderError: this SPU holds the replica but does not lead it.
+            UnknownPartitionError: it holds other partitions of the topic, not this one.
+            UnknownTopicError: it holds no replica of the topic.
+        """
+        name = partition_name(topic, partition)
+        leader = self._leaders.get(name)
+        if leader is not None:
+            return leader
+        replica = self._replicas.get(name)
+        if replica is not None:
+            raise NotLeaderError(
+                f"SPU {self.spu_id} does not lead {name} (leader: {replica.leader})"
+            )
+        if any(r.topic == topic for r in self._replicas.values()):
+            raise UnknownPartitionError(f"SPU {self.spu_id} holds no replica of {name}")
+        raise UnknownTopicError(f"SPU {self.spu_id} holds no replica of topic {topic!r}")
+
+    def subscribe_roles(self, event: asyncio.Event) -> None:
+        """Set ``event`` whenever leader controllers start or stop."""
+        self._roles.add(event)
+
+    def unsubscribe_roles(self, event: asyncio.Event) -> None:
+        """Stop setting ``event``."""
+        self._roles.discard(event)
+
+    def is_online(self, spu_id: int) -> bool:
+        """Whether ``spu_id`` may be up: only an SPU the SC reports ``Offline`` is not."""
+        spu = self._spus.get(spu_id)
+        return spu is None or spu.status.resolution is not SpuResolution.OFFLINE
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start housekeeping (flush policy, retention)."""
+        keeper = Housekeeper(lambda: self._logs)
+        self._housekeeping = asyncio.get_running_loop().create_task(
+            keeper.run(), name="spu-housekeeping"
+        )
+
+    async def stop(self) -> None:
+        """Stop every controller and close every log."""
+        await cancel_and_wait(self._housekeeping)
+        async with self._lock:
+            for leader in list(self._leaders.values()):
+                await leader.stop()
+            self._leaders.clear()
+            for follower in list(self._followers.values()):
+                await follower.stop()
+            self._followers.clear()
+            self._roles.notify()
+            for name in list(self._logs):
+                self._close(name)
+
+    # -- SC pushes -------------------------------------------------------------------
+
+    async def apply_spus(self, update: UpdateSpus) -> None:
+        """Take an ``UpdateSpus`` push (endpoints and online status of every SPU)."""
+        spus = update.spu_objects()
+        async with self._lock:
+            before = {i for i in self._spus if self.is_online(i)}
+            if update.full:
+                self._spus = {}
+            for spu_id in update.deleted:
+                self._spus.pop(spu_id, None)
+            for spu in spus:
+                self._spus[spu.spu_id] = spu
+            online = {i for i in self._spus if self.is_online(i)}
+            if online != before:
+                logger.info("spus online=%s (was %s)", sorted(online), sorted(before))
+            for leader in self._leaders.values():
+                for follower in leader.followers:
+                    if not self.is_online(follower):
+                        leader.spu_offline(follower)
+            self._route_followers()
+
+    async def apply_replicas(self, update: UpdateReplicas) -> None:
+        """Take an ``UpdateReplicas`` push and reconcile the controllers with it."""
+        entries = update.replica_entries()
+        async with self._lock:
+            if update.full:
+                self._replicas = {r.name: r for r in entries}
+            else:
+                for name in update.deleted:
+                    self._replicas.pop(name, None)
+                for entry in entries:
+                    held = self._replicas.get(entry.name)
+                    if held is not None and entry.revision and entry.revision < held.revision:
+                        continue  # stale incremental entry
+                    self._replicas[entry.name] = entry
+            await self._reconcile()
+
+    async def set_replicas(self, replicas: Iterable[Replica]) -> None:
+        """Replace the whole replica view (what a full ``UpdateReplicas`` does)."""
+        await self.apply_replicas(UpdateReplicas.build(replicas, full=True))
+
+    # -- reconciliation --------------------------------------------------------------
+
+    def _role(self, replica: Replica) -> _Role | None:
+        if self.spu_id not in replica.replicas and replica.leader != self.spu_id:
+            return None
+        return _Role(replica.leader)
+
+    async def _reconcile(self) -> None:
+        desired = {name: role for name, r in self._replicas.items() if (role := self._role(r))}
+        me = self.spu_id
+        # 1. leaders that no longer lead
+        for name, leader in list(self._leaders.items()):
+            role = desired.get(name)
+            if role is None or role.leader != me:
+                await leader.stop()
+                del self._leaders[name]
+        # 2. followers drop replicas they no longer follow
+        follow: dict[int, dict[str, ReplicaLog]] = {}
+        for leader_id, controller in self._followers.items():
+            keep = {
+                name: log
+                for name, log in self._logs.items()
+                if name in controller.replicas
+                and (role := desired.get(name)) is not None
+                and role.leader == leader_id
+            }
+            await controller.set_replicas(keep)
+        # 3. close logs no longer held; 4. open new ones
+        for name in list(self._logs):
+            if name not in desired:
+                self._close(name)
+        for name in desired:
+            if name not in self._logs:
+                self._open(self._replicas[name])
+        # 5. leaders
+        for name, role in desired.items():
+            if role.leader != me or name not in self._logs:
+                continue
+            leader = self._leaders.get(name)
+            if leader is None:
+                leader = LeaderController(
+                    self._replicas[name],
+                    self._logs[name],
+                    spu_id=me,
+                    max_lag_ms=self.settings.replica_max_lag_ms,
+                    max_batch_bytes=self.settings.max_batch_bytes,
+                    is_online=self.is_online,
+                    on_status=self.on_status,
+                    clock=self._clock,
+                )
+                try:
+                    leader.start()
+                except Exception:  # one bad replica must not keep the others down
+                    logger.exception("cannot lead partition=%s", name)
+                    continue
+                self._leaders[name] = leader
+            else:
+                leader.update(self._replicas[name])
+        # 6. followers, grouped by leader SPU
+        for name, role in desired.items():
+            if role.leader is not None and role.leader != me and name in self._logs:
+                follow.setdefault(role.leader, {})[name] = self._logs[name]
+        for leader_id, logs in follow.items():
+            controller = self._followers.get(leader_id)
+            if controller is None and logs:
+                controller = FollowerController(
+                    me,
+                    leader_id,
+                    report_interval_s=min(max(self.settings.replica_max_lag_ms / 4000, 0.05), 1.0),
+                )
+                controller.start()
+                self._followers[leader_id] = controller
+            if controller is not None:
+                await controller.set_replicas(logs)
+        for leader_id in list(self._followers):
+            if not follow.get(leader_id):
+                await self._followers.pop(leader_id).stop()
+        self._route_followers()
+        self._roles.notify()
+
+    def _route_followers(self) -> None:
+        for leader_id, controller in self._followers.items():
+            spu = self._spus.get(leader_id)
+            if spu is not None:
+                endpoint = spu.spec.private_endpoint
+                controller.set_endpoint(endpoint.host, endpoint.port)
+
+    def _open(self, replica: Replica) -> None:
+        path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
+        try:
+            self._logs[replica.name] = ReplicaLog.open(path, storage_config(replica, self.settings))
+        except FluvioError as exc:
+            logger.error("cannot open replica partition=%s dir=%s: %s", replica.name, path, exc)
+            return
+        log = self._logs[replica.name]
+        logger.info(
+            "replica attached partition=%s dir=%s leo=%d hw=%d", replica.name, path, log.leo, log.hw
+        )
+
+    def _close(self, name: str) -> None:
+        log = self._logs.pop(name)
+        try:
+            log.close()
+        except FluvioError as exc:
+            logger.error("closing replica partition=%s failed: %s", name, exc)
+        logger.info("replica detached partition=%s (storage kept)", name)

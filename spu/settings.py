@@ -1,0 +1,36 @@
+"""A Streaming Processing Unit's settings.
+
+Defaults come from ``conf/spu.yaml``, overridden by ``FLUVIO_SPU_*`` variables (see
+``spark_stream.config`` for the precedence).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from spark_stream.config import ProcessSettings
+
+__all__ = ["SpuSettings"]
+
+
+class SpuSettings(ProcessSettings):
+    """Streaming Processing Unit settings (``conf/spu.yaml``, ``FLUVIO_SPU_*``)."""
+
+    yaml_file: ClassVar[str] = "spu.yaml"
+    model_config = SettingsConfigDict(
+        env_prefix="FLUVIO_SPU_", extra="forbid", env_nested_delimiter="__"
+    )
+
+    id: int = Field(0, ge=0, description="The SPU id registered in the SC.")
+    host: str = Field("127.0.0.1", description="Address both servers bind to.")
+    public_port: int = Field(9005, ge=0, le=65535, description="Producers and consumers.")
+    private_port: int = Field(9006, ge=0, le=65535, description="Replication from peers.")
+    sc_endpoint: str = Field("127.0.0.1:9004", description="The SC's private address.")
+    token: str = Field("fluvio-local", description="Shared secret presented to the SC.")
+    data_dir: str = Field(".fluvio/spu", description="Replica logs live below this.")
+    heartbeat_interval_s: float = Field(2.0, gt=0, description="LRS/heartbeat period.")
+    replica_max_lag_ms: int = Field(10_000, gt=0, description="Follower lag before eviction.")
+    max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")

@@ -1,0 +1,412 @@
+"""SC and SPU child processes for integration tests and tools, each stopped by its pid.
+
+``ScChild`` runs ``python -m sc`` (waits for its ready file), ``SpuChild`` runs
+``python -m spu`` (waits for its ``SPU_READY`` line) and ``ProcessCluster`` puts an SC
+and N custom SPUs together on loopback against a given Redis: it registers the SPUs
+with fixed free ports, starts them, waits until the SC sees them online, and offers the
+moves tests make: SIGKILL an SPU, start it again on the same ports and data directory,
+create a topic and wait for its leaders, open a client connection to an SPU.
+
+Children are ordinary (not detached) processes of the caller: every wait is bounded, a
+process that exits during start fails with the tail of its log, and ``close()`` kills
+whatever still runs, by pid, so a failing test leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Self
+
+from spark_stream.client.admin import AdminClient
+from spark_stream.errors import FluvioError, ServerStartError
+from spark_stream.local.redis_server import free_port
+from spark_stream.models import Partition
+from spark_stream.net.connection import Connection
+
+__all__ = ["ChildProcess", "ScChild", "SpuChild", "ProcessCluster", "HOST"]
+
+HOST = "127.0.0.1"
+_POLL = 0.05
+
+
+class ChildProcess:
+    """One child process with its output in a log file.
+
+    Args:
+        name: used in errors.
+        argv: the command.
+        log_path: stdout and stderr go here (appended, so restarts keep history).
+        env: variables added to this process's environment.
+    """
+
+    def __init__(
+        self, name: str, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self.env = dict(env or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log_start = 0
+
+    @property
+    def pid(self) -> int | None:
+        """The pid while the process runs."""
+        return self.proc.pid if self.alive else None  # type: ignore[union-attr]
+
+    @property
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def spawn(self) -> None:
+        """Start the process (no wait)."""
+        if self.alive:
+            raise ServerStartError(f"{self.name} is already running")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+            )
+
+    def log_text(self) -> str:
+        """What the current run wrote to its log."""
+        with contextlib.suppress(OSError), open(self.log_path, "rb") as f:
+            f.seek(self._log_start)
+            return f.read().decode(errors="replace")
+        return ""
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines of the current run's log."""
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    async def wait_for(self, check: Any, timeout: float, what: str) -> None:  # noqa: ASYNC109
+        """Poll ``check()`` until true; fail if the process exits or time runs out."""
+        deadline = time.monotonic() + timeout
+        while not check():
+            if not self.alive:
+                raise ServerStartError(
+                    f"{self.name} exited ({self._returncode()}) before {what}:\n{self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise ServerStartError(
+                    f"{self.name}: no {what} within {timeout}s:\n{self.log_tail()}"
+                )
+            await asyncio.sleep(_POLL)  # bounded poll of another process
+
+    def _returncode(self) -> int | None:
+        return self.proc.returncode if self.proc is not None else None
+
+    def kill(self, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
+        """Send ``sig`` by pid and reap the process (SIGKILL if it outlives ``timeout``)."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout)
+        self.proc = None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM (a clean stop), SIGKILL after ``timeout``."""
+        self.kill(signal.SIGTERM, timeout)
+
+
+class ScChild(ChildProcess):
+    """``python -m sc`` on loopback.
+
+    Args:
+        redis_url: the KV store.
+        workdir: ready file and log.
+        heartbeat_timeout_s: the SC's SPU heartbeat timeout.
+        ports: (public, private); 0 picks free ones (read them after ``start``).
+    """
+
+    def __init__(
+        self,
+        redis_url: str,
+        workdir: Path,
+        *,
+        heartbeat_timeout_s: float = 3.0,
+        ports: tuple[int, int] = (0, 0),
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.ready_path = workdir / "sc.ready.json"
+        super().__init__(
+            "sc",
+            [
+                sys.executable,
+                "-m",
+                "sc",
+                "--redis-url",
+                redis_url,
+                "--host",
+                HOST,
+                "--public-port",
+                str(ports[0]),
+                "--private-port",
+                str(ports[1]),
+                "--heartbeat-timeout",
+                str(heartbeat_timeout_s),
+                "--data-dir",
+                str(workdir / "managed"),
+                "--ready-file",
+                str(self.ready_path),
+            ],
+            workdir / "sc.log",
+        )
+        self.public_port = 0
+        self.private_port = 0
+
+    async def start(self, timeout: float = 30.0) -> Self:  # noqa: ASYNC109
+        """Start and wait until both servers listen."""
+        self.ready_path.unlink(missing_ok=True)
+        self.spawn()
+        await self.wait_for(self.ready_path.exists, timeout, "ready file")
+        info = json.loads(self.ready_path.read_text())
+        self.public_port, self.private_port = int(info["public_port"]), int(info["private_port"])
+        return self
+
+    def pin_ports(self) -> None:
+        """Make the next start bind the ports this run bound (SPUs know the old ones)."""
+        for flag, port in (
+            ("--public-port", self.public_port),
+            ("--private-port", self.private_port),
+        ):
+            self.argv[self.argv.index(flag) + 1] = str(port)
+
+
+class SpuChild(ChildProcess):
+    """``python -m spu`` on loopback with fixed ports and data directory.
+
+    Args:
+        spu_id: the SPU id (registered in the SC beforehand for a custom SPU).
+        sc_private_port: the SC's private port.
+        workdir: the SPU's data directory; its log is ``workdir/spu.log``.
+        ports: (public, private).
+        settings: more ``SpuSettings`` fields, e.g. ``{"replica_max_lag_ms": 2000}``.
+    """
+
+    def __init__(
+        self,
+        spu_id: int,
+        sc_private_port: int,
+        workdir: Path,
+        ports: tuple[int, int],
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        env = {
+            "FLUVIO_SPU_ID": str(spu_id),
+            "FLUVIO_SPU_HOST": HOST,
+            "FLUVIO_SPU_PUBLIC_PORT": str(ports[0]),
+            "FLUVIO_SPU_PRIVATE_PORT": str(ports[1]),
+            "FLUVIO_SPU_SC_ENDPOINT": f"{HOST}:{sc_private_port}",
+            "FLUVIO_SPU_DATA_DIR": str(workdir),
+        }
+        for key, value in (settings or {}).items():
+            env[f"FLUVIO_SPU_{key.upper()}"] = str(value)
+        super().__init__(f"spu-{spu_id}", [sys.executable, "-m", "spu"], workdir / "spu.log", env)
+        self.spu_id = spu_id
+        self.ports = ports
+        self.workdir = workdir
+
+    async def start(self, timeout: float = 30.0) -> Self:  # noqa: ASYNC109
+        """Start and wait until it printed its ready line (both servers listen)."""
+        self.spawn()
+        await self.wait_ready(timeout)
+        return self
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+        """Wait for the ``SPU_READY`` line of the current run."""
+        await self.wait_for(lambda: "SPU_READY" in self.log_text(), timeout, "SPU_READY line")
+
+
+class ProcessCluster:
+    """An SC and custom SPUs as child processes against the Redis at ``redis_url``.
+
+    Args:
+        redis_url: a running Redis (tests: the ``redis_url`` fixture).
+        workdir: logs and data of every process go below it.
+        spu_ids: the SPUs to register and run.
+        heartbeat_timeout_s: the SC's SPU heartbeat timeout.
+        spu_settings: ``SpuSettings`` fields for every SPU (``replica_max_lag_ms``...).
+    """
+
+    def __init__(
+        self,
+        redis_url: str,
+        workdir: Path,
+        spu_ids: Sequence[int],
+        *,
+        heartbeat_timeout_s: float = 3.0,
+        spu_settings: dict[str, Any] | None = None,
+    ) -> None:
+        self.redis_url = redis_url
+        self.workdir = workdir
+        self.sc = ScChild(redis_url, workdir / "sc", heartbeat_timeout_s=heartbeat_timeout_s)
+        self.spu_ids = list(spu_ids)
+        self.spu_settings = {"heartbeat_interval_s": 0.5, **(spu_settings or {})}
+        self.spus: dict[int, SpuChild] = {}
+        self.admin: AdminClient | None = None
+        self._conns: list[Connection] = []
+
+    async def start(self, timeout: float = 30.0) -> Self:  # noqa: ASYNC109
+        """Start the SC, register and start the SPUs, wait until all are online."""
+        await self.sc.start(timeout)
+        self.admin = await AdminClient(HOST, self.sc.public_port, timeout=10).connect()
+        for spu_id in self.spu_ids:
+            ports = (free_port(), free_port())
+            await self.admin.register_spu(
+                spu_id,
+                publicEndpoint={"port": ports[0], "ingress": [{"hostname": HOST}]},
+                privateEndpoint={"port": ports[1], "host": HOST},
+            )
+            self.spus[spu_id] = SpuChild(
+                spu_id,
+                self.sc.private_port,
+                self.workdir / f"spu-{spu_id}",
+                ports,
+                self.spu_settings,
+            )
+        for spu in self.spus.values():
+            spu.spawn()  # all at once: their start-up overlaps
+        for spu in self.spus.values():
+            await spu.wait_ready(timeout)
+        await self.wait_online(set(self.spu_ids), timeout)
+        return self
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close client connections, then stop every process."""
+        for conn in self._conns:
+            await conn.close()
+        self._conns.clear()
+        if self.admin is not None:
+            await self.admin.close()
+            self.admin = None
+        self.close()
+
+    def close(self) -> None:
+        """Stop every process by pid (SPUs first); safe to call again."""
+        for spu in self.spus.values():
+            spu.stop()
+        self.sc.stop()
+
+    # -- moves -----------------------------------------------------------------------
+
+    async def restart_sc(self, sig: int = signal.SIGKILL, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+        """Stop the SC with ``sig`` and start it again on the same ports and Redis."""
+        if self.admin is not None:
+            await self.admin.close()
+            self.admin = None
+        self.sc.kill(sig)
+        self.sc.pin_ports()
+        await self.sc.start(timeout)
+        self.admin = await AdminClient(HOST, self.sc.public_port, timeout=10).connect()
+
+    async def kill_spu(self, spu_id: int) -> None:
+        """SIGKILL SPU ``spu_id`` (a crash) and reap it."""
+        self.spus[spu_id].kill(signal.SIGKILL)
+
+    async def start_spu(self, spu_id: int, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+        """Start SPU ``spu_id`` again on its ports and data directory."""
+        await self.spus[spu_id].start(timeout)
+
+    async def connect(self, spu_id: int) -> Connection:
+        """A client connection to SPU ``spu_id``'s public port (closed by ``aclose``)."""
+        conn = await Connection.open(HOST, self.spus[spu_id].ports[0], name=f"spu-{spu_id}")
+        self._conns.append(conn)
+        return conn
+
+    async def wait_online(self, ids: set[int], timeout: float = 30.0) -> None:  # noqa: ASYNC109
+        """Wait until the SC lists exactly ``ids`` among the online SPUs."""
+        admin = self._admin()
+        deadline = time.monotonic() + timeout
+        while True:
+            online = {s.spu_id for s in await admin.list_spus() if s.status.is_online}
+            if ids <= online:
+                return
+            if time.monotonic() > deadline:
+                tails = "\n".join(
+                    f"{s.name}: {s.log_tail(5)}"
+                    for s in self.spus.values()
+                    if s.spu_id in ids - online
+                )
+                raise ServerStartError(f"SPUs {sorted(ids - online)} not online:\n{tails}")
+            await asyncio.sleep(_POLL)  # bounded poll of the SC's view
+
+    async def create_topic(self, name: str, timeout: float = 30.0, **spec: Any) -> None:  # noqa: ASYNC109
+        """Create a topic; wait until every partition is online and its leader reported."""
+        admin = self._admin()
+        await admin.create_topic(name, **spec)
+        count = spec.get("partitions", 1)
+        deadline = time.monotonic() + timeout
+        while True:
+            parts = await admin.list_partitions(name)
+            if len(parts) == count and all(_led(p) for p in parts):
+                return
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"topic {name} not online: {[p.status for p in parts]}")
+            await asyncio.sleep(_POLL)  # bounded poll of the SC's view
+
+    async def leader_of(
+        self,
+        partition: str,
+        *,
+        not_in: set[int] | None = None,
+        timeout: float = 30.0,  # noqa: ASYNC109
+    ) -> int:
+        """The partition's leader once online, reported, and not in ``not_in``."""
+        admin = self._admin()
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(FluvioError):
+                for part in await admin.list_partitions():
+                    if part.name == partition and _led(part):
+                        leader = part.status.leader
+                        assert leader is not None
+                        if leader not in (not_in or set()):
+                            return leader
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"no online leader of {partition} within {timeout}s")
+            await asyncio.sleep(_POLL)  # bounded poll of the SC's view
+
+    def _admin(self) -> AdminClient:
+        if self.admin is None:
+            raise ServerStartError("the cluster is not started")
+        return self.admin
+
+
+def _led(partition: Partition) -> bool:
+    """Online with a leader that has reported (its LEO is known)."""
+    status = partition.status
+    return (
+        status.resolution.value == "Online"
+        and status.leader is not None
+        and status.leo >= 0
+        and any(r.spu_id == status.leader for r in status.lrs)
+    )

@@ -1,0 +1,184 @@
+"""The dispatcher: SC pushes in, leader and follower controllers out, storage kept."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from spark_stream.config import load_settings
+from spark_stream.errors import NotLeaderError, UnknownPartitionError, UnknownTopicError
+from spark_stream.models import PartitionSpec, Spu, SpuResolution, SpuSpec, SpuStatus
+from spark_stream.protocol import Acks
+from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
+from spark_stream.records import encode_records
+from spu.dispatcher import SpuDispatcher, storage_config
+from spu.settings import SpuSettings
+
+T = TypeVar("T")
+ME = 1
+
+
+def run(body: Callable[[], Awaitable[T]]) -> T:
+    async def bounded() -> T:
+        async with asyncio.timeout(20):
+            return await body()
+
+    return asyncio.run(bounded())
+
+
+def rep(
+    name: str, leader: int | None, replicas: tuple[int, ...], revision: int = 1, **settings: object
+) -> Replica:
+    first = leader if leader is not None else replicas[0]
+    spec = PartitionSpec(initial_leader=first, replicas=replicas, **settings)  # type: ignore[arg-type]
+    return Replica(name, leader, spec, revision)
+
+
+def replica_dirs(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir())
+
+
+def manager(tmp_path: Path) -> SpuDispatcher:
+    settings = load_settings(SpuSettings, id=ME, data_dir=str(tmp_path), replica_max_lag_ms=1000)
+    return SpuDispatcher(settings)
+
+
+def test_controllers_follow_the_specs(tmp_path: Path) -> None:
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas(
+            [
+                rep("a-0", ME, (ME, 2)),
+                rep("b-0", 2, (2, ME)),
+                rep("c-0", 2, (2, ME, 3)),
+                rep("d-0", 3, (3, ME)),
+            ]
+        )
+        assert [c.name for c in m.leaders()] == ["a-0"]
+        two, three = m.follower(2), m.follower(3)
+        assert two is not None and two.replicas == ["b-0", "c-0"]  # one controller per leader
+        assert three is not None and three.replicas == ["d-0"]
+        assert replica_dirs(tmp_path) == ["a-0", "b-0", "c-0", "d-0"]
+
+        # b-0 moves to this SPU, d-0 is removed: the follower of 3 has nothing left.
+        await m.apply_replicas(
+            UpdateReplicas.build([rep("b-0", ME, (2, ME), revision=2)], full=False, deleted=["d-0"])
+        )
+        assert sorted(c.name for c in m.leaders()) == ["a-0", "b-0"]
+        assert two.replicas == ["c-0"] and m.follower(3) is None
+        assert (tmp_path / "d-0").is_dir() and m.log("d-0") is None  # storage kept
+
+        # A stale incremental entry (older revision) changes nothing.
+        await m.apply_replicas(
+            UpdateReplicas.build([rep("b-0", 2, (2, ME), revision=1)], full=False)
+        )
+        assert m.leader("b-0") is not None
+        await m.stop()
+
+    run(body)
+
+
+def test_removed_replica_keeps_its_storage_and_reattaches(tmp_path: Path) -> None:
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas([rep("a-0", ME, (ME,))])
+        leader = m.lookup("a", 0)
+        await leader.produce(
+            memoryview(encode_records(["x", "y"], producer_id=5, sequence=0)), Acks.ALL, 1000
+        )
+        await m.set_replicas([])
+        assert leader.stopped and m.leader("a-0") is None
+        with pytest.raises(NotLeaderError):
+            await leader.produce(memoryview(encode_records(["z"])), Acks.LEADER, 1000)
+        await m.set_replicas([rep("a-0", ME, (ME,), revision=3)])
+        again = m.lookup("a", 0)
+        assert again is not leader and again.leo == 2 and again.hw == 2
+        retry = await again.produce(
+            memoryview(encode_records(["x", "y"], producer_id=5, sequence=0)), Acks.ALL, 1000
+        )
+        assert retry.base_offset == 0 and again.leo == 2  # producer state rebuilt from the log
+        await m.stop()
+        assert again.stopped
+
+    run(body)
+
+
+def test_lookup_says_why_there_is_no_leader(tmp_path: Path) -> None:
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas([rep("a-0", 2, (2, ME)), rep("b-0", None, (2, ME))])
+        with pytest.raises(NotLeaderError, match="leader: 2"):
+            m.lookup("a", 0)
+        with pytest.raises(NotLeaderError, match="leader: None"):
+            m.lookup("b", 0)
+        assert m.follower(2) is not None and m.follower(2).replicas == ["a-0"]  # type: ignore[union-attr]
+        with pytest.raises(UnknownPartitionError):
+            m.lookup("a", 1)
+        with pytest.raises(UnknownTopicError):
+            m.lookup("zzz", 0)
+        await m.stop()
+
+    run(body)
+
+
+def test_storage_config_from_topic_settings(tmp_path: Path) -> None:
+    settings = load_settings(SpuSettings, id=ME, data_dir=str(tmp_path), max_batch_bytes=1024)
+    config = storage_config(
+        rep("a-0", ME, (ME,), retentionSecs=60, segmentSize=4096, maxPartitionSize=10_000),
+        settings,
+    )
+    assert (config.retention_ms, config.segment_max_bytes, config.retention_bytes) == (
+        60_000,
+        4096,
+        10_000,
+    )
+    assert config.max_batch_bytes == 1024
+    default = storage_config(rep("a-0", ME, (ME,)), settings)
+    assert default.retention_bytes is None and default.segment_max_bytes == 1 << 30
+
+
+def spu_with(spu_id: int, resolution: SpuResolution) -> Spu:
+    return Spu.new(f"spu-{spu_id}", SpuSpec(spu_id=spu_id), SpuStatus(resolution=resolution))
+
+
+def test_an_offline_push_evicts_the_follower_at_once_and_releases_acks_all(
+    tmp_path: Path,
+) -> None:
+    """The SC's ``UpdateSpus`` saying a follower's SPU is ``Offline`` shrinks the in-sync set
+    now: a waiting ``acks=all`` produce completes without waiting ``replica_max_lag_ms``."""
+
+    async def body() -> None:
+        settings = load_settings(
+            SpuSettings, id=ME, data_dir=str(tmp_path), replica_max_lag_ms=600_000
+        )  # the lag alone evicts nobody here
+        m = SpuDispatcher(settings)
+        await m.set_replicas([rep("a-0", ME, (ME, 2, 3), min_in_sync_replicas=2)])
+        leader = m.leader("a-0")
+        assert leader is not None and leader.in_sync == {ME, 2, 3}
+        appended = asyncio.Event()
+        leader.subscribe(appended)
+        waiting = asyncio.create_task(
+            leader.produce(memoryview(encode_records(["x"])), Acks.ALL, 60_000)
+        )
+        await asyncio.wait_for(appended.wait(), 5)  # appended; now it waits for the HW
+        assert leader.leo == 1
+        assert leader.follower_report(3, 1)  # SPU 3 caught up; SPU 2 is silent (dead)
+        assert leader.hw == 0 and not waiting.done()
+
+        await m.apply_spus(UpdateSpus.build([spu_with(2, SpuResolution.OFFLINE)], full=False))
+        assert leader.in_sync == {ME, 3}
+        reply = await asyncio.wait_for(waiting, 5)
+        assert (reply.base_offset, reply.hw) == (0, 1)
+
+        # Online again: SPU 2 rejoins once it reports caught up to the high watermark.
+        await m.apply_spus(UpdateSpus.build([spu_with(2, SpuResolution.ONLINE)], full=False))
+        assert leader.in_sync == {ME, 3}
+        assert leader.follower_report(2, 1)
+        assert leader.in_sync == {ME, 2, 3}
+        await m.stop()
+
+    run(body)
