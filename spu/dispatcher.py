@@ -3,23 +3,15 @@
 Theory of operation (seed ``002``, "Dispatch SPU/Partition"). The dispatcher holds the
 SPU specs and the replica entries the SC pushed (``UpdateSpus``, ``UpdateReplicas``: a
 full push replaces the view, an incremental one applies changes newer than the held
-revision) and, after each push, reconciles the running controllers with them:
+revision). After each replica push it reconciles the running controllers with the
+entries: a pure reducer (``spu.dispatch_plan``) turns the entries and a snapshot of the
+running roles into role changes, which this module runs. After each SPU push, leaders
+learn at once which follower SPUs went offline and follower controllers learn their
+leader's private endpoint.
 
-1. leader controllers of replicas this SPU no longer leads are stopped;
-2. follower controllers drop replicas they no longer follow (before anyone else touches
-   those logs);
-3. logs of replicas no longer held are closed (**the storage stays on disk**);
-4. logs of new replicas are opened (``data_dir/{topic}-{partition}``; the same replica
-   id reattaches the same directory);
-5. a leader controller starts per replica this SPU now leads (rebuilding producer state
-   from the log), and running ones take spec changes;
-6. replicas led elsewhere go to one follower controller per leader SPU (created on first
-   need, stopped when its last replica leaves), which learns the leader's private
-   endpoint from the SPU specs.
-
-Reconciliation runs under one lock, so controllers never overlap on a log. Leaders learn
-at once when a follower's SPU goes offline. A housekeeping task (``spu.housekeeping``)
-fsyncs the logs off the event loop, checkpoints high watermarks and applies retention.
+Reconciliation runs under one lock, so controllers never overlap on a log. A
+housekeeping task (``spu.housekeeping``) fsyncs the logs off the event loop, checkpoints
+high watermarks and applies retention.
 """
 
 from __future__ import annotations
@@ -27,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from spark_stream.errors import (
     FluvioError,
@@ -38,41 +29,36 @@ from spark_stream.errors import (
 from spark_stream.models import Spu, SpuResolution, partition_name
 from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
 from spu._tasks import cancel_and_wait
+from spu.dispatch_plan import (
+    Action,
+    CloseLog,
+    OpenLog,
+    Roles,
+    SetFollowed,
+    StartFollower,
+    StartLeader,
+    StopFollower,
+    StopLeader,
+    UpdateLeader,
+    plan_controllers,
+    plan_logs,
+    storage_config,
+)
 from spu.follower import FollowerController
 from spu.housekeeping import Housekeeper
 from spu.leader import LeaderController, monotonic_ms
 from spu.notify import Subscribers
 from spu.settings import SpuSettings
-from spu.storage import LogConfig, ReplicaLog, replica_dir
+from spu.storage import ReplicaLog, replica_dir
 
-__all__ = ["SpuDispatcher", "storage_config"]
+__all__ = ["SpuDispatcher"]
 
 logger = logging.getLogger(__name__)
 
 
-def storage_config(replica: Replica, settings: SpuSettings) -> LogConfig:
-    """The storage settings of a replica: the topic's, else the engine defaults.
-
-    No inline flush policy: ``spu.housekeeping`` fsyncs off the event loop instead.
-    """
-    spec = replica.spec
-    values: dict[str, object] = {
-        "max_batch_bytes": settings.max_batch_bytes,
-        "flush_interval_ms": None,
-        "flush_bytes": None,
-    }
-    if spec.segment_size is not None:
-        values["segment_max_bytes"] = max(spec.segment_size, settings.max_batch_bytes)
-    if spec.retention_secs is not None:
-        values["retention_ms"] = spec.retention_secs * 1000
-    if spec.max_partition_size is not None:
-        values["retention_bytes"] = spec.max_partition_size
-    return LogConfig(**values)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True, slots=True)
-class _Role:
-    leader: int | None  # None: no replica may lead now
+def _report_interval_s(max_lag_ms: int) -> float:
+    """A follower's idle LEO report period: well under the leader's max lag, 50 ms-1 s."""
+    return min(max(max_lag_ms / 4000, 0.05), 1.0)
 
 
 class SpuDispatcher:
@@ -227,83 +213,74 @@ class SpuDispatcher:
 
     # -- reconciliation --------------------------------------------------------------
 
-    def _role(self, replica: Replica) -> _Role | None:
-        if self.spu_id not in replica.replicas and replica.leader != self.spu_id:
-            return None
-        return _Role(replica.leader)
+    def _snapshot(self) -> Roles:
+        """What runs now, for the planner."""
+        return Roles(
+            leaders=tuple(self._leaders),
+            logs=tuple(self._logs),
+            followers={i: frozenset(c.replicas) for i, c in self._followers.items()},
+        )
 
     async def _reconcile(self) -> None:
-        desired = {name: role for name, r in self._replicas.items() if (role := self._role(r))}
-        me = self.spu_id
-        # 1. leaders that no longer lead
-        for name, leader in list(self._leaders.items()):
-            role = desired.get(name)
-            if role is None or role.leader != me:
-                await leader.stop()
+        """Plan and run the role changes in two halves (``spu.dispatch_plan``).
+
+        The controllers are planned on a fresh snapshot, so a log that failed to open
+        gets neither a leader nor a follower.
+        """
+        replicas = list(self._replicas.values())
+        for action in plan_logs(self.spu_id, replicas, self._snapshot()):
+            await self._run(action)
+        for action in plan_controllers(self.spu_id, replicas, self._snapshot()):
+            await self._run(action)
+        self._route_followers()
+        self._roles.notify()
+
+    async def _run(self, action: Action) -> None:
+        """Carry out one planned action (the plan only hands controllers open logs)."""
+        match action:
+            case StopLeader(name):
+                await self._leaders[name].stop()
                 del self._leaders[name]
-        # 2. followers drop replicas they no longer follow
-        follow: dict[int, dict[str, ReplicaLog]] = {}
-        for leader_id, controller in self._followers.items():
-            keep = {
-                name: log
-                for name, log in self._logs.items()
-                if name in controller.replicas
-                and (role := desired.get(name)) is not None
-                and role.leader == leader_id
-            }
-            await controller.set_replicas(keep)
-        # 3. close logs no longer held; 4. open new ones
-        for name in list(self._logs):
-            if name not in desired:
+            case SetFollowed(leader_id, names):
+                logs = {name: self._logs[name] for name in names}
+                await self._followers[leader_id].set_replicas(logs)
+            case CloseLog(name):
                 self._close(name)
-        for name in desired:
-            if name not in self._logs:
-                self._open(self._replicas[name])
-        # 5. leaders
-        for name, role in desired.items():
-            if role.leader != me or name not in self._logs:
-                continue
-            leader = self._leaders.get(name)
-            if leader is None:
-                leader = LeaderController(
-                    self._replicas[name],
-                    self._logs[name],
-                    spu_id=me,
-                    max_lag_ms=self.settings.replica_max_lag_ms,
-                    max_batch_bytes=self.settings.max_batch_bytes,
-                    is_online=self.is_online,
-                    on_status=self.on_status,
-                    clock=self._clock,
-                )
-                try:
-                    leader.start()
-                except Exception:  # one bad replica must not keep the others down
-                    logger.exception("cannot lead partition=%s", name)
-                    continue
-                self._leaders[name] = leader
-            else:
-                leader.update(self._replicas[name])
-        # 6. followers, grouped by leader SPU
-        for name, role in desired.items():
-            if role.leader is not None and role.leader != me and name in self._logs:
-                follow.setdefault(role.leader, {})[name] = self._logs[name]
-        for leader_id, logs in follow.items():
-            controller = self._followers.get(leader_id)
-            if controller is None and logs:
+            case OpenLog(replica):
+                self._open(replica)
+            case StartLeader(replica):
+                self._start_leader(replica)
+            case UpdateLeader(replica):
+                self._leaders[replica.name].update(replica)
+            case StartFollower(leader_id):
                 controller = FollowerController(
-                    me,
+                    self.spu_id,
                     leader_id,
-                    report_interval_s=min(max(self.settings.replica_max_lag_ms / 4000, 0.05), 1.0),
+                    report_interval_s=_report_interval_s(self.settings.replica_max_lag_ms),
                 )
                 controller.start()
                 self._followers[leader_id] = controller
-            if controller is not None:
-                await controller.set_replicas(logs)
-        for leader_id in list(self._followers):
-            if not follow.get(leader_id):
+            case StopFollower(leader_id):
                 await self._followers.pop(leader_id).stop()
-        self._route_followers()
-        self._roles.notify()
+
+    def _start_leader(self, replica: Replica) -> None:
+        """Start leading ``replica`` (producer state rebuilt from its log)."""
+        leader = LeaderController(
+            replica,
+            self._logs[replica.name],
+            spu_id=self.spu_id,
+            max_lag_ms=self.settings.replica_max_lag_ms,
+            max_batch_bytes=self.settings.max_batch_bytes,
+            is_online=self.is_online,
+            on_status=self.on_status,
+            clock=self._clock,
+        )
+        try:
+            leader.start()
+        except Exception:  # one bad replica must not keep the others down
+            logger.exception("cannot lead partition=%s", replica.name)
+            return
+        self._leaders[replica.name] = leader
 
     def _route_followers(self) -> None:
         for leader_id, controller in self._followers.items():
@@ -313,9 +290,11 @@ class SpuDispatcher:
                 controller.set_endpoint(endpoint.host, endpoint.port)
 
     def _open(self, replica: Replica) -> None:
+        """Open ``data_dir/{topic}-{partition}`` (the same replica id, the same data)."""
         path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
+        config = storage_config(replica.spec, max_batch_bytes=self.settings.max_batch_bytes)
         try:
-            self._logs[replica.name] = ReplicaLog.open(path, storage_config(replica, self.settings))
+            self._logs[replica.name] = ReplicaLog.open(path, config)
         except FluvioError as exc:
             logger.error("cannot open replica partition=%s dir=%s: %s", replica.name, path, exc)
             return
@@ -325,6 +304,7 @@ class SpuDispatcher:
         )
 
     def _close(self, name: str) -> None:
+        """Close the log of ``name``; the directory stays for a later reattach."""
         log = self._logs.pop(name)
         try:
             log.close()

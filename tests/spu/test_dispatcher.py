@@ -15,8 +15,9 @@ from spark_stream.models import PartitionSpec, Spu, SpuResolution, SpuSpec, SpuS
 from spark_stream.protocol import Acks
 from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
 from spark_stream.records import encode_records
-from spu.dispatcher import SpuDispatcher, storage_config
+from spu.dispatcher import SpuDispatcher
 from spu.settings import SpuSettings
+from spu.storage import ReplicaLog, replica_dir
 
 T = TypeVar("T")
 ME = 1
@@ -125,20 +126,34 @@ def test_lookup_says_why_there_is_no_leader(tmp_path: Path) -> None:
     run(body)
 
 
-def test_storage_config_from_topic_settings(tmp_path: Path) -> None:
-    settings = load_settings(SpuSettings, id=ME, data_dir=str(tmp_path), max_batch_bytes=1024)
-    config = storage_config(
-        rep("a-0", ME, (ME,), retentionSecs=60, segmentSize=4096, maxPartitionSize=10_000),
-        settings,
-    )
-    assert (config.retention_ms, config.segment_max_bytes, config.retention_bytes) == (
-        60_000,
-        4096,
-        10_000,
-    )
-    assert config.max_batch_bytes == 1024
-    default = storage_config(rep("a-0", ME, (ME,)), settings)
-    assert default.retention_bytes is None and default.segment_max_bytes == 1 << 30
+def test_one_log_that_cannot_open_keeps_the_others_up(tmp_path: Path) -> None:
+    """A replica whose log fails to open gets no controller; the other replicas run, and
+    it is retried on the next push."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas([rep("b-0", 2, (2, ME))])
+        assert m.follower(2) is not None
+        held = ReplicaLog.open(replica_dir(tmp_path, "a", 0))  # holds a-0's directory lock
+        held_c = ReplicaLog.open(replica_dir(tmp_path, "c", 0))
+        # b-0 leaves; a-0 (led here) and c-0 (led by 2) cannot open; d-0 can.
+        await m.set_replicas(
+            [rep("a-0", ME, (ME, 2)), rep("c-0", 2, (2, ME)), rep("d-0", ME, (ME,))]
+        )
+        assert m.log("a-0") is None and m.leader("a-0") is None
+        assert m.log("c-0") is None and m.follower(2) is None  # its last replica left
+        assert [c.name for c in m.leaders()] == ["d-0"]
+        held.close()
+        held_c.close()
+        await m.set_replicas(
+            [rep("a-0", ME, (ME, 2)), rep("c-0", 2, (2, ME)), rep("d-0", ME, (ME,))]
+        )
+        assert sorted(c.name for c in m.leaders()) == ["a-0", "d-0"]
+        follower = m.follower(2)
+        assert follower is not None and follower.replicas == ["c-0"]
+        await m.stop()
+
+    run(body)
 
 
 def spu_with(spu_id: int, resolution: SpuResolution) -> Spu:

@@ -1,0 +1,279 @@
+"""The dispatcher's reducer: replica specs and running roles in, role changes out.
+
+Theory of operation (seed ``002``: "Dispatch SPU/Partition", "Leader Controller",
+"Follower Controller"). This SPU **holds** a replica when it is one of the partition's
+replicas or leads it. From this SPU's id, the replica entries the SC pushed and a
+snapshot of what runs (``Roles``) the plan is, in this order:
+
+1. ``StopLeader``: leader controllers of replicas this SPU no longer leads;
+2. ``SetFollowed``: follower controllers drop the replicas they no longer follow, before
+   anyone else touches those logs;
+3. ``CloseLog``: logs of replicas no longer held (**the storage stays on disk**);
+4. ``OpenLog``: logs of newly held replicas (the same replica id reattaches its
+   directory);
+5. ``StartLeader`` per replica this SPU now leads, ``UpdateLeader`` (the spec) for each
+   running one;
+6. replicas led elsewhere go to one follower controller per leader SPU:
+   ``StartFollower`` on first need, then ``SetFollowed``; ``StopFollower`` once its last
+   replica left.
+
+A held replica with no leader (``leader=None``: none may lead now) keeps its log open and
+has no controller. Steps 1-4 (``plan_logs``) need only the snapshot; steps 5-6
+(``plan_controllers``) act on the logs that are open, so the dispatcher runs the first
+half, snapshots again and plans the second: a log that failed to open gets no
+controller. ``plan`` is both halves as if every log opens (``Roles.after`` applies a plan
+to a snapshot); applying it leaves nothing to do but ``UpdateLeader``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from spark_stream.models import TopicSettings
+from spark_stream.protocol.control import Replica
+from spu.storage import LogConfig
+
+__all__ = [
+    "Action",
+    "CloseLog",
+    "OpenLog",
+    "Roles",
+    "SetFollowed",
+    "StartFollower",
+    "StartLeader",
+    "StopFollower",
+    "StopLeader",
+    "UpdateLeader",
+    "plan",
+    "plan_controllers",
+    "plan_logs",
+    "storage_config",
+]
+
+
+# -- actions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StopLeader:
+    """Stop the leader controller of ``name`` (its log stays open)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetFollowed:
+    """Make the follower controller of ``leader_id`` follow exactly ``names``."""
+
+    leader_id: int
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CloseLog:
+    """Close the log of ``name``; its directory and data stay for a later reattach."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpenLog:
+    """Open (create or reattach) the log of ``replica``."""
+
+    replica: Replica
+
+
+@dataclass(frozen=True, slots=True)
+class StartLeader:
+    """Start a leader controller on the (open) log of ``replica``."""
+
+    replica: Replica
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateLeader:
+    """Hand the running leader controller of ``replica.name`` its current spec."""
+
+    replica: Replica
+
+
+@dataclass(frozen=True, slots=True)
+class StartFollower:
+    """Start the follower controller for replicas led by ``leader_id`` (following none)."""
+
+    leader_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopFollower:
+    """Stop the follower controller for replicas led by ``leader_id``."""
+
+    leader_id: int
+
+
+Action = (
+    StopLeader
+    | SetFollowed
+    | CloseLog
+    | OpenLog
+    | StartLeader
+    | UpdateLeader
+    | StartFollower
+    | StopFollower
+)
+
+
+# -- the snapshot ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Roles:
+    """What runs on this SPU now, in the dispatcher's order.
+
+    Attributes:
+        leaders: replicas with a running leader controller.
+        logs: replicas whose log is open.
+        followers: per leader SPU id with a follower controller, the replicas it follows.
+    """
+
+    leaders: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
+    followers: Mapping[int, frozenset[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        frozen = MappingProxyType({k: frozenset(v) for k, v in self.followers.items()})
+        object.__setattr__(self, "followers", frozen)
+
+    def after(self, actions: Iterable[Action]) -> Roles:
+        """The roles once ``actions`` ran, every one succeeding."""
+        leaders, logs = list(self.leaders), list(self.logs)
+        followers = dict(self.followers)
+        for action in actions:
+            match action:
+                case StopLeader(name):
+                    leaders.remove(name)
+                case SetFollowed(leader_id, names):
+                    followers[leader_id] = frozenset(names)
+                case CloseLog(name):
+                    logs.remove(name)
+                case OpenLog(replica):
+                    logs.append(replica.name)
+                case StartLeader(replica):
+                    leaders.append(replica.name)
+                case StartFollower(leader_id):
+                    followers[leader_id] = frozenset()
+                case StopFollower(leader_id):
+                    del followers[leader_id]
+                case UpdateLeader():
+                    pass
+        return Roles(tuple(leaders), tuple(logs), followers)
+
+
+# -- the plan ------------------------------------------------------------------------
+
+
+def _held(spu_id: int, replicas: Iterable[Replica]) -> dict[str, Replica]:
+    """The replicas this SPU holds, by name, in the push's order."""
+    return {r.name: r for r in replicas if spu_id in r.replicas or r.leader == spu_id}
+
+
+def plan_logs(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> list[Action]:
+    """Steps 1-4: controllers release what they lose, then logs close and open.
+
+    Args:
+        spu_id: this SPU.
+        replicas: the replica entries the SC pushed (any SPU's; those not held are ignored).
+        roles: what runs now.
+
+    Returns:
+        The actions in the order to run them.
+    """
+    held = _held(spu_id, replicas)
+    actions: list[Action] = []
+    for name in roles.leaders:
+        if name not in held or held[name].leader != spu_id:
+            actions.append(StopLeader(name))
+    for leader_id, followed in roles.followers.items():
+        keep = tuple(
+            name
+            for name in roles.logs
+            if name in followed and name in held and held[name].leader == leader_id
+        )
+        if frozenset(keep) != followed:
+            actions.append(SetFollowed(leader_id, keep))
+    actions += [CloseLog(name) for name in roles.logs if name not in held]
+    actions += [OpenLog(r) for name, r in held.items() if name not in roles.logs]
+    return actions
+
+
+def plan_controllers(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> list[Action]:
+    """Steps 5-6: leader and follower controllers for the held replicas with an open log.
+
+    Args:
+        spu_id: this SPU.
+        replicas: the replica entries the SC pushed.
+        roles: what runs once ``plan_logs`` ran (a log that failed to open is absent).
+
+    Returns:
+        The actions in the order to run them.
+    """
+    held = _held(spu_id, replicas)
+    opened = [r for name, r in held.items() if name in roles.logs]
+    actions: list[Action] = []
+    for replica in opened:
+        if replica.leader == spu_id:
+            known = replica.name in roles.leaders
+            actions.append(UpdateLeader(replica) if known else StartLeader(replica))
+    follow: dict[int, list[str]] = {}
+    for replica in opened:
+        if replica.leader is not None and replica.leader != spu_id:
+            follow.setdefault(replica.leader, []).append(replica.name)
+    for leader_id, names in follow.items():
+        followed = roles.followers.get(leader_id)
+        if followed is None:
+            actions.append(StartFollower(leader_id))
+        if frozenset(names) != followed:
+            actions.append(SetFollowed(leader_id, tuple(names)))
+    actions += [StopFollower(leader_id) for leader_id in roles.followers if leader_id not in follow]
+    return actions
+
+
+def plan(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> list[Action]:
+    """The whole reconciliation (steps 1-6) as if every log opens."""
+    entries = list(replicas)
+    first = plan_logs(spu_id, entries, roles)
+    return first + plan_controllers(spu_id, entries, roles.after(first))
+
+
+# -- storage settings ----------------------------------------------------------------
+
+_ENGINE_DEFAULTS = LogConfig()
+
+
+def storage_config(settings: TopicSettings, *, max_batch_bytes: int) -> LogConfig:
+    """The log settings of a replica: the topic's where it sets them, else the engine's.
+
+    No inline flush policy: ``spu.housekeeping`` fsyncs off the event loop instead. A
+    segment is never smaller than the largest batch the SPU accepts.
+
+    Args:
+        settings: the topic settings the partition spec carries.
+        max_batch_bytes: the largest produce batch this SPU accepts.
+    """
+    segment, retention = settings.segment_size, settings.retention_secs
+    return LogConfig(
+        segment_max_bytes=(
+            _ENGINE_DEFAULTS.segment_max_bytes if segment is None else max(segment, max_batch_bytes)
+        ),
+        retention_ms=_ENGINE_DEFAULTS.retention_ms if retention is None else retention * 1000,
+        retention_bytes=(
+            _ENGINE_DEFAULTS.retention_bytes
+            if settings.max_partition_size is None
+            else settings.max_partition_size
+        ),
+        flush_bytes=None,
+        flush_interval_ms=None,
+        max_batch_bytes=max_batch_bytes,
+    )
