@@ -1,7 +1,8 @@
 """The Streaming Processing Unit: replica storage and the data plane (seed ``002``).
 
 ``python -m spu`` runs one (``spu.app.SpuApp``). Modules: ``storage/`` (the replica log
-engine), ``replicas`` (the dispatcher: SC specs to controllers), ``leader`` and
+engine), ``dispatcher`` (SC specs to controllers) with its pure planner
+``dispatch_plan``, ``settings``, ``leader`` and
 ``follower`` (the controllers), ``follower_session`` (the leader's side of replication),
 ``producers`` (idempotent producer state), ``replication`` (ISR and high-watermark
 math), ``public_api`` / ``private_api`` (one handler per api), ``private_messages``
