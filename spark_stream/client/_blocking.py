@@ -11,12 +11,13 @@ loop. Its methods are derived from the async class, never restated::
 
 ``blocking`` runs the coroutine on the loop and returns its result, ``blocking_facade``
 hands the result to a facade of its own, ``blocking_stream`` turns an async iterator into
-a blocking ``SyncStream``. The type checker infers each method's parameters and result
-from the async method (``ParamSpec``), and ``functools.wraps`` carries its docstring and
-``__wrapped__`` (so ``help`` and ``inspect.signature`` show the async method's). A method
-that does more than forward (it works in the calling thread, takes a timeout, or closes)
-is written out; when its parameters are an async method's it borrows them with
-``same_signature``.
+a blocking ``SyncStream`` (``blocking_stream_via``: read as batches, each exploded in the
+calling thread, so the thread is crossed once per batch rather than per record). The
+type checker infers each method's parameters and result from the async method
+(``ParamSpec``), and ``functools.wraps`` carries its docstring and ``__wrapped__`` (so
+``help`` and ``inspect.signature`` show the async method's). A method that does more
+than forward (it works in the calling thread, takes a timeout, or closes) is written out;
+when its parameters are an async method's it borrows them with ``same_signature``.
 """
 
 from __future__ import annotations
