@@ -108,11 +108,12 @@ class AsyncTopicProducer:
         self,
         key: bytes | str | None,
         value: bytes | str,
+        *,
         timestamp_us: int | None = None,
         headers: list[tuple[str, bytes]] | None = None,
         partition: int | None = None,
     ) -> DeliveryFuture:
-        """Partition and append one record without waiting (see ``send``)."""
+        """Partition and append one record without waiting (the arguments of ``send``)."""
         key_b = None if key is None else to_bytes(key, "key")
         value_b = to_bytes(value, "value")
         count = self.num_partitions()
@@ -136,7 +137,7 @@ class AsyncTopicProducer:
         partition: int | None = None,
         partition_column: str | None = None,
     ) -> list[PlannedFrame]:
-        """Route and cut Arrow data into reserved frames, in order (see ``send_batch``)."""
+        """Route and cut Arrow data into reserved frames, in order (arguments of ``send_batch``)."""
         count = self.num_partitions()
         now = time.time_ns() // 1000
         cfg = self.config
@@ -214,7 +215,9 @@ class AsyncTopicProducer:
         """
         if not self.accumulator.has_space():
             await self._sender.wait_for_space(self.config.delivery_timeout_ms / 1000.0)
-        return self.append_record(key, value, timestamp_us, headers, partition)
+        return self.append_record(
+            key, value, timestamp_us=timestamp_us, headers=headers, partition=partition
+        )
 
     async def send_batch(
         self,

@@ -76,3 +76,22 @@ def test_topic_partitions_and_admin(fluvio: Fluvio) -> None:
     admin.delete_topic(topic)
     with pytest.raises(UnknownTopicError):
         admin.describe_topic(topic)
+
+
+def test_admin_stream_and_producer_facades(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, partitions=1)
+    admin = fluvio.admin()
+    with admin.watch_metadata() as updates:
+        first = next(updates)
+        assert first.full and topic in [t.name for t in first.objects()[1]]
+    producer = fluvio.topic_producer(topic, acks="all", linger_ms=0)
+    assert producer.topic == topic and fluvio.partition_consumer(topic, 0).partition == 0
+    metadata = producer.send("k", "v", partition=0).result(10)
+    assert (metadata.partition, metadata.offset) == (0, 0)
+    with pytest.raises(TypeError):
+        producer.send(b"k", b"v", 0)  # type: ignore[call-arg]  # partition is keyword-only
+    producer.flush(10)
+    offsets = fluvio.fetch_offsets(topic, 0)
+    assert (offsets.hw, offsets.leo) == (1, 1)
+    records = fluvio.consumer(topic).stream(Offset.beginning(), stop_at_end=True)
+    assert [(r.key, r.value) for r in records] == [(b"k", b"v")]

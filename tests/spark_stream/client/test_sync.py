@@ -1,46 +1,74 @@
-"""The blocking face's loop thread: closing it never leaves a caller waiting."""
+"""The blocking facades: each async method has a blocking twin with its signature and doc."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
+import inspect
 
 import pytest
 
-from spark_stream.client.sync import LoopThread
-from spark_stream.errors import ClientClosedError
+from spark_stream.client import (
+    AsyncConsumer,
+    AsyncPartitionConsumer,
+    AsyncTopicProducer,
+    Consumer,
+    Fluvio,
+    FluvioAsync,
+    PartitionConsumer,
+    SyncAdmin,
+    TopicProducer,
+)
+from spark_stream.client.admin import AdminClient
+
+FACADES: list[tuple[type, type]] = [
+    (Fluvio, FluvioAsync),
+    (SyncAdmin, AdminClient),
+    (TopicProducer, AsyncTopicProducer),
+    (PartitionConsumer, AsyncPartitionConsumer),
+    (Consumer, AsyncConsumer),
+]
+
+#: Async methods without a blocking twin (a step of ``stream``, never needed blocking).
+NO_TWIN = {(PartitionConsumer, "resolve")}
+
+#: Blocking methods that take a ``timeout`` of their own, as a blocking caller needs one.
+OWN_PARAMETERS = {(TopicProducer, "flush"), (TopicProducer, "close")}
 
 
-def test_stop_releases_a_thread_blocked_on_the_loop() -> None:
-    runner = LoopThread("test-loop")
-    started = threading.Event()
-    outcome: list[BaseException] = []
-
-    async def forever() -> None:
-        started.set()
-        await asyncio.Event().wait()
-
-    def blocked_caller() -> None:
-        try:
-            runner.run(forever())
-        except BaseException as exc:  # handed to the test thread
-            outcome.append(exc)
-
-    caller = threading.Thread(target=blocked_caller, daemon=True)
-    caller.start()
-    assert started.wait(10)
-    runner.stop()
-    caller.join(10)
-    assert not caller.is_alive(), "a caller blocked in run() outlived the loop"
-    assert len(outcome) == 1 and isinstance(outcome[0], ClientClosedError)
+def async_methods(cls: type) -> list[str]:
+    """The public coroutine and async generator methods of ``cls``."""
+    return [
+        name
+        for name, member in inspect.getmembers(cls)
+        if not name.startswith("_")
+        and (inspect.iscoroutinefunction(member) or inspect.isasyncgenfunction(member))
+    ]
 
 
-def test_run_after_stop_is_a_typed_error() -> None:
-    runner = LoopThread("test-loop")
-    runner.stop()
+@pytest.mark.parametrize(("facade", "core"), FACADES, ids=lambda c: c.__name__)
+def test_every_async_method_has_a_blocking_twin(facade: type, core: type) -> None:
+    names = async_methods(core)
+    assert names, f"{core.__name__} has no async methods: the test reads the wrong class"
+    for name in names:
+        if (facade, name) in NO_TWIN:
+            assert not hasattr(facade, name)
+            continue
+        twin = getattr(facade, name, None)
+        assert twin is not None, f"{facade.__name__}.{name} is missing"
+        assert not inspect.iscoroutinefunction(twin) and not inspect.isasyncgenfunction(twin)
+        assert twin.__doc__, f"{facade.__name__}.{name} has no docstring"
+        if (facade, name) in OWN_PARAMETERS:
+            continue
+        ours = inspect.signature(twin).parameters
+        theirs = inspect.signature(getattr(core, name)).parameters
+        assert ours == theirs, f"{facade.__name__}.{name} takes other arguments than the core"
 
-    async def nothing() -> int:
-        return 1
 
-    with pytest.raises(ClientClosedError):
-        runner.run(nothing())
+@pytest.mark.parametrize(
+    ("public", "thread_safe"), [("send", "append_record"), ("send_batch", "plan_batch")]
+)
+def test_the_producer_forwards_its_arguments_to_a_twin_that_takes_them(
+    public: str, thread_safe: str
+) -> None:
+    # TopicProducer's send and send_batch pass their arguments on as they are.
+    ours = inspect.signature(getattr(AsyncTopicProducer, thread_safe)).parameters
+    assert ours == inspect.signature(getattr(AsyncTopicProducer, public)).parameters
