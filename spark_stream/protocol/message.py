@@ -22,7 +22,7 @@ from spark_stream.errors import (
     UnsupportedVersionError,
     error_for_code,
 )
-from spark_stream.protocol._fields import TAIL_FIELD, field_specs, meta_kwargs, to_wire
+from spark_stream.protocol._fields import TAIL_FIELD, meta_fields, to_wire
 from spark_stream.protocol.api import api_name
 from spark_stream.protocol.frame import Buffer, Tail
 
@@ -60,7 +60,7 @@ class Message:
 
     def to_meta(self) -> dict[str, Any]:
         """The control fields as a msgpack-able dict (enums by value)."""
-        return {spec.name: to_wire(getattr(self, spec.name)) for spec in field_specs(type(self))}
+        return {name: to_wire(getattr(self, name)) for name in meta_fields(type(self)).names}
 
     def tail_parts(self) -> Tail:
         """The raw tail to send after the meta (empty unless the class has ``tail``)."""
@@ -73,8 +73,9 @@ class Message:
         Raises:
             InvalidRequestError: a field is missing, of the wrong type, or out of range.
         """
-        kwargs = meta_kwargs(cls, meta)
-        if any(f.name == TAIL_FIELD for f in dataclasses.fields(cls)):  # type: ignore[arg-type]
+        fields = meta_fields(cls)
+        kwargs = fields.kwargs(meta)
+        if fields.has_tail:
             kwargs[TAIL_FIELD] = tail
         return cls(**kwargs)
 
@@ -99,7 +100,7 @@ def message(api_key: int, role: Role, version: int = 0) -> Callable[[M], M]:
         cls.API_KEY = int(api_key)
         cls.ROLE = role
         cls.VERSION = version
-        field_specs(cls)  # fail at import on an unsupported annotation
+        meta_fields(cls)  # an unsupported annotation fails here, at definition
         _REGISTRY[key] = cls
         return cls
 

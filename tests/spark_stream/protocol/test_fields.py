@@ -7,14 +7,14 @@ bytearray for bytes, no tuple for a list), ints widened to floats, enums by valu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
 
 import pytest
 
 from spark_stream.errors import InvalidRequestError
-from spark_stream.protocol import Message
+from spark_stream.protocol import Message, Role, message, message_type
 
 
 class Kind(IntEnum):
@@ -39,6 +39,7 @@ class Sample(Message):
     kind: Kind = Kind.A
     mode: Mode = Mode.X
     maybe: int | None = None
+    maybe_kind: Kind | None = None
     names: list[str] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)
     anything: Any = None
@@ -70,6 +71,8 @@ class Required(Message):
         ("mode", "y", Mode.Y),
         ("maybe", None, None),
         ("maybe", 3, 3),
+        ("maybe_kind", -1, Kind.B),
+        ("maybe_kind", None, None),
         ("names", ["a", "b"], ["a", "b"]),
         ("labels", {"x": 1}, {"x": 1}),
         ("anything", {"deep": [1, "two", None]}, {"deep": [1, "two", None]}),
@@ -102,7 +105,8 @@ def test_any_passes_the_value_through_untouched() -> None:
         ("kind", "1", r"^Sample\.kind: '1' is not one of 1, -1$"),
         ("mode", "z", r"^Sample\.mode: 'z' is not one of 'x', 'y'$"),
         ("mode", b"x", r"^Sample\.mode: b'x' is not one of 'x', 'y'$"),
-        ("maybe", "3", r"^Sample\.maybe: "),
+        ("maybe", "3", r"^Sample\.maybe: expected an integer, got str '3'$"),
+        ("maybe_kind", 5, r"^Sample\.maybe_kind: 5 is not one of 1, -1$"),
         ("names", ("a",), r"^Sample\.names: expected a list, got tuple"),
         ("names", ["a", 3], r"^Sample\.names\[1\]: expected a string, got int 3$"),
         ("labels", [], r"^Sample\.labels: expected a map, got list \[\]$"),
@@ -148,3 +152,15 @@ def test_to_meta_sends_enums_by_value_and_sequences_as_lists() -> None:
     assert meta["names"] == ["a"] and type(meta["names"]) is list
     assert "tail" not in meta
     assert Sample.from_meta(meta) == Sample(kind=Kind.B, mode=Mode.Y, names=["a"], labels={"k": 2})
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [tuple[int, int], set[str], memoryview, list, dict[int, str], int | str, object],
+    ids=repr,
+)
+def test_an_unsupported_annotation_fails_at_definition(annotation: Any) -> None:
+    cls = make_dataclass("Bad", [("x", annotation)], bases=(Message,), frozen=True)
+    with pytest.raises(TypeError, match=r"Bad\.x: unsupported annotation"):
+        message(4997, Role.REQUEST)(cls)
+    assert message_type(4997, Role.REQUEST) is None
