@@ -11,7 +11,7 @@ to dicts as meta directly; ``Payload`` is the generic "meta + tail" form.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Self, TypeVar
@@ -24,7 +24,7 @@ from spark_stream.errors import (
 )
 from spark_stream.protocol._fields import TAIL_FIELD, meta_fields, to_wire
 from spark_stream.protocol.api import api_name
-from spark_stream.protocol.frame import Buffer, Tail
+from spark_stream.protocol.frame import Buffer, Tail, tail_length
 
 __all__ = [
     "Role",
@@ -182,6 +182,5 @@ class Push(Payload):
 
 def check_tail_present(tail: Tail, what: str) -> None:
     """Raise ``InvalidRequestError`` when a message that needs a tail has none."""
-    parts: Sequence[Buffer] = [tail] if isinstance(tail, bytes | bytearray | memoryview) else tail
-    if not any(memoryview(part).nbytes for part in parts):
+    if tail_length(tail) == 0:
         raise InvalidRequestError(f"{what} carries no batch frames")
