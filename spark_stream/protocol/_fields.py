@@ -35,7 +35,9 @@ __all__ = ["TAIL_FIELD", "MetaFields", "meta_fields", "to_wire"]
 TAIL_FIELD = "tail"
 
 _SCALARS = (int, float, str, bool, bytes)
-_STRICT = ConfigDict(strict=True)
+# The validator is built when a class's first meta arrives, so a process pays only for the
+# messages it decodes; ``_wire_type`` has already refused what pydantic could not build.
+_STRICT = ConfigDict(strict=True, defer_build=True)
 _EXPECTED = {
     "int_type": "an integer",
     "float_type": "a number",
