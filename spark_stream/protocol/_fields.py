@@ -94,6 +94,8 @@ def meta_fields(cls: type) -> MetaFields:
 
 
 def _build(cls: type) -> MetaFields:
+    """The ``MetaFields`` of ``cls``: a ``TypedDict`` of its meta fields, required where the
+    dataclass has no default."""
     hints = typing.get_type_hints(cls)
     fields = [f for f in dataclasses.fields(cls) if f.name != TAIL_FIELD]
     schema: dict[str, Any] = {}
