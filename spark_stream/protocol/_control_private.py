@@ -1,7 +1,8 @@
 """SC private messages (port 9004): the SPU <-> SC conversation.
 
-See ``spark_stream.protocol.control`` for the theory of operation and ``docs/protocol.md``
-("SC private messages") for the layouts. Also holds the helpers the public messages share.
+Import them from ``spark_stream.protocol.control``, which lists the public names once and
+holds the theory of operation; ``docs/protocol.md`` ("SC private messages") has the layouts.
+Also holds the helpers the public messages share.
 """
 
 from __future__ import annotations
@@ -22,21 +23,9 @@ from spark_stream.models import (
     Spu,
     parse_partition_name,
 )
+from spark_stream.protocol._fields import meta_fields
 from spark_stream.protocol.api import ApiKey
 from spark_stream.protocol.message import Message, Role, message
-
-__all__ = [
-    "Replica",
-    "LrsStatus",
-    "SpuConnectRequest",
-    "SpuConnectAccepted",
-    "UpdateSpus",
-    "UpdateReplicas",
-    "UpdateLrsRequest",
-    "UpdateLrsResponse",
-    "HeartbeatRequest",
-    "HeartbeatResponse",
-]
 
 
 def _check_spu_id(owner: str, spu_id: int) -> None:
@@ -60,7 +49,7 @@ class _PlainMeta(Message):
     __slots__ = ()
 
     def to_meta(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in meta_fields(type(self)).names}
 
 
 # -- private api: shared entries -----------------------------------------------------

@@ -1,7 +1,7 @@
 """SC public messages (port 9003): topics, partitions, SPUs, SPU groups, metadata watch.
 
-See ``spark_stream.protocol.control`` for the theory of operation and ``docs/protocol.md``
-("SC public messages") for the layouts.
+Import them from ``spark_stream.protocol.control``, which lists the public names once and
+holds the theory of operation; ``docs/protocol.md`` ("SC public messages") has the layouts.
 """
 
 from __future__ import annotations
@@ -15,45 +15,23 @@ from spark_stream.protocol._control_private import _PlainMeta, _wire_error
 from spark_stream.protocol.api import ApiKey
 from spark_stream.protocol.message import Message, Role, message
 
-__all__ = [
-    "CreateTopicRequest",
-    "CreateTopicResponse",
-    "DeleteTopicRequest",
-    "DeleteTopicResponse",
-    "ListTopicsRequest",
-    "ListTopicsResponse",
-    "DescribeTopicRequest",
-    "DescribeTopicResponse",
-    "ListPartitionsRequest",
-    "ListPartitionsResponse",
-    "RegisterSpuRequest",
-    "RegisterSpuResponse",
-    "UnregisterSpuRequest",
-    "UnregisterSpuResponse",
-    "ListSpusRequest",
-    "ListSpusResponse",
-    "CreateSpuGroupRequest",
-    "CreateSpuGroupResponse",
-    "DeleteSpuGroupRequest",
-    "DeleteSpuGroupResponse",
-    "ListSpuGroupsRequest",
-    "ListSpuGroupsResponse",
-    "WatchMetadataRequest",
-    "MetadataUpdate",
-]
-
-
 # -- public api ------------------------------------------------------------------------
 
 
-def _check_name(owner: str, name: str) -> None:
-    if not name:
-        raise InvalidRequestError(f"{owner}.name must not be empty")
+class _NamedRequest(Message):
+    """A request about one named object, whose name must not be empty."""
+
+    __slots__ = ()
+    name: str
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise InvalidRequestError(f"{type(self).__name__}.name must not be empty")
 
 
 @message(ApiKey.CREATE_TOPIC, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
-class CreateTopicRequest(Message):
+class CreateTopicRequest(_NamedRequest):
     """Create a topic.
 
     Attributes:
@@ -66,9 +44,6 @@ class CreateTopicRequest(Message):
     name: str
     spec: dict[str, Any]
     dry_run: bool = False
-
-    def __post_init__(self) -> None:
-        _check_name("CreateTopicRequest", self.name)
 
     def topic(self) -> Topic:
         """The topic object to store (status ``Init``).
@@ -89,13 +64,10 @@ class CreateTopicResponse(Message):
 
 @message(ApiKey.DELETE_TOPIC, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
-class DeleteTopicRequest(Message):
+class DeleteTopicRequest(_NamedRequest):
     """Delete a topic and its partitions (SPUs keep the replicas' storage)."""
 
     name: str
-
-    def __post_init__(self) -> None:
-        _check_name("DeleteTopicRequest", self.name)
 
 
 @message(ApiKey.DELETE_TOPIC, Role.RESPONSE)
@@ -125,13 +97,10 @@ class ListTopicsResponse(_PlainMeta):
 
 @message(ApiKey.DESCRIBE_TOPIC, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
-class DescribeTopicRequest(Message):
+class DescribeTopicRequest(_NamedRequest):
     """One topic with its partitions."""
 
     name: str
-
-    def __post_init__(self) -> None:
-        _check_name("DescribeTopicRequest", self.name)
 
 
 @message(ApiKey.DESCRIBE_TOPIC, Role.RESPONSE)
@@ -221,7 +190,7 @@ class ListSpusResponse(_PlainMeta):
 
 @message(ApiKey.CREATE_SPU_GROUP, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
-class CreateSpuGroupRequest(Message):
+class CreateSpuGroupRequest(_NamedRequest):
     """Create an SPU group, or with ``update`` change an existing one (e.g. scale).
 
     Attributes:
@@ -234,9 +203,6 @@ class CreateSpuGroupRequest(Message):
     name: str
     spec: dict[str, Any]
     update: bool = False
-
-    def __post_init__(self) -> None:
-        _check_name("CreateSpuGroupRequest", self.name)
 
     def group(self) -> SpuGroup:
         """The group object (status ``Init``).
@@ -257,13 +223,10 @@ class CreateSpuGroupResponse(Message):
 
 @message(ApiKey.DELETE_SPU_GROUP, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
-class DeleteSpuGroupRequest(Message):
+class DeleteSpuGroupRequest(_NamedRequest):
     """Delete an SPU group; its managed SPUs are terminated and removed."""
 
     name: str
-
-    def __post_init__(self) -> None:
-        _check_name("DeleteSpuGroupRequest", self.name)
 
 
 @message(ApiKey.DELETE_SPU_GROUP, Role.RESPONSE)

@@ -11,7 +11,7 @@ to dicts as meta directly; ``Payload`` is the generic "meta + tail" form.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Self, TypeVar
@@ -22,9 +22,9 @@ from spark_stream.errors import (
     UnsupportedVersionError,
     error_for_code,
 )
-from spark_stream.protocol._fields import TAIL_FIELD, field_specs, meta_kwargs, to_wire
+from spark_stream.protocol._fields import TAIL_FIELD, meta_fields, to_wire
 from spark_stream.protocol.api import api_name
-from spark_stream.protocol.frame import Buffer, Tail
+from spark_stream.protocol.frame import Buffer, Tail, tail_length
 
 __all__ = [
     "Role",
@@ -60,7 +60,7 @@ class Message:
 
     def to_meta(self) -> dict[str, Any]:
         """The control fields as a msgpack-able dict (enums by value)."""
-        return {spec.name: to_wire(getattr(self, spec.name)) for spec in field_specs(type(self))}
+        return {name: to_wire(getattr(self, name)) for name in meta_fields(type(self)).names}
 
     def tail_parts(self) -> Tail:
         """The raw tail to send after the meta (empty unless the class has ``tail``)."""
@@ -73,8 +73,9 @@ class Message:
         Raises:
             InvalidRequestError: a field is missing, of the wrong type, or out of range.
         """
-        kwargs = meta_kwargs(cls, meta)
-        if any(f.name == TAIL_FIELD for f in dataclasses.fields(cls)):  # type: ignore[arg-type]
+        fields = meta_fields(cls)
+        kwargs = fields.kwargs(meta)
+        if fields.has_tail:
             kwargs[TAIL_FIELD] = tail
         return cls(**kwargs)
 
@@ -99,7 +100,7 @@ def message(api_key: int, role: Role, version: int = 0) -> Callable[[M], M]:
         cls.API_KEY = int(api_key)
         cls.ROLE = role
         cls.VERSION = version
-        field_specs(cls)  # fail at import on an unsupported annotation
+        meta_fields(cls)  # an unsupported annotation fails here, at definition
         _REGISTRY[key] = cls
         return cls
 
@@ -181,6 +182,5 @@ class Push(Payload):
 
 def check_tail_present(tail: Tail, what: str) -> None:
     """Raise ``InvalidRequestError`` when a message that needs a tail has none."""
-    parts: Sequence[Buffer] = [tail] if isinstance(tail, bytes | bytearray | memoryview) else tail
-    if not any(memoryview(part).nbytes for part in parts):
+    if tail_length(tail) == 0:
         raise InvalidRequestError(f"{what} carries no batch frames")

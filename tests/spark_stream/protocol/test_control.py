@@ -177,6 +177,23 @@ def test_create_topic_reports_the_bad_field() -> None:
     assert c.CreateTopicRequest("t", {"partitions": 3}).topic().spec.partitions == 3
 
 
+@pytest.mark.parametrize(
+    ("cls", "meta"),
+    [
+        (c.CreateTopicRequest, {"spec": {}}),
+        (c.DeleteTopicRequest, {}),
+        (c.DescribeTopicRequest, {}),
+        (c.CreateSpuGroupRequest, {"spec": {}}),
+        (c.DeleteSpuGroupRequest, {}),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_requests_naming_an_object_refuse_an_empty_name(cls: type[Message], meta: dict) -> None:
+    with pytest.raises(InvalidRequestError, match=rf"^{cls.__name__}\.name must not be empty$"):
+        cls.from_meta({"name": "", **meta})
+    assert cls.from_meta({"name": "x", **meta}).to_meta()["name"] == "x"
+
+
 def test_requests_with_contradictory_fields_are_refused() -> None:
     with pytest.raises(InvalidRequestError):
         c.UnregisterSpuRequest()

@@ -103,6 +103,9 @@ def test_bad_produce_meta_is_invalid_request(meta: dict, match: str) -> None:
 def test_produce_without_frames_is_invalid() -> None:
     with pytest.raises(InvalidRequestError, match="no batch frames"):
         ProduceRequest.from_meta({"topic": "t", "partition": 0}, memoryview(b""))
+    with pytest.raises(InvalidRequestError, match="no batch frames"):
+        ProduceRequest("t", 0, tail=[b"", memoryview(b"")])
+    assert ProduceRequest("t", 0, tail=[b"", b"frame"]).tail_parts() == [b"", b"frame"]
 
 
 def test_fetch_validates_ranges() -> None:
