@@ -71,7 +71,7 @@ class CeilingReader(DataSourceReader):
         self.batch_rows = batch_rows
         self.value_bytes = value_bytes
 
-    def partitions(self) -> list[CeilingPartition]:  # type: ignore[override]
+    def partitions(self) -> list[CeilingPartition]:
         """Equal shares of the records."""
         share = self.records // self.partitions_count
         return [
@@ -79,7 +79,7 @@ class CeilingReader(DataSourceReader):
             for i in range(self.partitions_count)
         ]
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Yield the cached batches of this partition."""
         assert isinstance(partition, CeilingPartition)
         return iter(_batches(partition))

@@ -152,6 +152,7 @@ def redis_baseline(url: str, values: list[bytes]) -> tuple[float, float]:
         reply = client.xread({key: last}, count=10_000)
         if not reply:
             break
+        assert isinstance(reply, list)  # RESP2: [[key, [(entry_id, fields), ...]]]
         entries = reply[0][1]
         read += len(entries)
         last = entries[-1][0]

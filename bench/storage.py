@@ -147,10 +147,8 @@ def bench_size(
         with ReplicaLog.open(Path(tmp) / "log", BENCH_CONFIG) as log:
             assert read_log(log, trusted=True) == records == read_baseline(base_path)
             progress(f"[{label}] read x{READ_REPS}")
-            trusted = [timed(lambda log=log: read_log(log, trusted=True)) for _ in range(READ_REPS)]
-            verified = [
-                timed(lambda log=log: read_log(log, trusted=False)) for _ in range(READ_REPS)
-            ]
+            trusted = [timed(lambda: read_log(log, trusted=True)) for _ in range(READ_REPS)]
+            verified = [timed(lambda: read_log(log, trusted=False)) for _ in range(READ_REPS)]
             baseline = [timed(lambda: read_baseline(base_path)) for _ in range(READ_REPS)]
     read_t, ver_t, rbase_t = (statistics.median(x) for x in (trusted, verified, baseline))
     out.update(

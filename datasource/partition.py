@@ -162,7 +162,7 @@ def _prefetched(client: Fluvio, part: FluvioPartition, start: int) -> Iterator[p
                     return
                 if isinstance(item, BaseException):
                     raise item
-                yield item  # type: ignore[misc]
+                yield item
     finally:
         pumping.cancel()
 

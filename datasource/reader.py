@@ -83,7 +83,7 @@ class FluvioBatchReader(DataSourceReader):
     def __init__(self, opts: ReaderOptions) -> None:
         self.opts = opts
 
-    def partitions(self) -> list[FluvioPartition]:  # type: ignore[override]
+    def partitions(self) -> list[FluvioPartition]:
         """One partition per topic-partition range (or per split with ``minPartitions``).
 
         Raises:
@@ -112,7 +112,7 @@ class FluvioBatchReader(DataSourceReader):
         ranges = plan_ranges(start, end, opts.min_partitions)
         return to_partitions(ranges, read_spec(opts, client))
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Fetch one range from its leader (on an executor)."""
         return read_partition(partition)
 
@@ -274,7 +274,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- planning and reading ------------------------------------------------------------
 
-    def partitions(self, start: dict, end: dict) -> list[FluvioPartition]:  # type: ignore[override]
+    def partitions(self, start: dict, end: dict) -> list[FluvioPartition]:
         """One input partition per non-empty range between two offsets."""
         begin = from_json_dict(start)
         stop = from_json_dict(end)
@@ -284,7 +284,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = frozenset(tp for tp in stop if tp not in begin)
         return to_partitions(ranges, read_spec(self.opts), new)
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Fetch one range from its leader (on an executor)."""
         return read_partition(partition)
 

@@ -174,18 +174,18 @@ class FluvioBatchWriter(_WriterBase, DataSourceArrowWriter):
         super().__init__(opts, schema, endpoint)
         self.write_id = uuid.uuid4().hex  # drawn once on the driver, shared by all tasks
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> FluvioCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FluvioCommitMessage:
         """Produce this task's rows (on an executor)."""
         task, _, _, _ = _task_identity()
         pid = producer_id_for("batch", self.write_id, task)
         return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task)
 
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Report what was written; the records are already in their topics."""
         total = sum(m.records for m in messages if isinstance(m, FluvioCommitMessage))
         log.info("fluvio batch write %s committed: %d records", self.write_id, total)
 
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:  # type: ignore[override]
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Topics are append-only: records of tasks that finished stay written."""
         done = sum(m.records for m in messages if isinstance(m, FluvioCommitMessage))
         log.warning(
@@ -198,7 +198,7 @@ class FluvioBatchWriter(_WriterBase, DataSourceArrowWriter):
 class FluvioStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
     """``df.writeStream.format("fluvio")``: exactly once per micro-batch (see module doc)."""
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> FluvioCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> FluvioCommitMessage:
         """Produce this task's rows under the (query, batch, task) producer identity.
 
         Raises:
@@ -213,12 +213,12 @@ class FluvioStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
         pid = producer_id_for(query_id, batch_id, task)
         return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task)
 
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Idempotent: the micro-batch's records are already durable; only report."""
         total = sum(m.records for m in messages if isinstance(m, FluvioCommitMessage))
         log.info("fluvio sink: micro-batch %d committed, %d records", batchId, total)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Keep nothing: the re-run of this batch id produces under the same identities,
         so whatever the failed attempt appended is deduplicated, not repeated."""
         log.warning("fluvio sink: micro-batch %d aborted; its re-run is deduplicated", batchId)

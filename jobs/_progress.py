@@ -60,6 +60,7 @@ class JobProgress:
         self._stop.set()
         self._thread.join(timeout=10)
         self._report(final=True)
+        # pyspark annotates value as str, yet its docstring says None removes the property.
         self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
 
     def _run(self) -> None:

@@ -24,9 +24,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    from spark_stream.client import Fluvio
 
 __all__ = ["main", "sample_orders"]
 
@@ -48,14 +52,14 @@ def sample_orders(n: int, seed: int = 7) -> pa.Table:
     return pa.table({"key": keys, "value": values})
 
 
-def _wait_for_leaders(client: object, topic: str, partitions: int, timeout: float) -> None:
+def _wait_for_leaders(client: Fluvio, topic: str, partitions: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            infos = client.topic_partitions(topic)  # type: ignore[attr-defined]
+            infos = client.topic_partitions(topic)
             if len(infos) == partitions and all(i.leader is not None for i in infos):
                 for info in infos:
-                    client.fetch_offsets(topic, info.partition)  # type: ignore[attr-defined]
+                    client.fetch_offsets(topic, info.partition)
                 return
         except Exception:
             pass

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache, lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypedDict, Unpack
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +38,11 @@ import pyarrow.ipc as ipc
 from crc32c import crc32c
 
 from spark_stream.errors import CorruptFrameError
+
+if TYPE_CHECKING:
+    # Anything ``memoryview()`` accepts (bytes, bytearray, memoryview, mmap, ...);
+    # collections.abc.Buffer from Python 3.12 on.
+    from typing_extensions import Buffer as ReadableBuffer
 
 __all__ = [
     "RECORD_SCHEMA",
@@ -83,7 +88,7 @@ _BASE_OFFSET = struct.Struct("<q")
 _MAX_PAYLOAD = 2**31 - 1
 
 Compression = Literal["none", "lz4", "zstd"]
-_CODECS: dict[str, int] = {"none": 0, "lz4": 1, "zstd": 2}
+_CODECS: dict[Compression, int] = {"none": 0, "lz4": 1, "zstd": 2}
 _CODEC_BITS = 0b11
 
 
@@ -120,7 +125,7 @@ class BatchHeader:
     def compression(self) -> Compression:
         """The codec the producer compressed the Arrow buffers with."""
         code = self.attributes & _CODEC_BITS
-        return next((name for name, c in _CODECS.items() if c == code), "none")  # type: ignore[return-value]
+        return next((name for name, c in _CODECS.items() if c == code), "none")
 
 
 def now_us() -> int:
@@ -193,7 +198,8 @@ def _schema_prefix_length(schema: pa.Schema, compression: str) -> int:
     sink = pa.BufferOutputStream()
     with ipc.new_stream(sink, schema, options=_write_options(compression)):
         pass
-    return sink.getvalue().size - 8  # minus the end-of-stream marker
+    size: int = sink.getvalue().size
+    return size - 8  # minus the end-of-stream marker
 
 
 @cache
@@ -257,18 +263,27 @@ def encode_batch(
     return b"".join((head, payload))
 
 
+class _BatchOptions(TypedDict, total=False):
+    """The keyword arguments of ``encode_batch``."""
+
+    base_offset: int
+    compression: Compression
+    producer_id: int
+    sequence: int
+
+
 def encode_records(
     values: Sequence[bytes | str],
     keys: Sequence[bytes | str | None] | None = None,
     timestamps: Sequence[int] | None = None,
     headers: Sequence[Sequence[tuple[str, bytes]] | None] | None = None,
-    **options: object,
+    **options: Unpack[_BatchOptions],
 ) -> bytes:
     """Encode Python lists as one batch frame; ``options`` as for ``encode_batch``."""
-    return encode_batch(build_batch(values, keys, timestamps, headers), **options)  # type: ignore[arg-type]
+    return encode_batch(build_batch(values, keys, timestamps, headers), **options)
 
 
-def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+def read_header(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
     """Parse and sanity-check the header at ``pos`` without touching the payload.
 
     Raises:
@@ -310,7 +325,7 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     return BatchHeader(base, count, first_ts, max_ts, length, crc, producer, seq, attributes)
 
 
-def verify_frame(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+def verify_frame(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
     """Parse the header at ``pos`` and check the payload is whole and its crc matches.
 
     Raises:

@@ -21,7 +21,7 @@ import asyncio
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -49,6 +49,9 @@ from spark_stream.errors import (
 )
 from spark_stream.models import KvObject, object_class, parse_model
 
+if TYPE_CHECKING:
+    from redis.typing import EncodableT, XReadResponse
+
 __all__ = ["RedisKvStore"]
 
 T = TypeVar("T")
@@ -74,6 +77,16 @@ def _decode(kind: str, rev: Any, meta: str, spec: str, status: str) -> KvObject[
 
 def _entry_revision(entry_id: str) -> int:
     return int(entry_id.split("-", 1)[0])
+
+
+def _feed_entries(reply: XReadResponse) -> list[tuple[str, dict[str, str]]]:
+    """The entries of an ``XREAD`` reply on the one feed stream.
+
+    The client speaks RESP2 with ``decode_responses``, so the reply is
+    ``[[feed, [(entry_id, fields), ...]]]``, or empty when nothing was read.
+    """
+    assert not isinstance(reply, dict), "a RESP3 reply; this client speaks RESP2"
+    return reply[0][1] if reply else []
 
 
 class RedisKvStore(KvStore):
@@ -177,7 +190,7 @@ class RedisKvStore(KvStore):
         kind = obj.kind
         object_class(kind)
         parent = obj.metadata.parent
-        args = [
+        args: list[EncodableT] = [
             self._prefix,
             self._maxlen,
             kind,
@@ -209,7 +222,7 @@ class RedisKvStore(KvStore):
         self, kind: str, name: str, part: str, value: Any, expected: int | None
     ) -> KvObject[Any, Any]:
         model = coerce_part(kind, part, value)
-        args = [
+        args: list[EncodableT] = [
             self._prefix,
             self._maxlen,
             kind,
@@ -227,7 +240,7 @@ class RedisKvStore(KvStore):
     ) -> KvObject[Any, Any]:
         object_class(kind)
         expected = "" if expected_revision is None else str(expected_revision)
-        args = [self._prefix, self._maxlen, kind, name, expected]
+        args: list[EncodableT] = [self._prefix, self._maxlen, kind, name, expected]
         reply = await self._call(lambda: self._delete(args=args))
         self._check(reply, kind, name, expected_revision)
         return _decode(kind, *reply[1:5])
@@ -300,8 +313,8 @@ class RedisKvStore(KvStore):
         if current < last:
             return True
         # Writes append to the feed atomically, so if none is readable it was lost.
-        reply = await self._redis.xread({self._feed: f"{last}-0"}, count=1)
-        return not reply or _entry_revision(reply[0][1][0][0]) != last + 1
+        entries = _feed_entries(await self._redis.xread({self._feed: f"{last}-0"}, count=1))
+        return not entries or _entry_revision(entries[0][0]) != last + 1
 
     async def _resync(self, kinds: tuple[str, ...]) -> Resync:
         objects, revision = await self.list_kinds(kinds)

@@ -34,19 +34,19 @@ def _output_parent() -> argparse.ArgumentParser:
 
 
 def _client(
-    sub: argparse._SubParsersAction,
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
     handler: Handler,
     help_text: str,
     output: bool = False,
-) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+) -> argparse.ArgumentParser:
     parents = [_output_parent()] if output else []
     parser = sub.add_parser(name, help=help_text, description=help_text, parents=parents)
     parser.set_defaults(client_handler=handler)
     return parser
 
 
-def _cluster_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _cluster_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cluster = sub.add_parser("cluster", help="local cluster, SPUs and SPU groups")
     csub = cluster.add_subparsers(dest="cluster_command", required=True)
     start = csub.add_parser(
@@ -102,7 +102,7 @@ def _cluster_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
     _client(gsub, "list", admin_cmds.spg_list, "list SPU groups", output=True)
 
 
-def _topic_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _topic_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     topic = sub.add_parser("topic", help="create, list, describe, delete topics")
     tsub = topic.add_subparsers(dest="topic_command", required=True)
     create = _client(tsub, "create", admin_cmds.topic_create, "create a topic")
@@ -135,7 +135,7 @@ def _topic_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[typ
     plist.add_argument("topic", nargs="?")
 
 
-def _data_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _data_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     prod = _client(sub, "produce", data_cmds.produce, "send records from stdin or files")
     prod.add_argument("topic")
     prod.add_argument("--key-separator", help="split each line into key and value at this")

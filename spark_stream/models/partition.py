@@ -168,6 +168,7 @@ class Partition(KvObject[PartitionSpec, PartitionStatus]):
         if not isinstance(data, dict):
             return data
         meta = data.get("metadata")
+        name: object
         if isinstance(meta, Metadata):
             if meta.parent is not None:
                 return data

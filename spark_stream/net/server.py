@@ -29,9 +29,9 @@ import inspect
 import itertools
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, TypeGuard
 
 from spark_stream.errors import (
     FluvioError,
@@ -58,7 +58,7 @@ from spark_stream.protocol import (
     encode_frame,
 )
 
-__all__ = ["Server", "Route", "ConnContext", "Handler", "Reply"]
+__all__ = ["Server", "Route", "ConnContext", "Handler", "Reply", "Stream"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,12 @@ Reply = Message | dict[str, Any] | tuple[dict[str, Any], Tail] | None
 """What a handler returns (or yields per push): a typed message, a meta dict, or both
 a meta dict and a tail; None means an empty reply."""
 
-Handler = Callable[["Request", "ConnContext"], Awaitable[Reply] | AsyncIterator[Reply]]
+Stream = AsyncIterator[Reply]
+"""What a streaming handler produces: one push per item."""
+
+Handler = Callable[["Request", "ConnContext"], Awaitable[Reply | Stream] | Stream]
+"""A request handler: an ``async def`` returning a reply, or returning a stream (after
+checks that answer with an error before the stream opens), or an async generator."""
 ConnectHook = Callable[["ConnContext"], Awaitable[None] | None]
 DisconnectHook = Callable[["ConnContext", BaseException | None], Awaitable[None] | None]
 
@@ -395,7 +400,7 @@ class _Session:
                     return
             task = asyncio.create_task(self._handle(frame))
             self.tasks[cid] = task
-            task.add_done_callback(lambda _t, c=cid, s=header.is_stream: self._done(c, s))
+            task.add_done_callback(lambda _task: self._done(cid, header.is_stream))
         elif header.kind is FrameKind.CREDIT:
             if (credit := self.credit.get(cid)) is not None:
                 try:
@@ -444,10 +449,9 @@ class _Session:
                 cid,
                 header.is_stream,
             )
-            result: Any = route.handler(request, self.ctx)
-            if inspect.isawaitable(result):
-                result = await result
-            if hasattr(result, "__aiter__"):
+            outcome = route.handler(request, self.ctx)
+            result = await outcome if isinstance(outcome, Awaitable) else outcome
+            if isinstance(result, AsyncIterable):
                 await self._stream(request, result)
             elif header.is_stream:
                 await self._reply(FrameKind.PUSH, api_key, cid, result)
@@ -474,7 +478,7 @@ class _Session:
                 self.close_after_reply.discard(task)
                 self.close()
 
-    async def _stream(self, request: Request, items: AsyncIterator[Reply]) -> None:
+    async def _stream(self, request: Request, items: AsyncIterable[Reply]) -> None:
         api_key, cid = request.api_key, request.correlation_id
         try:
             if not request.stream:
@@ -525,7 +529,7 @@ class _Session:
             try:
                 for part in parts:
                     if _sendable(part):
-                        await self._sendfile(part)  # type: ignore[arg-type]
+                        await self._sendfile(part)
                     else:
                         write_parts(self.writer, [part])
             except (OSError, ConnectionError, RuntimeError) as exc:
@@ -541,11 +545,12 @@ class _Session:
         loop = asyncio.get_running_loop()
         length = memoryview(region.data).nbytes
         try:
+            # typeshed wants an IO[bytes]; with fallback=False asyncio only calls fileno().
             await loop.sendfile(
                 self.writer.transport,
-                region,
+                region,  # type: ignore[arg-type]
                 region.position,
-                length,  # type: ignore[arg-type]
+                length,
                 fallback=False,
             )
         except asyncio.SendfileNotAvailableError:
@@ -569,7 +574,7 @@ class _Session:
             write_parts(self.writer, parts)
 
 
-def _sendable(part: TailPart) -> bool:
+def _sendable(part: TailPart) -> TypeGuard[FileRegion]:
     """A tail part worth sending with ``sendfile``."""
     return isinstance(part, FileRegion) and memoryview(part.data).nbytes >= SENDFILE_MIN_BYTES
 

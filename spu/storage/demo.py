@@ -63,7 +63,7 @@ def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
 
 def rows_of(batches: list[pa.RecordBatch], start: int, count: int) -> list[list[object]]:
     """``count`` rows from ``start`` as (offset, time, key, value) for printing."""
-    out = []
+    out: list[list[object]] = []
     for batch in batches:
         for row in batch.to_pylist():
             if row["offset"] >= start and len(out) < count:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -22,6 +23,9 @@ from spark_stream.records import (
     read_header,
     verify_frame,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer as ReadableBuffer  # a segment's mmap, too
 
 __all__ = [
     "BASE_OFFSET_AT",
@@ -126,7 +130,7 @@ class ScanResult:
 
 
 def scan_frames(
-    buf: Buffer,
+    buf: ReadableBuffer,
     *,
     start: int,
     expected_offset: int,
