@@ -7,34 +7,29 @@ action dispatcher routes them by family:
 - ``CmAction`` -> the connection manager (specs and leader changes sent to SPUs);
 - ``ProvisionerAction`` -> the SPU provisioner (start/stop managed SPU processes).
 
-Status writes carry ``revision``: the object revision the controller decided on. The
-updater may use it for a compare-and-set write; a conflict means a newer change is on
-its way to the controller, which will decide again, so the updater can drop the action.
+KV actions are generic over the kind registry (``spark_stream.models.KINDS``), in the
+shape of Fluvio's ``WSAction``: create an object, update an object's spec or status,
+delete an object, each naming its object by kind and name. A new kind registered there
+needs no new action class and no new arm in the updater.
+
+Spec and status writes carry ``revision``: the object revision the controller decided
+on. The updater uses it for a compare-and-set write; a conflict means a newer change is
+on its way to the controller, which will decide again, so the updater can drop the
+action. A status write without a revision (``None``) is unconditional.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from spark_stream.models import (
-    Partition,
-    PartitionStatus,
-    Spu,
-    SpuGroupStatus,
-    SpuStatus,
-    SpuTemplate,
-    TopicStatus,
-)
+from spark_stream.models import FrozenModel, KvObject, Partition, Spu, SpuTemplate, object_class
 
 __all__ = [
-    "UpdateTopicStatus",
-    "CreatePartition",
-    "DeletePartition",
-    "UpdatePartitionStatus",
-    "CreateSpu",
-    "DeleteSpu",
-    "UpdateSpuStatus",
-    "UpdateSpuGroupStatus",
+    "KvCreate",
+    "KvUpdateSpec",
+    "KvUpdateStatus",
+    "KvDelete",
     "CmAddSpu",
     "CmUpdateSpu",
     "CmDeleteSpu",
@@ -54,79 +49,96 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class UpdateTopicStatus:
-    """Write a topic's status (resolution, replica map, reason)."""
+class KvCreate:
+    """Create ``obj`` (of any registered kind); a child needs its parent to exist."""
 
+    obj: KvObject[Any, Any]
+
+    def __post_init__(self) -> None:
+        object_class(self.obj.kind)
+
+    @property
+    def kind(self) -> str:
+        """The object's kind."""
+        return self.obj.kind
+
+    @property
+    def name(self) -> str:
+        """The object's name."""
+        return self.obj.name
+
+    def __str__(self) -> str:
+        return f"KvCreate({self.kind} {self.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class KvUpdateSpec:
+    """Replace the spec of ``kind``/``name`` if the object is still at ``revision``."""
+
+    kind: str
     name: str
-    status: TopicStatus
+    spec: FrozenModel
+    revision: int
+
+    def __post_init__(self) -> None:
+        object_class(self.kind)
+
+    @classmethod
+    def of(cls, obj: KvObject[Any, Any], spec: FrozenModel) -> KvUpdateSpec:
+        """The spec write decided on ``obj``: compare-and-set against the revision read."""
+        return cls(obj.kind, obj.name, spec, obj.revision)
+
+    def __str__(self) -> str:
+        return f"KvUpdateSpec({self.kind} {self.name} @{self.revision})"
+
+
+@dataclass(frozen=True, slots=True)
+class KvUpdateStatus:
+    """Write the status of ``kind``/``name``; compare-and-set when ``revision`` is given."""
+
+    kind: str
+    name: str
+    status: FrozenModel
     revision: int | None = None
 
+    def __post_init__(self) -> None:
+        object_class(self.kind)
+
+    @classmethod
+    def of(cls, obj: KvObject[Any, Any], status: FrozenModel) -> KvUpdateStatus:
+        """The status write decided on ``obj``: compare-and-set against the revision read."""
+        return cls(obj.kind, obj.name, status, obj.revision)
+
+    def __str__(self) -> str:
+        return f"KvUpdateStatus({self.kind} {self.name} -> {_summary(self.status)})"
+
 
 @dataclass(frozen=True, slots=True)
-class CreatePartition:
-    """Create a partition object (a child of its topic)."""
+class KvDelete:
+    """Delete ``kind``/``name`` and, with it, its children."""
 
-    partition: Partition
-
-
-@dataclass(frozen=True, slots=True)
-class DeletePartition:
-    """Delete a partition object."""
-
+    kind: str
     name: str
 
+    def __post_init__(self) -> None:
+        object_class(self.kind)
 
-@dataclass(frozen=True, slots=True)
-class UpdatePartitionStatus:
-    """Write a partition's status (resolution, leader, live replicas)."""
-
-    name: str
-    status: PartitionStatus
-    revision: int | None = None
+    def __str__(self) -> str:
+        return f"KvDelete({self.kind} {self.name})"
 
 
-@dataclass(frozen=True, slots=True)
-class CreateSpu:
-    """Register an SPU object (managed SPUs: a child of their SPU group)."""
-
-    spu: Spu
+KvAction = KvCreate | KvUpdateSpec | KvUpdateStatus | KvDelete
 
 
-@dataclass(frozen=True, slots=True)
-class DeleteSpu:
-    """Remove an SPU object."""
+def _summary(model: FrozenModel) -> str:
+    """The scalar fields of ``model`` (``resolution=Online leader=1``), for logs.
 
-    name: str
+    Lists and maps (a partition's replica statuses, a topic's replica map) are left out:
+    a log line names the change, not the whole object.
+    """
+    fields = model.to_dict()
+    return " ".join(f"{k}={v}" for k, v in fields.items() if not isinstance(v, list | dict))
 
-
-@dataclass(frozen=True, slots=True)
-class UpdateSpuStatus:
-    """Write an SPU's status (its connectivity resolution)."""
-
-    name: str
-    status: SpuStatus
-    revision: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateSpuGroupStatus:
-    """Write an SPU group's status (Init/Invalid/Reserved and reason)."""
-
-    name: str
-    status: SpuGroupStatus
-    revision: int | None = None
-
-
-KvAction = (
-    UpdateTopicStatus
-    | CreatePartition
-    | DeletePartition
-    | UpdatePartitionStatus
-    | CreateSpu
-    | DeleteSpu
-    | UpdateSpuStatus
-    | UpdateSpuGroupStatus
-)
 
 # -- connection manager --------------------------------------------------------------
 

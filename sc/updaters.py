@@ -6,8 +6,9 @@ family:
 
 - connection-manager actions are applied at once, in order (in-memory bookkeeping that
   queues pushes to SPUs);
-- KV actions go to ``KvUpdater``: actions on the same object run one after another in
-  the order decided, different objects run concurrently (bounded), so a batch of
+- KV actions go to ``KvUpdater``, which writes any registered kind through the KV
+  store's generic calls: actions on the same object (same kind and name) run one after
+  another in the order decided, different objects run concurrently (bounded), so a batch of
   thousands of writes keeps Redis busy instead of waiting on each round trip;
 - provisioner actions go to ``ProvisionerUpdater``, one after another.
 
@@ -28,57 +29,30 @@ from typing import TYPE_CHECKING
 
 from sc.actions import (
     Action,
+    CmAction,
     CmAddPartition,
     CmAddSpu,
-    CmDeletePartition,
-    CmDeleteSpu,
-    CmLeaderChange,
     CmUpdatePartition,
     CmUpdateSpu,
-    CreatePartition,
-    CreateSpu,
-    DeletePartition,
-    DeleteSpu,
     KvAction,
+    KvCreate,
+    KvDelete,
+    KvUpdateSpec,
+    KvUpdateStatus,
     ProvisionerAction,
     ProvisionSpu,
     TerminateSpu,
-    UpdatePartitionStatus,
-    UpdateSpuGroupStatus,
-    UpdateSpuStatus,
-    UpdateTopicStatus,
 )
 from sc.kv.store import KvStore
 from spark_stream.errors import ConflictError, FluvioError, NotFoundError
-from spark_stream.models import Partition, Spu, SpuGroup, Topic
 
 if TYPE_CHECKING:
     from sc.connection_manager import ConnectionManager
     from sc.provisioner import Provisioner
 
-__all__ = ["Outcome", "KvUpdater", "ProvisionerUpdater", "ActionDispatcher", "object_key"]
+__all__ = ["Outcome", "KvUpdater", "ProvisionerUpdater", "ActionDispatcher"]
 
 log = logging.getLogger(__name__)
-
-_CM_ACTIONS = (
-    CmAddSpu,
-    CmUpdateSpu,
-    CmDeleteSpu,
-    CmAddPartition,
-    CmUpdatePartition,
-    CmDeletePartition,
-    CmLeaderChange,
-)
-_KV_ACTIONS = (
-    UpdateTopicStatus,
-    CreatePartition,
-    DeletePartition,
-    UpdatePartitionStatus,
-    CreateSpu,
-    DeleteSpu,
-    UpdateSpuStatus,
-    UpdateSpuGroupStatus,
-)
 
 
 @dataclass
@@ -102,24 +76,6 @@ class Outcome:
         self.failed += other.failed
 
 
-def object_key(action: KvAction) -> tuple[str, str]:
-    """The (kind, name) of the object a KV action writes."""
-    match action:
-        case UpdateTopicStatus(name=name):
-            return Topic.kind, name
-        case CreatePartition(partition=partition):
-            return Partition.kind, partition.name
-        case DeletePartition(name=name) | UpdatePartitionStatus(name=name):
-            return Partition.kind, name
-        case CreateSpu(spu=spu):
-            return Spu.kind, spu.name
-        case DeleteSpu(name=name) | UpdateSpuStatus(name=name):
-            return Spu.kind, name
-        case UpdateSpuGroupStatus(name=name):
-            return SpuGroup.kind, name
-    raise TypeError(f"not a KV action: {action!r}")
-
-
 class KvUpdater:
     """Writes KV actions to the store.
 
@@ -140,7 +96,7 @@ class KvUpdater:
         """
         groups: dict[tuple[str, str], list[KvAction]] = {}
         for action in actions:
-            groups.setdefault(object_key(action), []).append(action)
+            groups.setdefault((action.kind, action.name), []).append(action)
         todo = list(groups.values())
         todo.reverse()  # pop() from the end keeps the decision order
         outcome = Outcome()
@@ -178,22 +134,14 @@ class KvUpdater:
         """
         kv = self.kv
         match action:
-            case UpdateTopicStatus(name=name, status=status, revision=rev):
-                await kv.update_status(Topic.kind, name, status, rev)
-            case CreatePartition(partition=partition):
-                await kv.create(partition)
-            case DeletePartition(name=name):
-                await kv.delete(Partition.kind, name)
-            case UpdatePartitionStatus(name=name, status=status, revision=rev):
-                await kv.update_status(Partition.kind, name, status, rev)
-            case CreateSpu(spu=spu):
-                await kv.create(spu)
-            case DeleteSpu(name=name):
-                await kv.delete(Spu.kind, name)
-            case UpdateSpuStatus(name=name, status=status, revision=rev):
-                await kv.update_status(Spu.kind, name, status, rev)
-            case UpdateSpuGroupStatus(name=name, status=status, revision=rev):
-                await kv.update_status(SpuGroup.kind, name, status, rev)
+            case KvCreate(obj=obj):
+                await kv.create(obj)
+            case KvUpdateSpec(kind=kind, name=name, spec=spec, revision=rev):
+                await kv.update_spec(kind, name, spec, rev)
+            case KvUpdateStatus(kind=kind, name=name, status=status, revision=rev):
+                await kv.update_status(kind, name, status, rev)
+            case KvDelete(kind=kind, name=name):
+                await kv.delete(kind, name)
             case _:
                 raise TypeError(f"not a KV action: {action!r}")
         log.debug("kv action done action=%s", _describe(action))
@@ -242,16 +190,16 @@ class ActionDispatcher:
         kv_actions: list[KvAction] = []
         prov_actions: list[ProvisionerAction] = []
         for action in actions:
-            if isinstance(action, _CM_ACTIONS):
+            if isinstance(action, CmAction):
                 try:
                     self.cm.apply(action)
                     outcome.done += 1
                 except Exception:
                     log.exception("connection manager action failed action=%s", _describe(action))
                     outcome.failed.append(action)
-            elif isinstance(action, _KV_ACTIONS):
+            elif isinstance(action, KvAction):
                 kv_actions.append(action)
-            elif isinstance(action, ProvisionSpu | TerminateSpu):
+            elif isinstance(action, ProvisionerAction):
                 prov_actions.append(action)
             else:
                 log.error("unknown action dropped action=%r", action)
@@ -274,17 +222,11 @@ def _describe(action: Action) -> str:
     """A short one-line form of an action for logs (no whole specs)."""
     name = type(action).__name__
     match action:
-        case CreatePartition(partition=p) | CmAddPartition(partition=p):
+        case KvCreate() | KvUpdateSpec() | KvUpdateStatus() | KvDelete():
+            return str(action)
+        case CmAddPartition(partition=p) | CmUpdatePartition(partition=p):
             return f"{name}({p.name})"
-        case CreateSpu(spu=spu) | CmAddSpu(spu=spu) | CmUpdateSpu(spu=spu):
+        case CmAddSpu(spu=spu) | CmUpdateSpu(spu=spu):
             return f"{name}({spu.name})"
-        case CmUpdatePartition(partition=p):
-            return f"{name}({p.name})"
-        case UpdateTopicStatus(name=n, status=st):
-            return f"{name}({n} -> {st.resolution.value})"
-        case UpdatePartitionStatus(name=n, status=st):
-            return f"{name}({n} -> {st.resolution.value} leader={st.leader})"
-        case UpdateSpuStatus(name=n, status=st) | UpdateSpuGroupStatus(name=n, status=st):
-            return f"{name}({n} -> {st.resolution.value})"
     fields = getattr(action, "name", None) or getattr(action, "spu_id", "")
     return f"{name}({fields})"

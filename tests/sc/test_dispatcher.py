@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sc.actions import Action, UpdateSpuStatus
+from sc.actions import Action, KvUpdateStatus
 from sc.connection_manager import ConnectionManager
 from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected
 from sc.dispatcher import Dispatcher
@@ -110,7 +110,8 @@ def test_a_cm_event_whose_write_lost_is_retried_after_the_next_kv_change() -> No
             return []
         # The first decision is made on a stale view (as when the mirror lags the KV).
         revision = spu.revision - 1 if len(calls) == 1 else spu.revision
-        return [UpdateSpuStatus(spu.name, SpuStatus(resolution=SpuResolution.ONLINE), revision)]
+        online = SpuStatus(resolution=SpuResolution.ONLINE)
+        return [KvUpdateStatus("Spu", spu.name, online, revision)]
 
     async def body() -> None:
         kv = MemoryKvStore()

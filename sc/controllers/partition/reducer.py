@@ -34,7 +34,7 @@ from sc.actions import (
     CmDeletePartition,
     CmLeaderChange,
     CmUpdatePartition,
-    UpdatePartitionStatus,
+    KvUpdateStatus,
 )
 from sc.controllers.events import Change, ControllerEvent, LrsUpdate, Reconcile
 from sc.controllers.partition.policy import elect, has_live_leader, leader_of, offline, with_leader
@@ -94,13 +94,13 @@ def _initial_status(partition: Partition) -> list[Action]:
             "leader": partition.spec.initial_leader,
         }
     )
-    return [UpdatePartitionStatus(partition.name, status, partition.revision)]
+    return [KvUpdateStatus.of(partition, status)]
 
 
 def _write(partition: Partition, status: PartitionStatus) -> list[Action]:
     if status == partition.status:
         return []
-    return [UpdatePartitionStatus(partition.name, status, partition.revision)]
+    return [KvUpdateStatus.of(partition, status)]
 
 
 def _elect_away(partition: Partition, online: frozenset[int], lost: int) -> list[Action]:

@@ -18,7 +18,7 @@ Theory of operation (seed ``003``, "SPU Controller"):
 
 from __future__ import annotations
 
-from sc.actions import Action, CmAddSpu, CmDeleteSpu, CmUpdateSpu, UpdateSpuStatus
+from sc.actions import Action, CmAddSpu, CmDeleteSpu, CmUpdateSpu, KvUpdateStatus
 from sc.controllers.events import (
     Change,
     ControllerEvent,
@@ -64,7 +64,7 @@ def _set_resolution(spu: Spu | None, resolution: SpuResolution) -> list[Action]:
     if spu is None or spu.status.resolution is resolution:
         return []
     status = spu.status.model_copy(update={"resolution": resolution})
-    return [UpdateSpuStatus(spu.name, status, spu.revision)]
+    return [KvUpdateStatus.of(spu, status)]
 
 
 def _reconcile(store: StoreView, connected: frozenset[int]) -> list[Action]:

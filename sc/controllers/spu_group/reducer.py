@@ -5,9 +5,9 @@ Theory of operation (seed ``003``, "SPU Groups"):
 - **Status**: ``Init`` when created; the controller checks the id range
   (``policy.conflict``) -> ``Invalid`` with the reason, or ``Reserved``.
 - **Reserved** group -> its managed SPUs match ``replicas``: every missing id of
-  ``minId .. minId + replicas - 1`` gets ``CreateSpu`` (KV) and ``ProvisionSpu``
+  ``minId .. minId + replicas - 1`` gets a ``KvCreate`` of its SPU and ``ProvisionSpu``
   (provisioner); a managed SPU above the range (replicas lowered: the highest ids) gets
-  ``DeleteSpu``. An ``Invalid`` group provisions and deletes nothing.
+  a ``KvDelete``. An ``Invalid`` group provisions and deletes nothing.
 - **Managed SPU deleted** (scale down, or the group deleted: the KV store deletes the
   group's SPUs with it) -> ``TerminateSpu``: the process follows its SPU object.
 - **Custom SPU added** -> groups are re-checked: one whose range now holds it turns
@@ -20,14 +20,7 @@ with creates still in flight, and re-running an event once the SPUs exist adds n
 
 from __future__ import annotations
 
-from sc.actions import (
-    Action,
-    CreateSpu,
-    DeleteSpu,
-    ProvisionSpu,
-    TerminateSpu,
-    UpdateSpuGroupStatus,
-)
+from sc.actions import Action, KvCreate, KvDelete, KvUpdateStatus, ProvisionSpu, TerminateSpu
 from sc.controllers.events import Change, ControllerEvent, Reconcile
 from sc.controllers.spu_group.policy import conflict, managed_spu, owned_spus
 from sc.kv.store import ChangeType
@@ -78,15 +71,15 @@ def _reconcile_group(group: SpuGroup, store: StoreView) -> list[Action]:
     for spu_id in wanted:
         if spu_id not in owned:
             spu = managed_spu(group, spu_id)
-            actions.append(CreateSpu(spu))
+            actions.append(KvCreate(spu))
             actions.append(ProvisionSpu(spu_id, spu.name, group.name, group.spec.template))
     for spu_id, spu in sorted(owned.items(), reverse=True):
         if spu_id not in wanted:
-            actions.append(DeleteSpu(spu.name))
+            actions.append(KvDelete(Spu.kind, spu.name))
     return actions
 
 
 def _status(group: SpuGroup, status: SpuGroupStatus) -> list[Action]:
     if status == group.status:
         return []
-    return [UpdateSpuGroupStatus(group.name, status, group.revision)]
+    return [KvUpdateStatus.of(group, status)]

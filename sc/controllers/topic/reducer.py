@@ -7,7 +7,7 @@ Theory of operation (seed ``003``, "Topic Controller"), one transition per event
 - **Init / InvalidConfig** -> validate the partition and replication parameters ->
   ``Pending``, or ``InvalidConfig`` with the reason.
 - **Pending / InsufficientResources** -> enough SPUs for the replication factor? ->
-  ``Provisioned`` with the ``replicaMap`` plus a ``CreatePartition`` per row, or
+  ``Provisioned`` with the ``replicaMap`` plus a partition ``KvCreate`` per row, or
   ``InsufficientResources`` with the reason.
 - **Add SPU** -> retry every ``Pending``/``InsufficientResources`` topic (and
   re-validate ``InvalidConfig`` ones, which heals a manual map that named an SPU
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sc.actions import Action, CreatePartition, UpdateTopicStatus
+from sc.actions import Action, KvCreate, KvUpdateStatus
 from sc.controllers.events import Change, ControllerEvent, Reconcile
 from sc.controllers.topic.policy import missing_partitions, provision, validate
 from sc.kv.store import ChangeType
@@ -54,7 +54,7 @@ def reduce(store: StoreView, event: ControllerEvent) -> list[Action]:
         case Reconcile():
             actions = _advance(store.topics(), store)
             for topic in store.topics():
-                actions += [CreatePartition(p) for p in missing_partitions(topic, store)]
+                actions += [KvCreate(p) for p in missing_partitions(topic, store)]
             return actions
     return []
 
@@ -75,6 +75,6 @@ def _advance(topics: Iterable[Topic], store: StoreView) -> list[Action]:
         else:
             continue
         if status != topic.status:
-            actions.append(UpdateTopicStatus(topic.name, status, topic.revision))
-            actions += [CreatePartition(p) for p in created]
+            actions.append(KvUpdateStatus.of(topic, status))
+            actions += [KvCreate(p) for p in created]
     return actions

@@ -10,22 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sc.actions import (
-    Action,
-    CreatePartition,
-    CreateSpu,
-    DeletePartition,
-    DeleteSpu,
-    KvAction,
-    UpdatePartitionStatus,
-    UpdateSpuGroupStatus,
-    UpdateSpuStatus,
-    UpdateTopicStatus,
-)
+from sc.actions import Action, KvAction, KvCreate, KvDelete, KvUpdateSpec, KvUpdateStatus
 from sc.controllers import Change, ControllerEvent, reduce_all
 from sc.kv.store import ChangeEvent, ChangeType
 from sc.local_store import LocalStore
 from spark_stream.models import (
+    KINDS,
     KvObject,
     Partition,
     PartitionResolution,
@@ -48,17 +38,6 @@ from spark_stream.models import (
 
 ONLINE = SpuResolution.ONLINE
 OFFLINE = SpuResolution.OFFLINE
-
-_KV_TYPES = (
-    UpdateTopicStatus,
-    CreatePartition,
-    DeletePartition,
-    UpdatePartitionStatus,
-    CreateSpu,
-    DeleteSpu,
-    UpdateSpuStatus,
-    UpdateSpuGroupStatus,
-)
 
 
 def make_spu(
@@ -145,9 +124,9 @@ def deleted(obj: KvObject[Any, Any]) -> Change:
     return Change(obj.kind, obj.name, ChangeType.DELETED, obj, None, obj.revision + 1)
 
 
-def kv_actions(actions: Iterable[Action]) -> list[Action]:
+def kv_actions(actions: Iterable[Action]) -> list[KvAction]:
     """The actions that would write to the KV store."""
-    return [a for a in actions if isinstance(a, _KV_TYPES)]
+    return [a for a in actions if isinstance(a, KvAction)]
 
 
 class Cluster:
@@ -167,7 +146,7 @@ class Cluster:
         changes: list[Change] = []
         obj = self.store.get(kind, name)
         assert obj is not None
-        for child_kind in (Partition.kind, Spu.kind):
+        for child_kind in KINDS:
             for child in self.store.objects(child_kind):
                 parent = child.metadata.parent
                 if parent is not None and (parent.kind, parent.name) == (kind, name):
@@ -185,27 +164,22 @@ class Cluster:
     def execute(self, action: KvAction) -> list[Change]:
         """Apply one KV action; return the changes it produced."""
         match action:
-            case UpdateTopicStatus(name=name, status=status):
-                return [self._update_status(Topic.kind, name, status)]
-            case UpdatePartitionStatus(name=name, status=status):
-                return [self._update_status(Partition.kind, name, status)]
-            case UpdateSpuStatus(name=name, status=status):
-                return [self._update_status(Spu.kind, name, status)]
-            case UpdateSpuGroupStatus(name=name, status=status):
-                return [self._update_status(SpuGroup.kind, name, status)]
-            case CreatePartition(partition=obj) | CreateSpu(spu=obj):
+            case KvCreate(obj=obj):
                 assert self.store.get(obj.kind, obj.name) is None, f"duplicate create {obj.name}"
                 return [self._emit(ChangeType.ADDED, obj)]
-            case DeletePartition(name=name):
-                return self.remove(Partition.kind, name)
-            case DeleteSpu(name=name):
-                return self.remove(Spu.kind, name)
+            case KvUpdateSpec(kind=kind, name=name, spec=spec):
+                return [self._emit(ChangeType.MODIFIED, self._existing(kind, name).with_spec(spec))]
+            case KvUpdateStatus(kind=kind, name=name, status=status):
+                obj = self._existing(kind, name)
+                return [self._emit(ChangeType.MODIFIED, obj.with_status(status))]
+            case KvDelete(kind=kind, name=name):
+                return self.remove(kind, name)
         raise AssertionError(f"not a KV action: {action}")
 
-    def _update_status(self, kind: str, name: str, status: Any) -> Change:
+    def _existing(self, kind: str, name: str) -> KvObject[Any, Any]:
         obj = self.store.get(kind, name)
-        assert obj is not None, f"status write to missing {kind} {name}"
-        return self._emit(ChangeType.MODIFIED, obj.with_status(status))
+        assert obj is not None, f"write to missing {kind} {name}"
+        return obj
 
     def run(self, *events: ControllerEvent, limit: int = 50) -> list[Action]:
         """Reduce ``events`` and every change their KV actions cause, to a fixed point.
@@ -221,7 +195,6 @@ class Cluster:
             actions = reduce_all(self.store, event)
             emitted += actions
             for action in kv_actions(actions):
-                assert isinstance(action, _KV_TYPES)
                 queue += self.execute(action)
         raise AssertionError(f"no fixed point after {limit} events; pending {queue[:3]}")
 

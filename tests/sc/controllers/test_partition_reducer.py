@@ -12,7 +12,7 @@ from sc.actions import (
     CmDeletePartition,
     CmLeaderChange,
     CmUpdatePartition,
-    UpdatePartitionStatus,
+    KvUpdateStatus,
 )
 from sc.controllers import LrsUpdate, Reconcile
 from sc.controllers.partition import reduce
@@ -64,8 +64,8 @@ WAITING_OUT_OF_SYNC = make_partition(
 WAITING_FOR_2 = make_partition("t", 6, REPS, resolution=P.OFFLINE, leader=2, lrs=[(2, 10, True)])
 
 
-def _status(p: Partition, **update: Any) -> UpdatePartitionStatus:
-    return UpdatePartitionStatus(p.name, p.status.model_copy(update=update), p.revision)
+def _status(p: Partition, **update: Any) -> KvUpdateStatus:
+    return KvUpdateStatus("Partition", p.name, p.status.model_copy(update=update), p.revision)
 
 
 def _elected(p: Partition, leader: int) -> list[Action]:
@@ -126,9 +126,9 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
     ("SPU back, partition not Offline: nothing", [*S2_BACK, FOLLOWED], S2_COMING_BACK, []),
     # seed: "Change LRS -> status Online, leader and replicas from the LRS"
     ("LRS from the leader: Online", [*UP, LED], _lrs(LED, 1),
-     [UpdatePartitionStatus(LED.name, LED_ONLINE_AGAIN, LED.revision)]),
+     [KvUpdateStatus("Partition", LED.name, LED_ONLINE_AGAIN, LED.revision)]),
     ("LRS turns an Offline partition Online", [*S2_BACK, WAITING_FOR_2], _lrs(WAITING_FOR_2, 2),
-     [UpdatePartitionStatus(WAITING_FOR_2.name, PartitionStatus(
+     [KvUpdateStatus("Partition", WAITING_FOR_2.name, PartitionStatus(
          resolution=P.ONLINE, leader=2, lrs=_lrs(WAITING_FOR_2, 2).replicas, leo=12, hw=11,
          log_start_offset=0), WAITING_FOR_2.revision)]),
     ("same LRS again: nothing", [*UP, LED_STATUS_ONLY], _lrs(LED, 1), []),

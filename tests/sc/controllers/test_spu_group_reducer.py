@@ -6,14 +6,7 @@ from typing import Any
 
 import pytest
 
-from sc.actions import (
-    Action,
-    CreateSpu,
-    DeleteSpu,
-    ProvisionSpu,
-    TerminateSpu,
-    UpdateSpuGroupStatus,
-)
+from sc.actions import Action, KvCreate, KvDelete, KvUpdateStatus, ProvisionSpu, TerminateSpu
 from sc.controllers import Reconcile
 from sc.controllers.spu_group import reduce
 from sc.controllers.spu_group.policy import managed_spu
@@ -49,16 +42,16 @@ def _spus(group: SpuGroup, *ids: int) -> list[Spu]:
     return [managed_spu(group, i).with_revision(1) for i in ids]
 
 
-def _status(group: SpuGroup, resolution: G, reason: str | None = None) -> UpdateSpuGroupStatus:
+def _status(group: SpuGroup, resolution: G, reason: str | None = None) -> KvUpdateStatus:
     status = SpuGroupStatus(resolution=resolution, reason=reason)
-    return UpdateSpuGroupStatus(group.name, status, group.revision)
+    return KvUpdateStatus("SpuGroup", group.name, status, group.revision)
 
 
 def _create(group: SpuGroup, *ids: int) -> list[Action]:
     actions: list[Action] = []
     for spu_id in ids:
         spu = managed_spu(group, spu_id)
-        actions += [CreateSpu(spu), ProvisionSpu(spu_id, spu.name, group.name, TEMPLATE)]
+        actions += [KvCreate(spu), ProvisionSpu(spu_id, spu.name, group.name, TEMPLATE)]
     return actions
 
 
@@ -82,7 +75,7 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
     ("scale up: provision the new ids", [RES4, *_spus(RES2, 11, 12)], modified(RES2, RES4),
      _create(RES4, 13, 14)),
     ("scale down: the highest ids go", [RES1, *_spus(RES4, 11, 12, 13)], modified(RES4, RES1),
-     [DeleteSpu("main-13"), DeleteSpu("main-12")]),
+     [KvDelete("Spu", "main-13"), KvDelete("Spu", "main-12")]),
     ("managed SPU deleted: terminate it", [RES1], deleted(_spus(RES2, 12)[0]),
      [TerminateSpu(12, "main-12", "main")]),
     ("custom SPU deleted: nothing to terminate", [RES1], deleted(CUSTOM12), []),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sc.actions import Action, CmAddSpu, CmDeleteSpu, CmUpdateSpu, UpdateSpuStatus
+from sc.actions import Action, CmAddSpu, CmDeleteSpu, CmUpdateSpu, KvUpdateStatus
 from sc.controllers import Reconcile, SpuConnected, SpuDisconnected
 from sc.controllers.spu import reduce
 from sc.local_store import LocalStore
@@ -31,8 +31,8 @@ S2_OFFLINE = S2.with_status(SpuStatus(resolution=OFFLINE)).with_revision(2)
 S1_RELABELLED = S1.with_revision(3)
 
 
-def _status(spu: Any, resolution: SpuResolution) -> UpdateSpuStatus:
-    return UpdateSpuStatus(spu.name, SpuStatus(resolution=resolution), spu.revision)
+def _status(spu: Any, resolution: SpuResolution) -> KvUpdateStatus:
+    return KvUpdateStatus("Spu", spu.name, SpuStatus(resolution=resolution), spu.revision)
 
 
 ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [

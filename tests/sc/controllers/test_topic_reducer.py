@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sc.actions import Action, CmAddPartition, CreatePartition, UpdateTopicStatus
+from sc.actions import Action, CmAddPartition, KvCreate, KvUpdateStatus
 from sc.controllers import Reconcile
 from sc.controllers.topic import reduce
 from sc.local_store import LocalStore
@@ -40,13 +40,14 @@ def _manual(name: str, rows: dict[int, tuple[int, ...]], **kw: Any) -> Topic:
     return make_topic(name, len(rows), len(rows[0]), replica_assignment=assignment, **kw)
 
 
-def _status(topic: Topic, resolution: TopicResolution, **kw: Any) -> UpdateTopicStatus:
-    return UpdateTopicStatus(topic.name, TopicStatus(resolution=resolution, **kw), topic.revision)
+def _status(topic: Topic, resolution: TopicResolution, **kw: Any) -> KvUpdateStatus:
+    status = TopicStatus(resolution=resolution, **kw)
+    return KvUpdateStatus("Topic", topic.name, status, topic.revision)
 
 
 def _provisioned(topic: Topic, replica_map: dict[int, tuple[int, ...]]) -> list[Action]:
     parts = [
-        CreatePartition(Partition.new(topic.name, i, PartitionSpec.for_replicas(topic.spec, r)))
+        KvCreate(Partition.new(topic.name, i, PartitionSpec.for_replicas(topic.spec, r)))
         for i, r in sorted(replica_map.items())
     ]
     return [_status(topic, R.PROVISIONED, replica_map=replica_map), *parts]
@@ -130,7 +131,7 @@ def test_start_index_follows_existing_partitions() -> None:
     topic = make_topic("new", 3, 1, resolution=R.PENDING)
     actions = reduce(LocalStore.of([*SPUS, *existing, topic]), modified(topic, topic))
     first = actions[0]
-    assert isinstance(first, UpdateTopicStatus)
+    assert isinstance(first, KvUpdateStatus) and isinstance(first.status, TopicStatus)
     assert first.status.replica_map == {0: (1,), 1: (2,), 2: (0,)}
 
 
@@ -138,12 +139,12 @@ def test_rack_labels_reach_the_assignment() -> None:
     spus = [make_spu(i, rack=f"r{i // 2}") for i in range(4)]  # r0: 0,1  r1: 2,3
     topic = make_topic("racked", 4, 2, resolution=R.PENDING)
     first = reduce(LocalStore.of([*spus, topic]), modified(topic, topic))[0]
-    assert isinstance(first, UpdateTopicStatus)
+    assert isinstance(first, KvUpdateStatus) and isinstance(first.status, TopicStatus)
     for replicas in first.status.replica_map.values():
         assert len({spu // 2 for spu in replicas}) == 2
     ignoring = make_topic("flat", 4, 2, resolution=R.PENDING, ignore_rack_assignment=True)
     flat = reduce(LocalStore.of([*spus, ignoring]), modified(ignoring, ignoring))[0]
-    assert isinstance(flat, UpdateTopicStatus)
+    assert isinstance(flat, KvUpdateStatus) and isinstance(flat.status, TopicStatus)
     assert any(len({s // 2 for s in r}) == 1 for r in flat.status.replica_map.values())
 
 
@@ -151,15 +152,15 @@ def test_partitions_carry_topic_settings() -> None:
     topic = make_topic("t", 1, 2, resolution=R.PENDING, retention_secs=60,
                        min_in_sync_replicas=2, unclean_leader_election=True)  # fmt: skip
     create = reduce(LocalStore.of([*SPUS, topic]), modified(topic, topic))[1]
-    assert isinstance(create, CreatePartition)
-    spec = create.partition.spec
+    assert isinstance(create, KvCreate) and isinstance(create.obj, Partition)
+    spec = create.obj.spec
     assert (spec.retention_secs, spec.min_in_sync_replicas, spec.unclean_leader_election) == (
         60,
         2,
         True,
     )
-    assert create.partition.metadata.parent is not None
-    assert create.partition.metadata.parent.name == "t"
+    assert create.obj.metadata.parent is not None
+    assert create.obj.metadata.parent.name == "t"
 
 
 # --- reconcile and idempotency ----------------------------------------------------------
@@ -168,7 +169,7 @@ def test_partitions_carry_topic_settings() -> None:
 def test_reconcile_recreates_missing_partitions_only() -> None:
     store = LocalStore.of([*SPUS, T_DONE, P0])
     missing = Partition.new("orders", 1, PartitionSpec.for_replicas(T_DONE.spec, (1,)))
-    assert reduce(store, Reconcile()) == [CreatePartition(missing)]
+    assert reduce(store, Reconcile()) == [KvCreate(missing)]
     assert reduce(LocalStore.of([*SPUS, T_DONE, P0, P1]), Reconcile()) == []
 
 

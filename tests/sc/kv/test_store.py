@@ -30,7 +30,7 @@ from spark_stream.models import (
 )
 from spark_stream.models.partition import PartitionResolution
 from spark_stream.models.spu import SpuResolution
-from tests.sc.kv.conftest import Backend
+from tests.sc.conftest import Backend
 from tests.sc.kv.helpers import partition, spu, take, topic
 
 

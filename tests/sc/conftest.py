@@ -1,4 +1,4 @@
-"""The KV backends every contract test runs against: memory and a real Redis."""
+"""SC test fixtures: ``backend`` runs a test on each KV implementation (memory, real Redis)."""
 
 from __future__ import annotations
 
