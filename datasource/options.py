@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from spark_stream.errors import DataSourceOptionError
+from spark_stream.errors import DataSourceOptionError, InvalidConfigError
+from spark_stream.net.endpoint import parse_endpoint
 
 __all__ = [
     "EARLIEST",
@@ -363,9 +364,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
                 raise DataSourceOptionError(
                     f"option '{name}' names topics the query does not read: {', '.join(stray)}"
                 )
-    endpoint = opts.get("endpoint")
-    if endpoint is not None and not _valid_endpoint(endpoint):
-        raise DataSourceOptionError(f"option 'endpoint' must be host:port, got {endpoint!r}")
+    endpoint = _endpoint(opts)
     max_records = _int(opts, "maxRecordsPerTrigger", 1)
     if max_records is None:
         max_records = _int(opts, "maxOffsetsPerTrigger", 1)
@@ -393,9 +392,15 @@ def _subscribed(topic: str, topics: tuple[str, ...], pattern: str | None) -> boo
     return topic in topics
 
 
-def _valid_endpoint(endpoint: str) -> bool:
-    host, sep, port = endpoint.strip().rpartition(":")
-    return bool(sep and host and port.isdigit() and 0 < int(port) < 65536)
+def _endpoint(opts: Mapping[str, str]) -> str | None:
+    """The ``endpoint`` option as given, checked by the one endpoint parser."""
+    endpoint = opts.get("endpoint")
+    if endpoint is not None:
+        try:
+            parse_endpoint(endpoint, what="option 'endpoint'")
+        except InvalidConfigError as exc:
+            raise DataSourceOptionError(str(exc)) from None
+    return endpoint
 
 
 def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
@@ -408,9 +413,7 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise DataSourceOptionError("option 'topic' must not be empty")
-    endpoint = opts.get("endpoint")
-    if endpoint is not None and not _valid_endpoint(endpoint):
-        raise DataSourceOptionError(f"option 'endpoint' must be host:port, got {endpoint!r}")
+    endpoint = _endpoint(opts)
     return WriterOptions(
         endpoint=endpoint,
         topic=topic.strip() if topic else None,

@@ -48,6 +48,7 @@ from sc.controllers.events import (
 from sc.kv.store import ChangeEvent, KvStore, Resync
 from sc.local_store import Change, LocalStore
 from sc.updaters import Outcome
+from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import KvUnavailableError
 
 __all__ = ["Dispatcher", "ChangeListener"]
@@ -213,7 +214,7 @@ class Dispatcher:
     # -- readers -----------------------------------------------------------------------
 
     async def _watch_loop(self) -> None:
-        delay = 0.1
+        backoff = BackoffPolicy(0.1, 5.0).start()
         while True:
             try:
                 async for item in self.kv.watch(None, self._watched_to):
@@ -223,13 +224,12 @@ class Dispatcher:
                     self._inbox.append(item)
                     self._wakeup.set()
                     self._watched_to = item.revision
-                    delay = 0.1
+                    backoff.reset()
             except KvUnavailableError as exc:
-                log.warning("kv watch lost, retrying in %.1fs error=%s", delay, exc)
+                log.warning("kv watch lost, retrying error=%s", exc)
             except Exception:
-                log.exception("kv watch failed, retrying in %.1fs", delay)
-            await asyncio.sleep(delay)  # backoff before watching again
-            delay = min(delay * 2, 5.0)
+                log.exception("kv watch failed, retrying")
+            await backoff.sleep()  # before watching again
 
     # -- the loop ----------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
+from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import FluvioError, LogGapError
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES
@@ -46,9 +47,13 @@ __all__ = ["FollowerController"]
 
 logger = logging.getLogger(__name__)
 
-_BACKOFF_START = 0.1
-_BACKOFF_MAX = 2.0
-_RESYNC_PAUSE = 0.1
+# Every wait below is cut short when the replicas or the leader's endpoint change.
+#: Between reconnects, reset once a connection served.
+_BACKOFF = BackoffPolicy(0.1, 2.0)
+#: A fixed pause after an unexpected error.
+_CRASH_PAUSE = BackoffPolicy(_BACKOFF.maximum, _BACKOFF.maximum)
+#: A fixed pause before reopening a stream that asked for a resync.
+_RESYNC_PAUSE = BackoffPolicy(0.1, 0.1)
 _REQUEST_TIMEOUT = 10.0
 
 
@@ -133,7 +138,7 @@ class FollowerController:
     # -- loop ------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        backoff = _BACKOFF_START
+        backoff = _BACKOFF.start()
         while True:
             self._changed.clear()
             if self._endpoint is None or not self._logs:
@@ -148,27 +153,19 @@ class FollowerController:
                 logger.info(
                     "cannot reach leader spu=%d at %s:%d: %s", self.leader_id, host, port, exc
                 )
-                await self._pause(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX)
+                await backoff.sleep(wake=self._changed)
                 continue
             try:
                 await self._serve(conn, (host, port))
-                backoff = _BACKOFF_START
+                backoff.reset()
             except FluvioError as exc:
                 logger.info("replication from spu=%d interrupted: %s", self.leader_id, exc)
-                await self._pause(backoff)
-                backoff = min(backoff * 2, _BACKOFF_MAX)
+                await backoff.sleep(wake=self._changed)
             except Exception:
                 logger.exception("replication from spu=%d failed", self.leader_id)
-                await self._pause(_BACKOFF_MAX)
+                await _CRASH_PAUSE.start().sleep(wake=self._changed)
             finally:
                 await conn.close()
-
-    async def _pause(self, seconds: float) -> None:
-        """Sleep, but wake early when the replicas or endpoint change."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._changed.wait()
 
     async def _serve(self, conn: Connection, endpoint: tuple[str, int]) -> None:
         """Run streams on one connection until it fails or the endpoint changes."""
@@ -186,7 +183,7 @@ class FollowerController:
             exc = stream.exception()
             if isinstance(exc, _Resync):
                 logger.info("resync with spu=%d: %s", self.leader_id, exc)
-                await self._pause(_RESYNC_PAUSE)
+                await _RESYNC_PAUSE.start().sleep(wake=self._changed)
             elif exc is not None:
                 raise exc
 

@@ -23,9 +23,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import FluvioError, InvalidRequestError, UnauthorizedError
 from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
 from spark_stream.net.connection import Connection
+from spark_stream.net.endpoint import parse_endpoint
 from spark_stream.protocol.control import (
     HeartbeatRequest,
     SpuConnectAccepted,
@@ -38,26 +40,14 @@ from spu._tasks import cancel_and_wait
 from spu.dispatcher import SpuDispatcher
 from spu.settings import SpuSettings
 
-__all__ = ["ScLink", "parse_endpoint"]
+__all__ = ["ScLink"]
 
 logger = logging.getLogger(__name__)
 
-_BACKOFF_START = 0.1
-_BACKOFF_MAX = 2.0
+#: Reconnect delays; the SC endpoint is fixed, so nothing cuts a wait short.
+_BACKOFF = BackoffPolicy(0.1, 2.0)
 _LRS_PAUSE = 0.05
 _REQUEST_TIMEOUT = 10.0
-
-
-def parse_endpoint(endpoint: str) -> tuple[str, int]:
-    """Split ``host:port``.
-
-    Raises:
-        InvalidRequestError: not ``host:port`` with a port in 1..65535.
-    """
-    host, sep, port = endpoint.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InvalidRequestError(f"endpoint {endpoint!r} is not host:port")
-    return host, int(port)
 
 
 class ScLink:
@@ -68,6 +58,9 @@ class ScLink:
         dispatcher: the SPU dispatcher that takes the SC's pushes.
         public_port: the bound public port (reported to the SC).
         private_port: the bound private port (reported to the SC).
+
+    Raises:
+        InvalidConfigError: ``sc_endpoint`` is not ``host:port`` (``[v6]:port``).
     """
 
     def __init__(
@@ -75,7 +68,7 @@ class ScLink:
     ) -> None:
         self.settings = settings
         self.dispatcher = dispatcher
-        self.host, self.port = parse_endpoint(settings.sc_endpoint)
+        self.host, self.port = parse_endpoint(settings.sc_endpoint, what="sc_endpoint")
         self.public = PublicEndpoint(
             port=public_port, ingress=(IngressAddr(hostname=settings.host),)
         )
@@ -103,7 +96,7 @@ class ScLink:
     # -- loop ------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        backoff = _BACKOFF_START
+        backoff = _BACKOFF.start()
         while True:
             try:
                 conn = await Connection.open(
@@ -125,9 +118,8 @@ class ScLink:
                     self.accepted.clear()
                     await conn.close()
                 if self.connections > sessions:  # it was accepted: start backing off anew
-                    backoff = _BACKOFF_START
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, _BACKOFF_MAX)
+                    backoff.reset()
+            await backoff.sleep()
 
     async def _session(self, conn: Connection) -> None:
         request = SpuConnectRequest.build(

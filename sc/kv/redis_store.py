@@ -41,6 +41,7 @@ from sc.kv.store import (
     coerce_part,
     watched_kinds,
 )
+from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import (
     ConflictError,
     KvUnavailableError,
@@ -57,6 +58,8 @@ __all__ = ["RedisKvStore"]
 T = TypeVar("T")
 
 _TRANSIENT = (RedisConnectionError, RedisTimeoutError, ConnectionError)
+#: First delay between retries; it doubles up to ``backoff_max``.
+_FIRST_RETRY_S = 0.02
 
 
 def _json(model: Any, **kwargs: Any) -> str:
@@ -98,7 +101,7 @@ class RedisKvStore(KvStore):
         feed_retention: approximate number of changes the stream keeps.
         block_ms: how long one ``XREAD`` waits before the watcher checks its position.
         reconnect_timeout: seconds of failed retries before ``KvUnavailableError``.
-        backoff_max: cap of the exponential backoff between retries, in seconds.
+        backoff_max: cap of the exponential backoff between retries, in seconds (> 0).
         batch: changes read per ``XREAD``.
     """
 
@@ -119,7 +122,7 @@ class RedisKvStore(KvStore):
         self._maxlen = feed_retention
         self._block_ms = block_ms
         self._reconnect_timeout = reconnect_timeout
-        self._backoff_max = backoff_max
+        self._backoff = BackoffPolicy(min(_FIRST_RETRY_S, backoff_max), backoff_max)
         self._batch = batch
         self._feed = f"{prefix}:feed"
         self._closed = False
@@ -148,15 +151,15 @@ class RedisKvStore(KvStore):
         """Run ``op``, retrying transient connection failures with backoff."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._reconnect_timeout
-        delay = 0.02
+        backoff = self._backoff.start()
         while True:
             try:
                 return await op()
             except _TRANSIENT as exc:
+                delay = backoff.next()
                 if self._closed or loop.time() + delay > deadline:
                     raise KvUnavailableError(f"redis unreachable: {exc}") from exc
                 await asyncio.sleep(delay)  # backoff before reconnecting
-                delay = min(delay * 2, self._backoff_max)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -265,7 +268,7 @@ class RedisKvStore(KvStore):
         verify = True  # check the position against the counter before reading
         loop = asyncio.get_running_loop()
         failing_since: float | None = None
-        delay = 0.02
+        backoff = self._backoff.start()
         while not self._closed:
             if verify:
                 lost = await self._call(functools.partial(self._position_lost, last))
@@ -286,11 +289,11 @@ class RedisKvStore(KvStore):
                 failing_since = now if failing_since is None else failing_since
                 if now - failing_since > self._reconnect_timeout:
                     raise KvUnavailableError(f"redis unreachable: {exc}") from exc
-                await asyncio.sleep(delay)  # backoff before reconnecting
-                delay = min(delay * 2, self._backoff_max)
+                await backoff.sleep()  # before reconnecting
                 verify = True
                 continue
-            failing_since, delay = None, 0.02
+            failing_since = None
+            backoff.reset()
             entries = reply[0][1] if reply else []
             if not entries:
                 verify = True

@@ -12,9 +12,9 @@ from typing import Any
 from spark_stream.cli.output import emit
 from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration
 from spark_stream.client import Fluvio
-from spark_stream.client.profile import parse_endpoint
 from spark_stream.errors import InvalidConfigError
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
+from spark_stream.net.endpoint import parse_endpoint
 
 __all__ = [
     "topic_create",
@@ -174,10 +174,10 @@ def spu_register(args: argparse.Namespace, fluvio: Fluvio) -> int:
     """Register a custom SPU."""
     fields: dict[str, Any] = {}
     if args.public_server:
-        host, port = parse_endpoint(args.public_server)
+        host, port = parse_endpoint(args.public_server, what="--public-server")
         fields["publicEndpoint"] = {"port": port, "ingress": [{"hostname": host}]}
     if args.private_server:
-        host, port = parse_endpoint(args.private_server)
+        host, port = parse_endpoint(args.private_server, what="--private-server")
         fields["privateEndpoint"] = {"port": port, "host": host}
     if args.rack:
         fields["rack"] = args.rack

@@ -11,12 +11,13 @@ when the SC no longer holds them). A sync face and a CLI wrap this later.
 
 from __future__ import annotations
 
-import asyncio
-import logging
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Self, TypeVar
 
-from spark_stream.errors import ConnectionClosedError, InvalidRequestError, NotFoundError
+from spark_stream.backoff import BackoffPolicy
+from spark_stream.client.metadata import WATCH_BACKOFF, watch_metadata
+from spark_stream.errors import InvalidRequestError, NotFoundError
 from spark_stream.models import (
     Partition,
     Spu,
@@ -31,8 +32,6 @@ from spark_stream.protocol import Message
 from spark_stream.protocol import control as c
 
 __all__ = ["AdminClient"]
-
-log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Message)
 
@@ -89,10 +88,15 @@ class AdminClient:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _call(self, request: Message, expect: type[M]) -> M:
+    async def _connection(self) -> Connection:
+        """The open connection (reopened once it closed)."""
         await self.connect()
         assert self._conn is not None
-        reply = await self._conn.call(request, timeout=self.timeout)
+        return self._conn
+
+    async def _call(self, request: Message, expect: type[M]) -> M:
+        conn = await self._connection()
+        reply = await conn.call(request, timeout=self.timeout)
         if not isinstance(reply, expect):  # pragma: no cover - the registry guarantees it
             raise InvalidRequestError(f"expected {expect.__name__}, got {type(reply).__name__}")
         return reply
@@ -236,33 +240,23 @@ class AdminClient:
     ) -> AsyncIterator[c.MetadataUpdate]:
         """Metadata updates: a full snapshot (unless resuming), then changes, forever.
 
+        The stream is ``spark_stream.client.metadata.watch_metadata`` on this client's
+        connection, re-yielded so this stays an async generator function (the sync
+        facade wraps those as blocking iterators).
+
         Args:
             from_revision: resume after this revision (None: start with a snapshot).
             reconnect: when the connection drops, reconnect with backoff and resume from
                 the last delivered revision; otherwise raise ``ConnectionClosedError``.
-            max_backoff: cap of the delay between reconnect attempts, in seconds.
+            max_backoff: cap of the delay between reconnect attempts, in seconds (> 0).
         """
-        revision = from_revision
-        delay = 0.05
-        while True:
-            try:
-                await self.connect()
-                assert self._conn is not None
-                stream = await self._conn.stream(c.WatchMetadataRequest(revision))
-                async with stream:
-                    async for push in stream:
-                        update = push.message()
-                        assert isinstance(update, c.MetadataUpdate)
-                        revision = update.revision
-                        delay = 0.05
-                        yield update
-                return  # the SC ended the stream
-            except ConnectionClosedError as exc:
-                if not reconnect:
-                    raise
-                log.info("metadata watch lost, reconnecting in %.2fs error=%s", delay, exc)
-                if self._conn is not None:
-                    await self._conn.close()
-                    self._conn = None
-                await asyncio.sleep(delay)  # backoff before reconnecting
-                delay = min(delay * 2, max_backoff)
+        initial = min(WATCH_BACKOFF.initial, max_backoff)
+        updates = watch_metadata(
+            self._connection,
+            from_revision,
+            backoff=BackoffPolicy(initial, max_backoff),
+            reconnect=reconnect,
+        )
+        async with contextlib.aclosing(updates):
+            async for update in updates:
+                yield update

@@ -28,10 +28,11 @@ from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer.producer import AsyncTopicProducer
-from spark_stream.client.profile import load_profile, parse_endpoint
+from spark_stream.client.profile import load_profile
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import RequestTimeoutError, UnknownTopicError
 from spark_stream.net.connection import Connection
+from spark_stream.net.endpoint import parse_endpoint
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
 __all__ = ["FluvioAsync", "resolve_endpoint"]

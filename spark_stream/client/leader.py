@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from spark_stream.backoff import BackoffPolicy
 from spark_stream.client.metadata import Leader, MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.errors import (
@@ -29,7 +30,7 @@ from spark_stream.errors import (
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import Message
 
-__all__ = ["RetryPolicy", "LeaderClient", "backoff_delays"]
+__all__ = ["RetryPolicy", "LeaderClient", "retry_backoff"]
 
 M = TypeVar("M", bound=Message)
 
@@ -43,22 +44,31 @@ class RetryPolicy:
 
     Attributes:
         retries: attempts after the first.
-        backoff_s: first delay, doubled per attempt.
-        backoff_max_s: delay ceiling.
+        backoff: the delays between attempts (None: retry at once).
         timeout_s: bound on the whole call, retries included.
         request_timeout_s: bound on one attempt.
     """
 
     retries: int = 10
-    backoff_s: float = 0.05
-    backoff_max_s: float = 2.0
+    backoff: BackoffPolicy | None = BackoffPolicy(0.05, 2.0)
     timeout_s: float = 60.0
     request_timeout_s: float = 30.0
 
+    def delay(self, attempt: int) -> float:
+        """The wait before retry ``attempt`` (0 for the first retry)."""
+        return 0.0 if self.backoff is None else self.backoff.delay(attempt)
 
-def backoff_delays(policy: RetryPolicy) -> list[float]:
-    """The delays before each retry: ``backoff_s * 2**i`` capped at ``backoff_max_s``."""
-    return [min(policy.backoff_s * 2**i, policy.backoff_max_s) for i in range(policy.retries)]
+
+def retry_backoff(initial_ms: float, maximum_ms: float) -> BackoffPolicy | None:
+    """The backoff a client config asks for: ``initial_ms`` doubling up to ``maximum_ms``.
+
+    The configs allow what a ``BackoffPolicy`` refuses, with the same meaning as ever:
+    a first delay above the ceiling waits the ceiling, and a zero retries at once (None).
+    """
+    initial, maximum = initial_ms / 1000.0, maximum_ms / 1000.0
+    if min(initial, maximum) <= 0:
+        return None
+    return BackoffPolicy(min(initial, maximum), maximum)
 
 
 class LeaderClient:
@@ -105,7 +115,6 @@ class LeaderClient:
                 or time ran out.
         """
         deadline = time.monotonic() + policy.timeout_s
-        delays = backoff_delays(policy)
         not_spu: int | None = None
         attempt = 0
         while True:
@@ -126,12 +135,12 @@ class LeaderClient:
                 timeout = min(policy.request_timeout_s, max(0.001, deadline - time.monotonic()))
                 return await conn.call(msg, timeout=timeout)
             except FluvioError as exc:
-                if not (exc.retriable or isinstance(exc, retriable)) or attempt >= len(delays):
+                if not (exc.retriable or isinstance(exc, retriable)) or attempt >= policy.retries:
                     raise
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self.pool.discard(conn)
                 not_spu = leader.spu_id if isinstance(exc, LEADER_ERRORS) and leader else None
-                delay = delays[attempt]
+                delay = policy.delay(attempt)
                 attempt += 1
                 if time.monotonic() + delay >= deadline:
                     raise

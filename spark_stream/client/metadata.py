@@ -4,11 +4,12 @@ Theory of operation. ``MetadataView`` is pure: it applies ``MetadataUpdate`` pus
 full snapshot replaces everything, an incremental one upserts and deletes) and answers
 lookups: a partition's leader and that leader's public endpoint, a topic's partition
 count. ``MetadataWatcher`` owns the stream: one task reads pushes into the view and
-bumps a version that waiters poll through an ``asyncio.Condition``. When the stream or
-its SC connection fails, the watcher reconnects with backoff and resumes from the last
-applied revision (the SC replies with a full snapshot when it no longer holds the
-changes). Callers never read a half-applied update: an update is applied in one step
-on the loop thread.
+bumps a version that waiters poll through an ``asyncio.Condition``. The stream itself
+is ``watch_metadata``, also behind ``AdminClient.watch_metadata``: when it or its SC
+connection fails, it reconnects with backoff and resumes from the last revision it
+delivered (the SC replies with a full snapshot when it no longer holds the changes).
+Callers never read a half-applied update: an update is applied in one step on the loop
+thread.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from spark_stream.backoff import BackoffPolicy
 from spark_stream.client.types import PartitionInfo
 from spark_stream.errors import (
     ConnectionClosedError,
@@ -33,9 +35,19 @@ from spark_stream.models import Partition, PartitionResolution, Spu, Topic, part
 from spark_stream.net.connection import Connection
 from spark_stream.protocol.control import MetadataUpdate, WatchMetadataRequest
 
-__all__ = ["Leader", "MetadataView", "MetadataWatcher", "partition_info"]
+__all__ = [
+    "WATCH_BACKOFF",
+    "Leader",
+    "MetadataView",
+    "MetadataWatcher",
+    "partition_info",
+    "watch_metadata",
+]
 
 log = logging.getLogger(__name__)
+
+#: Delays between reconnects of a metadata watch.
+WATCH_BACKOFF = BackoffPolicy(0.05, 2.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,20 +167,80 @@ class MetadataView:
         return Leader(spu.spu_id, ep.host, ep.port)
 
 
+async def watch_metadata(
+    connect: Callable[[], Awaitable[Connection]],
+    from_revision: int | None = None,
+    *,
+    backoff: BackoffPolicy = WATCH_BACKOFF,
+    reconnect: bool = True,
+    retry_on: tuple[type[BaseException], ...] = (ConnectionClosedError,),
+    on_error: Callable[[BaseException], None] | None = None,
+) -> AsyncGenerator[MetadataUpdate, None]:
+    """The SC's metadata pushes: a snapshot (unless resuming), then changes, resumed.
+
+    Each attempt streams ``WatchMetadataRequest`` on ``connect()`` from the last revision
+    delivered, so a reconnect neither repeats nor loses a change (the SC sends a full
+    snapshot when it no longer holds them). The delay between attempts grows under
+    ``backoff`` and starts over once an update arrives.
+
+    Args:
+        connect: an open connection to the SC's public port; called for every attempt,
+            it may return the same connection while that one is open.
+        from_revision: resume after this revision (None: start with a snapshot).
+        backoff: delays between attempts.
+        reconnect: when the stream fails (an error in ``retry_on``) or ends, try again;
+            otherwise raise the error or stop.
+        retry_on: the errors that mean "reconnect"; the connection is closed first.
+        on_error: told of every such error before the wait.
+
+    Raises:
+        FluvioError: what ``connect`` or the stream raised, when it is not in
+            ``retry_on`` or ``reconnect`` is false (``ConnectionClosedError`` by default).
+    """
+    revision = from_revision
+    state = backoff.start()
+    while True:
+        conn: Connection | None = None
+        try:
+            conn = await connect()
+            async with await conn.stream(WatchMetadataRequest(revision)) as stream:
+                async for push in stream:
+                    update = push.message()
+                    if isinstance(update, MetadataUpdate):
+                        revision = update.revision
+                        state.reset()
+                        yield update
+            if not reconnect:
+                return  # the SC ended the stream
+            log.info("metadata watch ended by the SC, reopening")
+        except retry_on as exc:
+            if not reconnect:
+                raise
+            log.info("metadata watch lost, reconnecting error=%r", exc)
+            if on_error is not None:
+                on_error(exc)
+            if conn is not None:
+                await conn.close()
+        await state.sleep()  # backoff before reconnecting
+
+
 class MetadataWatcher:
     """Keeps a ``MetadataView`` current from the SC's metadata stream.
 
     Args:
         connect: opens a fresh connection to the SC (used at start and on reconnect).
-        reconnect_backoff: first delay between reconnect attempts (doubles to 2 s).
+        backoff: delays between reconnect attempts.
     """
 
     def __init__(
-        self, connect: Callable[[], Awaitable[Connection]], *, reconnect_backoff: float = 0.05
+        self,
+        connect: Callable[[], Awaitable[Connection]],
+        *,
+        backoff: BackoffPolicy = WATCH_BACKOFF,
     ) -> None:
         self.view = MetadataView()
         self._connect = connect
-        self._backoff = reconnect_backoff
+        self._backoff = backoff
         self._changed = asyncio.Condition()
         self._version = 0
         self._task: asyncio.Task[None] | None = None
@@ -194,31 +266,37 @@ class MetadataWatcher:
                 + (f": {cause}" if cause is not None else "")
             ) from exc
 
+    async def _open(self) -> Connection:
+        """The watch's connection, reopened once it closed (``close`` closes it)."""
+        if self._conn is None or self._conn.closed:
+            self._conn = await self._connect()
+        return self._conn
+
+    def _failed(self, exc: BaseException) -> None:
+        self.last_error = exc
+
     async def _run(self) -> None:
-        backoff = self._backoff
+        pause = self._backoff.start()
         while not self._closed:
+            updates = watch_metadata(
+                self._open,
+                self.view.revision,
+                backoff=self._backoff,
+                retry_on=(FluvioError, OSError),
+                on_error=self._failed,
+            )
             try:
-                if self._conn is None or self._conn.closed:
-                    self._conn = await self._connect()
-                request = WatchMetadataRequest(from_revision=self.view.revision)
-                async with await self._conn.stream(request) as stream:
-                    async for push in stream:
-                        update = push.message()
-                        if isinstance(update, MetadataUpdate):
-                            self.view.apply(update)
-                            backoff = self._backoff
-                            await self._notify()
-            except asyncio.CancelledError:
-                raise
-            except (FluvioError, OSError) as exc:
+                async with contextlib.aclosing(updates):
+                    async for update in updates:
+                        self.view.apply(update)
+                        pause.reset()
+                        await self._notify()
+            except FluvioError as exc:  # an update the view refused: start over from it
+                log.warning("metadata update not applied, reconnecting: %r", exc)
                 self.last_error = exc
-                log.debug("metadata watch failed, reconnecting: %r", exc)
-                if self._conn is not None and not isinstance(exc, ConnectionClosedError):
+                if self._conn is not None:
                     await self._conn.close()
-            if self._closed:
-                return
-            await asyncio.sleep(backoff)  # reconnect backoff, bounded below
-            backoff = min(backoff * 2, 2.0)
+                await pause.sleep()
 
     async def _notify(self) -> None:
         async with self._changed:

@@ -13,26 +13,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from spark_stream.errors import InvalidConfigError, NotFoundError
+from spark_stream.net.endpoint import parse_endpoint
 
-__all__ = ["Profile", "profile_path", "load_profile", "save_profile", "parse_endpoint"]
+__all__ = ["Profile", "profile_path", "load_profile", "save_profile"]
 
 
 def profile_path() -> Path:
     """``$FLUVIO_PROFILE``, else ``~/.fluvio/profile.json``."""
     env = os.environ.get("FLUVIO_PROFILE")
     return Path(env) if env else Path.home() / ".fluvio" / "profile.json"
-
-
-def parse_endpoint(endpoint: str) -> tuple[str, int]:
-    """Split ``"host:port"`` (``[v6]:port`` too).
-
-    Raises:
-        InvalidConfigError: no port, or a port that is not 1..65535.
-    """
-    host, sep, port_text = endpoint.strip().rpartition(":")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise InvalidConfigError(f"endpoint must be 'host:port', got {endpoint!r}")
-    return host.strip("[]"), int(port_text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +57,7 @@ def load_profile(path: Path | None = None) -> Profile:
         raise InvalidConfigError(f"profile {path} is unreadable: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("endpoint"), str):
         raise InvalidConfigError(f"profile {path} has no 'endpoint'")
-    parse_endpoint(data["endpoint"])
+    parse_endpoint(data["endpoint"], what=f"profile {path}: 'endpoint'")
     return Profile(
         endpoint=data["endpoint"],
         data_dir=str(data.get("data_dir", "")),

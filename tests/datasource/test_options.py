@@ -148,6 +148,19 @@ def test_bad_reader_options_name_the_option(options: dict[str, str], mode: str, 
     assert names in str(info.value)
 
 
+def test_endpoints_take_ipv6_in_brackets_and_refuse_it_bare() -> None:
+    assert parse_reader_options({"topic": "t", "endpoint": "[::1]:9003"}, "batch").endpoint == (
+        "[::1]:9003"
+    )
+    assert parse_writer_options({"endpoint": "[::1]:9003"}).endpoint == "[::1]:9003"
+    for parse in (
+        lambda: parse_reader_options({"topic": "t", "endpoint": "::1:9003"}, "batch"),
+        lambda: parse_writer_options({"endpoint": "::1:9003"}),
+    ):
+        with pytest.raises(DataSourceOptionError, match="^option 'endpoint' must be 'host:port'"):
+            parse()
+
+
 def test_name_check_alone_rejects_unknown_names_only() -> None:
     check_reader_option_names({"topic": "t", "maxRecordsPerTrigger": "3"})
     with pytest.raises(DataSourceOptionError, match="'bogus'"):

@@ -1,26 +1,59 @@
-"""SC link helpers."""
+"""The SPU's SC link: its endpoint setting, and a link to an SC on IPv6 loopback."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
-from spark_stream.errors import InvalidRequestError
-from spu.sc_link import parse_endpoint
+from sc.app import ScApp
+from sc.kv import MemoryKvStore
+from sc.settings import ScSettings
+from spark_stream.client.admin import AdminClient
+from spark_stream.config import load_settings
+from spark_stream.errors import InvalidConfigError
+from spu.dispatcher import SpuDispatcher
+from spu.sc_link import ScLink
+from spu.settings import SpuSettings
 
 
-@pytest.mark.parametrize(
-    ("endpoint", "expected"),
-    [
-        ("127.0.0.1:9004", ("127.0.0.1", 9004)),
-        ("sc.local:1", ("sc.local", 1)),
-        ("[::1]:9004", ("[::1]", 9004)),
-    ],
-)
-def test_parse_endpoint(endpoint: str, expected: tuple[str, int]) -> None:
-    assert parse_endpoint(endpoint) == expected
+def link(tmp_path: Path, sc_endpoint: str) -> ScLink:
+    settings = load_settings(
+        SpuSettings, id=1, sc_endpoint=sc_endpoint, data_dir=str(tmp_path / "spu")
+    )
+    return ScLink(settings, SpuDispatcher(settings), public_port=1, private_port=2)
 
 
-@pytest.mark.parametrize("endpoint", ["9004", ":9004", "host:", "host:port", "host:70000"])
-def test_parse_endpoint_refuses(endpoint: str) -> None:
-    with pytest.raises(InvalidRequestError, match="host:port"):
-        parse_endpoint(endpoint)
+@pytest.mark.parametrize("endpoint", ["9004", "::1:9004", "sc:0", "sc"])
+def test_a_bad_sc_endpoint_is_a_typed_error_naming_the_setting(
+    tmp_path: Path, endpoint: str
+) -> None:
+    with pytest.raises(InvalidConfigError, match="^sc_endpoint must be 'host:port'"):
+        link(tmp_path, endpoint)
+
+
+def test_an_ipv6_sc_endpoint_loses_its_brackets(tmp_path: Path) -> None:
+    sc_link = link(tmp_path, "[::1]:9004")
+    assert (sc_link.host, sc_link.port) == ("::1", 9004)
+
+
+@pytest.mark.integration
+def test_links_to_an_sc_on_ipv6_loopback(tmp_path: Path) -> None:
+    async def body() -> None:
+        settings = load_settings(ScSettings, host="::1", public_port=0, private_port=0)
+        sc = ScApp(settings, kv=MemoryKvStore())
+        await sc.start()
+        async with AdminClient("::1", sc.public_port) as admin:
+            await admin.register_spu(1)
+        sc_link = link(tmp_path, f"[::1]:{sc.private_port}")
+        try:
+            sc_link.start()
+            async with asyncio.timeout(10):
+                await sc_link.accepted.wait()
+            assert sc_link.connections == 1
+        finally:
+            await sc_link.stop()
+            await sc.stop()
+
+    asyncio.run(body())

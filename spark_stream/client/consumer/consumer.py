@@ -27,7 +27,7 @@ from spark_stream.client.config import ConsumerConfig, parse_isolation
 from spark_stream.client.consumer.fetch import fetch_offsets, offset_for_timestamp, slice_to_range
 from spark_stream.client.consumer.fetch import visible_end as _visible_end
 from spark_stream.client.consumer.offset import Offset
-from spark_stream.client.leader import LEADER_ERRORS, LeaderClient, RetryPolicy, backoff_delays
+from spark_stream.client.leader import LEADER_ERRORS, LeaderClient, RetryPolicy, retry_backoff
 from spark_stream.client.types import Record
 from spark_stream.errors import ConnectionClosedError, FluvioError, NotLeaderError
 from spark_stream.net.connection import Connection
@@ -96,8 +96,7 @@ class AsyncPartitionConsumer:
         cfg = self.config
         return RetryPolicy(
             retries=cfg.retries,
-            backoff_s=cfg.retry_backoff_ms / 1000.0,
-            backoff_max_s=cfg.retry_backoff_max_ms / 1000.0,
+            backoff=retry_backoff(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms),
             timeout_s=cfg.request_timeout_ms / 1000.0 * 2,
             request_timeout_s=cfg.request_timeout_ms / 1000.0,
         )
@@ -166,7 +165,7 @@ class AsyncPartitionConsumer:
         if end is not None and position >= end:
             return
         cfg = self.config
-        delays = backoff_delays(self._policy())
+        policy = self._policy()
         failures = 0
         not_spu: int | None = None
         timeout = cfg.request_timeout_ms / 1000.0
@@ -206,12 +205,12 @@ class AsyncPartitionConsumer:
                 # The leader ended the stream (e.g. it stepped down): reopen where we are.
                 raise NotLeaderError(f"{self.topic}-{self.partition}: the leader ended the stream")
             except FluvioError as exc:
-                if not exc.retriable or failures >= len(delays):
+                if not exc.retriable or failures >= policy.retries:
                     raise
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self._leaders.pool.discard(conn)
                 not_spu = leader_id if isinstance(exc, LEADER_ERRORS) else None
-                await asyncio.sleep(delays[failures])  # failover backoff
+                await asyncio.sleep(policy.delay(failures))  # failover backoff
                 failures += 1
 
 

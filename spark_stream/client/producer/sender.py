@@ -31,7 +31,7 @@ import time
 from collections import deque
 
 from spark_stream.client.config import ProducerConfig
-from spark_stream.client.leader import LeaderClient, RetryPolicy
+from spark_stream.client.leader import LeaderClient, RetryPolicy, retry_backoff
 from spark_stream.client.metadata import Leader
 from spark_stream.client.producer.accumulator import Accumulator, ProducerBatch
 from spark_stream.errors import (
@@ -162,8 +162,7 @@ class Sender:
         age = time.monotonic() - min(b.created for b in batches)
         return RetryPolicy(
             retries=cfg.retries,
-            backoff_s=cfg.retry_backoff_ms / 1000.0,
-            backoff_max_s=cfg.retry_backoff_max_ms / 1000.0,
+            backoff=retry_backoff(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms),
             timeout_s=max(0.001, cfg.delivery_timeout_ms / 1000.0 - age),
             request_timeout_s=cfg.request_timeout_ms / 1000.0,
         )

@@ -1,0 +1,31 @@
+"""Retry policy: the backoff a client config asks for, edge values included."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_stream.backoff import BackoffPolicy
+from spark_stream.client.leader import RetryPolicy, retry_backoff
+
+
+@pytest.mark.parametrize(
+    ("initial_ms", "maximum_ms", "expected"),
+    [
+        (50, 2000, [0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]),
+        (5, 1000, [0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64]),
+        (1500, 1000, [1.0] * 8),  # a first delay above the ceiling waits the ceiling
+        (0, 1000, [0.0] * 8),  # no backoff: retry at once
+        (50, 0, [0.0] * 8),
+    ],
+)
+def test_config_backoff_doubles_up_to_the_ceiling(
+    initial_ms: float, maximum_ms: float, expected: list[float]
+) -> None:
+    policy = RetryPolicy(retries=8, backoff=retry_backoff(initial_ms, maximum_ms))
+    assert [policy.delay(i) for i in range(policy.retries)] == pytest.approx(expected)
+
+
+def test_zero_backoff_is_none_and_the_default_is_the_usual_one() -> None:
+    assert retry_backoff(0, 1000) is None
+    assert retry_backoff(50, 2000) == BackoffPolicy(0.05, 2.0)
+    assert RetryPolicy().delay(0) == 0.05 and RetryPolicy().delay(10) == 2.0
