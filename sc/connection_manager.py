@@ -34,7 +34,7 @@ import asyncio
 import hmac
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from sc.actions import (
@@ -111,7 +111,7 @@ class SpuSession:
         """Changes queued and not yet pushed."""
         return len(self._spus) + len(self._replicas)
 
-    async def pushes(self) -> AsyncIterator[Message]:
+    async def pushes(self) -> AsyncGenerator[Message, None]:
         """The messages of the ``SPU_CONNECT`` stream, until the session ends.
 
         The snapshot for the full pushes is taken before the first yield, together with
@@ -206,10 +206,10 @@ class ConnectionManager:
                 if known is not None and known.name != action.name:
                     return  # another object now holds that id
                 self.spus.pop(spu_id, None)
-                session = self.sessions.get(spu_id)
-                if session is not None:
+                gone = self.sessions.get(spu_id)
+                if gone is not None:
                     log.info("spu unregistered, closing its connection spu=%d", spu_id)
-                    session.close()
+                    gone.close()
                 for other in self.sessions.values():
                     other.queue_spu(spu_id, None)
             case CmAddPartition(partition=p) | CmUpdatePartition(partition=p):
@@ -226,8 +226,8 @@ class ConnectionManager:
                 holders = set(action.replicas) | (set(old.replicas) if old else set())
                 for spu_id in holders:
                     self._held.get(spu_id, set()).discard(name)
-                    if (session := self.sessions.get(spu_id)) is not None:
-                        session.queue_replica(name, None)
+                    if (holder := self.sessions.get(spu_id)) is not None:
+                        holder.queue_replica(name, None)
             case _:
                 raise TypeError(f"not a connection-manager action: {action!r}")
 

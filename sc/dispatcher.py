@@ -293,17 +293,17 @@ class Dispatcher:
             actions += produced
         outcome = await self._execute(actions) if actions else Outcome()
         for action in (*outcome.dropped, *outcome.failed):
-            event = source.get(id(action))
-            key = _retry_key(event) if event is not None else None
-            if event is None or key is None:
+            cause = source.get(id(action))
+            key = _retry_key(cause) if cause is not None else None
+            if cause is None or key is None:
                 continue
-            attempt = attempts.get(id(event), 0) + 1
+            attempt = attempts.get(id(cause), 0) + 1
             if attempt > self.max_retries:
                 log.warning(
-                    "giving up on event after %d attempts event=%s", attempt - 1, _describe(event)
+                    "giving up on event after %d attempts event=%s", attempt - 1, _describe(cause)
                 )
             elif key not in self._deferred:
-                self._deferred[key] = (event, attempt)
+                self._deferred[key] = (cause, attempt)
         self.processed_revision = self.store.revision
         self._advanced.set()
         self._advanced = asyncio.Event()

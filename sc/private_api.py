@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from sc.connection_manager import ConnectionManager, SpuSession
@@ -130,7 +130,7 @@ class PrivateApi:
         log.info("spu connected spu=%d peer=%s", msg.spu_id, ctx.peer)
         return self._pushes(session)
 
-    async def _pushes(self, session: SpuSession) -> AsyncIterator[Message]:
+    async def _pushes(self, session: SpuSession) -> AsyncGenerator[Message, None]:
         try:
             async for push in session.pushes():
                 yield push

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from sc.dispatcher import Dispatcher
@@ -128,7 +128,7 @@ class MetadataFeed:
 
     async def updates(
         self, from_revision: int | None, max_items: int = 5000
-    ) -> AsyncIterator[c.MetadataUpdate]:
+    ) -> AsyncGenerator[c.MetadataUpdate, None]:
         """The pushes of one watch stream: a snapshot or the missed changes, then more."""
         epoch = self.epoch
         pos = None if from_revision is None else self.position_after(from_revision)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import FluvioError, LogGapError
 from spark_stream.net.connection import Connection
-from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES
+from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES, received_tail, tail_length
 from spu._tasks import cancel_and_wait
 from spu.frames import tail_signature
 from spu.private_messages import (
@@ -242,9 +242,9 @@ class FollowerController:
             self._dirty.set()  # report the synced LEO at once
         if not state.synced:
             return
-        if len(push.tail_parts()):  # type: ignore[arg-type]
+        if tail_length(push.tail):
             try:
-                log.append_replicated(push.tail)
+                log.append_replicated(received_tail(push.tail))
             except LogGapError as exc:
                 state.synced = False
                 raise _Resync(f"{push.name}: {exc}") from exc

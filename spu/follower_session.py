@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -85,7 +85,7 @@ class FollowerSession:
         self._replicas = {name: _Replica(offsets) for name, offsets in replicas.items()}
         self._event = asyncio.Event()
 
-    async def pushes(self) -> AsyncIterator[FollowerPush]:
+    async def pushes(self) -> AsyncGenerator[FollowerPush, None]:
         """The stream's pushes, forever (the server cancels it when the stream ends)."""
         self.directory.subscribe_roles(self._event)
         try:

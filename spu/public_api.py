@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Protocol
 
 from spark_stream.errors import OffsetOutOfRangeError
@@ -148,7 +148,7 @@ async def _visible(leader: LeaderController, msg: FetchRequest) -> LogSlice:
 
 async def _pushes(
     leader: LeaderController, msg: StreamFetchRequest
-) -> AsyncIterator[StreamFetchPush]:
+) -> AsyncGenerator[StreamFetchPush, None]:
     """Frames from ``msg.offset`` on, pushed as they become visible, until leadership ends."""
     event = asyncio.Event()
     leader.subscribe(event)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from sc.kv.store import (
@@ -162,7 +162,7 @@ class MemoryKvStore(KvStore):
             raise ValueError("from_revision must be >= 0")
         return self._watch(names, from_revision)
 
-    async def _watch(self, kinds: tuple[str, ...], last: int) -> AsyncIterator[WatchEvent]:
+    async def _watch(self, kinds: tuple[str, ...], last: int) -> AsyncGenerator[WatchEvent, None]:
         wanted = frozenset(kinds)
         while not self._closed:
             wakeup = self._wakeup

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -88,7 +88,8 @@ def _feed_entries(reply: XReadResponse) -> list[tuple[str, dict[str, str]]]:
     The client speaks RESP2 with ``decode_responses``, so the reply is
     ``[[feed, [(entry_id, fields), ...]]]``, or empty when nothing was read.
     """
-    assert not isinstance(reply, dict), "a RESP3 reply; this client speaks RESP2"
+    if isinstance(reply, dict):
+        raise KvUnavailableError("redis answered XREAD in RESP3; this store speaks RESP2")
     return reply[0][1] if reply else []
 
 
@@ -263,7 +264,7 @@ class RedisKvStore(KvStore):
             raise ValueError("from_revision must be >= 0")
         return self._watch(names, from_revision)
 
-    async def _watch(self, kinds: tuple[str, ...], last: int) -> AsyncIterator[WatchEvent]:
+    async def _watch(self, kinds: tuple[str, ...], last: int) -> AsyncGenerator[WatchEvent, None]:
         wanted = frozenset(kinds)
         verify = True  # check the position against the counter before reading
         loop = asyncio.get_running_loop()
@@ -294,7 +295,7 @@ class RedisKvStore(KvStore):
                 continue
             failing_since = None
             backoff.reset()
-            entries = reply[0][1] if reply else []
+            entries = _feed_entries(reply)
             if not entries:
                 verify = True
                 continue

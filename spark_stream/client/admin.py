@@ -12,7 +12,7 @@ when the SC no longer holds them). A sync face and a CLI wrap this later.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, Self, TypeVar
 
 from spark_stream.backoff import BackoffPolicy
@@ -237,7 +237,7 @@ class AdminClient:
         *,
         reconnect: bool = True,
         max_backoff: float = 2.0,
-    ) -> AsyncIterator[c.MetadataUpdate]:
+    ) -> AsyncGenerator[c.MetadataUpdate, None]:
         """Metadata updates: a full snapshot (unless resuming), then changes, forever.
 
         The stream is ``spark_stream.client.metadata.watch_metadata`` on this client's

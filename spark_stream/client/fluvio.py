@@ -14,7 +14,7 @@ for threads, running this class on a background loop thread.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pyarrow as pa
@@ -193,7 +193,7 @@ class FluvioAsync:
         *,
         isolation: Isolation | str = Isolation.COMMITTED,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
-    ) -> AsyncIterator[memoryview]:
+    ) -> AsyncGenerator[memoryview, None]:
         """Raw batch frames covering ``[start, end_exclusive)``, one frame per item.
 
         Frames are whole and as stored: the first may begin before ``start`` and the
@@ -231,7 +231,7 @@ class FluvioAsync:
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         with_offsets: bool = True,
         local: bool = True,
-    ) -> AsyncIterator[pa.RecordBatch]:
+    ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches.
 
         Each batch has the record schema with an ``offset`` column first (unless

@@ -42,6 +42,7 @@ from spark_stream.protocol.frame import (
     encode_frame,
     parse_header,
     part_length,
+    received_tail,
     tail_length,
 )
 from spark_stream.protocol.message import (
@@ -91,6 +92,7 @@ __all__ = [
     "OversizedFrame",
     "encode_frame",
     "parse_header",
+    "received_tail",
     "tail_length",
     "part_length",
     "as_buffer",

@@ -114,7 +114,7 @@ def _build(cls: type) -> MetaFields:
 def _strict_typed_dict(name: str, fields: dict[str, Any]) -> Any:
     """A ``TypedDict`` class of ``fields`` that pydantic checks in strict mode."""
     # The functional form, as the fields are known only now; mypy checks literal ones only.
-    return with_config(_STRICT)(TypedDict(name, fields))  # type: ignore[misc, operator]
+    return with_config(_STRICT)(TypedDict(name, fields))  # type: ignore[operator]
 
 
 def _wire_type(tp: Any, where: str) -> Any:

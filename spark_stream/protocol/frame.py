@@ -51,6 +51,7 @@ __all__ = [
     "OversizedFrame",
     "parse_header",
     "encode_frame",
+    "received_tail",
     "tail_length",
     "part_length",
     "as_buffer",
@@ -227,6 +228,17 @@ def as_buffer(part: TailPart) -> Buffer:
     if isinstance(part, bytes | bytearray | memoryview):
         return part
     return part.data
+
+
+def received_tail(tail: Tail) -> Buffer:
+    """The tail of a received message, which is always one buffer (parts are only sent).
+
+    Raises:
+        TypeError: ``tail`` is a sequence of parts: a message built to be sent.
+    """
+    if isinstance(tail, bytes | bytearray | memoryview):
+        return tail
+    raise TypeError("a tail of parts belongs to a message being sent, not one received")
 
 
 def tail_length(tail: Tail) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,7 @@ from spark_stream.client.leader import LEADER_ERRORS, LeaderClient, RetryPolicy,
 from spark_stream.client.types import Record
 from spark_stream.errors import ConnectionClosedError, FluvioError, NotLeaderError
 from spark_stream.net.connection import Connection
+from spark_stream.protocol import received_tail
 from spark_stream.protocol.data import Isolation, StreamFetchPush, StreamFetchRequest
 from spark_stream.records import OFFSET_FIELD, RECORD_SCHEMA, decode_frame, iter_frames
 
@@ -120,7 +121,7 @@ class AsyncPartitionConsumer:
         isolation: Isolation | str | None = None,
         end_offset: int | None = None,
         stop_at_end: bool = False,
-    ) -> AsyncIterator[pa.RecordBatch]:
+    ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Arrow batches (``CONSUMER_SCHEMA``) from ``offset`` on, as they become visible.
 
         Args:
@@ -147,7 +148,7 @@ class AsyncPartitionConsumer:
         isolation: Isolation | str | None = None,
         end_offset: int | None = None,
         stop_at_end: bool = False,
-    ) -> AsyncIterator[Record]:
+    ) -> AsyncGenerator[Record, None]:
         """Records from ``offset`` on (arguments as ``stream_batches``)."""
         async with contextlib.aclosing(
             self.stream_batches(
@@ -160,7 +161,7 @@ class AsyncPartitionConsumer:
 
     async def _stream(
         self, position: int, end: int | None, isolation: Isolation
-    ) -> AsyncIterator[pa.RecordBatch]:
+    ) -> AsyncGenerator[pa.RecordBatch, None]:
         self.position = position
         if end is not None and position >= end:
             return
@@ -190,7 +191,7 @@ class AsyncPartitionConsumer:
                         if not isinstance(message, StreamFetchPush):
                             continue
                         failures = 0
-                        for header, frame in iter_frames(message.tail):
+                        for header, frame in iter_frames(received_tail(message.tail)):
                             if header.next_offset <= position:
                                 continue
                             batch = decode_frame(frame, with_offsets=True, check_crc=False)
@@ -233,7 +234,7 @@ class AsyncConsumer:
         *,
         isolation: Isolation | str | None = None,
         stop_at_end: bool = False,
-    ) -> AsyncIterator[pa.RecordBatch]:
+    ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Arrow batches of every partition (each batch from one partition)."""
         queue: asyncio.Queue[pa.RecordBatch | BaseException | None] = asyncio.Queue(
             maxsize=2 * len(self._consumers)
@@ -274,7 +275,7 @@ class AsyncConsumer:
         *,
         isolation: Isolation | str | None = None,
         stop_at_end: bool = False,
-    ) -> AsyncIterator[Record]:
+    ) -> AsyncGenerator[Record, None]:
         """Records of every partition from ``offset`` (per partition), ordered per partition."""
         async with contextlib.aclosing(
             self.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -32,6 +32,7 @@ from spark_stream.errors import (
     RequestTimeoutError,
     UnsupportedVersionError,
 )
+from spark_stream.protocol import received_tail
 from spark_stream.protocol.data import (
     FetchLocalRequest,
     FetchLocalResponse,
@@ -115,7 +116,7 @@ async def fetch_frames(
     isolation: Isolation,
     max_bytes: int,
     policy: RetryPolicy,
-) -> AsyncIterator[memoryview]:
+) -> AsyncGenerator[memoryview, None]:
     """Whole frames covering ``[start, end_exclusive)`` (see the module docstring)."""
     async for _, frame in fetch_range(
         leaders, topic, partition, start, end_exclusive, isolation, max_bytes, policy
@@ -133,7 +134,7 @@ async def fetch_range(
     max_bytes: int,
     policy: RetryPolicy,
     local: LocalFiles | None = None,
-) -> AsyncIterator[tuple[BatchHeader, memoryview]]:
+) -> AsyncGenerator[tuple[BatchHeader, memoryview], None]:
     """Whole frames (crc-checked) with their headers, covering ``[start, end_exclusive)``.
 
     Args:
@@ -221,7 +222,7 @@ async def _fetch(
     )
     reply = await leaders.call(topic, partition, request, policy)
     assert isinstance(reply, FetchResponse)
-    return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(reply.tail))
+    return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(received_tail(reply.tail)))
 
 
 async def _fetch_local(
@@ -305,7 +306,7 @@ async def fetch_batches(
     with_offsets: bool = True,
     schema: pa.Schema = RECORD_SCHEMA,
     local: LocalFiles | None = None,
-) -> AsyncIterator[pa.RecordBatch]:
+) -> AsyncGenerator[pa.RecordBatch, None]:
     """Exactly the records ``[start, end_exclusive)`` as Arrow batches (zero-copy).
 
     Args:
