@@ -46,7 +46,6 @@ __all__ = [
     "reap",
     "spawn",
     "send_signal",
-    "wait_gone",
     "terminate",
     "terminate_async",
     "log_text",
@@ -228,7 +227,7 @@ class _Stop:
         self.exit_code: int | None = None
 
     def gone(self) -> bool:
-        """True once the process ended; our child is reaped then (zombie first, then reap)."""
+        """True once the process ended (a zombie counts); our exited child is reaped."""
         if self.record.alive():
             return False
         code = reap(self.record.pid)
@@ -246,16 +245,20 @@ class _Stop:
                 return
             yield min(backoff.next(), left)
 
-    def terminate(self, timeout: float) -> Iterator[float]:
-        """SIGTERM, wait up to ``timeout``, then SIGKILL and wait up to ``timeout`` again."""
+    def terminate(self, timeout: float, sig: int) -> Iterator[float]:
+        """Send ``sig``, wait up to ``timeout``, then SIGKILL and wait up to ``timeout`` again."""
         if self.gone():
             return
-        send_signal(self.record, signal.SIGTERM)
+        send_signal(self.record, sig)
         yield from self.wait(timeout)
         if self.gone():
             return
         log.warning(
-            "%s ignored SIGTERM for %ss, killing it pid=%d", self.name, timeout, self.record.pid
+            "%s outlived %s for %ss, killing it pid=%d",
+            self.name,
+            _signal_name(sig),
+            timeout,
+            self.record.pid,
         )
         send_signal(self.record, signal.SIGKILL)
         yield from self.wait(timeout)
@@ -263,31 +266,29 @@ class _Stop:
             log.error("%s survived SIGKILL for %ss pid=%d", self.name, timeout, self.record.pid)
 
 
-def wait_gone(record: PidRecord, timeout: float) -> bool:
-    """Wait (bounded) until ``record``'s process ended; reap it if it was our child.
-
-    Returns:
-        True when it ended within ``timeout``.
-    """
-    stop = _Stop(record, "process")
-    for delay in stop.wait(timeout):
-        time.sleep(delay)  # polling the exit of a process that may not be our child
-    return stop.gone()
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
 
 
-def terminate(record: PidRecord, timeout: float, *, name: str = "process") -> int | None:
+def terminate(
+    record: PidRecord, timeout: float, *, name: str = "process", sig: int = signal.SIGTERM
+) -> int | None:
     """Stop ``record``'s process: SIGTERM, SIGKILL after ``timeout``; both waits bounded.
 
     Args:
         record: the process; nothing is sent unless that very process runs.
         timeout: seconds to wait after each signal.
         name: names the process in log lines.
+        sig: the first signal (SIGKILL: a crash, as tests make one).
 
     Returns:
         Its exit code when it was our child (reaped here); None otherwise.
     """
     stop = _Stop(record, name)
-    for delay in stop.terminate(timeout):
+    for delay in stop.terminate(timeout, sig):
         time.sleep(delay)  # polling the exit of a process that may not be our child
     return stop.exit_code
 
@@ -297,10 +298,11 @@ async def terminate_async(
     timeout: float,  # noqa: ASYNC109 - one bound per signal, not one for the call
     *,
     name: str = "process",
+    sig: int = signal.SIGTERM,
 ) -> int | None:
     """``terminate`` for a caller inside an event loop (the same steps, awaited sleeps)."""
     stop = _Stop(record, name)
-    for delay in stop.terminate(timeout):
+    for delay in stop.terminate(timeout, sig):
         await asyncio.sleep(delay)  # polling a process we cannot await
     return stop.exit_code
 
