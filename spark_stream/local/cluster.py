@@ -6,12 +6,14 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/pids/*.pid       "pid create_time" of redis, sc and custom SPUs
     {data_dir}/logs/*.log       one log per process
     {data_dir}/redis/           Redis AOF (the cluster's desired state)
-    {data_dir}/spus/spu-{id}/   SPU replica data (and managed SPUs' own pid files)
+    {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
 started, and every wait is bounded with an error that quotes the process's log tail.
-Processes run in their own session, so they outlive the CLI that started them. SPUs
+Processes run in their own session, so they outlive the CLI that started them; pid
+files, spawn, stop and the managed SPUs' files (written by the SC's provisioner, read
+here) are ``spark_stream.supervision``'s. SPUs
 come from an SPU group (``spu_mode="group"``: the SC's local-process provisioner runs
 them, as in the product) or are spawned here and registered as custom SPUs
 (``spu_mode="custom"``: tests that kill and restart SPUs on their own schedule).
