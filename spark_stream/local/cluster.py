@@ -6,12 +6,14 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/pids/*.pid       "pid create_time" of redis, sc and custom SPUs
     {data_dir}/logs/*.log       one log per process
     {data_dir}/redis/           Redis AOF (the cluster's desired state)
-    {data_dir}/spus/spu-{id}/   SPU replica data (and managed SPUs' own pid files)
+    {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
 started, and every wait is bounded with an error that quotes the process's log tail.
-Processes run in their own session, so they outlive the CLI that started them. SPUs
+Processes run in their own session, so they outlive the CLI that started them; pid
+files, spawn, stop and the managed SPUs' files (written by the SC's provisioner, read
+here) are ``spark_stream.supervision``'s. SPUs
 come from an SPU group (``spu_mode="group"``: the SC's local-process provisioner runs
 them, as in the product) or are spawned here and registered as custom SPUs
 (``spu_mode="custom"``: tests that kill and restart SPUs on their own schedule).
@@ -25,22 +27,28 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
 import redis
 
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import Profile, save_profile
 from spark_stream.errors import FluvioError, InvalidConfigError, ServerStartError
-from spark_stream.local.redis_server import find_redis_server, free_port
+from spark_stream.local.redis_server import find_redis_server, free_port, redis_argv
+from spark_stream.supervision import (
+    ManagedSpuDirs,
+    PidRecord,
+    log_tail,
+    running,
+    spawn,
+    terminate,
+    write_pid_file,
+)
 
 __all__ = [
     "DEFAULT_DATA_DIR",
@@ -59,90 +67,31 @@ GROUP_NAME = "main"
 _HOST = "127.0.0.1"
 
 
-# -- detached processes ------------------------------------------------------------------
-
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-"""Children started by this process, kept so they are reaped (no zombies, no warnings)."""
-
-
-def _read_pid(path: Path) -> tuple[int, float] | None:
-    try:
-        pid_text, created_text = path.read_text().split()
-        return int(pid_text), float(created_text)
-    except (OSError, ValueError):
-        return None
-
-
 def process_alive(pid_file: Path) -> int | None:
     """The pid recorded in ``pid_file`` if that very process still runs (not a zombie)."""
-    record = _read_pid(pid_file)
-    if record is None:
-        return None
-    pid, created = record
-    child = _CHILDREN.get(pid)
-    if child is not None and child.poll() is not None:
-        _CHILDREN.pop(pid, None)
-        return None
-    try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - created) > 0.01 or proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-    except psutil.Error:
-        return None
-    return pid
+    record = running(pid_file)
+    return record.pid if record is not None else None
 
 
 def _spawn(
-    argv: Sequence[str], pid_file: Path, log_file: Path, env: dict[str, str] | None = None
-) -> int:
-    """Start a detached process (own session), record its pid file, return its pid."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    argv: Sequence[str], pid_file: Path, log_file: Path, env: Mapping[str, str] | None = None
+) -> PidRecord:
+    """Start a detached process (own session) and record it in ``pid_file``."""
     try:
-        with open(log_file, "ab") as out:
-            child = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
-                start_new_session=True,
-            )
+        record = spawn(argv, log_file, env=env)
     except OSError as exc:
         raise ServerStartError(f"cannot run {argv[0]!r}: {exc}") from exc
-    _CHILDREN[child.pid] = child
-    try:
-        created = psutil.Process(child.pid).create_time()
-    except psutil.Error:
-        created = 0.0
-    pid_file.write_text(f"{child.pid} {created!r}\n")
-    return child.pid
+    write_pid_file(pid_file, record)
+    return record
 
 
-def _stop_pid(pid_file: Path, timeout: float) -> bool:
+def _stop_pid(pid_file: Path, timeout: float, name: str) -> bool:
     """SIGTERM the recorded process, SIGKILL after ``timeout``; True if one was running."""
-    pid = process_alive(pid_file)
-    if pid is None:
-        pid_file.unlink(missing_ok=True)
-        return False
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if process_alive(pid_file) is None:
-                pid_file.unlink(missing_ok=True)
-                return True
-            time.sleep(0.02)  # polling the exit of a process that is not our child
+    record = running(pid_file)
+    if record is not None:
+        terminate(record, timeout, name=name)
     pid_file.unlink(missing_ok=True)
-    return True
-
-
-def _log_tail(path: Path, lines: int = 15) -> str:
-    with contextlib.suppress(OSError):
-        tail = path.read_text(errors="replace").splitlines()[-lines:]
-        return "\n  " + "\n  ".join(tail) if tail else ""
-    return ""
+    return record is not None
 
 
 # -- state -------------------------------------------------------------------------------
@@ -248,6 +197,7 @@ class LocalCluster:
         self.profile = Path(profile) if profile is not None else None
         self.env = dict(env or {})
         self.layout = self._load_layout()
+        self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -261,11 +211,11 @@ class LocalCluster:
 
     def spu_dir(self, spu_id: int) -> Path:
         """The data dir of SPU ``spu_id`` (the provisioner's layout for managed SPUs)."""
-        return self.data_dir / "spus" / f"spu-{spu_id}"
+        return self._spu_dirs.spu_dir(spu_id)
 
     def _spu_pid_file(self, spu_id: int) -> Path:
         if self.layout.spu_mode == "group":
-            return self.spu_dir(spu_id) / "spu.pid"
+            return self._spu_dirs.pid_file(spu_id)  # written by the SC's provisioner
         return self.pid_file(f"spu-{spu_id}")
 
     @property
@@ -315,20 +265,16 @@ class LocalCluster:
         if self.layout.redis_url and not self.layout.redis_port:
             return  # external Redis: not ours to start
         pid_file = self.pid_file("redis")
-        if process_alive(pid_file) is not None and self._redis_ok():
+        if running(pid_file) is not None and self._redis_ok():
             return
         port = self.layout.redis_port or free_port()
         if not self._port_free(port):
             port = free_port()
         folder = self.data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
-        argv = [
-            find_redis_server(), "--bind", _HOST, "--port", str(port), "--dir", str(folder),
-            "--appendonly", "yes", "--save", "", "--daemonize", "no",
-            "--protected-mode", "yes", "--logfile", str(self.log_file("redis")),
-        ]  # fmt: skip
-        self.log_file("redis").parent.mkdir(parents=True, exist_ok=True)
-        _spawn(argv, pid_file, self.log_file("redis"), self.env)
+        log_file = self.log_file("redis")
+        argv = redis_argv(find_redis_server(), port, folder, log_file)
+        _spawn(argv, pid_file, log_file, self.env)
         self.layout.redis_port = port
         self.layout.redis_url = f"redis://{_HOST}:{port}/0"
         self._wait(lambda: self._redis_ok(), "redis", pid_file)
@@ -360,7 +306,7 @@ class LocalCluster:
 
     def _start_sc(self) -> None:
         pid_file = self.pid_file("sc")
-        if process_alive(pid_file) is not None and self.layout.sc_public_port:
+        if running(pid_file) is not None and self.layout.sc_public_port:
             return
         ready = self.data_dir / "sc.ready"
         ready.unlink(missing_ok=True)
@@ -376,7 +322,7 @@ class LocalCluster:
         argv = [
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
-            "--data-dir", str(self.data_dir / "spus"), "--spu-command", spu_command,
+            "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
             "--ready-file", str(ready),
         ]  # fmt: skip
         _spawn(argv, pid_file, self.log_file("sc"), self.env)
@@ -385,20 +331,20 @@ class LocalCluster:
         self.layout.sc_public_port = int(info["public_port"])
         self.layout.sc_private_port = int(info["private_port"])
 
-    def _wait(self, check: Any, name: str, pid_file: Path) -> None:
+    def _wait(self, check: Callable[[], bool], name: str, pid_file: Path) -> None:
+        log_file = self.log_file(name)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if check():
                 return
-            if process_alive(pid_file) is None:
+            if running(pid_file) is None:
                 raise ServerStartError(
-                    f"{name} exited during start; log {self.log_file(name)}:"
-                    f"{_log_tail(self.log_file(name))}"
+                    f"{name} exited during start; log {log_file}:{log_tail(log_file)}"
                 )
             time.sleep(0.05)  # bounded poll of a condition in another process
         raise ServerStartError(
             f"{name} did not become ready within {self.start_timeout}s; log "
-            f"{self.log_file(name)}:{_log_tail(self.log_file(name))}"
+            f"{log_file}:{log_tail(log_file)}"
         )
 
     async def _start_spus(self) -> None:
@@ -432,11 +378,11 @@ class LocalCluster:
                 publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
                 privateEndpoint={"port": ports[1], "host": _HOST},
             )
-        if process_alive(self.pid_file(f"spu-{spu_id}")) is None:
+        if running(self.pid_file(f"spu-{spu_id}")) is None:
             self._spawn_spu(spu_id)
 
-    def _spawn_spu(self, spu_id: int) -> int:
-        """Start custom SPU ``spu_id`` with its recorded ports; return its pid."""
+    def _spawn_spu(self, spu_id: int) -> PidRecord:
+        """Start custom SPU ``spu_id`` with its recorded ports."""
         ports = self.layout.spu_ports[str(spu_id)]
         folder = self.spu_dir(spu_id)
         folder.mkdir(parents=True, exist_ok=True)
@@ -463,17 +409,22 @@ class LocalCluster:
                 return
             await asyncio.sleep(0.1)  # bounded poll of the SC's view
         missing = sorted(wanted - online)
-        logs = "".join(f"\n{self._spu_log(i)}:{_log_tail(self._spu_log(i), 8)}" for i in missing)
+        logs = "".join(f"\n{self._spu_log(i)}:{log_tail(self._spu_log(i), 8)}" for i in missing)
         raise ServerStartError(f"SPUs {missing} not online within {self.start_timeout}s{logs}")
 
     def _spu_log(self, spu_id: int) -> Path:
         if self.layout.spu_mode == "group":
-            return self.spu_dir(spu_id) / "spu.log"
+            return self._spu_dirs.log_file(spu_id)
         return self.log_file(f"spu-{spu_id}")
+
+    def spu_process(self, spu_id: int) -> PidRecord | None:
+        """The process of SPU ``spu_id`` if it runs."""
+        return running(self._spu_pid_file(spu_id))
 
     def spu_pid(self, spu_id: int) -> int | None:
         """The pid of SPU ``spu_id`` if it runs."""
-        return process_alive(self._spu_pid_file(spu_id))
+        record = self.spu_process(spu_id)
+        return record.pid if record is not None else None
 
     # -- stop and status -----------------------------------------------------------------
 
@@ -483,26 +434,19 @@ class LocalCluster:
         Returns:
             The names of the processes that were running.
         """
+        files = [("sc", self.pid_file("sc"))]
+        files += [(f"spu-{i}", self._spu_pid_file(i)) for i in self._known_spu_ids()]
+        files.append(("redis", self.pid_file("redis")))
         stopped = []
-        if _stop_pid(self.pid_file("sc"), self.stop_timeout):
-            stopped.append("sc")
-        for spu_id in self._known_spu_ids():
-            if _stop_pid(self._spu_pid_file(spu_id), self.stop_timeout):
-                stopped.append(f"spu-{spu_id}")
-        if _stop_pid(self.pid_file("redis"), self.stop_timeout):
-            stopped.append("redis")
+        for name, pid_file in files:
+            if _stop_pid(pid_file, self.stop_timeout, name):
+                stopped.append(name)
         (self.data_dir / "sc.ready").unlink(missing_ok=True)
         return stopped
 
     def _known_spu_ids(self) -> list[int]:
         ids = set(self.layout.spu_ids) | {int(k) for k in self.layout.spu_ports}
-        folder = self.data_dir / "spus"
-        if folder.is_dir():
-            for child in folder.iterdir():
-                suffix = child.name.removeprefix("spu-")
-                if suffix.isdigit():
-                    ids.add(int(suffix))
-        return sorted(ids)
+        return sorted(ids | set(self._spu_dirs.spu_ids()))
 
     def status(self) -> ClusterStatus:
         """Every process and, when the SC answers, every SPU."""

@@ -5,24 +5,25 @@ else ``redis-server`` on ``PATH``. The server binds 127.0.0.1 on a free port (or
 given one), keeps its data in the given directory with the append-only file on, so a
 ``restart()`` (same port, same data) loses no acknowledged write. ``start()`` waits,
 bounded in time, until ``PING`` answers ``PONG``; ``stop()`` sends SIGTERM to the pid
-and SIGKILL after a timeout.
+and SIGKILL after a timeout. The process is started and stopped the one way every
+server process is (``spark_stream.supervision``), as a child in our process group with
+its output in ``redis.log``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import socket
-import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from spark_stream.errors import ServerStartError
+from spark_stream.supervision import PidRecord, log_tail, log_text, reap, spawn, terminate
 
-__all__ = ["RedisServer", "find_redis_server", "free_port"]
+__all__ = ["RedisServer", "find_redis_server", "free_port", "redis_argv"]
 
 _HOST = "127.0.0.1"
 
@@ -52,6 +53,27 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((_HOST, 0))
         return int(sock.getsockname()[1])
+
+
+def redis_argv(
+    binary: str, port: int, data_dir: Path, log_file: Path, *, appendonly: bool = True
+) -> list[str]:
+    """The command of a loopback ``redis-server`` on ``port`` keeping its data in ``data_dir``.
+
+    Every write goes to the append-only file when ``appendonly``; no RDB snapshots; the
+    server runs in the foreground and logs to ``log_file``.
+    """
+    return [
+        binary,
+        "--bind", _HOST,
+        "--port", str(port),
+        "--dir", str(data_dir),
+        "--appendonly", "yes" if appendonly else "no",
+        "--save", "",
+        "--daemonize", "no",
+        "--protected-mode", "yes",
+        "--logfile", str(log_file),
+    ]  # fmt: skip
 
 
 def _answering_pid(port: int, timeout: float = 0.5) -> int | None:
@@ -112,7 +134,7 @@ class RedisServer:
         self._appendonly = appendonly
         self._start_timeout = start_timeout
         self._stop_timeout = stop_timeout
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: PidRecord | None = None
 
     @property
     def url(self) -> str:
@@ -122,12 +144,13 @@ class RedisServer:
     @property
     def pid(self) -> int | None:
         """The server's pid while it runs."""
-        return self._proc.pid if self.running else None
+        proc = self._proc
+        return proc.pid if proc is not None and proc.alive() else None
 
     @property
     def running(self) -> bool:
         """True while the child process is alive."""
-        return self._proc is not None and self._proc.poll() is None
+        return self._proc is not None and self._proc.alive()
 
     @property
     def log_path(self) -> Path:
@@ -158,63 +181,45 @@ class RedisServer:
                     raise
 
     def _spawn(self, binary: str) -> None:
-        args = [
+        args = redis_argv(
             binary,
-            "--bind", _HOST,
-            "--port", str(self.port),
-            "--dir", str(self.data_dir.resolve()),
-            "--appendonly", "yes" if self._appendonly else "no",
-            "--save", "",
-            "--daemonize", "no",
-            "--protected-mode", "yes",
-            "--logfile", str(self.log_path.resolve()),
-        ]  # fmt: skip
+            self.port,
+            self.data_dir.resolve(),
+            self.log_path.resolve(),
+            appendonly=self._appendonly,
+        )
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         try:
-            self._proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
+            self._proc = proc = spawn(args, self.log_path, new_session=False)
         except OSError as exc:
             raise ServerStartError(f"cannot run {binary!r}: {exc}") from exc
         deadline = time.monotonic() + self._start_timeout
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                _, raw = self._proc.communicate()  # reads and closes the pipes
-                err = raw.decode(errors="replace") if raw else ""
+            if not proc.alive():
                 self._proc = None
-                message = f"redis-server exited at start on port {self.port}: {err}"
-                message += self._log_tail()
-                if "Address already in use" in message:
+                code = reap(proc.pid)
+                message = (
+                    f"redis-server exited ({code}) at start on port {self.port}; log "
+                    f"{self.log_path}:{log_tail(self.log_path, 10, offset=offset)}"
+                )
+                if "Address already in use" in log_text(self.log_path, offset):
                     raise _PortTakenError(message)
                 raise ServerStartError(message)
-            if _answering_pid(self.port) == self._proc.pid:
+            if _answering_pid(self.port) == proc.pid:
                 return
             time.sleep(0.02)  # poll interval of a bounded wait for PONG
         self.stop()
         raise ServerStartError(
             f"redis-server on port {self.port} did not answer PING within "
-            f"{self._start_timeout}s{self._log_tail()}"
+            f"{self._start_timeout}s; log {self.log_path}:"
+            f"{log_tail(self.log_path, 10, offset=offset)}"
         )
-
-    def _log_tail(self, lines: int = 10) -> str:
-        with contextlib.suppress(OSError):
-            tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
-            return "\n" + "\n".join(tail)
-        return ""
 
     def stop(self) -> None:
         """Stop the server: SIGTERM by pid, SIGKILL after ``stop_timeout``. Idempotent."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(self._stop_timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(self._stop_timeout)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        if proc is not None:
+            terminate(proc, self._stop_timeout, name="redis-server")
 
     def restart(self) -> None:
         """Stop and start again on the same port with the same data directory."""

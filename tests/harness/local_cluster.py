@@ -7,12 +7,10 @@ which starts whatever is missing.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
-import time
 
 from spark_stream.local.cluster import LocalCluster
+from spark_stream.supervision import terminate
 
 __all__ = ["kill_spu"]
 
@@ -20,15 +18,13 @@ __all__ = ["kill_spu"]
 def kill_spu(cluster: LocalCluster, spu_id: int, sig: int = signal.SIGKILL) -> bool:
     """Send ``sig`` to SPU ``spu_id`` and wait (bounded) until it is gone.
 
+    An SPU that outlives ``cluster.stop_timeout`` after ``sig`` gets SIGKILL.
+
     Returns:
         False when the SPU was not running.
     """
-    pid = cluster.spu_pid(spu_id)
-    if pid is None:
+    record = cluster.spu_process(spu_id)
+    if record is None:
         return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-    deadline = time.monotonic() + cluster.stop_timeout
-    while time.monotonic() < deadline and cluster.spu_pid(spu_id) is not None:
-        time.sleep(0.01)  # waiting for the exit of a killed process
+    terminate(record, cluster.stop_timeout, name=f"spu-{spu_id}", sig=sig)
     return True

@@ -7,9 +7,11 @@ with fixed free ports, starts them, waits until the SC sees them online, and off
 moves tests make: SIGKILL an SPU, start it again on the same ports and data directory,
 create a topic and wait for its leaders, open a client connection to an SPU.
 
-Children are ordinary (not detached) processes of the caller: every wait is bounded, a
-process that exits during start fails with the tail of its log, and ``close()`` kills
-whatever still runs, by pid, so a failing test leaves nothing behind.
+Children are ordinary (not detached) processes of the caller, started and stopped the
+one way every server process is (``spark_stream.supervision``): every wait is bounded,
+a process that exits during start fails with the tail of its log, and ``close()`` kills
+whatever still runs, by pid, so a failing test leaves nothing behind. Waits block;
+async callers run them in a thread.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -31,11 +33,20 @@ from spark_stream.errors import FluvioError, ServerStartError
 from spark_stream.local.redis_server import free_port
 from spark_stream.models import Partition
 from spark_stream.net.connection import Connection
+from spark_stream.supervision import PidRecord, log_tail, log_text, reap, spawn, terminate
 
-__all__ = ["ChildProcess", "ScChild", "SpuChild", "ProcessCluster", "HOST"]
+__all__ = ["ChildProcess", "ScChild", "SpuChild", "ProcessCluster", "HOST", "REPO"]
 
 HOST = "127.0.0.1"
+REPO = Path(__file__).resolve().parents[2]
+"""The checkout the children import ``sc`` and ``spu`` from (first on their path)."""
 _POLL = 0.05
+
+
+def _python_env() -> dict[str, str]:
+    """``PYTHONPATH`` for a ``python -m`` child: this checkout first."""
+    rest = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join([str(REPO), rest] if rest else [str(REPO)])}
 
 
 class ChildProcess:
@@ -55,80 +66,72 @@ class ChildProcess:
         self.argv = list(argv)
         self.log_path = log_path
         self.env = dict(env or {})
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.record: PidRecord | None = None
+        self.returncode: int | None = None
         self._log_start = 0
 
     @property
     def pid(self) -> int | None:
         """The pid while the process runs."""
-        return self.proc.pid if self.alive else None  # type: ignore[union-attr]
+        return self.record.pid if self.record is not None and self.alive else None
 
     @property
     def alive(self) -> bool:
-        """True while the process runs."""
-        return self.proc is not None and self.proc.poll() is None
+        """True while the process runs (once it ended, its exit code is in ``returncode``)."""
+        if self.record is None:
+            return False
+        if self.record.alive():
+            return True
+        self.returncode = reap(self.record.pid)
+        self.record = None
+        return False
 
     def spawn(self) -> None:
         """Start the process (no wait)."""
         if self.alive:
             raise ServerStartError(f"{self.name} is already running")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **self.env},
-            )
+        self.returncode = None
+        self.record = spawn(self.argv, self.log_path, env=self.env, new_session=False)
 
-    def log_text(self) -> str:
+    def log(self) -> str:
         """What the current run wrote to its log."""
-        with contextlib.suppress(OSError), open(self.log_path, "rb") as f:
-            f.seek(self._log_start)
-            return f.read().decode(errors="replace")
-        return ""
+        return log_text(self.log_path, self._log_start)
 
     def log_tail(self, lines: int = 20) -> str:
-        """The last lines of the current run's log."""
-        return "\n".join(self.log_text().splitlines()[-lines:])
+        """The last lines of the current run's log, formatted for an error message."""
+        return log_tail(self.log_path, lines, offset=self._log_start)
 
-    async def wait_for(self, check: Any, timeout: float, what: str) -> None:  # noqa: ASYNC109
+    def wait_for(self, check: Callable[[], bool], timeout: float, what: str) -> None:
         """Poll ``check()`` until true; fail if the process exits or time runs out."""
         deadline = time.monotonic() + timeout
         while not check():
             if not self.alive:
                 raise ServerStartError(
-                    f"{self.name} exited ({self._returncode()}) before {what}:\n{self.log_tail()}"
+                    f"{self.name} exited ({self.returncode}) before {what}; log "
+                    f"{self.log_path}:{self.log_tail()}"
                 )
             if time.monotonic() > deadline:
                 raise ServerStartError(
-                    f"{self.name}: no {what} within {timeout}s:\n{self.log_tail()}"
+                    f"{self.name}: no {what} within {timeout}s; log "
+                    f"{self.log_path}:{self.log_tail()}"
                 )
-            await asyncio.sleep(_POLL)  # bounded poll of another process
+            time.sleep(_POLL)  # bounded poll of another process
 
-    def _returncode(self) -> int | None:
-        return self.proc.returncode if self.proc is not None else None
+    def kill(self, sig: int = signal.SIGKILL, timeout: float = 10.0) -> int | None:
+        """Send ``sig`` by pid and reap the process (SIGKILL if it outlives ``timeout``).
 
-    def kill(self, sig: int = signal.SIGKILL, timeout: float = 10.0) -> None:
-        """Send ``sig`` by pid and reap the process (SIGKILL if it outlives ``timeout``)."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout)
-        self.proc = None
+        Returns:
+            Its exit code (negative: the signal that ended it), None if unknown.
+        """
+        if self.record is not None:
+            self.returncode = terminate(self.record, timeout, name=self.name, sig=sig)
+            self.record = None
+        return self.returncode
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM (a clean stop), SIGKILL after ``timeout``."""
-        self.kill(signal.SIGTERM, timeout)
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM (a clean stop), SIGKILL after ``timeout``; the exit code as ``kill``."""
+        return self.kill(signal.SIGTERM, timeout)
 
 
 class ScChild(ChildProcess):
@@ -136,9 +139,10 @@ class ScChild(ChildProcess):
 
     Args:
         redis_url: the KV store.
-        workdir: ready file and log.
+        workdir: ready file, log and managed SPUs' data.
         heartbeat_timeout_s: the SC's SPU heartbeat timeout.
         ports: (public, private); 0 picks free ones (read them after ``start``).
+        spu_command: argv template of managed SPUs (the SC's ``--spu-command``).
     """
 
     def __init__(
@@ -148,41 +152,30 @@ class ScChild(ChildProcess):
         *,
         heartbeat_timeout_s: float = 3.0,
         ports: tuple[int, int] = (0, 0),
+        spu_command: Sequence[str] | None = None,
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.ready_path = workdir / "sc.ready.json"
-        super().__init__(
-            "sc",
-            [
-                sys.executable,
-                "-m",
-                "sc",
-                "--redis-url",
-                redis_url,
-                "--host",
-                HOST,
-                "--public-port",
-                str(ports[0]),
-                "--private-port",
-                str(ports[1]),
-                "--heartbeat-timeout",
-                str(heartbeat_timeout_s),
-                "--data-dir",
-                str(workdir / "managed"),
-                "--ready-file",
-                str(self.ready_path),
-            ],
-            workdir / "sc.log",
-        )
+        argv = [
+            sys.executable, "-m", "sc", "--redis-url", redis_url, "--host", HOST,
+            "--public-port", str(ports[0]), "--private-port", str(ports[1]),
+            "--heartbeat-timeout", str(heartbeat_timeout_s),
+            "--data-dir", str(workdir / "managed"), "--ready-file", str(self.ready_path),
+        ]  # fmt: skip
+        if spu_command:
+            argv += ["--spu-command", shlex.join(spu_command)]
+        super().__init__("sc", argv, workdir / "sc.log", _python_env())
         self.public_port = 0
         self.private_port = 0
 
-    async def start(self, timeout: float = 30.0) -> Self:  # noqa: ASYNC109
+    def start(self, timeout: float = 30.0) -> Self:
         """Start and wait until both servers listen."""
         self.ready_path.unlink(missing_ok=True)
         self.spawn()
-        await self.wait_for(self.ready_path.exists, timeout, "ready file")
+        self.wait_for(self.ready_path.exists, timeout, "ready file")
         info = json.loads(self.ready_path.read_text())
+        if info["pid"] != self.pid:
+            raise ServerStartError(f"{self.ready_path} names pid {info['pid']}, not {self.pid}")
         self.public_port, self.private_port = int(info["public_port"]), int(info["private_port"])
         return self
 
@@ -215,6 +208,7 @@ class SpuChild(ChildProcess):
         settings: dict[str, Any] | None = None,
     ) -> None:
         env = {
+            **_python_env(),
             "FLUVIO_SPU_ID": str(spu_id),
             "FLUVIO_SPU_HOST": HOST,
             "FLUVIO_SPU_PUBLIC_PORT": str(ports[0]),
@@ -229,15 +223,15 @@ class SpuChild(ChildProcess):
         self.ports = ports
         self.workdir = workdir
 
-    async def start(self, timeout: float = 30.0) -> Self:  # noqa: ASYNC109
+    def start(self, timeout: float = 30.0) -> Self:
         """Start and wait until it printed its ready line (both servers listen)."""
         self.spawn()
-        await self.wait_ready(timeout)
+        self.wait_ready(timeout)
         return self
 
-    async def wait_ready(self, timeout: float = 30.0) -> None:  # noqa: ASYNC109
+    def wait_ready(self, timeout: float = 30.0) -> None:
         """Wait for the ``SPU_READY`` line of the current run."""
-        await self.wait_for(lambda: "SPU_READY" in self.log_text(), timeout, "SPU_READY line")
+        self.wait_for(lambda: "SPU_READY" in self.log(), timeout, "SPU_READY line")
 
 
 class ProcessCluster:
@@ -271,7 +265,7 @@ class ProcessCluster:
 
     async def start(self, timeout: float = 30.0) -> Self:  # noqa: ASYNC109
         """Start the SC, register and start the SPUs, wait until all are online."""
-        await self.sc.start(timeout)
+        await asyncio.to_thread(self.sc.start, timeout)
         self.admin = await AdminClient(HOST, self.sc.public_port, timeout=10).connect()
         for spu_id in self.spu_ids:
             ports = (free_port(), free_port())
@@ -290,7 +284,7 @@ class ProcessCluster:
         for spu in self.spus.values():
             spu.spawn()  # all at once: their start-up overlaps
         for spu in self.spus.values():
-            await spu.wait_ready(timeout)
+            await asyncio.to_thread(spu.wait_ready, timeout)
         await self.wait_online(set(self.spu_ids), timeout)
         return self
 
@@ -325,7 +319,7 @@ class ProcessCluster:
             self.admin = None
         self.sc.kill(sig)
         self.sc.pin_ports()
-        await self.sc.start(timeout)
+        await asyncio.to_thread(self.sc.start, timeout)
         self.admin = await AdminClient(HOST, self.sc.public_port, timeout=10).connect()
 
     async def kill_spu(self, spu_id: int) -> None:
@@ -334,7 +328,7 @@ class ProcessCluster:
 
     async def start_spu(self, spu_id: int, timeout: float = 30.0) -> None:  # noqa: ASYNC109
         """Start SPU ``spu_id`` again on its ports and data directory."""
-        await self.spus[spu_id].start(timeout)
+        await asyncio.to_thread(self.spus[spu_id].start, timeout)
 
     async def connect(self, spu_id: int) -> Connection:
         """A client connection to SPU ``spu_id``'s public port (closed by ``aclose``)."""
@@ -352,7 +346,7 @@ class ProcessCluster:
                 return
             if time.monotonic() > deadline:
                 tails = "\n".join(
-                    f"{s.name}: {s.log_tail(5)}"
+                    f"{s.name}:{s.log_tail(5)}"
                     for s in self.spus.values()
                     if s.spu_id in ids - online
                 )

@@ -10,9 +10,11 @@ import psutil
 import pytest
 
 from sc.actions import ProvisionSpu, TerminateSpu
-from sc.provisioner import LocalProcessProvisioner, SpuProcess
+from sc.provisioner import LocalProcessProvisioner
 from spark_stream.errors import ProvisionError
 from spark_stream.models import SpuTemplate
+from spark_stream.supervision import PidRecord
+from tests.polling import until
 from tests.sc.sim_spu import run
 
 pytestmark = pytest.mark.integration
@@ -44,6 +46,16 @@ def processes(marker: str) -> dict[int, psutil.Process]:
     return found
 
 
+async def exec_done(marker: str, ids: list[int]) -> dict[int, psutil.Process]:
+    """The processes of ``ids`` once each shows its command line.
+
+    ``spawn`` returns as soon as exec began; the kernel fills /proc/{pid}/cmdline a moment
+    later, so a search by command line right after a start may miss the newest process.
+    """
+    await until(lambda: sorted(processes(marker)) == ids, what=f"SPUs {ids} running")
+    return processes(marker)
+
+
 def provision(spu_id: int, template: SpuTemplate | None = None) -> ProvisionSpu:
     return ProvisionSpu(spu_id, f"g-{spu_id}", "g", template or SpuTemplate())
 
@@ -59,7 +71,7 @@ def test_start_is_idempotent_and_stop_terminates_by_pid(tmp_path: Path) -> None:
             await prov.provision(provision(2))
             running = prov.running()
             assert sorted(running) == [1, 2]
-            procs = processes(marker)
+            procs = await exec_done(marker, [1, 2])
             assert {i: p.pid for i, p in procs.items()} == running
             env = procs[1].environ()
             assert env["FLUVIO_SPU_ID"] == "1" and env["FLUVIO_SPU_TOKEN"] == "secret"
@@ -93,7 +105,7 @@ def test_a_new_provisioner_adopts_running_spus_instead_of_duplicating(tmp_path: 
             pid = first.running()[5]
             await second.ensure([provision(5), provision(6)])
             assert second.running()[5] == pid
-            assert sorted(processes(marker)) == [5, 6]
+            await exec_done(marker, [5, 6])
         finally:
             await second.close()
             for proc in processes(marker).values():
@@ -105,9 +117,9 @@ def test_a_new_provisioner_adopts_running_spus_instead_of_duplicating(tmp_path: 
 
 def test_a_recycled_pid_is_not_mistaken_for_an_spu(tmp_path: Path) -> None:
     me = psutil.Process()
-    impostor = SpuProcess(1, me.pid, me.create_time() - 1000)
+    impostor = PidRecord(me.pid, me.create_time() - 1000)
     assert not impostor.alive()
-    assert SpuProcess(1, me.pid, me.create_time()).alive()
+    assert PidRecord(me.pid, me.create_time()).alive()
     folder = tmp_path / "spu-3"
     folder.mkdir()
     (folder / "spu.pid").write_text(f"{me.pid} {me.create_time() - 1000!r}\n")

@@ -10,8 +10,8 @@ import psutil
 import pytest
 
 from spark_stream.client.admin import AdminClient
+from tests.harness.processes import ScChild
 from tests.polling import until
-from tests.sc.integration.conftest import ScChild
 from tests.sc.sim_spu import run
 
 pytestmark = pytest.mark.integration

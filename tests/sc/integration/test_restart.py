@@ -12,8 +12,8 @@ from sc.kv import RedisKvStore
 from spark_stream.client.admin import AdminClient
 from spark_stream.local import RedisServer, free_port
 from spark_stream.models import SpuResolution, TopicResolution
+from tests.harness.processes import ScChild
 from tests.polling import until
-from tests.sc.integration.conftest import ScChild
 from tests.sc.sim_spu import SimSpu, run
 
 pytestmark = pytest.mark.integration

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from spark_stream.client.admin import AdminClient
-from spark_stream.errors import InvalidRequestError, UnauthorizedError
+from spark_stream.errors import InvalidRequestError, ServerStartError, UnauthorizedError
 from spark_stream.models import SpuResolution, TopicResolution
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest
+from tests.harness.processes import ScChild
 from tests.polling import until
-from tests.sc.integration.conftest import ScChild
 from tests.sc.sim_spu import SimSpu, run
 
 pytestmark = pytest.mark.integration
@@ -167,7 +167,7 @@ def test_refused_peers_and_malformed_frames_leave_the_sc_serving(
                 assert spu.conn is not None
                 await spu.conn.call(HeartbeatRequest(1), timeout=5)
                 await until(lambda: spu_is(admin, 1, SpuResolution.ONLINE), what="online")
-                assert sc.proc is not None and sc.proc.poll() is None
+                assert sc.alive
             finally:
                 await spu.close()
 
@@ -182,7 +182,7 @@ def test_sc_stops_cleanly_on_sigterm(sc_factory: type[ScChild]) -> None:
 
 def test_bad_configuration_exits_with_an_error(sc_factory: type[ScChild]) -> None:
     sc = sc_factory(heartbeat=-1.0)
-    with pytest.raises(RuntimeError, match="heartbeat_timeout_s"):
+    with pytest.raises(ServerStartError, match="heartbeat_timeout_s"):
         sc.start()
 
 
