@@ -19,8 +19,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +38,7 @@ from spark_stream.protocol.control import (
     UpdateLrsRequest,
     UpdateReplicas,
 )
+from spark_stream.supervision import PidRecord, log_tail, spawn, terminate
 
 SPUS = 5
 TOKEN = "fluvio-local"
@@ -102,49 +101,28 @@ class Spu:
         await self.conn.close()
 
 
-def start_sc(redis_url: str, workdir: Path) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
+def start_sc(redis_url: str, workdir: Path) -> tuple[PidRecord, dict[str, int]]:
+    """Run ``python -m sc`` (under cProfile if ``BENCH_SC_PROFILE`` names a file) and wait
+    for its ready file; returns the process and the ports it bound."""
     ready = workdir / "ready.json"
     profile = os.environ.get("BENCH_SC_PROFILE")  # a path: run the SC under cProfile
     prefix = ["-m", "cProfile", "-o", profile] if profile else []
-    argv = [
-        sys.executable,
-        *prefix,
-        "-m",
-        "sc",
-        "--redis-url",
-        redis_url,
-        "--public-port",
-        "0",
-        "--private-port",
-        "0",
-        "--ready-file",
-        str(ready),
-        "--heartbeat-timeout",
-        "30",
-    ]
+    argv = [sys.executable, *prefix, "-m", "sc", "--redis-url", redis_url,
+            "--public-port", "0", "--private-port", "0", "--ready-file", str(ready),
+            "--heartbeat-timeout", "30"]  # fmt: skip
     root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    with open(workdir / "sc.log", "ab") as log:
-        proc = subprocess.Popen(
-            argv, cwd=root, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL
-        )
+    proc = spawn(argv, workdir / "sc.log", env={"PYTHONPATH": str(root)}, new_session=False)
     deadline = time.monotonic() + 30
     while not ready.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"SC did not start; see {workdir / 'sc.log'}")
+        if not proc.alive() or time.monotonic() > deadline:
+            terminate(proc, 5.0, name="sc")
+            raise RuntimeError(f"SC did not start:{log_tail(workdir / 'sc.log')}")
         time.sleep(0.02)  # polling the ready file, bounded by the deadline
     return proc, json.loads(ready.read_text())
 
 
-def stop_sc(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+def stop_sc(proc: PidRecord) -> None:
+    terminate(proc, 20.0, name="sc")
 
 
 async def provision(

@@ -38,6 +38,7 @@ from sc.public_api import PublicApi
 from sc.settings import ScSettings
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
 from spark_stream.models import SpuGroup, SpuGroupResolution
+from spark_stream.net.endpoint import Endpoint
 
 __all__ = ["ScApp"]
 
@@ -149,7 +150,7 @@ class ScApp:
             return LocalProcessProvisioner(
                 self._spu_command,
                 self.settings.data_dir,
-                sc_endpoint=f"{self.settings.host}:{self.private_port}",
+                sc_endpoint=str(Endpoint(self.settings.host, self.private_port)),
                 token=self.settings.spu_token,
             )
         return NullProvisioner()

@@ -14,7 +14,7 @@ from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duratio
 from spark_stream.client import Fluvio
 from spark_stream.errors import InvalidConfigError
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
-from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.net.endpoint import Endpoint, parse_endpoint
 
 __all__ = [
     "topic_create",
@@ -89,8 +89,8 @@ def spu_row(spu: Spu) -> dict[str, Any]:
         "status": spu.status.resolution.value,
         "type": spu.spec.spu_type.value,
         "rack": spu.spec.rack,
-        "public": f"{pub.host}:{pub.port}",
-        "private": f"{priv.host}:{priv.port}",
+        "public": str(Endpoint(pub.host, pub.port)),
+        "private": str(Endpoint(priv.host, priv.port)),
     }
 
 

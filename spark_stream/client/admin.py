@@ -6,7 +6,7 @@ errors arrive typed (``InvalidConfigError`` naming the field, ``TopicExistsError
 ``UnknownTopicError``...). ``watch_metadata`` is an async iterator of
 ``MetadataUpdate``s that reconnects with backoff and resumes from the last revision it
 delivered, so a consumer sees every change once the stream is back (or a full snapshot
-when the SC no longer holds them). A sync face and a CLI wrap this later.
+when the SC no longer holds them). ``SyncAdmin`` (``client.sync``) is its blocking face.
 """
 
 from __future__ import annotations

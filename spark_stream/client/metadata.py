@@ -33,6 +33,7 @@ from spark_stream.errors import (
 )
 from spark_stream.models import Partition, PartitionResolution, Spu, Topic, partition_name
 from spark_stream.net.connection import Connection
+from spark_stream.net.endpoint import Endpoint
 from spark_stream.protocol.control import MetadataUpdate, WatchMetadataRequest
 
 __all__ = [
@@ -72,7 +73,7 @@ def partition_info(partition: Partition, spus_by_id: dict[int, Spu]) -> Partitio
     endpoint = None
     if leader is not None and (spu := spus_by_id.get(leader)) is not None:
         ep = spu.spec.public_endpoint
-        endpoint = f"{ep.host}:{ep.port}"
+        endpoint = str(Endpoint(ep.host, ep.port))
     status = partition.status
     return PartitionInfo(
         topic=partition.topic,

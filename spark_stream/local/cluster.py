@@ -40,6 +40,8 @@ from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import Profile, save_profile
 from spark_stream.errors import FluvioError, InvalidConfigError, ServerStartError
 from spark_stream.local.redis_server import find_redis_server, free_port, redis_argv
+from spark_stream.models import Spu
+from spark_stream.net.endpoint import Endpoint
 from spark_stream.supervision import (
     ManagedSpuDirs,
     PidRecord,
@@ -467,13 +469,16 @@ class LocalCluster:
 
     async def _list_spus(self) -> list[dict[str, Any]]:
         async with AdminClient(_HOST, self.layout.sc_public_port, timeout=5.0) as admin:
-            return [
-                {
-                    "id": s.spu_id,
-                    "name": s.name,
-                    "type": s.spec.spu_type.value,
-                    "public": f"{s.spec.public_endpoint.host}:{s.spec.public_endpoint.port}",
-                    "status": s.status.resolution.value,
-                }
-                for s in await admin.list_spus()
-            ]
+            return [_spu_row(s) for s in await admin.list_spus()]
+
+
+def _spu_row(spu: Spu) -> dict[str, Any]:
+    """One SPU as ``status`` lists it."""
+    public = spu.spec.public_endpoint
+    return {
+        "id": spu.spu_id,
+        "name": spu.name,
+        "type": spu.spec.spu_type.value,
+        "public": str(Endpoint(public.host, public.port)),
+        "status": spu.status.resolution.value,
+    }

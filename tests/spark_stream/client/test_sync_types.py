@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import assert_type
 
 import pyarrow as pa
-import pytest
 
 from spark_stream.client import (
     BatchFuture,
@@ -70,7 +69,6 @@ def used_as_a_user_would(table: pa.Table) -> None:
 
 
 def test_the_blocking_client_is_typed_for_users(tmp_path: Path) -> None:
-    pytest.importorskip("mypy")
     config = tmp_path / "mypy.ini"
     config.write_text(MYPY_CONFIG)
     command = [sys.executable, "-m", "mypy", "--config-file", str(config)]
