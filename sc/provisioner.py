@@ -36,6 +36,7 @@ from spark_stream.supervision import (
     reap,
     running,
     spawn,
+    spu_environment,
     terminate_async,
     write_pid_file,
 )
@@ -165,12 +166,13 @@ class LocalProcessProvisioner(Provisioner):
         argv = [arg.format(**fields) for arg in self.command]
         env = {
             **self._env,
-            "FLUVIO_SPU_ID": str(spu.spu_id),
-            "FLUVIO_SPU_SC_ENDPOINT": self.sc_endpoint,
-            "FLUVIO_SPU_TOKEN": self._token,
-            "FLUVIO_SPU_DATA_DIR": str(folder),
-            "FLUVIO_SPU_PUBLIC_PORT": str(public),
-            "FLUVIO_SPU_PRIVATE_PORT": str(private),
+            **spu_environment(
+                spu.spu_id,
+                sc_endpoint=self.sc_endpoint,
+                data_dir=folder,
+                ports=(public, private),
+                token=self._token,
+            ),
         }
         try:
             proc = spawn(argv, self._dirs.log_file(spu.spu_id), env=env)

@@ -20,9 +20,7 @@ class ScSettings(ProcessSettings):
     """Streaming Controller settings (``conf/sc.yaml``, ``FLUVIO_SC_*``)."""
 
     yaml_file: ClassVar[str] = "sc.yaml"
-    model_config = SettingsConfigDict(
-        env_prefix="FLUVIO_SC_", extra="forbid", env_nested_delimiter="__"
-    )
+    model_config = SettingsConfigDict(env_prefix="FLUVIO_SC_")  # merged with the base's
 
     host: str = Field("127.0.0.1", description="Address both servers bind to.")
     public_port: int = Field(9003, ge=0, le=65535, description="Clients, admin, metadata watch.")

@@ -51,6 +51,7 @@ __all__ = [
     "log_text",
     "log_tail",
     "ManagedSpuDirs",
+    "spu_environment",
 ]
 
 log = logging.getLogger(__name__)
@@ -354,3 +355,43 @@ class ManagedSpuDirs:
             return []
         names = (child.name for child in self.root.iterdir())
         return sorted(int(n[4:]) for n in names if n.startswith("spu-") and n[4:].isdigit())
+
+
+def spu_environment(
+    spu_id: int,
+    *,
+    sc_endpoint: str,
+    data_dir: Path,
+    ports: tuple[int, int] = (0, 0),
+    host: str | None = None,
+    token: str | None = None,
+    settings: Mapping[str, object] | None = None,
+) -> dict[str, str]:
+    """The ``FLUVIO_SPU_*`` variables that configure an SPU process (``spu.settings``).
+
+    The one place a supervisor (the SC's provisioner, the local cluster, a test) spells
+    the SPU's settings as environment variables.
+
+    Args:
+        spu_id: the SPU id registered in the SC.
+        sc_endpoint: the SC's private ``host:port``.
+        data_dir: where the SPU keeps its replicas.
+        ports: (public, private); 0 lets the SPU pick and report free ones.
+        host: the address both servers bind to (the SPU's default when None).
+        token: the cluster secret presented to the SC (the SPU's default when None).
+        settings: more ``SpuSettings`` fields, e.g. ``{"replica_max_lag_ms": 2000}``.
+    """
+    env = {
+        "FLUVIO_SPU_ID": str(spu_id),
+        "FLUVIO_SPU_SC_ENDPOINT": sc_endpoint,
+        "FLUVIO_SPU_DATA_DIR": str(data_dir),
+        "FLUVIO_SPU_PUBLIC_PORT": str(ports[0]),
+        "FLUVIO_SPU_PRIVATE_PORT": str(ports[1]),
+    }
+    if host is not None:
+        env["FLUVIO_SPU_HOST"] = host
+    if token is not None:
+        env["FLUVIO_SPU_TOKEN"] = token
+    for key, value in (settings or {}).items():
+        env[f"FLUVIO_SPU_{key.upper()}"] = str(value)
+    return env

@@ -20,9 +20,7 @@ class SpuSettings(ProcessSettings):
     """Streaming Processing Unit settings (``conf/spu.yaml``, ``FLUVIO_SPU_*``)."""
 
     yaml_file: ClassVar[str] = "spu.yaml"
-    model_config = SettingsConfigDict(
-        env_prefix="FLUVIO_SPU_", extra="forbid", env_nested_delimiter="__"
-    )
+    model_config = SettingsConfigDict(env_prefix="FLUVIO_SPU_")  # merged with the base's
 
     id: int = Field(0, ge=0, description="The SPU id registered in the SC.")
     host: str = Field("127.0.0.1", description="Address both servers bind to.")

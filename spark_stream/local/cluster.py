@@ -48,6 +48,7 @@ from spark_stream.supervision import (
     log_tail,
     running,
     spawn,
+    spu_environment,
     terminate,
     write_pid_file,
 )
@@ -390,12 +391,13 @@ class LocalCluster:
         folder.mkdir(parents=True, exist_ok=True)
         env = {
             **self.env,
-            "FLUVIO_SPU_ID": str(spu_id),
-            "FLUVIO_SPU_HOST": _HOST,
-            "FLUVIO_SPU_PUBLIC_PORT": str(ports[0]),
-            "FLUVIO_SPU_PRIVATE_PORT": str(ports[1]),
-            "FLUVIO_SPU_SC_ENDPOINT": f"{_HOST}:{self.layout.sc_private_port}",
-            "FLUVIO_SPU_DATA_DIR": str(folder),
+            **spu_environment(
+                spu_id,
+                sc_endpoint=str(Endpoint(_HOST, self.layout.sc_private_port)),
+                data_dir=folder,
+                ports=(ports[0], ports[1]),
+                host=_HOST,
+            ),
         }
         name = f"spu-{spu_id}"
         return _spawn([self.python, "-m", "spu"], self.pid_file(name), self.log_file(name), env)

@@ -33,7 +33,15 @@ from spark_stream.errors import FluvioError, ServerStartError
 from spark_stream.local.redis_server import free_port
 from spark_stream.models import Partition
 from spark_stream.net.connection import Connection
-from spark_stream.supervision import PidRecord, log_tail, log_text, reap, spawn, terminate
+from spark_stream.supervision import (
+    PidRecord,
+    log_tail,
+    log_text,
+    reap,
+    spawn,
+    spu_environment,
+    terminate,
+)
 
 __all__ = ["ChildProcess", "ScChild", "SpuChild", "ProcessCluster", "HOST", "REPO"]
 
@@ -209,15 +217,15 @@ class SpuChild(ChildProcess):
     ) -> None:
         env = {
             **_python_env(),
-            "FLUVIO_SPU_ID": str(spu_id),
-            "FLUVIO_SPU_HOST": HOST,
-            "FLUVIO_SPU_PUBLIC_PORT": str(ports[0]),
-            "FLUVIO_SPU_PRIVATE_PORT": str(ports[1]),
-            "FLUVIO_SPU_SC_ENDPOINT": f"{HOST}:{sc_private_port}",
-            "FLUVIO_SPU_DATA_DIR": str(workdir),
+            **spu_environment(
+                spu_id,
+                sc_endpoint=f"{HOST}:{sc_private_port}",
+                data_dir=workdir,
+                ports=ports,
+                host=HOST,
+                settings=settings,
+            ),
         }
-        for key, value in (settings or {}).items():
-            env[f"FLUVIO_SPU_{key.upper()}"] = str(value)
         super().__init__(f"spu-{spu_id}", [sys.executable, "-m", "spu"], workdir / "spu.log", env)
         self.spu_id = spu_id
         self.ports = ports

@@ -13,6 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from spark_stream.config import load_settings
 from spark_stream.supervision import (
     POLL_BACKOFF,
     ManagedSpuDirs,
@@ -24,10 +25,12 @@ from spark_stream.supervision import (
     running,
     send_signal,
     spawn,
+    spu_environment,
     terminate,
     terminate_async,
     write_pid_file,
 )
+from spu.settings import SpuSettings
 from tests.polling import wait_until
 
 Spawn = Callable[..., PidRecord]
@@ -219,3 +222,33 @@ def test_managed_spu_dirs(tmp_path: Path) -> None:
     for name in ("spu-5002", "spu-12", "spu-x", "5003", "other"):
         (tmp_path / "spus" / name).mkdir(parents=True)
     assert dirs.spu_ids() == [12, 5002]
+
+
+def test_spu_environment_configures_the_spu_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = spu_environment(
+        7,
+        sc_endpoint="[::1]:9004",
+        data_dir=Path("/data/spu-7"),
+        ports=(9105, 9106),
+        host="::1",
+        token="s3cret",
+        settings={"replica_max_lag_ms": 2000, "heartbeat_interval_s": 0.5},
+    )
+    assert all(key.startswith("FLUVIO_SPU_") for key in env)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    settings = load_settings(SpuSettings)
+    assert (settings.id, settings.sc_endpoint, settings.data_dir) == (
+        7,
+        "[::1]:9004",
+        "/data/spu-7",
+    )
+    assert (settings.public_port, settings.private_port, settings.host) == (9105, 9106, "::1")
+    assert (settings.token, settings.replica_max_lag_ms, settings.heartbeat_interval_s) == (
+        "s3cret",
+        2000,
+        0.5,
+    )
+    bare = spu_environment(1, sc_endpoint="127.0.0.1:9004", data_dir=Path("d"))
+    assert "FLUVIO_SPU_HOST" not in bare and "FLUVIO_SPU_TOKEN" not in bare
+    assert (bare["FLUVIO_SPU_PUBLIC_PORT"], bare["FLUVIO_SPU_PRIVATE_PORT"]) == ("0", "0")
