@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from spark_stream.errors import DataSourceOptionError, InvalidConfigError
 from spark_stream.net.endpoint import parse_endpoint
@@ -36,6 +36,13 @@ LATEST = -1
 """In offset JSON, as in Kafka: the end of the log (HW, or LEO when uncommitted)."""
 
 Mode = Literal["batch", "stream"]
+IsolationName = Literal["committed", "uncommitted"]
+CompressionName = Literal["none", "lz4", "zstd"]
+AcksName = Literal["all", "leader"]
+_ISOLATIONS: tuple[IsolationName, ...] = ("committed", "uncommitted")
+_COMPRESSIONS: tuple[CompressionName, ...] = ("none", "lz4", "zstd")
+_ACKS: tuple[AcksName, ...] = ("all", "leader")
+_C = TypeVar("_C", bound=str)
 
 _READER = (
     "endpoint",
@@ -123,7 +130,7 @@ class ReaderOptions:
     partitions: tuple[int, ...] | None
     starting: OffsetSpec
     ending: OffsetSpec | None
-    isolation: Literal["committed", "uncommitted"]
+    isolation: IsolationName
     max_records_per_trigger: int | None
     max_bytes_per_trigger: int | None
     min_partitions: int | None
@@ -153,9 +160,9 @@ class WriterOptions:
 
     endpoint: str | None
     topic: str | None
-    compression: Literal["none", "lz4", "zstd"]
+    compression: CompressionName
     batch_size: int
-    acks: Literal["all", "leader"]
+    acks: AcksName
 
 
 def _canonical(options: Mapping[str, str], known: Iterable[str]) -> dict[str, str]:
@@ -209,13 +216,15 @@ def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
     return lowered == "true"
 
 
-def _choice(opts: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+def _choice(opts: Mapping[str, str], name: str, choices: tuple[_C, ...], default: _C) -> _C:
+    """The option's value among ``choices`` (case-insensitive), typed as the choices are."""
     raw = opts.get(name, default).strip().lower()
-    if raw not in choices:
-        raise DataSourceOptionError(
-            f"option '{name}' must be one of {', '.join(choices)}, got {opts.get(name)!r}"
-        )
-    return raw
+    for choice in choices:
+        if raw == choice:
+            return choice
+    raise DataSourceOptionError(
+        f"option '{name}' must be one of {', '.join(choices)}, got {opts.get(name)!r}"
+    )
 
 
 def _exclusive(opts: Mapping[str, str], *names: str) -> None:
@@ -375,7 +384,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         partitions=partitions,
         starting=starting,
         ending=ending,
-        isolation=_choice(opts, "isolation", ("committed", "uncommitted"), "committed"),  # type: ignore[arg-type]
+        isolation=_choice(opts, "isolation", _ISOLATIONS, "committed"),
         max_records_per_trigger=max_records,
         max_bytes_per_trigger=_int(opts, "maxBytesPerTrigger", 1),
         min_partitions=_int(opts, "minPartitions", 1),
@@ -417,7 +426,7 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     return WriterOptions(
         endpoint=endpoint,
         topic=topic.strip() if topic else None,
-        compression=_choice(opts, "compression", ("none", "lz4", "zstd"), "none"),  # type: ignore[arg-type]
+        compression=_choice(opts, "compression", _COMPRESSIONS, "none"),
         batch_size=_int(opts, "batchSize", 1) or _DEFAULT_BATCH_SIZE,
-        acks=_choice(opts, "acks", ("all", "leader"), "all"),  # type: ignore[arg-type]
+        acks=_choice(opts, "acks", _ACKS, "all"),
     )

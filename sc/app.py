@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from sc.actions import ProvisionSpu
 from sc.connection_manager import ConnectionManager
 from sc.controllers import Reducer
-from sc.controllers.events import Reconcile
+from sc.controllers.events import ControllerEvent, Reconcile
 from sc.dispatcher import Dispatcher
 from sc.kv import KvStore, RedisKvStore
 from sc.local_store import LocalStore
@@ -108,8 +108,8 @@ class ScApp:
         """The private server's bound port."""
         return self.private.port
 
-    def _submit(self, event: object) -> None:
-        self.dispatcher.submit(event)  # type: ignore[arg-type]
+    def _submit(self, event: ControllerEvent) -> None:
+        self.dispatcher.submit(event)
 
     async def start(self) -> None:
         """Load the state, start the controllers and both servers.

@@ -38,6 +38,13 @@ MAX_TAIL_SIGNATURE = 1024
 """Most frames a follower lists per replica; past them it refetches."""
 
 
+def _offset(replica: str, key: str, value: object) -> int:
+    """``value`` as an offset (an integer >= 0, not a bool), or the error naming it."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidRequestError(f"replica {replica!r}.{key} must be an integer >= 0")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaOffsets:
     """A follower's replica as it opens a stream.
@@ -66,11 +73,10 @@ class ReplicaOffsets:
         """
         if not isinstance(data, dict):
             raise InvalidRequestError(f"replica {name!r}: expected a map")
-        leo, start, tail = data.get("leo"), data.get("start"), data.get("tail", [])
-        for key, value in (("leo", leo), ("start", start)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidRequestError(f"replica {name!r}.{key} must be an integer >= 0")
-        if start > leo:  # type: ignore[operator]
+        leo = _offset(name, "leo", data.get("leo"))
+        start = _offset(name, "start", data.get("start"))
+        tail = data.get("tail", [])
+        if start > leo:
             raise InvalidRequestError(f"replica {name!r}: start {start} is past its LEO {leo}")
         if not isinstance(tail, list) or len(tail) > MAX_TAIL_SIGNATURE:
             raise InvalidRequestError(
@@ -85,7 +91,7 @@ class ReplicaOffsets:
             ):
                 raise InvalidRequestError(f"replica {name!r}.tail holds a bad pair {item!r}")
             pairs.append((int(item[0]), int(item[1])))
-        return cls(leo, start, tuple(pairs))  # type: ignore[arg-type]
+        return cls(leo, start, tuple(pairs))
 
 
 @message(ApiKey.FOLLOWER_STREAM, Role.REQUEST)

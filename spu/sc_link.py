@@ -26,7 +26,7 @@ import logging
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import FluvioError, InvalidRequestError, UnauthorizedError
 from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
-from spark_stream.net.connection import Connection
+from spark_stream.net.connection import Connection, Stream
 from spark_stream.net.endpoint import parse_endpoint
 from spark_stream.protocol.control import (
     HeartbeatRequest,
@@ -146,11 +146,11 @@ class ScLink:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
             for task in done:
-                if not task.cancelled() and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
+                if not task.cancelled() and (error := task.exception()) is not None:
+                    raise error
 
-    async def _consume(self, stream: object) -> None:
-        async for push in stream:  # type: ignore[attr-defined]
+    async def _consume(self, stream: Stream) -> None:
+        async for push in stream:
             msg = push.message()
             if isinstance(msg, UpdateSpus):
                 await self.dispatcher.apply_spus(msg)
