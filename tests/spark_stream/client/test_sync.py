@@ -72,3 +72,18 @@ def test_the_producer_forwards_its_arguments_to_a_twin_that_takes_them(
     # TopicProducer's send and send_batch pass their arguments on as they are.
     ours = inspect.signature(getattr(AsyncTopicProducer, thread_safe)).parameters
     assert ours == inspect.signature(getattr(AsyncTopicProducer, public)).parameters
+
+
+def test_the_spelled_out_send_takes_exactly_the_async_arguments() -> None:
+    # TopicProducer.send spells its parameters out (a hot path: no *args forwarding);
+    # its own signature, not the one functools.wraps points at, must equal the async one.
+    ours = inspect.signature(TopicProducer.send, follow_wrapped=False).parameters
+    theirs = inspect.signature(AsyncTopicProducer.send).parameters
+    assert list(ours) == list(theirs)
+    for name, param in ours.items():
+        other = theirs[name]
+        assert (param.kind, param.default, param.annotation) == (
+            other.kind,
+            other.default,
+            other.annotation,
+        ), name
