@@ -216,7 +216,8 @@ class LocalCluster:
         """The data dir of SPU ``spu_id`` (the provisioner's layout for managed SPUs)."""
         return self._spu_dirs.spu_dir(spu_id)
 
-    def _spu_pid_file(self, spu_id: int) -> Path:
+    def spu_pid_file(self, spu_id: int) -> Path:
+        """The pid file of SPU ``spu_id``: the provisioner's for a group, ours for custom."""
         if self.layout.spu_mode == "group":
             return self._spu_dirs.pid_file(spu_id)  # written by the SC's provisioner
         return self.pid_file(f"spu-{spu_id}")
@@ -421,13 +422,9 @@ class LocalCluster:
             return self._spu_dirs.log_file(spu_id)
         return self.log_file(f"spu-{spu_id}")
 
-    def spu_process(self, spu_id: int) -> PidRecord | None:
-        """The process of SPU ``spu_id`` if it runs."""
-        return running(self._spu_pid_file(spu_id))
-
     def spu_pid(self, spu_id: int) -> int | None:
         """The pid of SPU ``spu_id`` if it runs."""
-        record = self.spu_process(spu_id)
+        record = running(self.spu_pid_file(spu_id))
         return record.pid if record is not None else None
 
     # -- stop and status -----------------------------------------------------------------
@@ -439,7 +436,7 @@ class LocalCluster:
             The names of the processes that were running.
         """
         files = [("sc", self.pid_file("sc"))]
-        files += [(f"spu-{i}", self._spu_pid_file(i)) for i in self._known_spu_ids()]
+        files += [(f"spu-{i}", self.spu_pid_file(i)) for i in self._known_spu_ids()]
         files.append(("redis", self.pid_file("redis")))
         stopped = []
         for name, pid_file in files:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 
 from spark_stream.local.cluster import LocalCluster
-from spark_stream.supervision import terminate
+from spark_stream.supervision import running, terminate
 
 __all__ = ["kill_spu"]
 
@@ -23,7 +23,7 @@ def kill_spu(cluster: LocalCluster, spu_id: int, sig: int = signal.SIGKILL) -> b
     Returns:
         False when the SPU was not running.
     """
-    record = cluster.spu_process(spu_id)
+    record = running(cluster.spu_pid_file(spu_id))
     if record is None:
         return False
     terminate(record, cluster.stop_timeout, name=f"spu-{spu_id}", sig=sig)
