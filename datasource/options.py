@@ -17,6 +17,7 @@ from typing import Literal, TypeVar
 
 from spark_stream.errors import DataSourceOptionError, InvalidConfigError
 from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.records import Compression
 
 __all__ = [
     "EARLIEST",
@@ -37,10 +38,9 @@ LATEST = -1
 
 Mode = Literal["batch", "stream"]
 IsolationName = Literal["committed", "uncommitted"]
-CompressionName = Literal["none", "lz4", "zstd"]
 AcksName = Literal["all", "leader"]
 _ISOLATIONS: tuple[IsolationName, ...] = ("committed", "uncommitted")
-_COMPRESSIONS: tuple[CompressionName, ...] = ("none", "lz4", "zstd")
+_COMPRESSIONS: tuple[Compression, ...] = ("none", "lz4", "zstd")
 _ACKS: tuple[AcksName, ...] = ("all", "leader")
 _C = TypeVar("_C", bound=str)
 
@@ -160,7 +160,7 @@ class WriterOptions:
 
     endpoint: str | None
     topic: str | None
-    compression: CompressionName
+    compression: Compression
     batch_size: int
     acks: AcksName
 
