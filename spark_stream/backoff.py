@@ -3,8 +3,9 @@
 A ``BackoffPolicy`` is data (first delay, ceiling, factor); ``Backoff`` is one loop's
 state under it: ``next()`` gives the delay to wait now and doubles the following one,
 ``reset()`` starts again after a success, and ``sleep(wake=event)`` waits that delay but
-returns early when ``event`` is set, so a reconnect loop acts at once on a change
-(a new endpoint, new work) instead of finishing a stale wait.
+returns early when ``event`` is set, so a reconnect loop acts at once on a change (a new
+endpoint, new work) instead of finishing a stale wait. ``sleep_or_wake`` is that wait
+for a fixed pause.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 
-__all__ = ["BackoffPolicy", "Backoff"]
+__all__ = ["BackoffPolicy", "Backoff", "sleep_or_wake"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +69,20 @@ class Backoff:
         Returns:
             True when ``wake`` ended the wait early (the event is left set).
         """
-        delay = self.next()
-        if wake is None:
-            await asyncio.sleep(delay)  # backoff between attempts
-            return False
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(delay):
-                await wake.wait()
-                return True
+        return await sleep_or_wake(self.next(), wake)
+
+
+async def sleep_or_wake(seconds: float, wake: asyncio.Event | None = None) -> bool:
+    """Wait ``seconds``, or less if ``wake`` is set meanwhile.
+
+    Returns:
+        True when ``wake`` ended the wait early (the event is left set).
+    """
+    if wake is None:
+        await asyncio.sleep(seconds)  # a pause between attempts
         return False
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await wake.wait()
+            return True
+    return False

@@ -28,7 +28,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from spark_stream.backoff import BackoffPolicy
+from spark_stream.backoff import BackoffPolicy, sleep_or_wake
 from spark_stream.errors import FluvioError, LogGapError
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES, received_tail, tail_length
@@ -50,10 +50,10 @@ logger = logging.getLogger(__name__)
 # Every wait below is cut short when the replicas or the leader's endpoint change.
 #: Between reconnects, reset once a connection served.
 _BACKOFF = BackoffPolicy(0.1, 2.0)
-#: A fixed pause after an unexpected error.
-_CRASH_PAUSE = BackoffPolicy(_BACKOFF.maximum, _BACKOFF.maximum)
-#: A fixed pause before reopening a stream that asked for a resync.
-_RESYNC_PAUSE = BackoffPolicy(0.1, 0.1)
+#: A fixed pause after an unexpected error, in seconds.
+_CRASH_PAUSE_S = _BACKOFF.maximum
+#: A fixed pause before reopening a stream that asked for a resync, in seconds.
+_RESYNC_PAUSE_S = 0.1
 _REQUEST_TIMEOUT = 10.0
 
 
@@ -163,7 +163,7 @@ class FollowerController:
                 await backoff.sleep(wake=self._changed)
             except Exception:
                 logger.exception("replication from spu=%d failed", self.leader_id)
-                await _CRASH_PAUSE.start().sleep(wake=self._changed)
+                await sleep_or_wake(_CRASH_PAUSE_S, self._changed)
             finally:
                 await conn.close()
 
@@ -183,7 +183,7 @@ class FollowerController:
             exc = stream.exception()
             if isinstance(exc, _Resync):
                 logger.info("resync with spu=%d: %s", self.leader_id, exc)
-                await _RESYNC_PAUSE.start().sleep(wake=self._changed)
+                await sleep_or_wake(_RESYNC_PAUSE_S, self._changed)
             elif exc is not None:
                 raise exc
 
