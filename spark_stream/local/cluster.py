@@ -424,8 +424,7 @@ class LocalCluster:
 
     def spu_pid(self, spu_id: int) -> int | None:
         """The pid of SPU ``spu_id`` if it runs."""
-        record = running(self.spu_pid_file(spu_id))
-        return record.pid if record is not None else None
+        return process_alive(self.spu_pid_file(spu_id))
 
     # -- stop and status -----------------------------------------------------------------
 
