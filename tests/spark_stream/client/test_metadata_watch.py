@@ -26,6 +26,7 @@ from spark_stream.local import free_port
 from spark_stream.models import Topic, TopicSpec
 from spark_stream.net.connection import Connection
 from spark_stream.protocol.control import MetadataUpdate
+from tests.polling import until
 from tests.sc.sim_spu import run
 
 pytestmark = pytest.mark.integration
@@ -70,27 +71,34 @@ def test_resumes_from_the_last_revision_delivered_after_a_drop() -> None:
         async with sc_app(port) as app, AdminClient(HOST, port, timeout=5) as writer:
             opener, errors = Opener(port), list[BaseException]()
             updates = watch_metadata(opener, on_error=errors.append)
+            got: list[MetadataUpdate] = []
+
+            async def collect() -> None:  # keeps the watch running through the outage
+                async for update in updates:
+                    got.append(update)
+
+            collector = asyncio.ensure_future(collect())
             try:
-                snapshot = await asyncio.wait_for(anext(updates), 5)
-                assert snapshot.full and names(snapshot) == []
+                await until(lambda: got, 5, "the snapshot")
+                assert got[0].full and names(got[0]) == []
                 await writer.create_topic("first")
-                first = await asyncio.wait_for(anext(updates), 5)
-                assert not first.full and "first" in names(first)
+                await until(lambda: any("first" in names(u) for u in got), 5, "first")
+                assert not any(u.full for u in got[1:])
                 await app.public.stop()  # the SC's public side goes away...
-                pending = asyncio.ensure_future(anext(updates))
+                await until(lambda: len(errors) >= 2, 10, "the drop and a refused reconnect")
+                before = len(got)
                 await app.kv.create(Topic.new("during", TopicSpec()))  # ...while things change
-                await asyncio.sleep(0.3)  # a few refused reconnects
                 await app.public.server.start()
-                # Resumed after "first" (the last delivered): changes only, none repeated.
-                resumed = [await asyncio.wait_for(pending, 10)]
-                while "during" not in names(resumed[-1]):
-                    resumed.append(await asyncio.wait_for(anext(updates), 5))
-                revisions = [first.revision] + [u.revision for u in resumed]
-                assert not any(u.full for u in resumed)
+                # Resumed after the last delivered update: changes only, none repeated.
+                await until(lambda: any("during" in names(u) for u in got[before:]), 10, "during")
+                revisions = [u.revision for u in got]
+                assert not any(u.full for u in got[before:])
                 assert revisions == sorted(set(revisions))
-                assert errors and all(isinstance(e, ConnectionClosedError) for e in errors)
+                assert all(isinstance(e, ConnectionClosedError) for e in errors)
                 assert len(opener.opened) == 2  # refused attempts open nothing
             finally:
+                collector.cancel()
+                await asyncio.gather(collector, return_exceptions=True)
                 await updates.aclose()
                 await opener.close()
 
@@ -105,8 +113,8 @@ def test_waits_with_backoff_for_an_sc_that_is_not_up_yet() -> None:
         updates = watch_metadata(opener, backoff=backoff, on_error=errors.append)
         pending = asyncio.ensure_future(anext(updates))
         try:
-            await asyncio.sleep(0.5)
-            assert not pending.done() and len(errors) >= 3  # retried, not given up
+            await until(lambda: len(errors) >= 3, 10, "three refused attempts")
+            assert not pending.done()  # retried, not given up
             async with sc_app(port):
                 snapshot = await asyncio.wait_for(pending, 10)
                 assert snapshot.full
