@@ -44,16 +44,18 @@ def test_links_to_an_sc_on_ipv6_loopback(tmp_path: Path) -> None:
         settings = load_settings(ScSettings, host="::1", public_port=0, private_port=0)
         sc = ScApp(settings, kv=MemoryKvStore())
         await sc.start()
-        async with AdminClient("::1", sc.public_port) as admin:
-            await admin.register_spu(1)
-        sc_link = link(tmp_path, f"[::1]:{sc.private_port}")
         try:
+            async with AdminClient("::1", sc.public_port) as admin:
+                await admin.register_spu(1)
+            sc_link = link(tmp_path, f"[::1]:{sc.private_port}")
             sc_link.start()
-            async with asyncio.timeout(10):
-                await sc_link.accepted.wait()
-            assert sc_link.connections == 1
+            try:
+                async with asyncio.timeout(10):
+                    await sc_link.accepted.wait()
+                assert sc_link.connections == 1
+            finally:
+                await sc_link.stop()
         finally:
-            await sc_link.stop()
             await sc.stop()
 
     asyncio.run(body())
