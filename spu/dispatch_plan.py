@@ -21,8 +21,7 @@ A held replica with no leader (``leader=None``: none may lead now) keeps its log
 has no controller. Steps 1-4 (``plan_logs``) need only the snapshot; steps 5-6
 (``plan_controllers``) act on the logs that are open, so the dispatcher runs the first
 half, snapshots again and plans the second: a log that failed to open gets no
-controller. ``plan`` is both halves as if every log opens (``Roles.after`` applies a plan
-to a snapshot); applying it leaves nothing to do but ``UpdateLeader``.
+controller. Once both halves ran, planning again gives nothing but ``UpdateLeader``.
 """
 
 from __future__ import annotations
@@ -46,7 +45,6 @@ __all__ = [
     "StopFollower",
     "StopLeader",
     "UpdateLeader",
-    "plan",
     "plan_controllers",
     "plan_logs",
     "storage_config",
@@ -146,30 +144,6 @@ class Roles:
         frozen = MappingProxyType({k: frozenset(v) for k, v in self.followers.items()})
         object.__setattr__(self, "followers", frozen)
 
-    def after(self, actions: Iterable[Action]) -> Roles:
-        """The roles once ``actions`` ran, every one succeeding."""
-        leaders, logs = list(self.leaders), list(self.logs)
-        followers = dict(self.followers)
-        for action in actions:
-            match action:
-                case StopLeader(name):
-                    leaders.remove(name)
-                case SetFollowed(leader_id, names):
-                    followers[leader_id] = frozenset(names)
-                case CloseLog(name):
-                    logs.remove(name)
-                case OpenLog(replica):
-                    logs.append(replica.name)
-                case StartLeader(replica):
-                    leaders.append(replica.name)
-                case StartFollower(leader_id):
-                    followers[leader_id] = frozenset()
-                case StopFollower(leader_id):
-                    del followers[leader_id]
-                case UpdateLeader():
-                    pass
-        return Roles(tuple(leaders), tuple(logs), followers)
-
 
 # -- the plan ------------------------------------------------------------------------
 
@@ -238,13 +212,6 @@ def plan_controllers(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> 
             actions.append(SetFollowed(leader_id, tuple(names)))
     actions += [StopFollower(leader_id) for leader_id in roles.followers if leader_id not in follow]
     return actions
-
-
-def plan(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> list[Action]:
-    """The whole reconciliation (steps 1-6) as if every log opens."""
-    entries = list(replicas)
-    first = plan_logs(spu_id, entries, roles)
-    return first + plan_controllers(spu_id, entries, roles.after(first))
 
 
 # -- storage settings ----------------------------------------------------------------
