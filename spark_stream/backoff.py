@@ -35,10 +35,6 @@ class BackoffPolicy:
         """The delay before retry number ``attempt`` (0 for the first retry)."""
         return min(self.initial * self.factor ** min(attempt, 64), self.maximum)
 
-    def delays(self, count: int) -> list[float]:
-        """The delays before each of ``count`` retries."""
-        return [self.delay(i) for i in range(count)]
-
     def start(self) -> Backoff:
         """A fresh backoff state under this policy."""
         return Backoff(self)

@@ -21,7 +21,7 @@ from spark_stream.backoff import BackoffPolicy
 def test_delays_grow_by_the_factor_up_to_the_ceiling(
     policy: BackoffPolicy, expected: list[float]
 ) -> None:
-    assert policy.delays(8) == pytest.approx(expected)
+    assert [policy.delay(i) for i in range(8)] == pytest.approx(expected)
     state = policy.start()
     assert [state.next() for _ in range(8)] == pytest.approx(expected)
 

@@ -195,7 +195,9 @@ def test_terminate_async_runs_the_same_steps(tmp_path: Path, start: Spawn) -> No
 
 
 def test_poll_intervals_grow_to_a_ceiling() -> None:
-    assert POLL_BACKOFF.delays(7) == pytest.approx([0.01, 0.02, 0.04, 0.08, 0.16, 0.2, 0.2])
+    assert [POLL_BACKOFF.delay(i) for i in range(7)] == pytest.approx(
+        [0.01, 0.02, 0.04, 0.08, 0.16, 0.2, 0.2]
+    )
 
 
 # -- logs and the managed-SPU layout -----------------------------------------------------
