@@ -31,13 +31,13 @@ import pytest
 
 from spark_stream.local.cluster import LocalCluster
 from spark_stream.local.redis_server import free_port
-from tests.docs.doc_blocks import BASH, SPARK, Block, problems, read_blocks
+from tests.docs.doc_blocks import BASH, PYTHON, SPARK, Block, problems, read_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Bounds on one block, so a hanging example fails instead of hanging the suite (a Spark
 # block starts a JVM: generous on a loaded 2-core machine).
-_TIMEOUT_S = {BASH: 120.0, "python": 120.0, SPARK: 300.0}
+_TIMEOUT_S = {BASH: 120.0, PYTHON: 90.0, SPARK: 300.0}
 _TAIL = 40  # output lines quoted in a failure
 
 
