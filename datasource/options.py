@@ -107,7 +107,8 @@ class ReaderOptions:
     """Parsed reader options (see ``docs/spark.md`` for each one).
 
     Attributes:
-        endpoint: SC address ``host:port``; None = the local profile's.
+        endpoint: SC address ``host:port`` as given; None = resolved on the driver by
+            ``resolve_endpoint`` (``FLUVIO_ENDPOINT``, else the profile).
         topics: fixed topic names (``topic``/``topics``), empty with a pattern.
         topic_pattern: regex over topic names (``topicPattern``), matched in full.
         partitions: restrict reads to these partition indexes; None = all.
@@ -151,7 +152,8 @@ class WriterOptions:
     """Parsed writer options.
 
     Attributes:
-        endpoint: SC address; None = the local profile's.
+        endpoint: SC address as given; None = resolved on the driver by
+            ``resolve_endpoint`` (``FLUVIO_ENDPOINT``, else the profile).
         topic: the topic to write to; overrides a ``topic`` column when set.
         compression: Arrow IPC buffer compression of produced frames.
         batch_size: bytes of records per produced batch frame.

@@ -55,7 +55,20 @@ def test_unreachable_cluster_is_one_line_and_exit_1(capsys: pytest.CaptureFixtur
 
 def test_bad_endpoint_is_a_typed_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--endpoint", "nonsense", "topic", "list"]) == 1
-    assert "host:port" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("error: --endpoint must be 'host:port'")
+
+
+def test_a_bad_fluvio_endpoint_variable_is_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLUVIO_ENDPOINT", "nonsense")
+    assert main(["topic", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: environment variable FLUVIO_ENDPOINT must be 'host:port'")
+    # --endpoint still wins over the variable: the error is now the dead address's.
+    dead = f"127.0.0.1:{free_port()}"
+    assert main(["--endpoint", dead, "--timeout", "2", "topic", "list"]) == 1
+    assert "FLUVIO_ENDPOINT" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
