@@ -175,13 +175,18 @@ def _data_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--isolation", default="read_committed", help="read_committed (default) or read_uncommitted"
     )
     cons.add_argument("-k", "--key-value", action="store_true", help="print [key] value")
-    cons.add_argument("-F", "--format", help="e.g. '{{offset}} {{key}} {{value}}'")
+    cons.add_argument(
+        "-F",
+        "--format",
+        help="e.g. '{{offset}} {{key}} {{value}}'; {{timestamp}} is microseconds since the "
+        "epoch, {{time}} the same instant as ISO-8601 UTC",
+    )
     cons.add_argument(
         "-O",
         "--output",
         choices=("text", "json"),
         default="text",
-        help="text (default) or JSON lines",
+        help="text (default) or JSON lines (timestamp: microseconds since the epoch)",
     )
 
 

@@ -29,6 +29,7 @@ from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.client.profile import resolve_endpoint
+from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import RequestTimeoutError, UnknownTopicError
 from spark_stream.net.connection import Connection
@@ -168,7 +169,12 @@ class FluvioAsync:
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_us: int
     ) -> int | None:
-        """The first offset whose timestamp is at or after ``timestamp_us`` (None: none)."""
+        """The first offset whose timestamp is at or after ``timestamp_us`` (None: none).
+
+        Raises:
+            InvalidConfigError: ``timestamp_us`` is negative or past the year 9999.
+        """
+        to_timestamp_us(timestamp_us, "us", "offset_for_timestamp: timestamp_us")
         await self._known_topic(topic)
         return await fetch.offset_for_timestamp(
             self.leaders, topic, partition, timestamp_us, self._policy()

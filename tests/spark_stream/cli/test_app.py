@@ -38,6 +38,14 @@ def test_commands_parse_like_fluvio() -> None:
     assert parse("topic", "list", "-O", "yaml").output == "yaml"  # type: ignore[attr-defined]
 
 
+def test_consume_help_states_the_time_unit(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["consume", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "{{timestamp}} is microseconds since the epoch" in help_text
+    assert "JSON lines (timestamp: microseconds since the epoch)" in help_text
+
+
 def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["topic", "frobnicate"])
