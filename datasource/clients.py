@@ -2,7 +2,9 @@
 
 Spark reuses its Python workers across tasks and micro-batches, so a connected
 ``Fluvio`` (its SC metadata watch and pooled SPU connections) is kept here, in module
-state, instead of in readers or partitions, which must pickle. ``with_client`` runs a
+state, instead of in readers or partitions, which must pickle. Clients are keyed by the
+address ``resolve_endpoint`` gives (an explicit endpoint, else ``FLUVIO_ENDPOINT``, else
+the profile), so None and the address it resolves to share one client. ``with_client`` runs a
 call and, when the connection under it has closed (the SC restarted, the process was
 forked), drops the cached client and retries the call once on a fresh one.
 """
@@ -15,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from spark_stream.client import Fluvio
+from spark_stream.client import Fluvio, resolve_endpoint
 from spark_stream.errors import ConnectionClosedError
 
 __all__ = ["client_for", "drop_client", "with_client", "close_all"]
@@ -23,23 +25,31 @@ __all__ = ["client_for", "drop_client", "with_client", "close_all"]
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_clients: dict[str | None, Fluvio] = {}
+_clients: dict[str, Fluvio] = {}
 
 
 def client_for(endpoint: str | None) -> Fluvio:
-    """The process's client for ``endpoint`` (None: the local profile), connecting once."""
+    """The process's client for ``endpoint`` (None: as ``resolve_endpoint`` finds it),
+    connecting once.
+
+    Raises:
+        NotFoundError: no endpoint, no ``FLUVIO_ENDPOINT`` and no profile.
+        InvalidConfigError: a malformed ``FLUVIO_ENDPOINT`` or profile.
+    """
+    address = resolve_endpoint(endpoint)
     with _lock:
-        client = _clients.get(endpoint)
+        client = _clients.get(address)
         if client is None:
-            client = Fluvio.connect(endpoint)
-            _clients[endpoint] = client
+            client = Fluvio.connect(address)
+            _clients[address] = client
         return client
 
 
 def drop_client(endpoint: str | None) -> None:
     """Forget and close the cached client for ``endpoint`` (if any)."""
+    address = resolve_endpoint(endpoint)
     with _lock:
-        client = _clients.pop(endpoint, None)
+        client = _clients.pop(address, None)
     if client is not None:
         # Closing a broken client must not mask the error that made us drop it.
         with contextlib.suppress(Exception):

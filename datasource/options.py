@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
+from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.errors import DataSourceOptionError, InvalidConfigError
 from spark_stream.net.endpoint import parse_endpoint
 from spark_stream.records import Compression
@@ -107,7 +108,8 @@ class ReaderOptions:
     """Parsed reader options (see ``docs/spark.md`` for each one).
 
     Attributes:
-        endpoint: SC address ``host:port``; None = the local profile's.
+        endpoint: SC address ``host:port`` as given; None = resolved on the driver by
+            ``resolve_endpoint`` (``FLUVIO_ENDPOINT``, else the profile).
         topics: fixed topic names (``topic``/``topics``), empty with a pattern.
         topic_pattern: regex over topic names (``topicPattern``), matched in full.
         partitions: restrict reads to these partition indexes; None = all.
@@ -151,7 +153,8 @@ class WriterOptions:
     """Parsed writer options.
 
     Attributes:
-        endpoint: SC address; None = the local profile's.
+        endpoint: SC address as given; None = resolved on the driver by
+            ``resolve_endpoint`` (``FLUVIO_ENDPOINT``, else the profile).
         topic: the topic to write to; overrides a ``topic`` column when set.
         compression: Arrow IPC buffer compression of produced frames.
         batch_size: bytes of records per produced batch frame.
@@ -293,13 +296,31 @@ def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
     return OffsetSpec(default=default, specific=tuple(sorted(specific)))
 
 
+def _timestamp_ms(raw: str, name: str) -> int:
+    """A time option: milliseconds since the epoch, as in Spark's Kafka source.
+
+    A value past the year 9999 in milliseconds was written in microseconds or
+    nanoseconds and would read nothing: it is refused, naming the unit it looks like.
+    """
+    try:
+        ms = int(raw.strip())
+    except ValueError:
+        raise DataSourceOptionError(
+            f"option '{name}' must be an integer (milliseconds since the epoch), got {raw!r}"
+        ) from None
+    try:
+        to_timestamp_us(ms, "ms", f"option '{name}'")
+    except InvalidConfigError as exc:
+        raise DataSourceOptionError(str(exc)) from None
+    return ms
+
+
 def _offsets_or_time(
     opts: Mapping[str, str], offsets_name: str, time_name: str, *, ending: bool, default: int
 ) -> OffsetSpec:
     _exclusive(opts, offsets_name, time_name)
     if time_name in opts:
-        ms = _int(opts, time_name, 0)
-        return OffsetSpec(default=default, timestamp_ms=ms)
+        return OffsetSpec(default=default, timestamp_ms=_timestamp_ms(opts[time_name], time_name))
     if offsets_name in opts:
         return parse_offset_spec(opts[offsets_name], offsets_name, ending=ending)
     return OffsetSpec(default=default)

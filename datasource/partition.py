@@ -47,7 +47,7 @@ class ReadSpec:
     """Read settings shared by every task of a query, resolved on the driver.
 
     Attributes:
-        endpoint: the SC address (resolved from the profile on the driver).
+        endpoint: the SC address, resolved on the driver (``resolve_endpoint``).
         isolation: ``committed`` or ``uncommitted``.
         include_headers: emit the ``headers`` column.
         fail_on_data_loss: fail when records of the range are gone.

@@ -41,7 +41,7 @@ from datasource.resolve import (
     subscribed_partitions,
     visible_end,
 )
-from spark_stream.client import Fluvio, PartitionOffsets
+from spark_stream.client import Fluvio, PartitionOffsets, resolve_endpoint
 from spark_stream.errors import DataLossError, DataSourceOptionError
 from spark_stream.records import read_header
 
@@ -51,10 +51,12 @@ log = logging.getLogger(__name__)
 
 
 def read_spec(opts: ReaderOptions, client: Fluvio | None = None) -> ReadSpec:
-    """The executor-side read settings, with the endpoint resolved here on the driver."""
-    endpoint = opts.endpoint or (client or client_for(None)).endpoint
+    """The executor-side read settings, with the endpoint resolved here on the driver.
+
+    Executors get the address itself, so their environment and profile do not matter.
+    """
     return ReadSpec(
-        endpoint=endpoint,
+        endpoint=client.endpoint if client is not None else resolve_endpoint(opts.endpoint),
         isolation=opts.isolation,
         include_headers=opts.include_headers,
         fail_on_data_loss=opts.fail_on_data_loss,

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from datasource.clients import client_for
 from datasource.options import (
     check_reader_option_names,
     parse_reader_options,
@@ -20,6 +19,7 @@ from datasource.options import (
 from datasource.reader import FluvioBatchReader, FluvioStreamReader
 from datasource.schema import spark_schema
 from datasource.writer import FluvioBatchWriter, FluvioStreamWriter
+from spark_stream.client import resolve_endpoint
 from spark_stream.errors import DataSourceOptionError
 
 __all__ = ["FluvioDataSource"]
@@ -73,7 +73,7 @@ class FluvioDataSource(DataSource):
                 "mode('overwrite') is not supported: topics are append-only; use mode('append')"
             )
         opts = parse_writer_options(self.options)
-        return FluvioBatchWriter(opts, schema, opts.endpoint or client_for(None).endpoint)
+        return FluvioBatchWriter(opts, schema, resolve_endpoint(opts.endpoint))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> FluvioStreamWriter:
         """The exactly-once streaming sink (``df.writeStream``)."""
@@ -82,4 +82,4 @@ class FluvioDataSource(DataSource):
                 "outputMode('complete') is not supported: topics are append-only"
             )
         opts = parse_writer_options(self.options)
-        return FluvioStreamWriter(opts, schema, opts.endpoint or client_for(None).endpoint)
+        return FluvioStreamWriter(opts, schema, resolve_endpoint(opts.endpoint))

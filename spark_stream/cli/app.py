@@ -3,8 +3,8 @@
 Commands follow Fluvio's CLI (``cluster``, ``topic``, ``partition``, ``produce``,
 ``consume``). Every typed error (``FluvioError``) prints ``error: <message>`` on stderr
 and exits 1 (2 for bad usage, 130 on Ctrl-C); no traceback reaches the user. The SC is
-found through ``--endpoint``, ``FLUVIO_ENDPOINT`` or the profile written by
-``fluvio cluster start``.
+found as every client finds it (``resolve_endpoint``): ``--endpoint``, else
+``FLUVIO_ENDPOINT``, else the profile written by ``fluvio cluster start``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds
 from spark_stream.cli.output import FORMATS
-from spark_stream.client import Fluvio
+from spark_stream.client import Fluvio, resolve_endpoint
 from spark_stream.errors import FluvioError
 
 __all__ = ["build_parser", "main"]
@@ -175,13 +175,18 @@ def _data_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--isolation", default="read_committed", help="read_committed (default) or read_uncommitted"
     )
     cons.add_argument("-k", "--key-value", action="store_true", help="print [key] value")
-    cons.add_argument("-F", "--format", help="e.g. '{{offset}} {{key}} {{value}}'")
+    cons.add_argument(
+        "-F",
+        "--format",
+        help="e.g. '{{offset}} {{key}} {{value}}'; {{timestamp}} is microseconds since the "
+        "epoch, {{time}} the same instant as ISO-8601 UTC",
+    )
     cons.add_argument(
         "-O",
         "--output",
         choices=("text", "json"),
         default="text",
-        help="text (default) or JSON lines",
+        help="text (default) or JSON lines (timestamp: microseconds since the epoch)",
     )
 
 
@@ -192,8 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--endpoint",
-        default=os.environ.get("FLUVIO_ENDPOINT"),
-        help="SC public address host:port (default: the profile)",
+        help="SC public address host:port (default: $FLUVIO_ENDPOINT, else the profile)",
     )
     parser.add_argument(
         "--timeout",
@@ -223,7 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         local = getattr(args, "local_handler", None)
         if local is not None:
             return int(local(args))
-        with Fluvio.connect(args.endpoint, timeout=args.connect_timeout) as fluvio:
+        endpoint = resolve_endpoint(args.endpoint, what="--endpoint")
+        with Fluvio.connect(endpoint, timeout=args.connect_timeout) as fluvio:
             return int(args.client_handler(args, fluvio))
     except FluvioError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -4,7 +4,7 @@ Blocking use (threads, CLI, Spark)::
 
     from spark_stream.client import Fluvio, Offset
 
-    with Fluvio.connect() as fluvio:                # the local profile, or "host:9003"
+    with Fluvio.connect() as fluvio:                # FLUVIO_ENDPOINT or the profile, or "host:9003"
         producer = fluvio.topic_producer("orders", acks="all", linger_ms=5)
         producer.send(b"k1", b"v1").result()         # RecordMetadata(partition, offset)
         producer.send_batch(arrow_table)             # bulk, vectorised
@@ -36,6 +36,7 @@ from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.partitioner import Partitioner, fnv1a_32, fnv1a_32_array
 from spark_stream.client.producer.producer import AsyncTopicProducer
+from spark_stream.client.profile import resolve_endpoint
 from spark_stream.client.sync import (
     Consumer,
     Fluvio,
@@ -84,4 +85,5 @@ __all__ = [
     "RecordMetadata",
     "BatchMetadata",
     "Record",
+    "resolve_endpoint",
 ]

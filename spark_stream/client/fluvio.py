@@ -28,26 +28,15 @@ from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer.producer import AsyncTopicProducer
-from spark_stream.client.profile import load_profile
+from spark_stream.client.profile import resolve_endpoint
+from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import RequestTimeoutError, UnknownTopicError
 from spark_stream.net.connection import Connection
 from spark_stream.net.endpoint import parse_endpoint
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
-__all__ = ["FluvioAsync", "resolve_endpoint"]
-
-
-def resolve_endpoint(endpoint: str | None) -> str:
-    """``endpoint`` itself, or the profile's when None.
-
-    Raises:
-        NotFoundError: no endpoint and no profile.
-        InvalidConfigError: a malformed endpoint.
-    """
-    endpoint = endpoint or load_profile().endpoint
-    parse_endpoint(endpoint)
-    return endpoint
+__all__ = ["FluvioAsync"]
 
 
 class FluvioAsync:
@@ -76,16 +65,18 @@ class FluvioAsync:
         *,
         timeout: float = 10.0,  # noqa: ASYNC109
     ) -> FluvioAsync:
-        """Connect to the SC at ``"host:port"``, or the local profile when None.
+        """Connect to the SC at ``"host:port"``; when None, as ``resolve_endpoint`` finds it.
 
         Args:
-            endpoint: the SC public address; None reads the profile written by
-                ``fluvio cluster start`` (``~/.fluvio/profile.json`` or ``FLUVIO_PROFILE``).
+            endpoint: the SC public address; None takes ``FLUVIO_ENDPOINT``, else the
+                profile written by ``fluvio cluster start`` (``FLUVIO_PROFILE``, default
+                ``~/.fluvio/profile.json``).
             timeout: bound on connecting and receiving the first metadata.
 
         Raises:
             ConnectionClosedError: the SC is unreachable.
-            NotFoundError: no endpoint given and no profile found.
+            InvalidConfigError: a malformed endpoint (naming where it came from).
+            NotFoundError: no endpoint given, no ``FLUVIO_ENDPOINT`` and no profile.
         """
         endpoint = resolve_endpoint(endpoint)
         host, port = parse_endpoint(endpoint)
@@ -178,7 +169,12 @@ class FluvioAsync:
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_us: int
     ) -> int | None:
-        """The first offset whose timestamp is at or after ``timestamp_us`` (None: none)."""
+        """The first offset whose timestamp is at or after ``timestamp_us`` (None: none).
+
+        Raises:
+            InvalidConfigError: ``timestamp_us`` is negative or past the year 9999.
+        """
+        to_timestamp_us(timestamp_us, "us", "offset_for_timestamp: timestamp_us")
         await self._known_topic(topic)
         return await fetch.offset_for_timestamp(
             self.leaders, topic, partition, timestamp_us, self._policy()

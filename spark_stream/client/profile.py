@@ -1,8 +1,12 @@
-"""The client profile: where the local cluster's SC is, written by ``fluvio cluster start``.
+"""Where the SC is: the client profile written by ``fluvio cluster start``, and the one
+resolution order every entry point uses.
 
-One JSON file (``FLUVIO_PROFILE``, default ``~/.fluvio/profile.json``) holding the SC's
-public endpoint and the cluster's data directory, so ``Fluvio.connect()`` with no
-argument, the CLI and Spark find the cluster without being told.
+The profile is one JSON file (``FLUVIO_PROFILE``, default ``~/.fluvio/profile.json``)
+holding the SC's public endpoint and the cluster's data directory, so
+``Fluvio.connect()`` with no argument, the CLI and Spark find the cluster without being
+told. ``resolve_endpoint`` is the order, implemented once: an explicit endpoint (the
+argument, ``--endpoint``, the Spark ``endpoint`` option), else ``FLUVIO_ENDPOINT``, else
+the profile, else a ``NotFoundError`` naming all three.
 """
 
 from __future__ import annotations
@@ -15,7 +19,17 @@ from pathlib import Path
 from spark_stream.errors import InvalidConfigError, NotFoundError
 from spark_stream.net.endpoint import parse_endpoint
 
-__all__ = ["Profile", "profile_path", "load_profile", "save_profile"]
+__all__ = [
+    "ENDPOINT_ENV",
+    "Profile",
+    "profile_path",
+    "load_profile",
+    "save_profile",
+    "resolve_endpoint",
+]
+
+ENDPOINT_ENV = "FLUVIO_ENDPOINT"
+"""The environment variable naming the SC's public ``host:port``; empty counts as unset."""
 
 
 def profile_path() -> Path:
@@ -73,3 +87,38 @@ def save_profile(profile: Profile, path: Path | None = None) -> Path:
     tmp.write_text(json.dumps(asdict(profile), indent=2) + "\n")
     tmp.replace(path)
     return path
+
+
+def resolve_endpoint(explicit: str | None = None, *, what: str = "endpoint") -> str:
+    """The SC public address to use: ``explicit``, else ``FLUVIO_ENDPOINT``, else the profile.
+
+    Every entry point calls this (``Fluvio.connect``/``FluvioAsync.connect``, the CLI's
+    ``--endpoint``, Spark's ``endpoint`` option on the driver), so they agree. An empty
+    ``explicit`` or ``FLUVIO_ENDPOINT`` counts as not given.
+
+    Args:
+        explicit: an endpoint the caller was given, or None.
+        what: how errors name ``explicit`` (``"--endpoint"``, ``"option 'endpoint'"``).
+
+    Returns:
+        ``host:port`` as ``parse_endpoint`` reads it (IPv6 in brackets).
+
+    Raises:
+        InvalidConfigError: the endpoint used is malformed (naming ``what``,
+            ``FLUVIO_ENDPOINT`` or the profile file), or the profile is unreadable.
+        NotFoundError: none of the three is there.
+    """
+    if explicit:
+        return str(parse_endpoint(explicit, what=what))
+    env = os.environ.get(ENDPOINT_ENV, "").strip()
+    if env:
+        return str(parse_endpoint(env, what=f"environment variable {ENDPOINT_ENV}"))
+    path = profile_path()
+    try:
+        return load_profile(path).endpoint
+    except NotFoundError:
+        raise NotFoundError(
+            f"no cluster endpoint: give one (Fluvio.connect('host:port'), --endpoint or "
+            f"Spark's option('endpoint', ...)), set {ENDPOINT_ENV}=host:port, or run "
+            f"`fluvio cluster start` to write the profile {path} (FLUVIO_PROFILE)"
+        ) from None

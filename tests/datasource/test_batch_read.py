@@ -6,7 +6,10 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
@@ -14,7 +17,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_stream.client import Fluvio
+from spark_stream.client.profile import Profile, save_profile
 from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.redis_server import free_port
 from tests.polling import wait_until
 from tests.spark_conftest import produce
 
@@ -200,3 +205,42 @@ def test_bad_options_against_the_cluster(
     resolved = {"topic": topic} | {k: v.replace("TOPIC", topic) for k, v in options.items()}
     with pytest.raises(Exception, match=re.escape(message)):
         _read(spark, fluvio_cluster, **resolved).collect()
+
+
+_READ_WITHOUT_ENDPOINT = """
+import json, sys
+from datasource.session import local_session
+spark = local_session("fluvio-endpoint-env", master="local[1]")
+try:
+    df = spark.read.format("fluvio").option("topic", sys.argv[1]).load()
+    print(json.dumps(sorted(r["value"].decode() for r in df.select("value").collect())))
+finally:
+    spark.stop()
+"""
+
+
+def test_fluvio_endpoint_names_the_cluster_without_an_endpoint_option(
+    fluvio: Fluvio, new_topic: Callable[..., str], fluvio_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """A batch read with no ``endpoint`` option reads the cluster ``FLUVIO_ENDPOINT``
+    names while the profile names a dead address.
+
+    Spark's Python workers (where the driver-side planning runs) inherit the environment
+    the session started with, so this needs a session started with the variable set: a
+    fresh Spark in a child process, not the shared session.
+    """
+    topic = new_topic(partitions=2)
+    values = [f"v{i}" for i in range(20)]
+    produce(fluvio, topic, values)
+    dead = save_profile(Profile(endpoint=f"127.0.0.1:{free_port()}"), tmp_path / "profile.json")
+    env = os.environ | {"FLUVIO_ENDPOINT": fluvio_cluster.endpoint, "FLUVIO_PROFILE": str(dead)}
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_WITHOUT_ENDPOINT, topic],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == sorted(values)

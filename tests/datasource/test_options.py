@@ -140,6 +140,20 @@ def test_timestamps_are_milliseconds() -> None:
         ({"topic": "t", "partitions": "-1"}, "batch", "'partitions'"),
         ({"topic": "t", "endpoint": "nohost"}, "batch", "'endpoint'"),
         ({"topic": "t", "startingTimestamp": "-5"}, "batch", "'startingTimestamp'"),
+        ({"topic": "t", "startingTimestamp": "soon"}, "batch", "milliseconds since the epoch"),
+        (
+            {"topic": "t", "startingTimestamp": "1700000000000000"},
+            "stream",
+            "option 'startingTimestamp' is milliseconds since the epoch, and 1700000000000000 "
+            "ms is after the year 9999: it looks like microseconds; in milliseconds that is "
+            "1700000000000",
+        ),
+        (
+            {"topic": "t", "endingTimestamp": "1700000000000000000"},
+            "batch",
+            "option 'endingTimestamp' is milliseconds since the epoch, and "
+            "1700000000000000000 ms is after the year 9999: it looks like nanoseconds",
+        ),
     ],
 )
 def test_bad_reader_options_name_the_option(options: dict[str, str], mode: str, names: str) -> None:

@@ -4,6 +4,7 @@ no sockets: data source, readers, partitions, writers, commit messages."""
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,8 @@ from datasource import (
     ReadSpec,
     parse_reader_options,
 )
-from datasource.reader import FluvioBatchReader, FluvioStreamReader
+from datasource.reader import FluvioBatchReader, FluvioStreamReader, read_spec
+from spark_stream.errors import NotFoundError
 
 OPTIONS = {"topic": "t", "endpoint": "127.0.0.1:9003"}
 
@@ -65,3 +67,21 @@ def test_writers_resolve_nothing_when_the_endpoint_is_given() -> None:
         again = _round_trip(writer)
         assert vars(again) == vars(writer)
         assert again.endpoint == "127.0.0.1:9003"
+
+
+def test_the_driver_resolves_fluvio_endpoint_for_executors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without an ``endpoint`` option, readers and writers ship ``FLUVIO_ENDPOINT``'s
+    address (resolved on the driver, no connection made), even with no profile."""
+    monkeypatch.setenv("FLUVIO_PROFILE", str(tmp_path / "missing.json"))
+    monkeypatch.setenv("FLUVIO_ENDPOINT", "127.0.0.1:4444")
+    schema = StructType([StructField("value", StringType())])
+    source = FluvioDataSource(CaseInsensitiveDict({"topic": "t"}))
+    for writer in (source.writer(schema, False), source.streamWriter(schema, False)):
+        assert _round_trip(writer).endpoint == "127.0.0.1:4444"
+    spec = read_spec(parse_reader_options({"topic": "t"}, "stream"))
+    assert _round_trip(spec).endpoint == "127.0.0.1:4444"
+    monkeypatch.delenv("FLUVIO_ENDPOINT")
+    with pytest.raises(NotFoundError, match="FLUVIO_ENDPOINT"):
+        source.writer(schema, False)

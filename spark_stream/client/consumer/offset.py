@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.errors import InvalidRequestError, OffsetOutOfRangeError
 
 __all__ = ["Offset", "OffsetKind"]
@@ -71,8 +72,17 @@ class Offset:
 
     @classmethod
     def from_timestamp(cls, timestamp_us: int) -> Offset:
-        """The first record whose timestamp is at or after ``timestamp_us`` (UTC µs)."""
-        return cls(OffsetKind.TIMESTAMP, timestamp_us)
+        """The first record whose timestamp is at or after ``timestamp_us``.
+
+        Args:
+            timestamp_us: microseconds since the epoch (UTC), as records carry them.
+
+        Raises:
+            InvalidConfigError: negative, or past the year 9999 (milliseconds are not
+                caught, nanoseconds are: see ``spark_stream.client.timestamps``).
+        """
+        checked = to_timestamp_us(timestamp_us, "us", "Offset.from_timestamp(timestamp_us)")
+        return cls(OffsetKind.TIMESTAMP, checked)
 
     @property
     def needs_timestamp_lookup(self) -> bool:

@@ -14,9 +14,11 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_stream.client.producer.accumulator import RECORD_OVERHEAD
 from spark_stream.client.producer.partitioner import Partitioner
+from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.errors import InvalidConfigError, RecordTooLargeError, UnknownPartitionError
 from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA, null_headers
 
@@ -41,6 +43,12 @@ def _timestamp_column(column: pa.Array, name: str) -> pa.Array:
     if pa.types.is_timestamp(t):
         return column.cast(_TS_TYPE)  # a naive timestamp is read as UTC
     if pa.types.is_integer(t):
+        # µs since the epoch: check the extremes (one min/max pass), so a column of
+        # nanoseconds or negative times fails here instead of being stored.
+        lo_hi = pc.min_max(column)
+        for bound in (lo_hi["min"].as_py(), lo_hi["max"].as_py()):
+            if bound is not None:
+                to_timestamp_us(bound, "us", f"column {name!r} (int64)")
         return column.cast(pa.int64()).cast(_TS_TYPE)
     raise InvalidConfigError(f"column {name!r} must be a timestamp or int64 µs, got {t}")
 

@@ -28,6 +28,7 @@ from spark_stream.client.producer.bulk import chunk_rows, normalize, split_by_pa
 from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.partitioner import make_partitioner
 from spark_stream.client.producer.sender import Sender
+from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import BatchMetadata
 from spark_stream.errors import (
     FluvioError,
@@ -123,7 +124,10 @@ class AsyncTopicProducer:
             raise UnknownPartitionError(
                 f"topic {self.topic!r} has partitions 0..{count - 1}, not {partition}"
             )
-        ts = time.time_ns() // 1000 if timestamp_us is None else int(timestamp_us)
+        if timestamp_us is None:
+            ts = time.time_ns() // 1000
+        else:
+            ts = to_timestamp_us(int(timestamp_us), "us", "send: timestamp_us")
         return self.accumulator.append(partition, key_b, value_b, ts, headers)
 
     def plan_batch(

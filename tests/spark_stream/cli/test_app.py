@@ -38,6 +38,14 @@ def test_commands_parse_like_fluvio() -> None:
     assert parse("topic", "list", "-O", "yaml").output == "yaml"  # type: ignore[attr-defined]
 
 
+def test_consume_help_states_the_time_unit(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["consume", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "{{timestamp}} is microseconds since the epoch" in help_text
+    assert "JSON lines (timestamp: microseconds since the epoch)" in help_text
+
+
 def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["topic", "frobnicate"])
@@ -55,7 +63,20 @@ def test_unreachable_cluster_is_one_line_and_exit_1(capsys: pytest.CaptureFixtur
 
 def test_bad_endpoint_is_a_typed_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--endpoint", "nonsense", "topic", "list"]) == 1
-    assert "host:port" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("error: --endpoint must be 'host:port'")
+
+
+def test_a_bad_fluvio_endpoint_variable_is_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLUVIO_ENDPOINT", "nonsense")
+    assert main(["topic", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: environment variable FLUVIO_ENDPOINT must be 'host:port'")
+    # --endpoint still wins over the variable: the error is now the dead address's.
+    dead = f"127.0.0.1:{free_port()}"
+    assert main(["--endpoint", dead, "--timeout", "2", "topic", "list"]) == 1
+    assert "FLUVIO_ENDPOINT" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

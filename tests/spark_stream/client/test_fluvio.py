@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from pathlib import Path
 
 import psutil
 import pytest
 
-from spark_stream.client import Fluvio, Offset
+from spark_stream.client import Fluvio, FluvioAsync, Offset
+from spark_stream.client.profile import Profile, save_profile
 from spark_stream.errors import ConnectionClosedError, NotFoundError, UnknownTopicError
 from spark_stream.local.cluster import LocalCluster
 from spark_stream.local.redis_server import free_port
@@ -33,10 +36,34 @@ def test_connect_through_the_profile(
         assert fluvio.endpoint == cluster.endpoint
 
 
+def test_fluvio_endpoint_beats_the_profile(
+    cluster: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``connect()`` with no argument goes where ``FLUVIO_ENDPOINT`` says, while the
+    profile names a dead address (then is missing); an argument still beats both."""
+    dead = f"127.0.0.1:{free_port()}"
+    profile = save_profile(Profile(endpoint=dead), tmp_path / "profile.json")
+    monkeypatch.setenv("FLUVIO_PROFILE", str(profile))
+    monkeypatch.setenv("FLUVIO_ENDPOINT", cluster.endpoint)
+    with Fluvio.connect(timeout=5) as fluvio:
+        assert fluvio.endpoint == cluster.endpoint
+        assert {s.spu_id for s in fluvio.admin().list_spus()} == {5001, 5002, 5003}
+    profile.unlink()
+
+    async def connect_async() -> str:
+        async with await FluvioAsync.connect(timeout=5) as client:
+            return client.endpoint
+
+    assert asyncio.run(connect_async()) == cluster.endpoint
+    with pytest.raises(ConnectionClosedError):
+        Fluvio.connect(dead, timeout=2)
+
+
 def test_missing_profile_and_dead_endpoint_are_typed(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FLUVIO_PROFILE", "/nonexistent/profile.json")
+    monkeypatch.delenv("FLUVIO_ENDPOINT", raising=False)
     with pytest.raises(NotFoundError, match="cluster start"):
         Fluvio.connect()
     before = len(client_threads())

@@ -11,7 +11,7 @@ import pytest
 from spark_stream.client import Fluvio, Offset
 from spark_stream.client.consumer.consumer import CONSUMER_SCHEMA
 from spark_stream.client.consumer.local_files import LocalFiles
-from spark_stream.errors import OffsetOutOfRangeError, UnknownPartitionError
+from spark_stream.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownPartitionError
 from spark_stream.records import iter_frames
 from tests.integration.helpers import make_topic
 
@@ -66,6 +66,8 @@ def test_timestamp_start(fluvio: Fluvio) -> None:
     producer.send_batch(pa.table({"value": ["new"], "timestamp": pa.array([9_000], pa.int64())}))
     producer.flush()
     assert fluvio.offset_for_timestamp(name, 0, 5_000) == 1
+    with pytest.raises(InvalidConfigError, match="timestamp_us .* looks like nanoseconds"):
+        fluvio.offset_for_timestamp(name, 0, time.time_ns())
     consumer = fluvio.partition_consumer(name, 0)
     assert values(consumer.stream(Offset.from_timestamp(5_000), stop_at_end=True)) == ["new"]
 

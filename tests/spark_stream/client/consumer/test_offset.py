@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spark_stream.client.consumer.offset import Offset
-from spark_stream.errors import InvalidRequestError, OffsetOutOfRangeError
+from spark_stream.errors import InvalidConfigError, InvalidRequestError, OffsetOutOfRangeError
 
 # (spec, log_start, end, timestamp lookup answer, expected)
 CASES = [
@@ -41,6 +41,11 @@ def test_negative_values_are_refused() -> None:
         Offset.absolute(-1)
     with pytest.raises(InvalidRequestError):
         Offset.from_end(-2)
+
+
+def test_a_timestamp_in_nanoseconds_is_refused() -> None:
+    with pytest.raises(InvalidConfigError, match=r"from_timestamp.*looks like nanoseconds"):
+        Offset.from_timestamp(1_700_000_000_000_000_000)
 
 
 def test_bad_log_range_is_refused() -> None:

@@ -58,6 +58,17 @@ def test_multi_chunk_tables_give_one_batch_per_chunk() -> None:
         (pa.table({"value": [1]}), {}, "binary or string"),
         (pa.table({"value": [b"a", None]}), {}, "null"),
         (pa.table({"value": [b"a"], "timestamp": ["x"]}), {}, "timestamp"),
+        (
+            pa.table({"value": [b"a", b"b"], "timestamp": [1, 1_700_000_000_000_000_000]}),
+            {},
+            "column 'timestamp' \\(int64\\) is microseconds since the epoch, and "
+            "1700000000000000000 us is after the year 9999: it looks like nanoseconds",
+        ),
+        (
+            pa.table({"value": [b"a"], "timestamp": [-1]}),
+            {},
+            "column 'timestamp' \\(int64\\) is microseconds since the epoch and must be >= 0",
+        ),
         (pa.table({"value": [b"a"], "headers": [1]}), {}, "headers"),
     ],
 )

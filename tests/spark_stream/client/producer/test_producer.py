@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -119,6 +120,8 @@ def test_explicit_partition_and_errors(fluvio: Fluvio) -> None:
         producer.send(b"k", b"v", partition=5)
     with pytest.raises(InvalidConfigError):
         producer.send_batch(pa.table({"nope": [1]}))
+    with pytest.raises(InvalidConfigError, match="send: timestamp_us .* looks like nanoseconds"):
+        producer.send(b"k", b"v", timestamp_us=time.time_ns())
     with pytest.raises(UnknownTopicError):
         fluvio.topic_producer("no-such-topic")
     with pytest.raises(InvalidConfigError):

@@ -1,0 +1,88 @@
+"""The profile file and the one endpoint resolution order (no servers).
+
+Order: an explicit endpoint > ``FLUVIO_ENDPOINT`` > the profile > a ``NotFoundError``
+naming all three ways.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spark_stream.client.profile import Profile, load_profile, resolve_endpoint, save_profile
+from spark_stream.errors import InvalidConfigError, NotFoundError
+
+EXPLICIT = "127.0.0.1:1111"
+FROM_ENV = "127.0.0.1:2222"
+IN_PROFILE = "127.0.0.1:3333"
+
+
+@pytest.fixture
+def profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A profile naming ``IN_PROFILE``, at ``FLUVIO_PROFILE``; ``FLUVIO_ENDPOINT`` unset."""
+    path = save_profile(Profile(endpoint=IN_PROFILE), tmp_path / "profile.json")
+    monkeypatch.setenv("FLUVIO_PROFILE", str(path))
+    monkeypatch.delenv("FLUVIO_ENDPOINT", raising=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "with_profile", "expected"),
+    [
+        (EXPLICIT, FROM_ENV, True, EXPLICIT),  # explicit beats everything
+        (EXPLICIT, None, False, EXPLICIT),  # and needs nothing else
+        (None, FROM_ENV, True, FROM_ENV),  # the variable beats the profile
+        (None, FROM_ENV, False, FROM_ENV),  # and needs no profile
+        (None, None, True, IN_PROFILE),  # the profile last
+        (None, "", True, IN_PROFILE),  # an empty variable counts as unset
+        ("", FROM_ENV, True, FROM_ENV),  # so does an empty explicit endpoint
+        (" [::1]:9003 ", None, False, "[::1]:9003"),  # as the one parser reads it
+    ],
+)
+def test_resolution_order(
+    profile: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    explicit: str | None,
+    env: str | None,
+    with_profile: bool,
+    expected: str,
+) -> None:
+    if env is not None:
+        monkeypatch.setenv("FLUVIO_ENDPOINT", env)
+    if not with_profile:
+        profile.unlink()
+    assert resolve_endpoint(explicit) == expected
+
+
+def test_nothing_to_go_on_names_all_three_ways(profile: Path) -> None:
+    profile.unlink()
+    with pytest.raises(NotFoundError) as exc:
+        resolve_endpoint(None)
+    message = str(exc.value)
+    for way in ("--endpoint", "option('endpoint'", "FLUVIO_ENDPOINT", "fluvio cluster start"):
+        assert way in message
+    assert str(profile) in message
+
+
+def test_an_invalid_variable_is_named_and_not_skipped(
+    profile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A typo in ``FLUVIO_ENDPOINT`` fails even though the profile would have worked."""
+    monkeypatch.setenv("FLUVIO_ENDPOINT", "localhost")
+    with pytest.raises(InvalidConfigError, match="^environment variable FLUVIO_ENDPOINT must be"):
+        resolve_endpoint(None)
+
+
+def test_an_invalid_explicit_endpoint_is_named_as_the_caller_says(profile: Path) -> None:
+    with pytest.raises(InvalidConfigError, match="^--endpoint must be 'host:port'"):
+        resolve_endpoint("nohost", what="--endpoint")
+
+
+def test_a_broken_profile_is_an_invalid_config(profile: Path) -> None:
+    profile.write_text('{"endpoint": "no port"}')
+    with pytest.raises(InvalidConfigError, match="profile"):
+        resolve_endpoint(None)
+    profile.write_text("not json")
+    with pytest.raises(InvalidConfigError, match="unreadable"):
+        load_profile()

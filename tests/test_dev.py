@@ -1,0 +1,86 @@
+"""The ``./dev`` script's paths: what each command runs, with a stand-in ``.venv``.
+
+A copy of ``dev`` runs in a temporary directory whose ``.venv`` holds logging stand-ins
+for python, ruff, mypy and lint-imports (its install stamp is current, so nothing is
+installed), with a ``PATH`` of a few core tools and no ``mvn``. The log shows which
+steps a command takes; the demo must not fetch the Delta jars (it needs no Maven),
+while ``setup`` and ``test`` (what ``.ci/run`` runs) must.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ("bash", "sh", "sha1sum", "cut", "dirname", "basename", "rm", "touch", "tr", "printf")
+STAND_IN = """#!/bin/sh
+printf '%s %s\\n' "$(basename "$0")" "$(printf '%s ' "$@" | tr '\\n' ' ')" >> "$DEV_LOG"
+"""
+
+RunDev = Callable[..., tuple[int, list[str]]]
+
+
+@pytest.fixture
+def run_dev(tmp_path: Path) -> RunDev:
+    """``run_dev(*args)`` -> (exit code, one log line per program the script ran)."""
+    shutil.copy(ROOT / "dev", tmp_path / "dev")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    for name in ("python", "ruff", "mypy", "lint-imports"):
+        (venv_bin / name).write_text(STAND_IN)
+        (venv_bin / name).chmod(0o755)
+    digest = hashlib.sha1((tmp_path / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    (tmp_path / ".venv" / f".installed-{digest}").touch()
+    path = tmp_path / "path"
+    path.mkdir()
+    for tool in TOOLS:
+        found = shutil.which(tool)
+        if found is not None:
+            (path / tool).symlink_to(found)
+    assert shutil.which("mvn", path=str(path)) is None
+    log = tmp_path / "dev.log"
+
+    def run(*args: str) -> tuple[int, list[str]]:
+        log.write_text("")
+        env = {"PATH": str(path), "DEV_LOG": str(log), "HOME": str(tmp_path)}
+        done = subprocess.run(
+            [str(path / "bash"), str(tmp_path / "dev"), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        return done.returncode, [line.strip() for line in log.read_text().splitlines()]
+
+    return run
+
+
+# (command, does it fetch the Delta jars first, the program it ends with)
+COMMANDS = [
+    (("demo", "--records", "5"), False, "python -m jobs.demo --records 5"),
+    (("bench", "storage"), False, "python -m bench.storage"),
+    (("setup",), True, None),
+    (("test", "-k", "x"), True, "python -m pytest -k x"),  # what .ci/run runs
+]
+
+
+def test_only_setup_and_test_fetch_the_delta_jars(run_dev: RunDev) -> None:
+    """The demo and the benchmarks run with no Maven on PATH and no jars cached."""
+    for args, fetches, last in COMMANDS:
+        code, steps = run_dev(*args)
+        assert code == 0, args
+        fetched = bool(steps) and steps[0].startswith("python -c") and "delta_jars()" in steps[0]
+        assert fetched == fetches, (args, steps)
+        if last is not None:
+            assert steps[-1] == last
+    _, steps = run_dev("test")
+    programs = [s.split(" ")[0] for s in steps]
+    assert programs == ["python", "ruff", "ruff", "mypy", "lint-imports", "python"]
