@@ -8,12 +8,22 @@ free port), stopped by pid at the end; ``redis_url`` hands a test that server af
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 import redis
 
 from spark_stream.local import RedisServer
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_caller_endpoint() -> Iterator[None]:
+    """Hide the caller's ``FLUVIO_ENDPOINT``: it outranks every test's profile."""
+    saved = os.environ.pop("FLUVIO_ENDPOINT", None)
+    yield
+    if saved is not None:
+        os.environ["FLUVIO_ENDPOINT"] = saved
 
 
 @pytest.fixture(scope="session")
