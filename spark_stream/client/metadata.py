@@ -3,8 +3,10 @@
 Theory of operation. ``MetadataView`` is pure: it applies ``MetadataUpdate`` pushes (a
 full snapshot replaces everything, an incremental one upserts and deletes) and answers
 lookups: a partition's leader and that leader's public endpoint, a topic's partition
-count. ``MetadataWatcher`` owns the stream: one task reads pushes into the view and
-bumps a version that waiters poll through an ``asyncio.Condition``. The stream itself
+count, and why a partition has no leader: a state that passes (an election, a topic
+being provisioned) or one that needs an operator (``no_leader_problem``).
+``MetadataWatcher`` owns the stream: one task reads pushes into the view and bumps a
+version that waiters poll through an ``asyncio.Condition``. The stream itself
 is ``watch_metadata``, also behind ``AdminClient.watch_metadata``: when it or its SC
 connection fails, it reconnects with backoff and resumes from the last revision it
 delivered (the SC replies with a full snapshot when it no longer holds the changes).
