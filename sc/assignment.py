@@ -39,6 +39,7 @@ __all__ = [
     "AssignmentResult",
     "spu_sequence",
     "compute_assignment",
+    "short_of_spus",
     "check_manual_assignment",
     "parse_assignment",
 ]
@@ -78,8 +79,9 @@ class InsufficientSpus:
     @property
     def reason(self) -> str:
         """A one-line explanation for the topic status."""
+        spus = "SPU" if self.needed == 1 else "SPUs"
         return (
-            f"replication factor {self.needed} needs {self.needed} SPUs, "
+            f"replication factor {self.needed} needs {self.needed} {spus}, "
             f"{self.available} registered"
         )
 
@@ -135,6 +137,20 @@ def _rack_aware(infos: Sequence[SpuInfo]) -> bool:
     return bool(infos) and all(info.rack for info in infos)
 
 
+def short_of_spus(available: int, replication_factor: int) -> InsufficientSpus | None:
+    """Whether ``available`` SPUs are too few for ``replication_factor`` distinct replicas.
+
+    The one place this rule is written: computed assignment and the create api's check
+    of a new topic (``sc.controllers.topic.policy.missing_spus``) both call it.
+
+    Returns:
+        ``InsufficientSpus`` when they are too few, else None.
+    """
+    if available < replication_factor:
+        return InsufficientSpus(needed=replication_factor, available=available)
+    return None
+
+
 def compute_assignment(
     spus: Iterable[SpuInfo | int],
     partitions: int,
@@ -168,8 +184,9 @@ def compute_assignment(
     infos = [_as_info(s) for s in spus]
     order = spu_sequence(infos, ignore_rack=ignore_rack)
     count = len(order)
-    if count < replication_factor:
-        return InsufficientSpus(needed=replication_factor, available=count)
+    short = short_of_spus(count, replication_factor)
+    if short is not None:
+        return short
     shift = start_index % count
     order = order[shift:] + order[:shift]
     rack_of: dict[int, str] = {}

@@ -5,7 +5,10 @@ controllers take it from there. Reads come from the local mirror after it caught
 with the KV's current revision, and every write waits (bounded) until the mirror holds
 it, so a client reads its own writes. Errors are typed (``docs/protocol.md``):
 ``InvalidConfigError`` naming the field, ``TopicExistsError``, ``UnknownTopicError``,
-``SpuExistsError``, ``ObjectExistsError``, ``NotFoundError``.
+``SpuExistsError``, ``ObjectExistsError``, ``NotFoundError``. A topic the registered SPUs
+cannot hold yet is refused (``InsufficientResourcesError``, or ``InvalidConfigError`` for
+an assignment naming an unregistered SPU) unless the request allows missing SPUs, as
+Fluvio's SC refuses it; the controllers would only park it unprovisioned.
 
 The metadata watch (``MetadataFeed``) keeps the recent SPU, topic and partition changes
 in memory. A watcher that names a revision the feed still covers gets the changes after
@@ -21,10 +24,13 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+from sc.assignment import InsufficientSpus, InvalidAssignment
+from sc.controllers.topic.policy import missing_spus
 from sc.dispatcher import Dispatcher
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from spark_stream.errors import (
+    InsufficientResourcesError,
     InvalidConfigError,
     InvalidRequestError,
     NotFoundError,
@@ -246,6 +252,11 @@ class PublicApi:
         msg = request.message()
         assert isinstance(msg, c.CreateTopicRequest)
         topic = msg.topic()
+        await self._fresh()
+        if self.store.topic(topic.name) is not None:  # before the SPU check, as Fluvio
+            raise TopicExistsError(f"topic {msg.name!r} already exists")
+        if not msg.allow_missing_spus:
+            _refuse_missing_spus(topic, self.store)
         if msg.dry_run:
             return c.CreateTopicResponse(topic.to_dict())
         try:
@@ -406,6 +417,26 @@ class PublicApi:
         await self._fresh()
         log.info("metadata watch opened peer=%s from_revision=%s", ctx.peer, msg.from_revision)
         return self.feed.updates(msg.from_revision)
+
+
+def _refuse_missing_spus(topic: Topic, store: StoreView) -> None:
+    """Raise when the registered SPUs cannot hold ``topic`` (see ``missing_spus``).
+
+    Raises:
+        InsufficientResourcesError: more replicas per partition than registered SPUs.
+        InvalidConfigError: a manual assignment names an unregistered SPU.
+    """
+    missing = missing_spus(topic, store)
+    anyway = "--allow-missing-spus creates it anyway, unusable until the SPUs join"
+    if isinstance(missing, InsufficientSpus):
+        raise InsufficientResourcesError(
+            f"topic {topic.name!r} not created: {missing.reason}; add SPUs or use a "
+            f"smaller replication factor ({anyway})"
+        )
+    if isinstance(missing, InvalidAssignment):
+        raise InvalidConfigError(
+            f"topic {topic.name!r} not created: {missing.reason}; register the SPU first ({anyway})"
+        )
 
 
 def _spu_spec(data: dict[str, Any]) -> SpuSpec:

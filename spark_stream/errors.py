@@ -36,6 +36,7 @@ __all__ = [
     "KvUnavailableError",
     "ServerStartError",
     "InsufficientResourcesError",
+    "PartitionOfflineError",
     "error_for_code",
 ]
 
@@ -199,10 +200,21 @@ class ServerStartError(FluvioError):
 
 
 class InsufficientResourcesError(FluvioError):
-    """Too few SPUs for a topic's replication factor; it waits for more (``Pending``)."""
+    """Too few SPUs for a topic's replication factor; it waits unprovisioned until more join.
+
+    Not retriable: a client retrying within its timeout cannot fix it, SPUs must be added.
+    """
 
     code = 60
-    retriable = True
+
+
+class PartitionOfflineError(FluvioError):
+    """Every replica of a partition is on an offline or unregistered SPU: it has no leader.
+
+    Not retriable: no election can pick a leader until one of those SPUs returns.
+    """
+
+    code = 61
 
 
 class DataSourceOptionError(InvalidConfigError):

@@ -128,7 +128,9 @@ def topic_create(args: argparse.Namespace, fluvio: Fluvio) -> int:
         spec["min_in_sync_replicas"] = args.min_in_sync_replicas
     if args.ignore_rack_assignment:
         spec["ignore_rack_assignment"] = True
-    topic = fluvio.admin().create_topic(args.name, spec, dry_run=args.dry_run)
+    topic = fluvio.admin().create_topic(
+        args.name, spec, dry_run=args.dry_run, allow_missing_spus=args.allow_missing_spus
+    )
     verb = "validated" if args.dry_run else "created"
     print(f'topic "{topic.name}" {verb}')
     return 0

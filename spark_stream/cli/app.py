@@ -117,6 +117,11 @@ def _topic_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     create.add_argument("--min-in-sync-replicas", type=int)
     create.add_argument("--ignore-rack-assignment", action="store_true")
     create.add_argument("--dry-run", action="store_true", help="validate only")
+    create.add_argument(
+        "--allow-missing-spus",
+        action="store_true",
+        help="create it even with fewer SPUs than it needs; unusable until they join",
+    )
     _client(tsub, "list", admin_cmds.topic_list, "list topics", output=True)
     desc = _client(tsub, "describe", admin_cmds.topic_describe, "show a topic", output=True)
     desc.add_argument("name")

@@ -109,16 +109,28 @@ class AdminClient:
         spec: TopicSpec | dict[str, Any] | None = None,
         *,
         dry_run: bool = False,
+        allow_missing_spus: bool = False,
         **fields: Any,
     ) -> Topic:
         """Create a topic from a spec (or keyword fields: ``partitions=6``...).
 
+        Args:
+            dry_run: validate only (the SPU check included), store nothing.
+            allow_missing_spus: create it even when the registered SPUs cannot hold it
+                yet; it stays ``InsufficientResources`` (or ``InvalidConfig`` for an
+                assignment naming unregistered SPUs), and producing or consuming fails
+                at once, until enough SPUs join.
+
         Raises:
-            InvalidConfigError: the spec is invalid; the message names the field.
+            InvalidConfigError: the spec is invalid (the message names the field), or
+                its replica assignment names an unregistered SPU.
+            InsufficientResourcesError: the replication factor exceeds the registered
+                SPUs.
             TopicExistsError: a topic of that name exists.
         """
         data = {**(_spec_dict(spec) if spec is not None else {}), **fields}
-        reply = await self._call(c.CreateTopicRequest(name, data, dry_run), c.CreateTopicResponse)
+        request = c.CreateTopicRequest(name, data, dry_run, allow_missing_spus)
+        reply = await self._call(request, c.CreateTopicResponse)
         return Topic.from_dict(reply.topic)
 
     async def delete_topic(self, name: str) -> int:

@@ -151,14 +151,22 @@ class FluvioAsync:
 
         Raises:
             UnknownTopicError: the topic does not exist.
+            InsufficientResourcesError: the topic waits for more SPUs (it has none).
+            InvalidConfigError: the topic's assignment names unregistered SPUs.
         """
         await self._known_topic(topic)
         view = self.watcher.view
         with contextlib.suppress(RequestTimeoutError):
             await self.watcher.wait_for(
-                lambda v: len(v.topic_partitions(topic)) >= (v.partition_count(topic) or 0),
+                lambda v: (
+                    len(v.topic_partitions(topic)) >= (v.partition_count(topic) or 0)
+                    or v.topic_problem(topic) is not None
+                ),
                 self.timeout,
             )
+        problem = view.topic_problem(topic)
+        if problem is not None:
+            raise problem
         return view.topic_partitions(topic)
 
     async def fetch_offsets(self, topic: str, partition: int) -> PartitionOffsets:

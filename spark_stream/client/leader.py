@@ -5,8 +5,10 @@ takes the pooled connection and sends the request. A typed error with ``retriabl
 set is retried after an exponential backoff until ``retries`` or the deadline run
 out: after ``NotLeaderError``, ``UnknownPartitionError`` or a dead connection the
 failed SPU is passed to the next leader lookup (which waits briefly for the SC to
-publish a new one) and a dead connection is dropped from the pool. Non-retriable
-errors surface at once, typed.
+publish a new one, and waits out a partition whose replicas all went offline, which
+a fresh lookup refuses at once) and a dead connection is dropped from the pool.
+Non-retriable errors surface at once, typed: among them the lookup's own verdicts on a
+partition that will not get a leader by itself (``MetadataView.no_leader_problem``).
 """
 
 from __future__ import annotations
@@ -85,9 +87,15 @@ class LeaderClient:
         timeout: float,  # noqa: ASYNC109
         *,
         not_spu: int | None = None,
+        failover: bool = False,
     ) -> tuple[Leader, Connection]:
-        """The current leader and a connection to it (waits, bounded, for a leader)."""
-        leader = await self.watcher.leader(topic, partition, timeout, not_spu=not_spu)
+        """The current leader and a connection to it (waits, bounded, for a leader).
+
+        Arguments as ``MetadataWatcher.leader``.
+        """
+        leader = await self.watcher.leader(
+            topic, partition, timeout, not_spu=not_spu, failover=failover
+        )
         return leader, await self.pool.get(leader)
 
     async def call(
@@ -99,6 +107,7 @@ class LeaderClient:
         *,
         retriable: tuple[type[FluvioError], ...] = (),
         leader: Leader | None = None,
+        failover: bool = False,
     ) -> Message:
         """Send ``request`` to the leader and return the typed reply, retrying as above.
 
@@ -109,6 +118,9 @@ class LeaderClient:
                 producer's ``OutOfOrderSequenceError`` while an earlier batch retries).
             leader: send the first attempt to this leader (the caller's snapshot of the
                 metadata); later attempts look the leader up again.
+            failover: this call retries a request that already failed with a retriable
+                error, so its leader lookups wait even for a partition whose replicas are
+                all offline (a restart), as every lookup after a leader error does.
 
         Raises:
             FluvioError: a non-retriable error, or the last retriable one when attempts
@@ -129,7 +141,7 @@ class LeaderClient:
                     conn = await self.pool.get(leader)
                 else:
                     leader, conn = await self.connection(
-                        topic, partition, remaining, not_spu=not_spu
+                        topic, partition, remaining, not_spu=not_spu, failover=failover
                     )
                 msg = request() if callable(request) else request
                 timeout = min(policy.request_timeout_s, max(0.001, deadline - time.monotonic()))

@@ -3,8 +3,10 @@
 Theory of operation. ``MetadataView`` is pure: it applies ``MetadataUpdate`` pushes (a
 full snapshot replaces everything, an incremental one upserts and deletes) and answers
 lookups: a partition's leader and that leader's public endpoint, a topic's partition
-count. ``MetadataWatcher`` owns the stream: one task reads pushes into the view and
-bumps a version that waiters poll through an ``asyncio.Condition``. The stream itself
+count, and why a partition has no leader: a state that passes (an election, a topic
+being provisioned) or one that needs an operator (``no_leader_problem``).
+``MetadataWatcher`` owns the stream: one task reads pushes into the view and bumps a
+version that waiters poll through an ``asyncio.Condition``. The stream itself
 is ``watch_metadata``, also behind ``AdminClient.watch_metadata``: when it or its SC
 connection fails, it reconnects with backoff and resumes from the last revision it
 delivered (the SC replies with a full snapshot when it no longer holds the changes).
@@ -27,11 +29,22 @@ from spark_stream.client.types import PartitionInfo
 from spark_stream.errors import (
     ConnectionClosedError,
     FluvioError,
+    InsufficientResourcesError,
+    InvalidConfigError,
+    PartitionOfflineError,
     RequestTimeoutError,
     UnknownPartitionError,
     UnknownTopicError,
 )
-from spark_stream.models import Partition, PartitionResolution, Spu, Topic, partition_name
+from spark_stream.models import (
+    Partition,
+    PartitionResolution,
+    Spu,
+    SpuResolution,
+    Topic,
+    TopicResolution,
+    partition_name,
+)
 from spark_stream.net.connection import Connection
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.protocol.control import MetadataUpdate, WatchMetadataRequest
@@ -58,6 +71,18 @@ class Leader:
     spu_id: int
     host: str
     port: int
+
+
+#: Topic states the SC leaves as they are until SPUs join: no partition, so no leader.
+_UNPROVISIONED: dict[TopicResolution, type[FluvioError]] = {
+    TopicResolution.INSUFFICIENT_RESOURCES: InsufficientResourcesError,
+    TopicResolution.INVALID_CONFIG: InvalidConfigError,
+}
+
+
+_UNREGISTERED = "unregistered"
+#: SPU states in which a replica can neither lead nor be elected.
+_DOWN = (SpuResolution.OFFLINE.value, _UNREGISTERED)
 
 
 def _leader_id(partition: Partition) -> int | None:
@@ -162,10 +187,84 @@ class MetadataView:
             return None
         spu_id = _leader_id(part)
         spu = self._by_id.get(spu_id) if spu_id is not None else None
-        if spu is None or spu.status.resolution.value == "Offline":
+        if spu is None or spu.status.resolution is SpuResolution.OFFLINE:
             return None
         ep = spu.spec.public_endpoint
         return Leader(spu.spu_id, ep.host, ep.port)
+
+    def _spu_state(self, spu_id: int) -> str:
+        """``Online``/``Init``/``Offline`` as the SC sees the SPU, or ``unregistered``."""
+        spu = self._by_id.get(spu_id)
+        return _UNREGISTERED if spu is None else spu.status.resolution.value
+
+    def topic_problem(self, topic: str, index: int | None = None) -> FluvioError | None:
+        """Why ``topic`` cannot be used until SPUs join, or None (also when unknown).
+
+        The SC leaves a topic ``InsufficientResources`` (fewer SPUs than its replication
+        factor) or ``InvalidConfig`` (an assignment naming unregistered SPUs) without
+        partitions until SPUs are added, so waiting for a leader would only time out.
+        ``Init`` and ``Pending`` are not problems: they pass within moments.
+
+        Args:
+            index: name this partition in the message.
+        """
+        found = self.topics.get(topic)
+        if found is None:
+            return None
+        error = _UNPROVISIONED.get(found.status.resolution)
+        if error is None:
+            return None
+        where = "" if index is None else f"partition {topic}-{index} has no leader: "
+        state, reason = found.status.resolution.value, found.status.reason or "no reason given"
+        return error(f"{where}topic {topic!r} is not provisioned ({state}): {reason}")
+
+    def no_leader_problem(
+        self, topic: str, index: int, *, failover: bool = False
+    ) -> FluvioError | None:
+        """Why the partition has no leader and will not get one by itself, or None.
+
+        Its topic is unprovisioned (``topic_problem``), or every replica is on an SPU
+        that is offline or unregistered, so no election can pick a leader. A partition
+        whose leader is offline while another replica is online is not a problem: the
+        SC is electing (failover).
+
+        Args:
+            failover: the caller has just lost this partition's leader. Then all replicas
+                offline may be a restart in progress, and only the topic counts.
+        """
+        problem = self.topic_problem(topic, index)
+        part = self.partition(topic, index)
+        if problem is not None or failover or part is None:
+            return problem
+        states = {r: self._spu_state(r) for r in part.spec.replicas}
+        if any(state not in _DOWN for state in states.values()):
+            return None
+        down = ", ".join(
+            f"{sorted(r for r, s in states.items() if s == state)} {state.lower()}"
+            for state in _DOWN
+            if state in states.values()
+        )
+        return PartitionOfflineError(f"partition {topic}-{index} has no leader: replicas {down}")
+
+    def leader_state(self, topic: str, index: int) -> str:
+        """Why the partition has no usable leader now, in words, for error messages."""
+        found = self.topics.get(topic)
+        part = self.partition(topic, index)
+        if part is None:
+            state = found.status.resolution.value if found is not None else "unknown"
+            return f"the partition is not created yet (topic {state})"
+        status = part.status
+        leader = _leader_id(part)
+        text = f"partition {status.resolution.value}"
+        if status.reason:
+            text += f" ({status.reason})"
+        if leader is None:
+            text += ", no leader elected"
+        else:
+            text += f", leader {leader} {self._spu_state(leader)}"
+        replicas = list(part.spec.replicas)
+        online = [r for r in replicas if self._spu_state(r) not in _DOWN]
+        return f"{text}; replicas {replicas}, online {online}"
 
 
 async def watch_metadata(
@@ -337,19 +436,31 @@ class MetadataWatcher:
         timeout: float,  # noqa: ASYNC109
         *,
         not_spu: int | None = None,
+        failover: bool = False,
     ) -> Leader:
         """The partition's leader, waiting (bounded) until one is online.
 
+        A partition that will not get a leader by itself (``no_leader_problem``: its
+        topic is unprovisioned, or every replica's SPU is offline) fails at once, typed;
+        one whose leader is changing (failover, a new partition) is waited for.
+
         Args:
             not_spu: an SPU that just refused or failed; prefer waiting for metadata
-                to name another leader, but accept it again after a short wait.
+                to name another leader, but accept it again after a short wait. Implies
+                ``failover``.
+            failover: the caller just lost the partition's leader (its request failed
+                with a retriable error): replicas all offline are waited for too.
 
         Raises:
             UnknownTopicError: the topic does not exist.
             UnknownPartitionError: the topic has no such partition.
+            InsufficientResourcesError: the topic waits for more SPUs.
+            InvalidConfigError: the topic's assignment names unregistered SPUs.
+            PartitionOfflineError: every replica is on an offline SPU (not in failover).
             RequestTimeoutError: no online leader within ``timeout``.
         """
         self.check_partition(topic, index)
+        failover = failover or not_spu is not None
         deadline = time.monotonic() + timeout
         if not_spu is not None:
             # Give the SC a moment to publish the election; then take what it says.
@@ -358,20 +469,31 @@ class MetadataWatcher:
                     lambda v: (ld := v.leader(topic, index)) is not None and ld.spu_id != not_spu,
                     min(timeout, 0.5),
                 )
+
+        def settled(view: MetadataView) -> bool:
+            return (
+                view.leader(topic, index) is not None
+                or view.partition_count(topic) is None
+                or view.no_leader_problem(topic, index, failover=failover) is not None
+            )
+
+        if not settled(self.view):
+            remaining = max(0.0, deadline - time.monotonic())
+            try:
+                await self.wait_for(settled, remaining)
+            except RequestTimeoutError:
+                self.check_partition(topic, index)
+                state = self.view.leader_state(topic, index)
+                raise RequestTimeoutError(
+                    f"partition {topic}-{index} has no online leader: {state}"
+                ) from None
+        self.check_partition(topic, index)
         found = self.view.leader(topic, index)
         if found is not None:
             return found
-        remaining = max(0.0, deadline - time.monotonic())
-        try:
-            await self.wait_for(lambda v: v.leader(topic, index) is not None, remaining)
-        except RequestTimeoutError:
-            self.check_partition(topic, index)
-            raise RequestTimeoutError(
-                f"partition {topic}-{index} has no online leader after {timeout:.1f}s"
-            ) from None
-        found = self.view.leader(topic, index)
-        assert found is not None
-        return found
+        problem = self.view.no_leader_problem(topic, index, failover=failover)
+        assert problem is not None
+        raise problem
 
     def check_partition(self, topic: str, index: int) -> None:
         """Raise the typed error when the topic or partition does not exist."""

@@ -39,11 +39,17 @@ class CreateTopicRequest(_NamedRequest):
         spec: ``TopicSpec.to_dict()``: partitions, replication factor or a manual
             ``replicaAssignment``, retention, segment size, compression...
         dry_run: validate only, store nothing.
+        allow_missing_spus: create the topic even when the registered SPUs cannot hold
+            it yet (a replication factor above their number, an assignment naming
+            unregistered SPUs); it stays unprovisioned, and unusable, until they join.
+            Without it such a topic is refused (``InsufficientResourcesError``,
+            ``InvalidConfigError``), as Fluvio's SC does.
     """
 
     name: str
     spec: dict[str, Any]
     dry_run: bool = False
+    allow_missing_spus: bool = False
 
     def topic(self) -> Topic:
         """The topic object to store (status ``Init``).

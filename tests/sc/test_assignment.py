@@ -110,7 +110,7 @@ def test_refusals_carry_typed_errors() -> None:
     short = InsufficientSpus(needed=3, available=1)
     assert "3 SPUs" in short.reason and "1 registered" in short.reason
     assert isinstance(short.error(), InsufficientResourcesError)
-    assert short.error().retriable
+    assert not short.error().retriable  # retrying cannot add SPUs
     assert isinstance(InvalidAssignment("bad").error(), InvalidConfigError)
 
 

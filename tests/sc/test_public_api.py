@@ -15,6 +15,7 @@ from sc.settings import ScSettings
 from spark_stream.client.admin import AdminClient
 from spark_stream.config import load_settings
 from spark_stream.errors import (
+    InsufficientResourcesError,
     InvalidConfigError,
     InvalidRequestError,
     NotFoundError,
@@ -56,13 +57,20 @@ async def running_sc(**overrides: Any) -> AsyncIterator[tuple[ScApp, AdminClient
 def test_topic_life_cycle_and_typed_errors() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
+            spec = {"partitions": 3, "replication_factor": 2, "compression": "zstd"}
+            # No SPU is registered: refused, dry run or not, unless missing SPUs are allowed.
+            short = "'orders' not created: replication factor 2 needs 2 SPUs, 0 registered"
+            with pytest.raises(InsufficientResourcesError, match=short):
+                await admin.create_topic("orders", spec)
+            with pytest.raises(InsufficientResourcesError, match="1 needs 1 SPU, 0 registered"):
+                await admin.create_topic("orders", dry_run=True)
+            assert await admin.list_topics() == []
             topic = await admin.create_topic(
                 "orders",
-                partitions=3,
-                replication_factor=2,
+                spec,
                 retention_secs=3600,
                 segment_size=1 << 20,
-                compression="zstd",
+                allow_missing_spus=True,
             )
             assert topic.revision > 0 and topic.spec.compression.value == "zstd"
             with pytest.raises(TopicExistsError):
@@ -73,7 +81,9 @@ def test_topic_life_cycle_and_typed_errors() -> None:
                 await admin.create_topic("bad", replication_factor="x")
             with pytest.raises(InvalidConfigError, match="name"):
                 await admin.create_topic("Not_A_Name")
-            dry = await admin.create_topic("dry", partitions=2, dry_run=True)
+            dry = await admin.create_topic(
+                "dry", partitions=2, dry_run=True, allow_missing_spus=True
+            )
             assert dry.name == "dry" and [t.name for t in await admin.list_topics()] == ["orders"]
             # Read-your-writes: the topic is listed at once; with no SPU it cannot provision.
             await until(_resolution(admin, "orders", TopicResolution.INSUFFICIENT_RESOURCES))
@@ -109,6 +119,12 @@ def test_manual_assignment_and_partition_listing() -> None:
             assignment = [{"partition": 0, "replicas": [6, 5]}, {"partition": 1, "replicas": [5]}]
             with pytest.raises(InvalidConfigError, match="replicaAssignment"):
                 await admin.create_topic("manual", replica_assignment=assignment)
+            unknown = [{"partition": 0, "replicas": [6, 7]}]
+            with pytest.raises(InvalidConfigError, match="not created: partition 0: unknown SPU 7"):
+                await admin.create_topic("waiting", replica_assignment=unknown)
+            await admin.create_topic("waiting", replica_assignment=unknown, allow_missing_spus=True)
+            await until(_resolution(admin, "waiting", TopicResolution.INVALID_CONFIG))
+            await admin.delete_topic("waiting")
             good = [{"partition": 0, "replicas": [6, 5]}, {"partition": 1, "replicas": [5, 6]}]
             await admin.create_topic("manual", replica_assignment=good)
             await until(_resolution(admin, "manual", TopicResolution.PROVISIONED))

@@ -3,6 +3,8 @@
 ``validate`` takes a topic out of ``Init``/``InvalidConfig``; ``provision`` takes it out
 of ``Pending``/``InsufficientResources``. Both read the registered SPUs from the store
 (any status: a replica on an SPU that is offline right now catches up when it returns).
+``missing_spus`` is the create api's check, made before a topic is stored: what those
+transitions would stop at for lack of SPUs.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sc.assignment import (
     SpuInfo,
     check_manual_assignment,
     compute_assignment,
+    short_of_spus,
 )
 from sc.local_store import StoreView
 from spark_stream.models import (
@@ -26,7 +29,14 @@ from spark_stream.models import (
     TopicStatus,
 )
 
-__all__ = ["Provisioning", "validate", "provision", "partitions_for", "missing_partitions"]
+__all__ = [
+    "Provisioning",
+    "validate",
+    "provision",
+    "partitions_for",
+    "missing_partitions",
+    "missing_spus",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,21 @@ def _manual(topic: Topic, store: StoreView) -> Assignment | InvalidAssignment:
         partitions=spec.partitions,
         replication_factor=spec.replication_factor,
     )
+
+
+def missing_spus(topic: Topic, store: StoreView) -> InsufficientSpus | InvalidAssignment | None:
+    """What the registered SPUs lack to hold ``topic`` now; None when they suffice.
+
+    ``InsufficientSpus`` for a replication factor above the number of registered SPUs,
+    ``InvalidAssignment`` for a manual assignment naming an SPU that is not registered.
+    Either way the controller would leave the topic waiting (``InsufficientResources``,
+    ``InvalidConfig``) until SPUs join, so the create api refuses it unless told to
+    create it anyway. Cheaper than ``provision``: no replica map is computed.
+    """
+    if topic.spec.is_manual:
+        manual = _manual(topic, store)
+        return manual if isinstance(manual, InvalidAssignment) else None
+    return short_of_spus(len(store.spus()), topic.spec.replication_factor)
 
 
 def validate(topic: Topic, store: StoreView) -> TopicStatus:

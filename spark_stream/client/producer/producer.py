@@ -99,10 +99,17 @@ class AsyncTopicProducer:
 
         Raises:
             UnknownTopicError: the topic is gone.
+            InsufficientResourcesError: the topic waits for more SPUs (so does ``send``,
+                at once, rather than after the delivery timeout).
+            InvalidConfigError: the topic's assignment names unregistered SPUs.
         """
-        count = self._watcher.view.partition_count(self.topic)
+        view = self._watcher.view
+        count = view.partition_count(self.topic)
         if count is None:
             raise UnknownTopicError(f"topic {self.topic!r} not found")
+        problem = view.topic_problem(self.topic)
+        if problem is not None:
+            raise problem
         return count
 
     def append_record(

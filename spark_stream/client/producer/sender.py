@@ -247,7 +247,7 @@ class Sender:
                 self._policy(batches), retries=max(0, self.config.retries - 1)
             )
             return await self.leaders.call(
-                self.topic, partition, request, policy, retriable=retriable
+                self.topic, partition, request, policy, retriable=retriable, failover=True
             )
         finally:
             self._recovering[partition] -= 1

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 
 from sc.actions import Action, CmAddPartition, KvCreate, KvUpdateStatus
+from sc.assignment import InsufficientSpus, InvalidAssignment
 from sc.controllers import Reconcile
 from sc.controllers.topic import reduce
+from sc.controllers.topic.policy import missing_spus
 from sc.local_store import LocalStore
 from spark_stream.models import (
     KvObject,
@@ -16,6 +18,7 @@ from spark_stream.models import (
     PartitionAssignment,
     PartitionResolution,
     PartitionSpec,
+    SpuResolution,
     Topic,
     TopicResolution,
     TopicStatus,
@@ -199,3 +202,36 @@ def test_whole_workflow_reaches_a_fixed_point_and_replays_to_nothing() -> None:
     again = cluster.run(*replay, Reconcile())
     assert kv_actions(again) == []
     assert sum(isinstance(a, CmAddPartition) for a in again) == 6  # the new CM needs them
+
+
+# --- the create api's SPU check (policy.missing_spus) -----------------------------------
+
+Missing = InsufficientSpus | InvalidAssignment | None
+MISSING_ROWS: list[tuple[str, list[KvObject[Any, Any]], Topic, Missing]] = [
+    ("factor = SPUs: fits", SPUS, make_topic("t", 3, 3), None),
+    ("factor > SPUs: short", SPUS, make_topic("t", 1, 5), InsufficientSpus(needed=5, available=3)),
+    ("no SPU at all: short", [], make_topic("t"), InsufficientSpus(needed=1, available=0)),
+    # Registered SPUs count whatever their status, as for the assignment itself.
+    ("offline SPUs count", [make_spu(0, SpuResolution.OFFLINE)], make_topic("t"), None),
+    ("manual map on registered SPUs: fits", SPUS, M_PENDING, None),
+    ("manual map naming SPU 9: invalid", SPUS, M_INIT, InvalidAssignment(UNKNOWN)),
+    ("manual map, SPU 9 registered: fits", [*SPUS, SPU9], M_INIT, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("objects", "topic", "expected"),
+    [r[1:] for r in MISSING_ROWS],
+    ids=[r[0] for r in MISSING_ROWS],
+)
+def test_missing_spus(
+    objects: list[KvObject[Any, Any]],
+    topic: Topic,
+    expected: Missing,
+) -> None:
+    assert missing_spus(topic, LocalStore.of(objects)) == expected
+
+
+def test_short_reason_is_singular_for_one_spu() -> None:
+    assert InsufficientSpus(1, 0).reason == "replication factor 1 needs 1 SPU, 0 registered"
+    assert InsufficientSpus(5, 3).reason == "replication factor 5 needs 5 SPUs, 3 registered"

@@ -8,7 +8,12 @@ from typing import Any
 import pytest
 
 from spark_stream.client.admin import AdminClient
-from spark_stream.errors import InvalidRequestError, ServerStartError, UnauthorizedError
+from spark_stream.errors import (
+    InsufficientResourcesError,
+    InvalidRequestError,
+    ServerStartError,
+    UnauthorizedError,
+)
 from spark_stream.models import SpuResolution, TopicResolution
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
@@ -50,7 +55,11 @@ def test_topic_waits_for_spus_then_provisions_and_replicas_reach_them(
 
     async def body() -> None:
         async with AdminClient("127.0.0.1", sc.public_port) as admin:
-            await admin.create_topic("orders", partitions=4, replication_factor=2)
+            with pytest.raises(InsufficientResourcesError, match="2 needs 2 SPUs, 0 registered"):
+                await admin.create_topic("orders", partitions=4, replication_factor=2)
+            await admin.create_topic(
+                "orders", partitions=4, replication_factor=2, allow_missing_spus=True
+            )
             await until(
                 lambda: topic_is(admin, "orders", TopicResolution.INSUFFICIENT_RESOURCES),
                 what="InsufficientResources",

@@ -26,7 +26,9 @@ def test_models_in_and_out() -> None:
         await app.start()
         try:
             async with AdminClient("127.0.0.1", app.public_port) as admin:
-                topic = await admin.create_topic("t", TopicSpec(partitions=2))
+                topic = await admin.create_topic(
+                    "t", TopicSpec(partitions=2), allow_missing_spus=True
+                )
                 assert isinstance(topic, Topic) and topic.spec.partitions == 2
                 spu = await admin.register_spu(4, rack="east")
                 assert isinstance(spu, Spu) and spu.spec.rack == "east"
@@ -47,7 +49,7 @@ def test_watch_reconnects_and_resumes_from_the_last_revision() -> None:
         admin = AdminClient("127.0.0.1", port, timeout=5)
         writer = AdminClient("127.0.0.1", port, timeout=5)
         try:
-            await writer.create_topic("before")
+            await writer.create_topic("before", allow_missing_spus=True)
             watch = admin.watch_metadata()
             first = await asyncio.wait_for(watch.__anext__(), 5)
             assert first.full and [t["metadata"]["name"] for t in first.topics] == ["before"]

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from spark_stream.client.metadata import Leader, MetadataView
+import asyncio
+
+import pytest
+
+from spark_stream.client.metadata import Leader, MetadataView, MetadataWatcher
+from spark_stream.errors import (
+    FluvioError,
+    InsufficientResourcesError,
+    InvalidConfigError,
+    PartitionOfflineError,
+    RequestTimeoutError,
+)
 from spark_stream.models import (
     IngressAddr,
     Partition,
@@ -14,7 +25,9 @@ from spark_stream.models import (
     SpuStatus,
     Topic,
     TopicSpec,
+    TopicStatus,
 )
+from spark_stream.net.connection import Connection
 from spark_stream.protocol.control import MetadataUpdate
 
 
@@ -115,3 +128,123 @@ def test_full_snapshot_replaces_everything() -> None:
     view.apply(update(True, 10, spus=[spu(3, 9103)]))
     assert view.partition_count("orders") is None
     assert view.spu(3) is not None and view.spu(1) is None
+
+
+# --- partitions without a leader: which wait, which fail at once ------------------------
+
+SHORT = "replication factor 5 needs 5 SPUs, 2 registered"
+BIG = Topic.new(
+    "big",
+    TopicSpec(replication_factor=5),
+    TopicStatus(resolution="InsufficientResources", reason=SHORT),
+)
+MANUAL = Topic.new(
+    "manual",
+    TopicSpec(replica_assignment=[{"partition": 0, "replicas": [9]}]),
+    TopicStatus(resolution="InvalidConfig", reason="partition 0: unknown SPU 9"),
+)
+PENDING = Topic.new("young", TopicSpec(), TopicStatus(resolution="Pending"))
+OFFLINE_1 = update(False, 6, spus=[spu(1, 9101, online=False)])
+OFFLINE_BOTH = update(False, 6, spus=[spu(1, 9101, online=False), spu(2, 9102, online=False)])
+GONE_2 = update(False, 7, deleted=[{"kind": "Spu", "name": "spu-2"}])
+UNPROVISIONED = update(False, 6, topics=[BIG, MANUAL, PENDING])
+
+NO_LEADER_ROWS: list[
+    tuple[str, list[MetadataUpdate], str, bool, type[FluvioError] | None, str]
+] = [
+    ("leader online: no problem", [], "orders", False, None, ""),
+    ("leader offline, other replica online: election, wait", [OFFLINE_1], "orders", False,
+     None, ""),
+    ("every replica offline: fails at once", [OFFLINE_BOTH], "orders", False,
+     PartitionOfflineError, "partition orders-0 has no leader: replicas [1, 2] offline"),
+    ("every replica offline in failover: a restart may be on its way, wait",
+     [OFFLINE_BOTH], "orders", True, None, ""),
+    ("offline and unregistered replicas", [OFFLINE_1, GONE_2], "orders", False,
+     PartitionOfflineError, "replicas [1] offline, [2] unregistered"),
+    ("InsufficientResources topic: fails at once", [UNPROVISIONED], "big", False,
+     InsufficientResourcesError,
+     f"partition big-0 has no leader: topic 'big' is not provisioned (InsufficientResources): "
+     f"{SHORT}"),
+    ("InsufficientResources topic in failover: still fails", [UNPROVISIONED], "big", True,
+     InsufficientResourcesError, "not provisioned"),
+    ("InvalidConfig topic: fails at once", [UNPROVISIONED], "manual", False,
+     InvalidConfigError, "(InvalidConfig): partition 0: unknown SPU 9"),
+    ("Pending topic: about to be provisioned, wait", [UNPROVISIONED], "young", False, None, ""),
+    ("unknown topic: not this check's business", [], "nope", False, None, ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("updates", "topic", "failover", "error", "message"),
+    [r[1:] for r in NO_LEADER_ROWS],
+    ids=[r[0] for r in NO_LEADER_ROWS],
+)
+def test_no_leader_problem(
+    updates: list[MetadataUpdate],
+    topic: str,
+    failover: bool,
+    error: type[FluvioError] | None,
+    message: str,
+) -> None:
+    view = base_view()
+    for change in updates:
+        view.apply(change)
+    problem = view.no_leader_problem(topic, 0, failover=failover)
+    if error is None:
+        assert problem is None
+    else:
+        assert type(problem) is error and not problem.retriable
+        assert message in str(problem)
+
+
+def test_topic_problem_without_a_partition_names_the_topic() -> None:
+    view = base_view()
+    view.apply(UNPROVISIONED)
+    assert str(view.topic_problem("big")) == (
+        f"topic 'big' is not provisioned (InsufficientResources): {SHORT}"
+    )
+    assert view.topic_problem("young") is None and view.topic_problem("orders") is None
+
+
+def test_leader_state_says_why_there_is_no_leader() -> None:
+    view = base_view()
+    view.apply(UNPROVISIONED)
+    assert view.leader_state("young", 0) == "the partition is not created yet (topic Pending)"
+    view.apply(OFFLINE_1)
+    view.apply(update(False, 8, parts=[partition("orders", 0, (1, 2), 1, "LeaderOffline")]))
+    assert view.leader_state("orders", 0) == (
+        "partition LeaderOffline, leader 1 Offline; replicas [1, 2], online [2]"
+    )
+
+
+async def _never_connects() -> Connection:
+    raise AssertionError("the lookup must not open a connection")
+
+
+def _watcher(*changes: MetadataUpdate) -> MetadataWatcher:
+    """A watcher whose view holds ``base_view`` plus ``changes`` and never receives more."""
+    watcher = MetadataWatcher(_never_connects)
+    watcher.view = base_view()
+    for change in changes:
+        watcher.view.apply(change)
+    return watcher
+
+
+def test_leader_lookup_fails_at_once_or_times_out_naming_the_state() -> None:
+    async def body() -> None:
+        with pytest.raises(PartitionOfflineError, match=r"replicas \[1, 2\] offline"):
+            await _watcher(OFFLINE_BOTH).leader("orders", 0, 30.0)
+        with pytest.raises(InsufficientResourcesError, match="not provisioned"):
+            await _watcher(UNPROVISIONED).leader("big", 0, 30.0, not_spu=1)
+        # In failover every replica down is waited for, and the timeout says why.
+        with pytest.raises(RequestTimeoutError) as timed_out:
+            await _watcher(OFFLINE_BOTH).leader("orders", 0, 0.05, not_spu=1)
+        assert str(timed_out.value) == (
+            "partition orders-0 has no online leader: partition Online, leader 1 Offline; "
+            "replicas [1, 2], online []"
+        )
+        with pytest.raises(RequestTimeoutError, match=r"not created yet \(topic Pending\)"):
+            await _watcher(UNPROVISIONED).leader("young", 0, 0.0)
+        assert (await _watcher().leader("orders", 1, 30.0)).spu_id == 2
+
+    asyncio.run(body())

@@ -81,7 +81,7 @@ def test_resumes_from_the_last_revision_delivered_after_a_drop() -> None:
             try:
                 await until(lambda: got, 5, "the snapshot")
                 assert got[0].full and names(got[0]) == []
-                await writer.create_topic("first")
+                await writer.create_topic("first", allow_missing_spus=True)
                 await until(lambda: any("first" in names(u) for u in got), 5, "first")
                 assert not any(u.full for u in got[1:])
                 await app.public.stop()  # the SC's public side goes away...
@@ -146,7 +146,7 @@ def test_watcher_keeps_its_view_across_a_drop(caplog: pytest.LogCaptureFixture) 
             watcher = MetadataWatcher(opener)
             try:
                 await watcher.start(5)
-                await writer.create_topic("before")
+                await writer.create_topic("before", allow_missing_spus=True)
                 await watcher.wait_for(lambda v: "before" in v.topics, 5)
                 seen = watcher.view.revision
                 await app.public.stop()

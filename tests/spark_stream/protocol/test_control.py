@@ -66,6 +66,7 @@ SPU = Spu.new("spu-1", SpuSpec(spu_id=1, public_endpoint=PublicEndpoint(port=700
         c.HeartbeatRequest(3),
         c.HeartbeatResponse(44),
         c.CreateTopicRequest("t", {"partitions": 2}, True),
+        c.CreateTopicRequest("t", {"replicationFactor": 5}, allow_missing_spus=True),
         c.ListTopicsRequest(["a", "b"]),
         c.ListPartitionsRequest(None),
         c.RegisterSpuRequest({"spuId": 1}, "x"),
