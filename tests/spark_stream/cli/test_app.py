@@ -96,3 +96,23 @@ def test_record_formats() -> None:
     assert text == "1/7 k"
     keyless = Record(0, 0, None, b"v", 1)
     assert format_record(keyless, parse("consume", "t", "-k"), None) == "[null] v"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "message"),
+    [
+        (["topic", "create", "x", "--bogus"], "usage: fluvio topic create", "--bogus"),
+        (["cluster", "start", "--bogus"], "usage: fluvio cluster start", "--bogus"),
+        (["topic", "--bogus", "list"], "usage: fluvio topic", "--bogus"),
+        (["consume"], "usage: fluvio consume", "topic"),
+    ],
+)
+def test_bad_flags_print_the_subcommand_usage(
+    argv: list[str], usage: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.startswith(usage + " "), err
+    assert f"{usage[len('usage: ') :]}: error: " in err and message in err.splitlines()[-1]
