@@ -54,15 +54,16 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "start", help="start a local cluster (idempotent)", parents=[_output_parent()]
     )
     start.add_argument("--data-dir", help="where everything lives (default ~/.fluvio)")
-    start.add_argument("--spus", type=int, default=1, help="number of SPUs (default 1)")
     start.add_argument(
-        "--sc-port", type=int, default=9003, help="SC public port on first start (0: any free)"
+        "--spus", type=int, help="number of SPUs (default 1; a later start may only raise it)"
+    )
+    start.add_argument(
+        "--sc-port", type=int, help="SC public port on first start (default 9003; 0: any free)"
     )
     start.add_argument("--redis-url", help="use this Redis instead of an embedded one")
     start.add_argument(
         "--spu-mode",
         choices=("group", "custom"),
-        default="group",
         help="SPUs from an SPU group (default) or spawned as custom SPUs",
     )
     start.add_argument(

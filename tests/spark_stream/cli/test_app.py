@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +52,16 @@ def test_unreachable_cluster_is_one_line_and_exit_1(capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err
     assert code == 1
     assert err.startswith("error: ") and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_status_of_a_data_dir_never_started(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cluster", "status", "--data-dir", str(tmp_path / "none")]) == 1
+    assert capsys.readouterr().out == f"cluster not started: no cluster in {tmp_path / 'none'}\n"
+    assert main(["cluster", "status", "--data-dir", str(tmp_path / "none"), "-O", "json"]) == 1
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["state"], shown["endpoint"], shown["processes"]) == ("not started", None, [])
 
 
 def test_bad_endpoint_is_a_typed_error(capsys: pytest.CaptureFixture[str]) -> None:
