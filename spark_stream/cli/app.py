@@ -109,9 +109,13 @@ def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     tsub = topic.add_subparsers(dest="topic_command", required=True)
     create = _client(tsub, "create", admin_cmds.topic_create, "create a topic")
     create.add_argument("name")
-    create.add_argument("-p", "--partitions", type=int, default=1)
-    create.add_argument("-r", "--replication", type=int, default=1)
-    create.add_argument("-f", "--replica-assignment", help="manual assignment file (JSON/YAML)")
+    create.add_argument("-p", "--partitions", type=int, help="default 1")
+    create.add_argument("-r", "--replication", type=int, help="default 1")
+    create.add_argument(
+        "-f",
+        "--replica-assignment",
+        help="manual assignment file (JSON/YAML); sets partitions and replication itself",
+    )
     create.add_argument("--retention-time", help="e.g. 7d, 12h, 3600")
     create.add_argument("--segment-size", help="e.g. 1Gi, 500Mi")
     create.add_argument("--max-partition-size", help="e.g. 10Gi")

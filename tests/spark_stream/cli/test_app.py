@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from spark_stream.cli import build_parser, main
+from spark_stream.cli.admin_cmds import topic_spec
 from spark_stream.cli.data_cmds import format_record, split_line, start_offset
 from spark_stream.client import Offset, Record
 from spark_stream.errors import InvalidConfigError
@@ -37,6 +38,25 @@ def test_commands_parse_like_fluvio() -> None:
     args = parse("cluster", "spg", "create", "main", "--replicas", "2", "--min-id", "10")
     assert args.client_handler.__name__ == "spg_create"  # type: ignore[attr-defined]
     assert parse("topic", "list", "-O", "yaml").output == "yaml"  # type: ignore[attr-defined]
+
+
+def test_topic_create_uses_every_flag_given(tmp_path: Path) -> None:
+    assert topic_spec(parse("topic", "create", "t")) == {  # type: ignore[arg-type]
+        "partitions": 1,
+        "replication_factor": 1,
+    }
+    args = parse(
+        "topic", "create", "t", "-p", "2", "--segment-size", "2Ki", "--min-in-sync-replicas", "0"
+    )
+    spec = topic_spec(args)  # type: ignore[arg-type]
+    assert (spec["partitions"], spec["segment_size"], spec["min_in_sync_replicas"]) == (2, 2048, 0)
+    assignment = tmp_path / "a.json"
+    assignment.write_text('[{"partition": 0, "replicas": [5001]}]')
+    only_file = topic_spec(parse("topic", "create", "t", "-f", str(assignment)))  # type: ignore[arg-type]
+    assert "partitions" not in only_file and len(only_file["replica_assignment"]) == 1
+    for flags in (["-p", "1"], ["-r", "2"], ["-p", "1", "-r", "1"]):
+        with pytest.raises(InvalidConfigError, match="cannot be combined with -f"):
+            topic_spec(parse("topic", "create", "t", "-f", str(assignment), *flags))  # type: ignore[arg-type]
 
 
 def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
