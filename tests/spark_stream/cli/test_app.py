@@ -9,7 +9,13 @@ import pytest
 
 from spark_stream.cli import build_parser, main
 from spark_stream.cli.admin_cmds import topic_spec
-from spark_stream.cli.data_cmds import format_record, split_line, start_offset
+from spark_stream.cli.data_cmds import (
+    check_output_flags,
+    format_record,
+    producer_options,
+    split_line,
+    start_offset,
+)
 from spark_stream.client import Offset, Record
 from spark_stream.errors import InvalidConfigError
 from spark_stream.local.redis_server import free_port
@@ -109,6 +115,29 @@ def test_start_offset_flags() -> None:
     assert start_offset(parse("consume", "t")) == Offset.end()  # type: ignore[arg-type]
     with pytest.raises(InvalidConfigError, match="cannot be combined"):
         start_offset(parse("consume", "t", "-B", "-T", "3"))  # type: ignore[arg-type]
+
+
+def test_produce_flags_are_used_or_refused() -> None:
+    options = producer_options(parse("produce", "t", "--batch-size", "0", "--compression", "lz4"))  # type: ignore[arg-type]
+    assert (options["batch_size"], options["compression"]) == (0, "lz4")  # 0 reaches validation
+    refused = [
+        (["--key", "k", "--key-separator", ":"], "--key and --key-separator"),
+        (["--raw", "--key-separator", ":"], "--raw and --key-separator"),
+        (["--key-separator", ""], "must not be empty"),
+        (["--progress"], "--progress shows the progress of files"),
+    ]
+    for flags, message in refused:
+        with pytest.raises(InvalidConfigError, match=message):
+            producer_options(parse("produce", "t", *flags))  # type: ignore[arg-type]
+
+
+def test_consume_output_flags_are_one_choice() -> None:
+    check_output_flags(parse("consume", "t", "-k", "-n", "1"))  # type: ignore[arg-type]
+    for flags in (["-k", "-O", "json"], ["-F", "{value}", "-k"], ["-F", "{value}", "-O", "json"]):
+        with pytest.raises(InvalidConfigError, match="cannot be combined"):
+            check_output_flags(parse("consume", "t", *flags))  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfigError, match="-n must be at least 1"):
+        check_output_flags(parse("consume", "t", "-n", "0"))  # type: ignore[arg-type]
 
 
 def test_record_formats() -> None:

@@ -58,9 +58,12 @@ def test_cli_round_trip(tmp_path: Path) -> None:
         fluvio(env, "produce", "greetings", "--key-separator", ":", "--acks", "all", stdin=lines)
         source = tmp_path / "more.txt"
         source.write_text("".join(f"f{i}:file {i}\n" for i in range(30)))
-        fluvio(
-            env, "produce", "greetings", "--key-separator", ":", "-f", str(source), "--acks", "all"
-        )
+        sent = fluvio(
+            env, "produce", "greetings", "--key-separator", ":", "-f", str(source), "--acks",
+            "all", "-v",
+        )  # fmt: skip
+        landed = sent.stderr.splitlines()  # -v with a file: where each batch landed
+        assert landed and all(line.startswith("partition=") for line in landed), sent.stderr
 
         out = fluvio(env, "consume", "greetings", "-B", "-d", "-k").stdout.splitlines()
         expected = {f"[k{i}] hello {i}" for i in range(20)}
