@@ -3,15 +3,19 @@
 Settings come from ``conf/sc.yaml`` with ``FLUVIO_SC_*`` overrides (see
 ``spark_stream.config``); the flags below override both. Managed SPUs run the command
 of ``--spu-command`` or ``FLUVIO_SC_SPU_COMMAND`` (a shell-quoted argv template).
-SIGTERM or SIGINT stops the SC cleanly (exit 0); a failed start exits 1. With
-``--ready-file`` the SC writes ``{"pid", "public_port", "private_port"}`` as JSON once
-both servers listen, so a supervisor can use port 0.
+SIGTERM or SIGINT stops the SC cleanly (exit 0), during its start too; a failed start
+exits 1 with an ERROR log line saying what failed. Redis is checked first: the SC
+retries an unreachable Redis for ``redis_start_timeout_s`` (``--redis-start-timeout``),
+then exits naming its URL, so a supervisor notices instead of waiting on a silent SC.
+With ``--ready-file`` the SC writes ``{"pid", "public_port", "private_port"}`` as JSON
+once both servers listen, so a supervisor can use port 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import faulthandler
 import io
 import json
@@ -23,10 +27,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from sc.app import ScApp
+from sc.kv import RedisKvStore
 from sc.settings import ScSettings
 from spark_stream.config import load_settings
-from spark_stream.errors import FluvioError
+from spark_stream.errors import FluvioError, InvalidConfigError, KvUnavailableError
 
 __all__ = ["main", "parse_args"]
 
@@ -49,6 +56,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--data-dir", help="where managed SPUs keep their data")
     parser.add_argument(
+        "--redis-start-timeout",
+        type=float,
+        dest="redis_start_timeout_s",
+        help="seconds to retry an unreachable Redis at start before exiting",
+    )
+    parser.add_argument(
         "--spu-command",
         default=os.environ.get("FLUVIO_SC_SPU_COMMAND"),
         help="argv template of a managed SPU (placeholders: {spu_id}...)",
@@ -67,22 +80,77 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "key_prefix",
         "heartbeat_timeout_s",
         "data_dir",
+        "redis_start_timeout_s",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
+async def _check_redis(settings: ScSettings) -> None:
+    """Wait until Redis answers, retrying (with backoff) for ``redis_start_timeout_s``.
+
+    A store of its own, so the retry bound is the start's and not the running SC's
+    (which rides out a Redis restart for longer).
+
+    Raises:
+        KvUnavailableError: Redis did not answer in time; the message names its URL.
+        InvalidConfigError: the URL is not a Redis URL.
+    """
+    url, timeout = settings.redis_url, settings.redis_start_timeout_s
+    log.info("sc starting: checking redis at %s (up to %ss)", url, timeout)
+    try:
+        probe = RedisKvStore(url, prefix=settings.key_prefix, reconnect_timeout=timeout)
+    except ValueError as exc:
+        raise InvalidConfigError(f"redis_url: {url!r}: {exc}") from exc
+    try:
+        await probe.revision()
+    except KvUnavailableError as exc:
+        cause = exc.__cause__ or exc
+        raise KvUnavailableError(
+            f"redis at {url} is unreachable (retried for up to {timeout}s): {cause}"
+        ) from exc
+    except RedisError as exc:  # something answered, but not as Redis does
+        raise KvUnavailableError(f"redis at {url} is not usable: {exc}") from exc
+    finally:
+        await probe.close()
+
+
+async def _start(app: ScApp, settings: ScSettings) -> None:
+    await _check_redis(settings)
+    await app.start()
+
+
 async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
     command = shlex.split(args.spu_command) if args.spu_command else None
-    app = ScApp(settings, spu_command=command)
+    try:
+        app = ScApp(settings, spu_command=command)
+    except ValueError as exc:  # e.g. a redis_url redis-py cannot parse
+        log.error("bad configuration error=%s", exc)
+        return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGUSR2, _dump_tasks)
+    # A signal during the start ends it (the start cleans up after itself) instead of
+    # waiting for the start's own bounds.
+    starting = loop.create_task(_start(app, settings), name="sc-start")
+    stopping = loop.create_task(stop.wait(), name="sc-stop-signal")
+    await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, FluvioError, OSError):
+            await starting
+        log.info("sc stopped on signal during start")
+        return 0
     try:
-        await app.start()
+        starting.result()
+    except InvalidConfigError as exc:
+        stopping.cancel()
+        log.error("bad configuration error=%s", exc)
+        return 2
     except (FluvioError, OSError) as exc:
-        log.error("sc failed to start error=%r", exc)
+        stopping.cancel()
+        log.error("sc failed to start: %s", exc)
         return 1
     if args.ready_file is not None:
         ready = {
@@ -93,7 +161,7 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
         tmp = args.ready_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(ready))
         tmp.replace(args.ready_file)
-    await stop.wait()
+    await stopping
     log.info("sc stopping on signal")
     await app.stop()
     return 0

@@ -32,3 +32,8 @@ class ScSettings(ProcessSettings):
         6.0, gt=0, description="Silence after which an SPU is Offline."
     )
     data_dir: str = Field(".fluvio", description="Where managed SPUs keep their data.")
+    redis_start_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="How long a starting SC retries an unreachable Redis before it exits.",
+    )

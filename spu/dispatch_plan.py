@@ -222,8 +222,9 @@ _ENGINE_DEFAULTS = LogConfig()
 def storage_config(settings: TopicSettings, *, max_batch_bytes: int) -> LogConfig:
     """The log settings of a replica: the topic's where it sets them, else the engine's.
 
-    No inline flush policy: ``spu.housekeeping`` fsyncs off the event loop instead. A
-    segment is never smaller than the largest batch the SPU accepts.
+    No inline flush policy: ``spu.housekeeping`` fsyncs off the event loop instead. The
+    topic's segment size is taken as it is (the topic spec bounds it): a batch larger
+    than a segment gets a segment of its own.
 
     Args:
         settings: the topic settings the partition spec carries.
@@ -231,9 +232,7 @@ def storage_config(settings: TopicSettings, *, max_batch_bytes: int) -> LogConfi
     """
     segment, retention = settings.segment_size, settings.retention_secs
     return LogConfig(
-        segment_max_bytes=(
-            _ENGINE_DEFAULTS.segment_max_bytes if segment is None else max(segment, max_batch_bytes)
-        ),
+        segment_max_bytes=(_ENGINE_DEFAULTS.segment_max_bytes if segment is None else segment),
         retention_ms=_ENGINE_DEFAULTS.retention_ms if retention is None else retention * 1000,
         retention_bytes=(
             _ENGINE_DEFAULTS.retention_bytes

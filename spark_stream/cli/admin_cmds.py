@@ -17,6 +17,7 @@ from spark_stream.models import Partition, Spu, SpuGroup, Topic
 from spark_stream.net.endpoint import Endpoint, parse_endpoint
 
 __all__ = [
+    "topic_spec",
     "topic_create",
     "topic_list",
     "topic_describe",
@@ -108,28 +109,50 @@ def spg_row(group: SpuGroup) -> dict[str, Any]:
     }
 
 
-def topic_create(args: argparse.Namespace, fluvio: Fluvio) -> int:
-    """Create a topic from the flags (or a manual assignment file)."""
+def topic_spec(args: argparse.Namespace) -> dict[str, Any]:
+    """The topic spec ``topic create``'s flags ask for; every flag given is used.
+
+    Raises:
+        InvalidConfigError: a bad value, or ``-p``/``-r`` next to ``-f``.
+    """
     spec: dict[str, Any] = {}
-    if args.replica_assignment:
+    if args.replica_assignment is not None:
+        given = [
+            flag
+            for flag, value in (("-p", args.partitions), ("-r", args.replication))
+            if value is not None
+        ]
+        if given:  # the file sets both; a second source would be silently overruled
+            raise InvalidConfigError(
+                f"topic create: {' and '.join(given)} cannot be combined with -f "
+                "(the assignment file sets the partitions and the replication)"
+            )
         spec["replica_assignment"] = load_assignment(args.replica_assignment)
     else:
-        spec["partitions"] = args.partitions
-        spec["replication_factor"] = args.replication
-    if args.retention_time:
+        spec["partitions"] = 1 if args.partitions is None else args.partitions
+        spec["replication_factor"] = 1 if args.replication is None else args.replication
+    if args.retention_time is not None:
         spec["retention_secs"] = parse_duration(args.retention_time, "--retention-time")
-    if args.segment_size:
+    if args.segment_size is not None:
         spec["segment_size"] = parse_bytes(args.segment_size, "--segment-size")
-    if args.max_partition_size:
+    if args.max_partition_size is not None:
         spec["max_partition_size"] = parse_bytes(args.max_partition_size, "--max-partition-size")
-    if args.compression_type:
+    if args.compression_type is not None:
         spec["compression"] = args.compression_type
-    if args.min_in_sync_replicas:
+    if args.min_in_sync_replicas is not None:
         spec["min_in_sync_replicas"] = args.min_in_sync_replicas
     if args.ignore_rack_assignment:
         spec["ignore_rack_assignment"] = True
+    return spec
+
+
+def topic_create(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Create a topic from the flags (or a manual assignment file)."""
     topic = fluvio.admin().create_topic(
-        args.name, spec, dry_run=args.dry_run, allow_missing_spus=args.allow_missing_spus
+        args.name,
+        topic_spec(args),
+        dry_run=args.dry_run,
+        allow_missing_spus=args.allow_missing_spus,
     )
     verb = "validated" if args.dry_run else "created"
     print(f'topic "{topic.name}" {verb}')

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds
 from spark_stream.cli.output import FORMATS
+from spark_stream.cli.parsing import CommandParser
 from spark_stream.client import Fluvio, resolve_endpoint
 from spark_stream.errors import FluvioError
 
@@ -25,8 +26,8 @@ __all__ = ["build_parser", "main"]
 Handler = Callable[[argparse.Namespace, Fluvio], int]
 
 
-def _output_parent() -> argparse.ArgumentParser:
-    parent = argparse.ArgumentParser(add_help=False)
+def _output_parent() -> CommandParser:
+    parent = CommandParser(add_help=False)
     parent.add_argument(
         "-O", "--output", choices=FORMATS, default="table", help="output format (default table)"
     )
@@ -34,7 +35,7 @@ def _output_parent() -> argparse.ArgumentParser:
 
 
 def _client(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    sub: argparse._SubParsersAction[CommandParser],
     name: str,
     handler: Handler,
     help_text: str,
@@ -46,22 +47,23 @@ def _client(
     return parser
 
 
-def _cluster_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     cluster = sub.add_parser("cluster", help="local cluster, SPUs and SPU groups")
     csub = cluster.add_subparsers(dest="cluster_command", required=True)
     start = csub.add_parser(
         "start", help="start a local cluster (idempotent)", parents=[_output_parent()]
     )
     start.add_argument("--data-dir", help="where everything lives (default ~/.fluvio)")
-    start.add_argument("--spus", type=int, default=1, help="number of SPUs (default 1)")
     start.add_argument(
-        "--sc-port", type=int, default=9003, help="SC public port on first start (0: any free)"
+        "--spus", type=int, help="number of SPUs (default 1; a later start may only raise it)"
+    )
+    start.add_argument(
+        "--sc-port", type=int, help="SC public port on first start (default 9003; 0: any free)"
     )
     start.add_argument("--redis-url", help="use this Redis instead of an embedded one")
     start.add_argument(
         "--spu-mode",
         choices=("group", "custom"),
-        default="group",
         help="SPUs from an SPU group (default) or spawned as custom SPUs",
     )
     start.add_argument(
@@ -102,14 +104,18 @@ def _cluster_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     _client(gsub, "list", admin_cmds.spg_list, "list SPU groups", output=True)
 
 
-def _topic_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     topic = sub.add_parser("topic", help="create, list, describe, delete topics")
     tsub = topic.add_subparsers(dest="topic_command", required=True)
     create = _client(tsub, "create", admin_cmds.topic_create, "create a topic")
     create.add_argument("name")
-    create.add_argument("-p", "--partitions", type=int, default=1)
-    create.add_argument("-r", "--replication", type=int, default=1)
-    create.add_argument("-f", "--replica-assignment", help="manual assignment file (JSON/YAML)")
+    create.add_argument("-p", "--partitions", type=int, help="default 1")
+    create.add_argument("-r", "--replication", type=int, help="default 1")
+    create.add_argument(
+        "-f",
+        "--replica-assignment",
+        help="manual assignment file (JSON/YAML); sets partitions and replication itself",
+    )
     create.add_argument("--retention-time", help="e.g. 7d, 12h, 3600")
     create.add_argument("--segment-size", help="e.g. 1Gi, 500Mi")
     create.add_argument("--max-partition-size", help="e.g. 10Gi")
@@ -140,7 +146,7 @@ def _topic_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     plist.add_argument("topic", nargs="?")
 
 
-def _data_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     prod = _client(sub, "produce", data_cmds.produce, "send records from stdin or files")
     prod.add_argument("topic")
     prod.add_argument("--key-separator", help="split each line into key and value at this")
@@ -197,7 +203,7 @@ def _data_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``fluvio`` parser."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="fluvio", description="Spark-native streaming storage in the Fluvio architecture"
     )
     parser.add_argument(

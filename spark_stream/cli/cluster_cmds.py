@@ -29,8 +29,11 @@ def _print_status(status: ClusterStatus, fmt: str) -> None:
     if fmt != "table":
         emit(status.to_dict(), fmt)
         return
-    state = "running" if status.running else "stopped"
-    print(f"cluster {state}: SC at {status.endpoint}, data in {status.data_dir}")
+    if not status.started:
+        print(f"cluster not started: no cluster in {status.data_dir}")
+        return
+    where = f"SC at {status.endpoint}, " if status.endpoint else ""
+    print(f"cluster {status.state}: {where}data in {status.data_dir}")
     rows = [
         {
             "process": p.name,
@@ -70,7 +73,7 @@ def cluster_stop(args: argparse.Namespace) -> int:
 
 
 def cluster_status(args: argparse.Namespace) -> int:
-    """Show every process and SPU; exit 1 when the cluster is not running."""
+    """Show every process and SPU; exit 1 when the cluster is not running (or never ran)."""
     status = LocalCluster(data_dir(args)).status()
     _print_status(status, args.output)
     return 0 if status.running else 1

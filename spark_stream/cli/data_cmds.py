@@ -21,10 +21,18 @@ import pyarrow as pa
 
 from spark_stream.cli.output import ProgressBar
 from spark_stream.cli.parsing import record_template
-from spark_stream.client import Fluvio, Offset, Record
+from spark_stream.client import BatchMetadata, Fluvio, Offset, Record, RecordMetadata
 from spark_stream.errors import InvalidConfigError
 
-__all__ = ["produce", "consume", "start_offset", "split_line", "format_record"]
+__all__ = [
+    "produce",
+    "consume",
+    "producer_options",
+    "start_offset",
+    "check_output_flags",
+    "split_line",
+    "format_record",
+]
 
 _CHUNK_BYTES = 4 << 20
 
@@ -68,13 +76,50 @@ def _file_chunks(stream: BinaryIO) -> Iterator[tuple[list[bytes], int]]:
         yield [line.rstrip(b"\r") for line in body.split(b"\n")], cut + 1
 
 
+def producer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The producer options ``produce``'s flags ask for; every flag given is used.
+
+    Raises:
+        InvalidConfigError: flags that cannot apply together (one would be ignored).
+    """
+    if args.key_separator is not None and not args.key_separator:
+        raise InvalidConfigError("--key-separator: must not be empty")
+    if args.key_separator is not None and args.key is not None:
+        raise InvalidConfigError(
+            "produce: --key and --key-separator cannot be combined "
+            "(one keys every record, the other takes each line's key)"
+        )
+    if args.key_separator is not None and args.raw:
+        raise InvalidConfigError(
+            "produce: --raw and --key-separator cannot be combined "
+            "(--raw sends the whole input as one record)"
+        )
+    if args.progress and not args.files:
+        raise InvalidConfigError("produce: --progress shows the progress of files (-f)")
+    options: dict[str, Any] = {"acks": args.acks, "linger_ms": args.linger_ms}
+    if args.compression is not None:
+        options["compression"] = args.compression
+    if args.batch_size is not None:
+        options["batch_size"] = args.batch_size
+    return options
+
+
+def _print_landed(metas: Iterable[RecordMetadata | BatchMetadata]) -> None:
+    """``-v``: where each produced record (or run of records) landed."""
+    for meta in metas:
+        if isinstance(meta, BatchMetadata) and meta.count != 1:
+            last = meta.base_offset + meta.count - 1
+            where = f"offsets={meta.base_offset}..{last}"
+        else:
+            where = (
+                f"offset={meta.offset if isinstance(meta, RecordMetadata) else meta.base_offset}"
+            )
+        print(f"partition={meta.partition} {where}", file=sys.stderr)
+
+
 def produce(args: argparse.Namespace, fluvio: Fluvio) -> int:
     """Send stdin lines or file contents to a topic."""
-    options: dict[str, Any] = {"acks": args.acks, "linger_ms": args.linger_ms}
-    if args.compression:
-        options["compression"] = args.compression
-    if args.batch_size:
-        options["batch_size"] = args.batch_size
+    options = producer_options(args)
     separator = args.key_separator.encode() if args.key_separator else None
     key = args.key.encode() if args.key is not None else None
     producer = fluvio.topic_producer(args.topic, **options)
@@ -105,11 +150,16 @@ def _produce_file(
     progress = ProgressBar(size, path.name, enabled=args.progress)
     with handle:
         if args.raw:
-            producer.send(key, handle.read(), partition=args.partition)
+            future = producer.send(key, handle.read(), partition=args.partition)
+            if args.verbose:
+                _print_landed([future.result()])
             progress.advance(size)
         else:
             for lines, consumed in _file_chunks(handle):
-                producer.send_batch(_lines_table(lines, separator, key), partition=args.partition)
+                table = _lines_table(lines, separator, key)
+                batch = producer.send_batch(table, partition=args.partition)
+                if args.verbose:
+                    _print_landed(batch.result())
                 progress.advance(consumed)
     progress.close()
 
@@ -122,15 +172,16 @@ def _produce_lines(
     key: bytes | None,
 ) -> None:
     if args.raw:
-        producer.send(key, stream.read(), partition=args.partition)
+        future = producer.send(key, stream.read(), partition=args.partition)
+        if args.verbose:
+            _print_landed([future.result()])
         return
     for raw in stream:
         line = raw.rstrip(b"\n").rstrip(b"\r")
         k, value = split_line(line, separator) if separator else (key, line)
         future = producer.send(k, value, partition=args.partition)
         if args.verbose:
-            meta = future.result()
-            print(f"partition={meta.partition} offset={meta.offset}", file=sys.stderr)
+            _print_landed([future.result()])
 
 
 def start_offset(args: argparse.Namespace) -> Offset:
@@ -153,6 +204,29 @@ def start_offset(args: argparse.Namespace) -> Offset:
     if args.tail is not None:
         return Offset.from_end(args.tail)
     return Offset.end()
+
+
+def check_output_flags(args: argparse.Namespace) -> None:
+    """Refuse ``consume`` flags that would be ignored: two output choices, ``-n`` < 1.
+
+    Raises:
+        InvalidConfigError: naming the flags.
+    """
+    chosen = [
+        flag
+        for flag, on in (
+            ("-O json", args.output == "json"),
+            ("--format", args.format is not None),
+            ("-k", args.key_value),
+        )
+        if on
+    ]
+    if len(chosen) > 1:
+        raise InvalidConfigError(
+            f"consume: {' and '.join(chosen)} cannot be combined (each chooses the output)"
+        )
+    if args.max_records is not None and args.max_records < 1:
+        raise InvalidConfigError(f"consume: -n must be at least 1, got {args.max_records}")
 
 
 def _text(data: bytes | None) -> str:
@@ -188,8 +262,9 @@ def format_record(record: Record, args: argparse.Namespace, template: str | None
 
 def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     """Print records of a topic from the chosen start."""
+    check_output_flags(args)
     offset = start_offset(args)
-    template = record_template(args.format) if args.format else None
+    template = record_template(args.format) if args.format is not None else None
     out: TextIO = sys.stdout
     end_offset = args.end + 1 if args.end is not None else None
     if args.partition and len(args.partition) == 1:

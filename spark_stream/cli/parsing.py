@@ -1,13 +1,16 @@
 """Pure helpers for CLI arguments: durations, sizes, endpoints, assignment files.
 
 Each returns a value or raises ``InvalidConfigError`` naming the flag, so ``main`` can
-print one clear line and exit non-zero.
+print one clear line and exit non-zero. ``CommandParser`` makes each (sub)command
+report its own bad flags.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +19,36 @@ import yaml
 from spark_stream.errors import InvalidConfigError
 from spark_stream.models import parse_size
 
-__all__ = ["parse_duration", "parse_bytes", "load_assignment", "record_template"]
+__all__ = [
+    "CommandParser",
+    "parse_duration",
+    "parse_bytes",
+    "load_assignment",
+    "record_template",
+]
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$")
 _UNITS_S = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose subcommands report the arguments they do not know.
+
+    Plain argparse hands a subcommand's unknown arguments back up to the top-level
+    parser, which then prints the top-level usage (``usage: fluvio [-h] ...``) for
+    ``fluvio topic create x --bogus``. Here the parser that met them fails at once with
+    its own usage line and exit code 2. Subparsers inherit the class
+    (``add_subparsers`` builds them with ``type(self)``).
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse ``args``; unknown arguments are an error of this parser (exit 2)."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
 
 def parse_duration(text: str, flag: str) -> int:

@@ -10,7 +10,10 @@ Theory of operation. Everything lives under one data directory::
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
-started, and every wait is bounded with an error that quotes the process's log tail.
+started, and every wait is bounded with an error that names the component and quotes
+its log tail. A start that fails stops what it started (and only that: processes it
+kept stay), so a failure leaves the cluster as it found it. Options a later start
+cannot honour (fewer SPUs, another SC port, SPU mode or Redis) are errors, not ignored.
 Processes run in their own session, so they outlive the CLI that started them; pid
 files, spawn, stop and the managed SPUs' files (written by the SC's provisioner, read
 here) are ``spark_stream.supervision``'s. SPUs
@@ -19,33 +22,47 @@ them, as in the product) or are spawned here and registered as custom SPUs
 (``spu_mode="custom"``: tests that kill and restart SPUs on their own schedule).
 ``stop`` sends SIGTERM (SIGKILL after a timeout) by pid, SC first so it stops its
 managed SPUs, and keeps the data. The client profile is written after a start.
+``status`` reports only what exists: nothing for a data directory never started, and
+the SPUs of the cluster's current state (the SC's view when it answers).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-import redis
 
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import Profile, save_profile
 from spark_stream.errors import FluvioError, InvalidConfigError, ServerStartError
-from spark_stream.local.redis_server import find_redis_server, free_port, redis_argv
+from spark_stream.local._state import (
+    FIRST_SPU_ID,
+    ClusterLayout,
+    ClusterStatus,
+    ProcessStatus,
+    option_conflicts,
+)
+from spark_stream.local.redis_server import (
+    find_redis_server,
+    free_port,
+    redis_argv,
+    redis_problem,
+)
 from spark_stream.models import Spu
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.supervision import (
     ManagedSpuDirs,
     PidRecord,
     log_tail,
+    log_text,
+    read_pid_file,
     running,
     spawn,
     spu_environment,
@@ -61,13 +78,16 @@ __all__ = [
     "ProcessStatus",
     "ClusterStatus",
     "LocalCluster",
+    "option_conflicts",
     "process_alive",
 ]
 
 DEFAULT_DATA_DIR = Path.home() / ".fluvio"
-FIRST_SPU_ID = 5001
+DEFAULT_SC_PORT = 9003
 GROUP_NAME = "main"
 _HOST = "127.0.0.1"
+# A log line of our servers: "date time LEVEL logger message".
+_ERROR_LINE = re.compile(r"^\S+ \S+ ERROR \S+ (?P<message>.+)$", re.MULTILINE)
 
 
 def process_alive(pid_file: Path) -> int | None:
@@ -76,16 +96,26 @@ def process_alive(pid_file: Path) -> int | None:
     return record.pid if record is not None else None
 
 
-def _spawn(
-    argv: Sequence[str], pid_file: Path, log_file: Path, env: Mapping[str, str] | None = None
-) -> PidRecord:
-    """Start a detached process (own session) and record it in ``pid_file``."""
-    try:
-        record = spawn(argv, log_file, env=env)
-    except OSError as exc:
-        raise ServerStartError(f"cannot run {argv[0]!r}: {exc}") from exc
-    write_pid_file(pid_file, record)
-    return record
+@dataclass(frozen=True, slots=True)
+class _Started:
+    """A process this start spawned: stopped again if the start fails."""
+
+    name: str
+    label: str
+    pid_file: Path
+    record: PidRecord
+    log_offset: int
+
+
+def _exit_reason(log_file: Path, offset: int, name: str) -> str:
+    """The last ERROR our server logged since ``offset`` (its own "x failed to start: "
+    prefix dropped), else "it exited"."""
+    errors = _ERROR_LINE.findall(log_text(log_file, offset))
+    if not errors:
+        return "it exited"
+    message: str = errors[-1].strip()
+    prefix = f"{name} failed to start: "
+    return message[len(prefix) :] if message.startswith(prefix) else message
 
 
 def _stop_pid(pid_file: Path, timeout: float, name: str) -> bool:
@@ -97,71 +127,18 @@ def _stop_pid(pid_file: Path, timeout: float, name: str) -> bool:
     return record is not None
 
 
-# -- state -------------------------------------------------------------------------------
-
-
-@dataclass
-class ClusterLayout:
-    """What a local cluster is made of; saved as ``cluster.json`` and reused on restart."""
-
-    redis_port: int = 0
-    redis_url: str = ""
-    sc_public_port: int = 0
-    sc_private_port: int = 0
-    spu_mode: str = "group"
-    spus: int = 1
-    spu_ports: dict[str, list[int]] = field(default_factory=dict)
-
-    @property
-    def spu_ids(self) -> list[int]:
-        """The SPU ids of the cluster: ``5001 .. 5000 + spus``."""
-        return list(range(FIRST_SPU_ID, FIRST_SPU_ID + self.spus))
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessStatus:
-    """One process of the cluster."""
-
-    name: str
-    pid: int | None
-    running: bool
-    detail: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterStatus:
-    """What ``status`` reports: every process, and every SPU as the SC sees it."""
-
-    data_dir: str
-    endpoint: str
-    processes: list[ProcessStatus]
-    spus: list[dict[str, Any]]
-
-    @property
-    def running(self) -> bool:
-        """True when Redis and the SC run."""
-        names = {p.name: p.running for p in self.processes}
-        return names.get("sc", False) and names.get("redis", True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON/YAML-friendly view."""
-        return {
-            "data_dir": self.data_dir,
-            "endpoint": self.endpoint,
-            "running": self.running,
-            "processes": [asdict(p) for p in self.processes],
-            "spus": self.spus,
-        }
-
-
 class LocalCluster:
     """Start, stop and inspect a local cluster under ``data_dir``.
 
+    Options left None take the cluster's recorded values (on a first start: 1 SPU, port
+    9003, an embedded Redis, ``group``); a later start refuses values it cannot honour
+    (``option_conflicts``).
+
     Args:
         data_dir: where everything lives (default ``~/.fluvio``).
-        spus: number of SPUs (only raised on a later start, never lowered).
+        spus: number of SPUs (a later start may raise it, never lower it).
         sc_port: the SC's public port on first start (0: any free port).
-        redis_url: use this Redis instead of starting one.
+        redis_url: use this Redis instead of starting one (first start only).
         spu_mode: ``group`` (SC-provisioned SPU group) or ``custom`` (spawned here).
         start_timeout: bound on each wait of ``start``.
         stop_timeout: seconds between SIGTERM and SIGKILL.
@@ -175,19 +152,19 @@ class LocalCluster:
         self,
         data_dir: str | os.PathLike[str] | None = None,
         *,
-        spus: int = 1,
-        sc_port: int = 9003,
+        spus: int | None = None,
+        sc_port: int | None = None,
         redis_url: str | None = None,
-        spu_mode: str = "group",
+        spu_mode: str | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         python: str = sys.executable,
         profile: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        if spu_mode not in ("group", "custom"):
+        if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
-        if spus < 0:
+        if spus is not None and spus < 0:
             raise InvalidConfigError(f"spus: must be >= 0, got {spus}")
         self.data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
         self._want_spus = spus
@@ -199,8 +176,10 @@ class LocalCluster:
         self.python = python
         self.profile = Path(profile) if profile is not None else None
         self.env = dict(env or {})
+        self._existing = self._layout_path().is_file()
         self.layout = self._load_layout()
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
+        self._started: list[_Started] = []
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -235,7 +214,10 @@ class LocalCluster:
             data = json.loads(self._layout_path().read_text())
             return ClusterLayout(**data)
         except FileNotFoundError:
-            return ClusterLayout(spu_mode=self._spu_mode, spus=self._want_spus)
+            return ClusterLayout(
+                spu_mode=self._spu_mode or "group",
+                spus=1 if self._want_spus is None else self._want_spus,
+            )
         except (OSError, ValueError, TypeError) as exc:
             raise InvalidConfigError(f"{self._layout_path()} is unreadable: {exc}") from exc
 
@@ -250,50 +232,93 @@ class LocalCluster:
     def start(self) -> ClusterStatus:
         """Start whatever is not running (idempotent) and write the client profile.
 
+        A failure stops the processes this call started (not those it found running).
+
         Raises:
-            ServerStartError: a process failed to start or answer in time (with its log).
+            InvalidConfigError: an option the existing cluster cannot honour.
+            ServerStartError: a component failed to start or answer in time; the message
+                names it and why, with its log.
         """
+        if self._existing:
+            problems = option_conflicts(
+                self.layout,
+                spus=self._want_spus,
+                sc_port=self._sc_port,
+                redis_url=self._redis_url,
+                spu_mode=self._spu_mode,
+            )
+            if problems:
+                raise InvalidConfigError(f"cluster in {self.data_dir}: " + "; ".join(problems))
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.layout.spus = max(self.layout.spus, self._want_spus)
-        self._start_redis()
-        self._start_sc()
-        self._save_layout()
-        asyncio.run(self._start_spus())
-        self._save_layout()
+        if self._want_spus is not None:
+            self.layout.spus = max(self.layout.spus, self._want_spus)
+        self._started = []
+        try:
+            self._start_redis()
+            self._start_sc()
+            self._save_layout()
+            asyncio.run(self._start_spus())
+            self._save_layout()
+        except BaseException:
+            self._stop_started()
+            raise
+        self._started = []
         save_profile(Profile(endpoint=self.endpoint, data_dir=str(self.data_dir)), self.profile)
         return self.status()
 
+    def _spawn(
+        self, name: str, label: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> _Started:
+        """Start a detached process (own session), record it in its pid file and in the
+        list of what this start started."""
+        log_file = self.log_file(name)
+        offset = log_file.stat().st_size if log_file.exists() else 0
+        try:
+            record = spawn(argv, log_file, env=env)
+        except OSError as exc:
+            raise ServerStartError(
+                f"{label} failed to start: cannot run {argv[0]!r}: {exc}"
+            ) from exc
+        pid_file = self.pid_file(name)
+        write_pid_file(pid_file, record)
+        started = _Started(name, label, pid_file, record, offset)
+        self._started.append(started)
+        return started
+
+    def _stop_started(self) -> None:
+        """Stop what this start started, newest first (SPUs, SC, Redis)."""
+        for started in reversed(self._started):
+            terminate(started.record, self.stop_timeout, name=started.name)
+            if read_pid_file(started.pid_file) == started.record:
+                started.pid_file.unlink(missing_ok=True)
+            if started.name == "sc":
+                (self.data_dir / "sc.ready").unlink(missing_ok=True)
+        self._started = []
+
     def _start_redis(self) -> None:
-        if self._redis_url:
+        if self._redis_url and not self._existing:
             self.layout.redis_url = self._redis_url
-        if self.layout.redis_url and not self.layout.redis_port:
-            return  # external Redis: not ours to start
-        pid_file = self.pid_file("redis")
-        if running(pid_file) is not None and self._redis_ok():
+        url = self.layout.redis_url
+        if url and not self.layout.redis_port:  # external Redis: not ours to start
+            problem = redis_problem(url)
+            if problem is not None:
+                raise ServerStartError(f"Redis at {url} is unreachable: {problem}")
+            return
+        if running(self.pid_file("redis")) is not None and self._redis_ok():
             return
         port = self.layout.redis_port or free_port()
         if not self._port_free(port):
             port = free_port()
         folder = self.data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
-        log_file = self.log_file("redis")
-        argv = redis_argv(find_redis_server(), port, folder, log_file)
-        _spawn(argv, pid_file, log_file, self.env)
+        argv = redis_argv(find_redis_server(), port, folder, self.log_file("redis"))
+        started = self._spawn("redis", "Redis", argv, self.env)
         self.layout.redis_port = port
         self.layout.redis_url = f"redis://{_HOST}:{port}/0"
-        self._wait(lambda: self._redis_ok(), "redis", pid_file)
+        self._wait(self._redis_ok, started)
 
     def _redis_ok(self) -> bool:
-        try:
-            client = redis.Redis.from_url(
-                self.layout.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5
-            )
-            try:
-                return bool(client.ping())
-            finally:
-                client.close()
-        except (redis.RedisError, OSError):
-            return False
+        return redis_problem(self.layout.redis_url, timeout=0.5) is None
 
     @staticmethod
     def _port_free(port: int) -> bool:
@@ -309,16 +334,18 @@ class LocalCluster:
         return True
 
     def _start_sc(self) -> None:
-        pid_file = self.pid_file("sc")
-        if running(pid_file) is not None and self.layout.sc_public_port:
+        if running(self.pid_file("sc")) is not None and self.layout.sc_public_port:
             return
         ready = self.data_dir / "sc.ready"
         ready.unlink(missing_ok=True)
-        public = self.layout.sc_public_port or self._sc_port
+        public = self.layout.sc_public_port or (
+            DEFAULT_SC_PORT if self._sc_port is None else self._sc_port
+        )
         private = self.layout.sc_private_port or 0
         if public and not self._port_free(public):
             raise ServerStartError(
-                f"port {public} for the SC is taken (another cluster?); use --sc-port"
+                f"SC failed to start: port {Endpoint(_HOST, public)} is in use "
+                "(another cluster?); choose another with --sc-port"
             )
         if private and not self._port_free(private):
             private = 0
@@ -329,26 +356,29 @@ class LocalCluster:
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
             "--ready-file", str(ready),
         ]  # fmt: skip
-        _spawn(argv, pid_file, self.log_file("sc"), self.env)
-        self._wait(ready.is_file, "sc", pid_file)
+        started = self._spawn("sc", "SC", argv, self.env)
+        self._wait(ready.is_file, started)
         info = json.loads(ready.read_text())
         self.layout.sc_public_port = int(info["public_port"])
         self.layout.sc_private_port = int(info["private_port"])
 
-    def _wait(self, check: Callable[[], bool], name: str, pid_file: Path) -> None:
-        log_file = self.log_file(name)
+    def _wait(self, check: Callable[[], bool], started: _Started) -> None:
+        """Poll ``check`` until true; fail naming the component if it exits or times out."""
+        log_file = self.log_file(started.name)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if check():
                 return
-            if running(pid_file) is None:
+            if not started.record.alive():
+                reason = _exit_reason(log_file, started.log_offset, started.name)
                 raise ServerStartError(
-                    f"{name} exited during start; log {log_file}:{log_tail(log_file)}"
+                    f"{started.label} failed to start: {reason}; log "
+                    f"{log_file}:{log_tail(log_file, offset=started.log_offset)}"
                 )
             time.sleep(0.05)  # bounded poll of a condition in another process
         raise ServerStartError(
-            f"{name} did not become ready within {self.start_timeout}s; log "
-            f"{log_file}:{log_tail(log_file)}"
+            f"{started.label} failed to start: not ready within {self.start_timeout}s; log "
+            f"{log_file}:{log_tail(log_file, offset=started.log_offset)}"
         )
 
     async def _start_spus(self) -> None:
@@ -400,8 +430,7 @@ class LocalCluster:
                 host=_HOST,
             ),
         }
-        name = f"spu-{spu_id}"
-        return _spawn([self.python, "-m", "spu"], self.pid_file(name), self.log_file(name), env)
+        return self._spawn(f"spu-{spu_id}", f"SPU {spu_id}", [self.python, "-m", "spu"], env).record
 
     async def _wait_spus_online(self, admin: AdminClient) -> None:
         wanted = set(self.layout.spu_ids)
@@ -415,7 +444,9 @@ class LocalCluster:
             await asyncio.sleep(0.1)  # bounded poll of the SC's view
         missing = sorted(wanted - online)
         logs = "".join(f"\n{self._spu_log(i)}:{log_tail(self._spu_log(i), 8)}" for i in missing)
-        raise ServerStartError(f"SPUs {missing} not online within {self.start_timeout}s{logs}")
+        raise ServerStartError(
+            f"SPUs {missing} failed to start: not online within {self.start_timeout}s{logs}"
+        )
 
     def _spu_log(self, spu_id: int) -> Path:
         if self.layout.spu_mode == "group":
@@ -445,25 +476,44 @@ class LocalCluster:
         return stopped
 
     def _known_spu_ids(self) -> list[int]:
+        """Every SPU id this data dir has heard of: layout, custom ports, SPU dirs."""
         ids = set(self.layout.spu_ids) | {int(k) for k in self.layout.spu_ports}
         return sorted(ids | set(self._spu_dirs.spu_ids()))
 
     def status(self) -> ClusterStatus:
-        """Every process and, when the SC answers, every SPU."""
-        procs = []
-        if self.layout.redis_port:
-            pid = process_alive(self.pid_file("redis"))
-            procs.append(ProcessStatus("redis", pid, pid is not None, self.layout.redis_url))
-        pid = process_alive(self.pid_file("sc"))
-        procs.append(ProcessStatus("sc", pid, pid is not None, self.endpoint))
-        for spu_id in self._known_spu_ids():
-            spu_pid = self.spu_pid(spu_id)
-            procs.append(ProcessStatus(f"spu-{spu_id}", spu_pid, spu_pid is not None))
-        spus: list[dict[str, Any]] = []
-        if pid is not None:
-            with contextlib.suppress(FluvioError, OSError):
+        """Every process of the cluster as it is now and, when the SC answers, every SPU.
+
+        SPU processes listed are those of the cluster's current state: the SC's SPUs
+        when it answers (else the recorded layout's), plus any still running here; a
+        deleted group's SPUs are gone. A data dir never started reports ``not started``.
+        """
+        redis_pid = process_alive(self.pid_file("redis"))
+        sc_pid = process_alive(self.pid_file("sc"))
+        known = self._known_spu_ids()
+        spu_pids = {i: pid for i in known if (pid := self.spu_pid(i)) is not None}
+        endpoint = self.endpoint if self.layout.sc_public_port else None
+        if not (self._layout_path().is_file() or redis_pid or sc_pid or spu_pids):
+            return ClusterStatus(str(self.data_dir), None, [], [], started=False)
+        spus: list[dict[str, Any]] | None = None
+        if sc_pid is not None and endpoint is not None:
+            try:
                 spus = asyncio.run(self._list_spus())
-        return ClusterStatus(str(self.data_dir), self.endpoint, procs, spus)
+            except (FluvioError, OSError):
+                spus = None  # not answering: fall back to the recorded layout
+        if spus is not None:
+            ids = {s["id"] for s in spus} & set(known)
+        else:
+            ids = set(self.layout.spu_ids) | {int(k) for k in self.layout.spu_ports}
+        procs = []
+        if self.layout.redis_port or redis_pid is not None:
+            procs.append(
+                ProcessStatus("redis", redis_pid, redis_pid is not None, self.layout.redis_url)
+            )
+        procs.append(ProcessStatus("sc", sc_pid, sc_pid is not None, endpoint or ""))
+        for spu_id in sorted(ids | set(spu_pids)):
+            pid = spu_pids.get(spu_id)
+            procs.append(ProcessStatus(f"spu-{spu_id}", pid, pid is not None))
+        return ClusterStatus(str(self.data_dir), endpoint, procs, spus or [])
 
     async def _list_spus(self) -> list[dict[str, Any]]:
         async with AdminClient(_HOST, self.layout.sc_public_port, timeout=5.0) as admin:

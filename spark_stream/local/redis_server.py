@@ -13,6 +13,7 @@ its output in ``redis.log``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import time
@@ -20,10 +21,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from spark_stream.errors import ServerStartError
+import redis
+
+from spark_stream.errors import InvalidConfigError, ServerStartError
 from spark_stream.supervision import PidRecord, log_tail, log_text, reap, spawn, terminate
 
-__all__ = ["RedisServer", "find_redis_server", "free_port", "redis_argv"]
+__all__ = ["RedisServer", "find_redis_server", "free_port", "redis_argv", "redis_problem"]
 
 _HOST = "127.0.0.1"
 
@@ -74,6 +77,35 @@ def redis_argv(
         "--protected-mode", "yes",
         "--logfile", str(log_file),
     ]  # fmt: skip
+
+
+_CONNECT_ERROR = re.compile(r"^Error -?\d+ connecting to \S+?\. (?P<reason>.+?)\.?$")
+
+
+def redis_problem(url: str, timeout: float = 2.0) -> str | None:
+    """Why the Redis at ``url`` does not answer ``PING``; None when it does.
+
+    The reason is redis-py's, shortened to the system's words when it is a connection
+    error (``"connection refused"``), for a message like ``Redis at URL is unreachable:
+    connection refused``.
+
+    Raises:
+        InvalidConfigError: ``url`` is not a Redis URL.
+    """
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    except ValueError as exc:
+        raise InvalidConfigError(f"redis URL {url!r}: {exc}") from exc
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as exc:
+        text = str(exc)
+        match = _CONNECT_ERROR.match(text)
+        reason = match.group("reason") if match else text
+        return reason[:1].lower() + reason[1:]
+    finally:
+        client.close()
+    return None
 
 
 def _answering_pid(port: int, timeout: float = 0.5) -> int | None:

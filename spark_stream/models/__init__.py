@@ -55,7 +55,9 @@ from spark_stream.models.spu_group import (
 )
 from spark_stream.models.topic import (
     MAX_PARTITIONS,
+    MAX_SEGMENT_SIZE,
     MAX_TOPIC_NAME,
+    MIN_SEGMENT_SIZE,
     Compression,
     PartitionAssignment,
     Topic,
@@ -70,6 +72,8 @@ __all__ = [
     "MAX_SPU_ID",
     "MAX_PARTITIONS",
     "MAX_TOPIC_NAME",
+    "MIN_SEGMENT_SIZE",
+    "MAX_SEGMENT_SIZE",
     "KINDS",
     "AnyObject",
     "CaseInsensitiveEnum",

@@ -49,10 +49,19 @@ __all__ = [
     "Topic",
     "MAX_PARTITIONS",
     "MAX_TOPIC_NAME",
+    "MIN_SEGMENT_SIZE",
+    "MAX_SEGMENT_SIZE",
 ]
 
 #: Upper bound on partitions per topic, so a typo cannot make the SC create millions.
 MAX_PARTITIONS = 100_000
+#: Smallest segment size a topic may ask for. A one-record batch frame is about 600
+#: bytes, so below this every batch gets a segment of its own anyway: smaller sizes
+#: would only add files.
+MIN_SEGMENT_SIZE = 1024
+#: Largest segment size: batch positions in a segment's offset index are 32-bit
+#: (``spu.storage`` enforces the same bound).
+MAX_SEGMENT_SIZE = (1 << 31) - 1
 #: Topic names are DNS labels (63 characters); partition names append ``-{index}``.
 MAX_TOPIC_NAME = 63
 
@@ -74,10 +83,21 @@ class TopicSettings(FrozenModel):
 
     retention_secs: int | None = Field(default=None, ge=1)
     max_partition_size: int | None = Field(default=None, ge=1)
-    segment_size: int | None = Field(default=None, ge=1)
+    segment_size: int | None = None
     compression: Compression = Compression.ANY
     min_in_sync_replicas: int = Field(default=1, ge=1)
     unclean_leader_election: bool = False
+
+    @field_validator("segment_size")
+    @classmethod
+    def _segment_size_in_range(cls, value: int | None) -> int | None:
+        # Refused, not clamped: the SPU rolls segments at exactly this size.
+        if value is not None and not MIN_SEGMENT_SIZE <= value <= MAX_SEGMENT_SIZE:
+            raise ValueError(
+                f"{value} bytes is outside the segment sizes an SPU supports, "
+                f"{MIN_SEGMENT_SIZE} (1Ki) to {MAX_SEGMENT_SIZE} bytes (2Gi - 1)"
+            )
+        return value
 
     def settings(self) -> dict[str, Any]:
         """Return the settings fields alone (snake_case), to copy into a partition spec."""

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from spark_stream.models import MAX_SEGMENT_SIZE
 from spark_stream.records import BATCH_HEADER_SIZE
 
 __all__ = ["LogConfig", "GIB", "MIB", "DAY_MS"]
@@ -18,8 +19,9 @@ MIB = 1 << 20
 GIB = 1 << 30
 DAY_MS = 24 * 3600 * 1000
 # Batch positions are uint32 in the offset index. A batch starts below segment_max_bytes
-# (one that would not fit rolls first), so 2 GiB keeps every position representable.
-_MAX_SEGMENT_BYTES = (1 << 31) - 1
+# (one that would not fit rolls first), so 2 GiB keeps every position representable. A
+# topic's segment size is held to the same bound when it is created.
+_MAX_SEGMENT_BYTES = MAX_SEGMENT_SIZE
 
 
 class LogConfig(BaseModel):

@@ -275,6 +275,7 @@ def test_storage_config_defaults_to_the_engine() -> None:
     assert config.segment_max_bytes == 1 << 30
 
 
-def test_a_segment_holds_the_largest_batch() -> None:
-    config = storage_config(TopicSettings(segment_size=100), max_batch_bytes=4096)
-    assert config.segment_max_bytes == 4096
+def test_the_topic_segment_size_is_kept_below_the_largest_batch() -> None:
+    # Not raised to max_batch_bytes: a larger batch gets a segment of its own instead.
+    config = storage_config(TopicSettings(segment_size=2048), max_batch_bytes=16 << 20)
+    assert (config.segment_max_bytes, config.max_batch_bytes) == (2048, 16 << 20)

@@ -14,6 +14,7 @@ from spark_stream.errors import (
     ServerStartError,
     UnauthorizedError,
 )
+from spark_stream.local import free_port
 from spark_stream.models import SpuResolution, TopicResolution
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
@@ -187,6 +188,26 @@ def test_sc_stops_cleanly_on_sigterm(sc_factory: type[ScChild]) -> None:
     sc = sc_factory().start()
     assert sc.stop() == 0
     assert "sc stopped" in sc.log()
+
+
+def test_an_unreachable_redis_is_named_and_the_sc_exits(sc_factory: type[ScChild]) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    sc = sc_factory(redis_url=url)
+    sc.env["FLUVIO_SC_REDIS_START_TIMEOUT_S"] = "1"
+    with pytest.raises(ServerStartError, match="exited"):
+        sc.start()
+    assert sc.returncode == 1
+    errors = [line for line in sc.log().splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and f"redis at {url} is unreachable" in errors[0]
+
+
+def test_sigterm_stops_an_sc_still_waiting_for_redis(sc_factory: type[ScChild]) -> None:
+    sc = sc_factory(redis_url=f"redis://127.0.0.1:{free_port()}/0")
+    sc.env["FLUVIO_SC_REDIS_START_TIMEOUT_S"] = "600"
+    sc.spawn()
+    sc.wait_for(lambda: "checking redis" in sc.log(), 30, "the redis check")
+    assert sc.stop(timeout=20) == 0  # not -9: it did not need SIGKILL
+    assert "stopped on signal during start" in sc.log()
 
 
 def test_bad_configuration_exits_with_an_error(sc_factory: type[ScChild]) -> None:

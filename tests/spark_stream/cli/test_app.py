@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from spark_stream.cli import build_parser, main
-from spark_stream.cli.data_cmds import format_record, split_line, start_offset
+from spark_stream.cli.admin_cmds import topic_spec
+from spark_stream.cli.data_cmds import (
+    check_output_flags,
+    format_record,
+    producer_options,
+    split_line,
+    start_offset,
+)
 from spark_stream.client import Offset, Record
 from spark_stream.errors import InvalidConfigError
 from spark_stream.local.redis_server import free_port
@@ -46,6 +54,25 @@ def test_consume_help_states_the_time_unit(capsys: pytest.CaptureFixture[str]) -
     assert "JSON lines (timestamp: microseconds since the epoch)" in help_text
 
 
+def test_topic_create_uses_every_flag_given(tmp_path: Path) -> None:
+    assert topic_spec(parse("topic", "create", "t")) == {  # type: ignore[arg-type]
+        "partitions": 1,
+        "replication_factor": 1,
+    }
+    args = parse(
+        "topic", "create", "t", "-p", "2", "--segment-size", "2Ki", "--min-in-sync-replicas", "0"
+    )
+    spec = topic_spec(args)  # type: ignore[arg-type]
+    assert (spec["partitions"], spec["segment_size"], spec["min_in_sync_replicas"]) == (2, 2048, 0)
+    assignment = tmp_path / "a.json"
+    assignment.write_text('[{"partition": 0, "replicas": [5001]}]')
+    only_file = topic_spec(parse("topic", "create", "t", "-f", str(assignment)))  # type: ignore[arg-type]
+    assert "partitions" not in only_file and len(only_file["replica_assignment"]) == 1
+    for flags in (["-p", "1"], ["-r", "2"], ["-p", "1", "-r", "1"]):
+        with pytest.raises(InvalidConfigError, match="cannot be combined with -f"):
+            topic_spec(parse("topic", "create", "t", "-f", str(assignment), *flags))  # type: ignore[arg-type]
+
+
 def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["topic", "frobnicate"])
@@ -59,6 +86,16 @@ def test_unreachable_cluster_is_one_line_and_exit_1(capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err
     assert code == 1
     assert err.startswith("error: ") and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_status_of_a_data_dir_never_started(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cluster", "status", "--data-dir", str(tmp_path / "none")]) == 1
+    assert capsys.readouterr().out == f"cluster not started: no cluster in {tmp_path / 'none'}\n"
+    assert main(["cluster", "status", "--data-dir", str(tmp_path / "none"), "-O", "json"]) == 1
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["state"], shown["endpoint"], shown["processes"]) == ("not started", None, [])
 
 
 def test_bad_endpoint_is_a_typed_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,6 +138,29 @@ def test_start_offset_flags() -> None:
         start_offset(parse("consume", "t", "-B", "-T", "3"))  # type: ignore[arg-type]
 
 
+def test_produce_flags_are_used_or_refused() -> None:
+    options = producer_options(parse("produce", "t", "--batch-size", "0", "--compression", "lz4"))  # type: ignore[arg-type]
+    assert (options["batch_size"], options["compression"]) == (0, "lz4")  # 0 reaches validation
+    refused = [
+        (["--key", "k", "--key-separator", ":"], "--key and --key-separator"),
+        (["--raw", "--key-separator", ":"], "--raw and --key-separator"),
+        (["--key-separator", ""], "must not be empty"),
+        (["--progress"], "--progress shows the progress of files"),
+    ]
+    for flags, message in refused:
+        with pytest.raises(InvalidConfigError, match=message):
+            producer_options(parse("produce", "t", *flags))  # type: ignore[arg-type]
+
+
+def test_consume_output_flags_are_one_choice() -> None:
+    check_output_flags(parse("consume", "t", "-k", "-n", "1"))  # type: ignore[arg-type]
+    for flags in (["-k", "-O", "json"], ["-F", "{value}", "-k"], ["-F", "{value}", "-O", "json"]):
+        with pytest.raises(InvalidConfigError, match="cannot be combined"):
+            check_output_flags(parse("consume", "t", *flags))  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfigError, match="-n must be at least 1"):
+        check_output_flags(parse("consume", "t", "-n", "0"))  # type: ignore[arg-type]
+
+
 def test_record_formats() -> None:
     record = Record(1, 7, b"k", b"v", 1_700_000_000_000_000)
     assert format_record(record, parse("consume", "t"), None) == "v"  # type: ignore[arg-type]
@@ -117,3 +177,23 @@ def test_record_formats() -> None:
     assert text == "1/7 k"
     keyless = Record(0, 0, None, b"v", 1)
     assert format_record(keyless, parse("consume", "t", "-k"), None) == "[null] v"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "message"),
+    [
+        (["topic", "create", "x", "--bogus"], "usage: fluvio topic create", "--bogus"),
+        (["cluster", "start", "--bogus"], "usage: fluvio cluster start", "--bogus"),
+        (["topic", "--bogus", "list"], "usage: fluvio topic", "--bogus"),
+        (["consume"], "usage: fluvio consume", "topic"),
+    ],
+)
+def test_bad_flags_print_the_subcommand_usage(
+    argv: list[str], usage: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.startswith(usage + " "), err
+    assert f"{usage[len('usage: ') :]}: error: " in err and message in err.splitlines()[-1]

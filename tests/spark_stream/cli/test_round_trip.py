@@ -58,9 +58,12 @@ def test_cli_round_trip(tmp_path: Path) -> None:
         fluvio(env, "produce", "greetings", "--key-separator", ":", "--acks", "all", stdin=lines)
         source = tmp_path / "more.txt"
         source.write_text("".join(f"f{i}:file {i}\n" for i in range(30)))
-        fluvio(
-            env, "produce", "greetings", "--key-separator", ":", "-f", str(source), "--acks", "all"
-        )
+        sent = fluvio(
+            env, "produce", "greetings", "--key-separator", ":", "-f", str(source), "--acks",
+            "all", "-v",
+        )  # fmt: skip
+        landed = sent.stderr.splitlines()  # -v with a file: where each batch landed
+        assert landed and all(line.startswith("partition=") for line in landed), sent.stderr
 
         out = fluvio(env, "consume", "greetings", "-B", "-d", "-k").stdout.splitlines()
         expected = {f"[k{i}] hello {i}" for i in range(20)}
@@ -81,6 +84,21 @@ def test_cli_round_trip(tmp_path: Path) -> None:
         )
         parts = partitions()
         assert {p["leader"] for p in parts} <= {5001, 5002}
+
+        # Topic settings reach the SPU's log: 2 KiB segments roll at 2 KiB (one file of
+        # about 3 KiB is one batch, so each gets a segment of its own).
+        small = fluvio(env, "topic", "create", "small", "--segment-size", "2Ki", check=False)
+        assert small.returncode == 0, small.stderr
+        files = []
+        for n in range(3):
+            path = tmp_path / f"small-{n}.txt"
+            path.write_text("".join(f"{n}-{i}:{'x' * 90}\n" for i in range(30)))
+            files += ["-f", str(path)]
+        fluvio(env, "produce", "small", "--key-separator", ":", *files, "--acks", "all")
+        segments = sorted(data.glob("spus/spu-*/small-0/*.log"))
+        assert len(segments) == 3, segments
+        tiny = fluvio(env, "topic", "create", "tiny", "--segment-size", "512", check=False)
+        assert tiny.returncode == 1 and "segment_size: 512 bytes is outside" in tiny.stderr
 
         status = fluvio(env, "cluster", "status", "-O", "json")
         doc = json.loads(status.stdout)

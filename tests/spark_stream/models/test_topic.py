@@ -105,6 +105,8 @@ def test_settings_carry_retention_and_segments() -> None:
         ({"retentionSecs": 0}, "spec.retentionSecs"),
         ({"maxPartitionSize": -1}, "spec.maxPartitionSize"),
         ({"segmentSize": 0}, "spec.segmentSize"),
+        ({"segmentSize": 1023}, "spec.segmentSize: 1023 bytes is outside"),
+        ({"segmentSize": 1 << 31}, "spec.segmentSize"),
         ({"compression": "gzip"}, "spec.compression"),
         ({"minInSyncReplicas": 0}, "spec.minInSyncReplicas"),
         ({"replicationFactor": 2, "minInSyncReplicas": 3}, "minInSyncReplicas"),
