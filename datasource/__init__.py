@@ -3,6 +3,8 @@
 ``pyspark_fluvio.DefaultSource`` (a top-level module) is this package's
 ``FluvioDataSource``, so Spark registers ``format("fluvio")`` by itself once the
 project is installed; ``spark.dataSource.register(FluvioDataSource)`` also works.
+Importing this package also makes a batch write with no ``mode(...)`` append
+(``save_mode``), which Spark alone refuses.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datasource.options import (
 )
 from datasource.partition import FluvioPartition, ReadSpec
 from datasource.reader import FluvioBatchReader, FluvioStreamReader
+from datasource.save_mode import install_default_append
 from datasource.schema import arrow_schema, spark_schema
 from datasource.source import FluvioDataSource
 from datasource.writer import FluvioBatchWriter, FluvioCommitMessage, FluvioStreamWriter
@@ -35,3 +38,5 @@ __all__ = [
     "spark_schema",
     "arrow_schema",
 ]
+
+install_default_append()

@@ -67,7 +67,7 @@ _READER = (
 )
 _STREAM_ONLY = ("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger")
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp")
-_WRITER = ("endpoint", "topic", "compression", "batchSize", "acks")
+_WRITER = ("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions")
 _SPARK_OWNED = ("checkpointLocation",)
 """Options Spark itself reads from the same map; accepted and ignored here."""
 
@@ -159,6 +159,8 @@ class WriterOptions:
         compression: Arrow IPC buffer compression of produced frames.
         batch_size: bytes of records per produced batch frame.
         acks: ``all`` (default, wait for the in-sync replicas) or ``leader``.
+        preserve_partitions: whether a ``partition`` column routes rows; None (not set)
+            = yes, unless the DataFrame is a read of a topic (see ``sink_schema``).
     """
 
     endpoint: str | None
@@ -166,6 +168,7 @@ class WriterOptions:
     compression: Compression
     batch_size: int
     acks: AcksName
+    preserve_partitions: bool | None = None
 
 
 def _canonical(options: Mapping[str, str], known: Iterable[str]) -> dict[str, str]:
@@ -450,4 +453,7 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
         compression=_choice(opts, "compression", _COMPRESSIONS, "none"),
         batch_size=_int(opts, "batchSize", 1) or _DEFAULT_BATCH_SIZE,
         acks=_choice(opts, "acks", _ACKS, "all"),
+        preserve_partitions=(
+            _bool(opts, "preservePartitions", False) if "preservePartitions" in opts else None
+        ),
     )

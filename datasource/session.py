@@ -3,31 +3,54 @@
 Delta: the pip package ``delta-spark==4.4.1`` would have Spark resolve a jar that Maven
 Central does not hold, so the 4.4.0 jars are fetched once with ``mvn dependency:copy``
 into a cache folder and handed to Spark as ``spark.jars`` (see ``docs/decisions.md``).
-Spark's Python workers must run the interpreter that has this project installed, so
-``local_session`` points ``PYSPARK_PYTHON`` at ``sys.executable``.
+
+Worker interpreter. Spark's Python workers must run an interpreter that has this project
+installed, or Spark's data-source lookup does not find ``fluvio`` (``DATA_SOURCE_NOT_FOUND``)
+and Python UDFs cannot unpickle. In a session started from Python, Spark 4.2 picks them
+from the environment the JVM inherits, not from ``spark.pyspark.python`` (only
+spark-submit reads that): the data-source lookup, and the source's own planner, reader
+and writer workers, run ``PYSPARK_DRIVER_PYTHON``, else ``PYSPARK_PYTHON``, else
+``python3`` from ``PATH``; Python UDFs run ``PYSPARK_PYTHON``, else ``python3``. The
+venv's python called without activating the venv therefore gives workers a ``python3``
+without the project. ``local_session`` sets both variables to ``sys.executable`` unless
+they are set, and checks any other value (``check_worker_python``), so a wrong one fails
+at once with an ``InvalidConfigError`` naming the variable and the value to set.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spark_stream.errors import JarFetchError
+from spark_stream.errors import InvalidConfigError, JarFetchError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DELTA_ARTIFACTS", "default_jar_dir", "delta_jars", "local_session", "delta_conf"]
+__all__ = [
+    "DELTA_ARTIFACTS",
+    "WORKER_PYTHON_VARIABLES",
+    "check_worker_python",
+    "default_jar_dir",
+    "delta_jars",
+    "local_session",
+    "delta_conf",
+]
 
 DELTA_ARTIFACTS = (
     ("io.delta", "delta-spark_4.2_2.13", "4.4.0"),
     ("io.delta", "delta-storage", "4.4.0"),
 )
 _MVN_TIMEOUT_S = 600
+_CHECK_TIMEOUT_S = 120
+WORKER_PYTHON_VARIABLES = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
+"""The variables Spark reads to start its Python workers (see the module doc)."""
 
 
 def default_jar_dir() -> Path:
@@ -98,6 +121,65 @@ def delta_conf(cache_dir: Path | None = None) -> dict[str, str]:
     }
 
 
+def _spark_python_path() -> list[str]:
+    """The archives Spark puts on its workers' ``PYTHONPATH`` (pyspark, py4j)."""
+    import pyspark
+
+    home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    return sorted(str(p) for p in (home / "python" / "lib").glob("*.zip"))
+
+
+@functools.cache
+def _import_failure(python: str, pythonpath: str) -> str | None:
+    """Why ``python`` cannot import the source as a Spark worker would; None if it can."""
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    try:
+        done = subprocess.run(
+            [python, "-c", "import pyspark_fluvio"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=_CHECK_TIMEOUT_S,
+            check=False,
+        )
+    except OSError as exc:
+        return f"cannot run it: {exc.strerror or exc}"
+    except subprocess.TimeoutExpired:
+        return f"it did not finish importing pyspark_fluvio within {_CHECK_TIMEOUT_S}s"
+    if done.returncode == 0:
+        return None
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return f"it cannot import pyspark_fluvio: {lines[-1] if lines else done.returncode}"
+
+
+def check_worker_python(env: Mapping[str, str] | None = None) -> None:
+    """Check that the interpreters Spark will start its Python workers with have the project.
+
+    Values equal to ``sys.executable`` pass without a check; any other is run once per
+    process (a subprocess importing ``pyspark_fluvio`` with the workers' ``PYTHONPATH``).
+
+    Args:
+        env: the environment the JVM will inherit (default ``os.environ``).
+
+    Raises:
+        InvalidConfigError: naming the variable, its value, why it fails, and what to set.
+    """
+    env = os.environ if env is None else env
+    pythonpath = os.pathsep.join([*_spark_python_path(), *filter(None, [env.get("PYTHONPATH")])])
+    for variable in WORKER_PYTHON_VARIABLES:
+        python = env.get(variable)
+        if not python or python == sys.executable:
+            continue
+        failure = _import_failure(python, pythonpath)
+        if failure is not None:
+            raise InvalidConfigError(
+                f"{variable}={python} cannot run Spark's Python workers for this project "
+                f"({failure}), so format('fluvio') or Python UDFs would fail there: set "
+                f"{variable}={sys.executable} (the interpreter of this driver), or install "
+                "the project into that interpreter"
+            )
+
+
 def local_session(
     app_name: str = "spark-stream",
     *,
@@ -112,11 +194,17 @@ def local_session(
         master: the Spark master URL.
         delta: enable Delta Lake (fetches its jars on first use).
         conf: extra settings, applied last.
+
+    Raises:
+        InvalidConfigError: ``PYSPARK_PYTHON`` or ``PYSPARK_DRIVER_PYTHON`` names an
+            interpreter that cannot import the project (see the module doc).
+        JarFetchError: with ``delta``, the Delta jars cannot be fetched.
     """
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    for variable in WORKER_PYTHON_VARIABLES:
+        os.environ.setdefault(variable, sys.executable)
+    check_worker_python()
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

@@ -4,6 +4,19 @@
 stray or ill-typed column fails the query before any task runs, naming the column);
 ``to_record_batch`` then casts each incoming Arrow batch to the producer's column
 types with Arrow kernels (string -> binary, any-zone timestamp -> UTC), no Python per row.
+
+Copying a topic must just work, so the columns a read of ``format("fluvio")`` has and a
+topic cannot store are ignored, as Spark's Kafka sink ignores what it does not use:
+
+- ``offset`` and ``timestampType`` (``SOURCE_COLUMNS``) are always ignored. Only a read
+  of a topic makes them, so a DataFrame with either is taken for one.
+- ``topic`` routes rows unless the ``topic`` option is set (then it is ignored).
+- ``partition`` routes rows (overriding the key hash), except in a read of a topic:
+  there it says where each row came from, which means nothing for another topic, and is
+  ignored. The ``preservePartitions`` option decides explicitly (``true``: route by it,
+  e.g. to copy a topic partition for partition; ``false``: ignore it).
+
+Any other column is an error naming it.
 """
 
 from __future__ import annotations
@@ -26,9 +39,11 @@ from pyspark.sql.types import (
 from spark_stream.errors import SinkSchemaError
 from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA, null_headers
 
-__all__ = ["SinkColumns", "sink_columns", "to_record_batch", "SINK_COLUMNS"]
+__all__ = ["SinkColumns", "sink_columns", "to_record_batch", "SINK_COLUMNS", "SOURCE_COLUMNS"]
 
 SINK_COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
+SOURCE_COLUMNS = ("offset", "timestampType")
+"""Columns of a topic read that a record does not carry: ignored by the sink."""
 
 
 @dataclass(frozen=True)
@@ -67,41 +82,55 @@ _CHECKS = {
 }
 
 
-def sink_columns(schema: StructType, *, topic_option: bool) -> SinkColumns:
-    """Check a DataFrame schema for writing to topics.
+def sink_columns(
+    schema: StructType, *, topic_option: bool, preserve_partitions: bool | None = None
+) -> SinkColumns:
+    """Check a DataFrame schema for writing to topics (the rules are in the module doc).
 
     Args:
         schema: the DataFrame's schema.
         topic_option: whether the ``topic`` option is set (then a ``topic`` column is
-            allowed but ignored).
+            ignored).
+        preserve_partitions: the ``preservePartitions`` option; None when not given.
 
     Raises:
-        SinkSchemaError: a missing ``value``, an unknown column, or a wrong type.
+        SinkSchemaError: a missing ``value``, an unknown column, a wrong type, no topic,
+            or ``preservePartitions=true`` without a ``partition`` column.
     """
     names = [f.name for f in schema.fields]
-    unknown = [n for n in names if n not in SINK_COLUMNS]
+    unknown = [n for n in names if n not in SINK_COLUMNS and n not in SOURCE_COLUMNS]
     if unknown:
         raise SinkSchemaError(
             f"cannot write column(s) {', '.join(unknown)} to a topic; the fluvio sink takes "
-            f"{', '.join(SINK_COLUMNS)} (select or rename columns first)"
+            f"{', '.join(SINK_COLUMNS)} and ignores {', '.join(SOURCE_COLUMNS)} "
+            "(select or rename columns first)"
         )
     if "value" not in names:
         raise SinkSchemaError("the DataFrame needs a 'value' column (binary or string)")
-    for field in schema.fields:
-        check, expected = _CHECKS[field.name]
-        if not check(field.dataType):
-            raise SinkSchemaError(
-                f"column '{field.name}' must be {expected}, got {field.dataType.simpleString()}"
-            )
+    if preserve_partitions and "partition" not in names:
+        raise SinkSchemaError(
+            "option 'preservePartitions' is true but the DataFrame has no 'partition' column"
+        )
     if not topic_option and "topic" not in names:
         raise SinkSchemaError("set the 'topic' option or give the DataFrame a 'topic' column")
-    return SinkColumns(
+    read_of_topic = any(n in SOURCE_COLUMNS for n in names)
+    if preserve_partitions is None:
+        preserve_partitions = not read_of_topic
+    used = SinkColumns(
         key="key" in names,
         topic="topic" in names and not topic_option,
-        partition="partition" in names,
+        partition="partition" in names and preserve_partitions,
         timestamp="timestamp" in names,
         headers="headers" in names,
     )
+    for field in schema.fields:
+        if field.name == "value" or getattr(used, field.name, False):
+            check, expected = _CHECKS[field.name]
+            if not check(field.dataType):
+                raise SinkSchemaError(
+                    f"column '{field.name}' must be {expected}, got {field.dataType.simpleString()}"
+                )
+    return used
 
 
 def to_record_batch(batch: pa.RecordBatch, columns: SinkColumns) -> pa.RecordBatch:

@@ -13,7 +13,10 @@ commit only reports, so committing a batch id twice is harmless.
 
 The DataFrame's columns map to records: ``value`` (binary or string, required), and
 optionally ``key``, ``partition``, ``timestamp``, ``headers``, and ``topic`` (the
-``topic`` option, when set, wins over the column). Any other column is an error naming it.
+``topic`` option, when set, wins over the column). A read of a topic can be written as it
+is: its ``offset``/``timestampType`` columns, and its ``partition`` column unless
+``preservePartitions=true``, are ignored (``sink_schema`` states the rules). Any other
+column is an error naming it.
 """
 
 from __future__ import annotations
@@ -164,7 +167,11 @@ class _WriterBase:
     def __init__(self, opts: WriterOptions, schema: StructType, endpoint: str) -> None:
         self.opts = opts
         self.endpoint = endpoint
-        self.columns = sink_columns(schema, topic_option=opts.topic is not None)
+        self.columns = sink_columns(
+            schema,
+            topic_option=opts.topic is not None,
+            preserve_partitions=opts.preserve_partitions,
+        )
 
 
 class FluvioBatchWriter(_WriterBase, DataSourceArrowWriter):

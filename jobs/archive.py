@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from datasource.clients import client_for
+from jobs._main import run_job
 from jobs._progress import JobProgress
 from jobs._session import job_session
 
@@ -128,7 +129,7 @@ def archive(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point."""
+    """Command line entry point: 0, 1 with ``error: <message>`` on stderr, 2 bad usage."""
     parser = argparse.ArgumentParser(
         prog="python -m jobs.archive", description="Archive a topic's offset range into Delta."
     )
@@ -139,14 +140,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ending-offsets", default="latest")
     parser.add_argument("--include-headers", action="store_true")
     args = parser.parse_args(argv)
-    spark = job_session("archive", delta=True)
-    result = archive(
-        spark, args.topic, args.table, endpoint=args.endpoint,
-        starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets,
-        include_headers=args.include_headers,
-    )  # fmt: skip
-    print(json.dumps(asdict(result)))
-    return 0
+
+    def body() -> int:
+        spark = job_session("archive", delta=True)
+        result = archive(
+            spark, args.topic, args.table, endpoint=args.endpoint,
+            starting_offsets=args.starting_offsets, ending_offsets=args.ending_offsets,
+            include_headers=args.include_headers,
+        )  # fmt: skip
+        print(json.dumps(asdict(result)))
+        return 0
+
+    return run_job(body)
 
 
 if __name__ == "__main__":

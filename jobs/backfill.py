@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from datasource.clients import client_for
+from jobs._main import run_job
 from jobs._progress import JobProgress
 from jobs._session import job_session
 from spark_stream.errors import SinkSchemaError
@@ -112,7 +113,7 @@ def backfill(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point."""
+    """Command line entry point: 0, 1 with ``error: <message>`` on stderr, 2 bad usage."""
     parser = argparse.ArgumentParser(
         prog="python -m jobs.backfill", description="Copy a Parquet or Delta table into a topic."
     )
@@ -124,14 +125,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--value-column")
     parser.add_argument("--timestamp-column")
     args = parser.parse_args(argv)
-    spark = job_session("backfill", delta=args.format == "delta")
-    result = backfill(
-        spark, args.source, args.topic, fmt=args.format, endpoint=args.endpoint,
-        key_column=args.key_column, value_column=args.value_column,
-        timestamp_column=args.timestamp_column,
-    )  # fmt: skip
-    print(json.dumps(asdict(result)))
-    return 0
+
+    def body() -> int:
+        spark = job_session("backfill", delta=args.format == "delta")
+        result = backfill(
+            spark, args.source, args.topic, fmt=args.format, endpoint=args.endpoint,
+            key_column=args.key_column, value_column=args.value_column,
+            timestamp_column=args.timestamp_column,
+        )  # fmt: skip
+        print(json.dumps(asdict(result)))
+        return 0
+
+    return run_job(body)
 
 
 if __name__ == "__main__":

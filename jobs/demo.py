@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from datasource.spark_errors import typed_error
+from jobs._main import run_job
+
 if TYPE_CHECKING:
     from spark_stream.client import Fluvio
 
@@ -144,8 +147,9 @@ def _stream(orders: pa.Table) -> int:
             .trigger(availableNow=True).start()
         )  # fmt: skip
         query.awaitTermination(600)
-        if query.exception() is not None:
-            _say(f"query failed: {query.exception()}")
+        failure = query.exception()
+        if failure is not None:
+            _say(f"query failed: {typed_error(failure) or failure}")
             return 1
         batches = [p for p in query.recentProgress if p["numInputRows"]]
         _say(
@@ -171,7 +175,7 @@ def _check(orders: pa.Table, latest: dict[str, tuple[int, int]]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point."""
+    """Command line entry point: 0, 1 with ``error: <message>`` on stderr, 2 bad usage."""
     parser = argparse.ArgumentParser(prog="python -m jobs.demo", description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=30_000)
     parser.add_argument(
@@ -184,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="fluvio-demo-"))
     try:
-        return run(args.records, data_dir.resolve())
+        return run_job(lambda: run(args.records, data_dir.resolve()))
     finally:
         if args.keep or args.data_dir is not None:
             _say(f"data kept in {data_dir}")

@@ -193,6 +193,9 @@ def test_writer_options() -> None:
     assert opts.acks == "all"
     assert opts.batch_size > 0
     assert parse_writer_options({}).topic is None
+    assert parse_writer_options({}).preserve_partitions is None
+    assert parse_writer_options({"preservepartitions": "TRUE"}).preserve_partitions is True
+    assert parse_writer_options({"preservePartitions": "false"}).preserve_partitions is False
 
 
 @pytest.mark.parametrize(
@@ -202,6 +205,7 @@ def test_writer_options() -> None:
         ({"compression": "gzip"}, "'compression'"),
         ({"acks": "none"}, "'acks'"),
         ({"batchSize": "0"}, "'batchSize'"),
+        ({"preservePartitions": "yes"}, "'preservePartitions'"),
         ({"startingOffsets": "earliest"}, "startingOffsets"),
         ({"endpoint": "x:99999"}, "'endpoint'"),
     ],

@@ -17,6 +17,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from datasource.schema import spark_schema
 from datasource.sink_schema import SinkColumns, sink_columns, to_record_batch
 from spark_stream.errors import SinkSchemaError
 from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA, null_headers
@@ -47,6 +48,41 @@ def test_topic_option_wins_over_the_column() -> None:
     assert sink_columns(schema, topic_option=True).topic is False
 
 
+def test_a_read_of_a_topic_writes_as_it_is() -> None:
+    """offset/timestampType are ignored, and so is the partition the rows came from."""
+    for headers in (False, True):
+        used = sink_columns(spark_schema(headers), topic_option=True)
+        assert used == SinkColumns(key=True, timestamp=True, headers=headers)
+
+
+def test_a_read_without_the_topic_option_routes_by_its_topic_column() -> None:
+    assert sink_columns(spark_schema(), topic_option=False).topic is True
+
+
+@pytest.mark.parametrize(
+    ("columns", "preserve", "routes"),
+    [
+        ({"partition": IntegerType()}, None, True),  # no source columns: a routing override
+        ({"partition": IntegerType(), "offset": IntegerType()}, None, False),
+        ({"partition": IntegerType(), "timestampType": IntegerType()}, None, False),
+        ({"partition": IntegerType(), "offset": IntegerType()}, True, True),
+        ({"partition": IntegerType()}, False, False),
+    ],
+)
+def test_the_partition_column_routes_unless_it_comes_from_a_read(
+    columns: dict[str, object], preserve: bool | None, routes: bool
+) -> None:
+    schema = _schema(value=StringType(), **columns)
+    used = sink_columns(schema, topic_option=True, preserve_partitions=preserve)
+    assert used.partition is routes
+
+
+def test_ignored_columns_are_not_type_checked() -> None:
+    schema = _schema(value=StringType(), topic=IntegerType(), partition=StringType())
+    used = sink_columns(schema, topic_option=True, preserve_partitions=False)
+    assert used == SinkColumns()
+
+
 @pytest.mark.parametrize(
     ("schema", "topic_option", "message"),
     [
@@ -56,12 +92,18 @@ def test_topic_option_wins_over_the_column() -> None:
         (_schema(value=StringType(), partition=StringType()), True, "column 'partition'"),
         (_schema(value=StringType(), headers=StringType()), True, "column 'headers'"),
         (_schema(value=StringType()), False, "'topic' option"),
+        (_schema(value=StringType(), offset=IntegerType(), score=DoubleType()), True, "(s) score "),
     ],
 )
 def test_bad_schemas_name_the_columns(schema: StructType, topic_option: bool, message: str) -> None:
     with pytest.raises(SinkSchemaError) as info:
         sink_columns(schema, topic_option=topic_option)
     assert message in str(info.value)
+
+
+def test_preserve_partitions_needs_a_partition_column() -> None:
+    with pytest.raises(SinkSchemaError, match="'preservePartitions' is true"):
+        sink_columns(_schema(value=StringType()), topic_option=True, preserve_partitions=True)
 
 
 def test_casts_to_the_producer_types() -> None:

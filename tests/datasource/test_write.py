@@ -80,6 +80,75 @@ def test_partition_and_topic_columns_route_rows_and_the_option_wins(
     assert _read(spark, fluvio_cluster, a).count() == 4  # all three went to the option's topic
 
 
+def _records(df: DataFrame) -> list[tuple[bytes | None, bytes, datetime, object]]:
+    """A topic read's records without where they were stored (topic, partition, offset)."""
+    rows = df.select("key", "value", "timestamp", "headers").collect()
+    return sorted(
+        (
+            None if r["key"] is None else bytes(r["key"]),
+            bytes(r["value"]),
+            r["timestamp"],
+            None if r["headers"] is None else [(h["key"], bytes(h["value"])) for h in r["headers"]],
+        )
+        for r in rows
+    )
+
+
+def test_a_topic_read_copies_to_another_topic_in_batch(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+) -> None:
+    """format("fluvio") on both sides, no select(): offset/timestampType and the source's
+    partitions are ignored (the target has fewer partitions than the source)."""
+    source, target = new_topic(partitions=3), new_topic(partitions=1)
+    keys, times = [f"k{i}" for i in range(40)], [1_000_000 * i for i in range(40)]
+    for p in range(3):
+        values = [f"p{p}-{i}" for i in range(40)]
+        produce(fluvio, source, values, partition=p, keys=keys, timestamps_us=times)
+    read = _read(spark, fluvio_cluster, source, includeHeaders="true")
+    read.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint).option(
+        "topic", target
+    ).mode("append").save()
+    copied = _read(spark, fluvio_cluster, target, includeHeaders="true")
+    assert _records(copied) == _records(read)
+    assert len(_records(copied)) == 120
+
+
+def test_preserve_partitions_copies_partition_for_partition(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+) -> None:
+    source, target = new_topic(partitions=2), new_topic(partitions=2)
+    produce(fluvio, source, [f"a{i}" for i in range(30)], partition=0)
+    produce(fluvio, source, [f"b{i}" for i in range(20)], partition=1)
+    _read(spark, fluvio_cluster, source).write.format("fluvio").option(
+        "endpoint", fluvio_cluster.endpoint
+    ).option("topic", target).option("preservePartitions", "true").mode("append").save()
+    got = {
+        (r["partition"], bytes(r["value"])) for r in _read(spark, fluvio_cluster, target).collect()
+    }
+    assert got == {(0, f"a{i}".encode()) for i in range(30)} | {
+        (1, f"b{i}".encode()) for i in range(20)
+    }
+
+
+def test_a_write_with_no_save_mode_appends(
+    spark: SparkSession, fluvio_cluster: LocalCluster, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic()
+    df = spark.createDataFrame([("one",), ("two",)], "value string")
+    for _ in range(2):
+        df.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint).option(
+            "topic", topic
+        ).save()
+    values = sorted(bytes(r["value"]) for r in _read(spark, fluvio_cluster, topic).collect())
+    assert values == [b"one", b"one", b"two", b"two"]
+
+
 def test_bad_writes_fail_naming_the_problem(
     spark: SparkSession, fluvio_cluster: LocalCluster, new_topic: Callable[..., str]
 ) -> None:
@@ -92,6 +161,11 @@ def test_bad_writes_fail_naming_the_problem(
     )
     with pytest.raises(Exception, match="cannot write column\\(s\\) score"):
         writer.mode("append").save()
+    read = _read(spark, fluvio_cluster, topic).withColumn("score", F.lit(1.5))
+    with pytest.raises(Exception, match="cannot write column\\(s\\) score "):
+        read.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint).option(
+            "topic", topic
+        ).mode("append").save()
     ok = (
         spark.createDataFrame([("v",)], "value string")
         .write.format("fluvio")
@@ -134,6 +208,41 @@ def test_streaming_write_reads_back_equal(
     )
     got = _read(spark, fluvio_cluster, sink).select("key", F.col("value").cast("string"))
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_a_topic_stream_copies_to_another_topic_exactly_once(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """The README's example: readStream.format("fluvio") straight into writeStream; a
+    second run from the checkpoint adds only what was produced since."""
+    source, target = new_topic(partitions=2), new_topic(partitions=3)
+    produce(fluvio, source, [f"v{i}" for i in range(100)], keys=[f"k{i}" for i in range(100)])
+
+    def copy() -> None:
+        query = (
+            spark.readStream.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+            .option("topic", source).option("startingOffsets", "earliest")
+            .option("includeHeaders", "true").option("maxRecordsPerTrigger", "40").load()
+            .writeStream.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+            .option("topic", target).option("checkpointLocation", str(tmp_path / "c"))
+            .trigger(availableNow=True).start()
+        )  # fmt: skip
+        assert query.awaitTermination(120)
+        assert query.exception() is None
+
+    copy()
+    read = _read(spark, fluvio_cluster, source, includeHeaders="true")
+    assert _records(_read(spark, fluvio_cluster, target, includeHeaders="true")) == _records(read)
+    produce(fluvio, source, [f"w{i}" for i in range(30)], keys=[f"k{i}" for i in range(30)])
+    copy()
+    read = _read(spark, fluvio_cluster, source, includeHeaders="true")
+    copied = _records(_read(spark, fluvio_cluster, target, includeHeaders="true"))
+    assert copied == _records(read)
+    assert len(copied) == 130
 
 
 def _fail_once(marker: str, endpoint: str, sink: str, wait_for: int) -> Callable[..., bytes]:

@@ -77,3 +77,24 @@ def test_explicit_range_overlapping_the_archive_adds_only_new_records(
     assert summary["records_added"] == 30
     offsets = sorted(r["offset"] for r in spark.read.format("delta").load(table).collect())
     assert offsets == list(range(50))
+
+
+def test_errors_raised_inside_spark_print_the_typed_message(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The data source's planner raises these; Spark hands them over wrapped."""
+    table = str(tmp_path / "archive")
+    cases = [
+        (["--topic", "nosuch"], "error: option 'topic(s)': topic 'nosuch' does not exist\n"),
+        (["--topic", new_topic(), "--starting-offsets", "{bad"],
+         "error: option 'startingOffsets' must be earliest, latest or JSON"),
+    ]  # fmt: skip
+    for args, start in cases:
+        assert main([*args, "--table", table, "--endpoint", fluvio_cluster.endpoint]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(start), err
+        assert err.count("\n") == 1  # one line, no traceback

@@ -99,3 +99,28 @@ def test_unknown_column_is_named(
         backfill(
             spark, str(source), new_topic(), endpoint=fluvio_cluster.endpoint, key_column="nope"
         )
+
+
+def test_failures_print_one_error_line_and_exit_1(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source = tmp_path / "t.parquet"
+    spark.createDataFrame([(1,)], "id long").write.parquet(str(source))
+    cases = [
+        (["--topic", "nosuch", "--endpoint", fluvio_cluster.endpoint],
+         "error: topic 'nosuch' not found"),
+        (["--topic", new_topic(), "--endpoint", "127.0.0.1:9"],
+         "error: cannot connect to 127.0.0.1:9"),
+        (["--topic", new_topic(), "--endpoint", fluvio_cluster.endpoint, "--source",
+          str(tmp_path / "missing")], "error: [PATH_NOT_FOUND] Path does not exist"),
+    ]  # fmt: skip
+    for args, start in cases:
+        argv = ["--source", str(source), *args]  # a later --source wins
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(start), err
+        assert err.count("\n") == 1  # one line, no traceback
