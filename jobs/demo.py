@@ -74,6 +74,7 @@ def _wait_for_leaders(client: Fluvio, topic: str, partitions: int, timeout: floa
 def run(records: int, data_dir: Path) -> int:
     """The demo itself; returns the process exit code."""
     os.environ["FLUVIO_PROFILE"] = str(data_dir / "profile.json")  # before Spark starts
+    os.environ.pop("FLUVIO_ENDPOINT", None)  # it would outrank the demo cluster's profile
     from spark_stream.client import Fluvio
     from spark_stream.local.cluster import LocalCluster
 
