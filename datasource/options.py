@@ -156,7 +156,8 @@ class WriterOptions:
         endpoint: SC address as given; None = resolved on the driver by
             ``resolve_endpoint`` (``FLUVIO_ENDPOINT``, else the profile).
         topic: the topic to write to; overrides a ``topic`` column when set.
-        compression: Arrow IPC buffer compression of produced frames.
+        compression: Arrow IPC buffer compression of produced frames; None (not set) =
+            the topic's ``compression`` setting.
         batch_size: bytes of records per produced batch frame.
         acks: ``all`` (default, wait for the in-sync replicas) or ``leader``.
         preserve_partitions: whether a ``partition`` column routes rows; None (not set)
@@ -165,7 +166,7 @@ class WriterOptions:
 
     endpoint: str | None
     topic: str | None
-    compression: Compression
+    compression: Compression | None
     batch_size: int
     acks: AcksName
     preserve_partitions: bool | None = None
@@ -450,7 +451,9 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     return WriterOptions(
         endpoint=endpoint,
         topic=topic.strip() if topic else None,
-        compression=_choice(opts, "compression", _COMPRESSIONS, "none"),
+        compression=(
+            _choice(opts, "compression", _COMPRESSIONS, "none") if "compression" in opts else None
+        ),
         batch_size=_int(opts, "batchSize", 1) or _DEFAULT_BATCH_SIZE,
         acks=_choice(opts, "acks", _ACKS, "all"),
         preserve_partitions=(

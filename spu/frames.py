@@ -14,7 +14,7 @@ from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTo
 from spark_stream.records import BatchHeader, read_header
 from spu.storage import ReplicaStorage
 
-__all__ = ["split_request", "log_headers", "tail_signature", "SCAN_READ_BYTES"]
+__all__ = ["split_request", "check_codec", "log_headers", "tail_signature", "SCAN_READ_BYTES"]
 
 SCAN_READ_BYTES = 8 << 20
 """Bytes of log viewed per step of a header scan (a view of the mmap, not a copy)."""
@@ -53,6 +53,24 @@ def split_request(
     if not headers:
         raise InvalidRequestError("a produce request needs at least one batch frame")
     return headers, frames
+
+
+def check_codec(headers: list[BatchHeader], accepted: str, partition: str) -> None:
+    """Refuse a request whose frames use another codec than the topic stores.
+
+    ``accepted`` is the topic's ``compression`` setting; ``any`` accepts every codec.
+
+    Raises:
+        InvalidRequestError: a frame compressed otherwise (nothing is appended).
+    """
+    if accepted == "any":
+        return
+    for index, header in enumerate(headers):
+        if header.compression != accepted:
+            raise InvalidRequestError(
+                f"{partition} stores {accepted} batches (the topic's compression setting); "
+                f"batch {index} is {header.compression}"
+            )
 
 
 def log_headers(

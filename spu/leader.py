@@ -50,7 +50,7 @@ from spark_stream.protocol import Acks, Isolation, ProduceResponse
 from spark_stream.protocol.control import LrsStatus, Replica
 from spark_stream.records import read_header
 from spu._tasks import cancel_and_wait
-from spu.frames import log_headers, split_request
+from spu.frames import check_codec, log_headers, split_request
 from spu.notify import OffsetWaiters, Subscribers
 from spu.private_messages import ReplicaOffsets
 from spu.producers import ProducerTable
@@ -255,14 +255,15 @@ class LeaderController:
 
         Raises:
             NotLeaderError: this controller stopped leading.
-            CorruptFrameError, RecordTooLargeError, InvalidRequestError: bad frames;
-                nothing was appended.
+            CorruptFrameError, RecordTooLargeError, InvalidRequestError: bad frames, or
+                frames of another codec than the topic stores; nothing was appended.
             OutOfOrderSequenceError, DuplicateSequenceError: idempotence violations.
             NotEnoughReplicasError: ``acks=all`` with too few in-sync replicas.
             RequestTimeoutError: ``acks=all`` not committed within ``timeout_ms``.
         """
         self._check_leading()
         headers, frames = split_request(tail, self.max_batch_bytes)
+        check_codec(headers, self._replica.spec.compression.value, self.name)
         if acks is Acks.ALL:
             check_ack_all(self._isr, self.min_in_sync_replicas)
         plan = self._producers.plan(headers, self.log.leo)

@@ -31,7 +31,7 @@ __all__ = [
 
 #: Producer ids are positive int64 (the batch frame carries -1 for "none").
 MAX_PRODUCER_ID = 2**63 - 1
-_COMPRESSIONS = ("none", "lz4", "zstd")
+_COMPRESSIONS: tuple[Compression, ...] = ("none", "lz4", "zstd")
 _PARTITIONERS = ("default", "hash", "round_robin")
 _ACKS = {"none": Acks.NONE, "0": Acks.NONE, "leader": Acks.LEADER, "1": Acks.LEADER,
          "all": Acks.ALL, "-1": Acks.ALL}  # fmt: skip
@@ -97,7 +97,8 @@ class ProducerConfig:
             (bigger frames, fewer requests: 1-4 MiB suits bulk writes).
         linger_ms: how long a partial batch may wait for more records.
         max_request_bytes: largest produce request (frames of one partition) sent at once.
-        compression: Arrow IPC buffer compression: ``none``, ``lz4`` or ``zstd``.
+        compression: Arrow IPC buffer compression: ``none``, ``lz4`` or ``zstd``; None
+            (default) = the topic's ``compression`` setting (``none`` when it accepts any).
         acks: ``none`` (fire and forget), ``leader`` or ``all`` (in-sync replicas).
         partitioner: ``default`` (key hash for keyed records, round robin otherwise),
             ``hash`` or ``round_robin``.
@@ -116,7 +117,7 @@ class ProducerConfig:
     batch_size: int = 1024 * 1024
     linger_ms: float = 5.0
     max_request_bytes: int = 8 * 1024 * 1024
-    compression: Compression = "none"
+    compression: Compression | None = None
     acks: Acks = Acks.LEADER
     partitioner: str = "default"
     idempotence: bool = False
@@ -131,7 +132,7 @@ class ProducerConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "acks", parse_acks(self.acks))
-        if self.compression not in _COMPRESSIONS:
+        if self.compression is not None and self.compression not in _COMPRESSIONS:
             raise InvalidConfigError(
                 f"compression: must be one of {', '.join(_COMPRESSIONS)}, got {self.compression!r}"
             )
@@ -151,6 +152,33 @@ class ProducerConfig:
                 )
         if self.idempotence and self.acks is Acks.NONE:
             raise InvalidConfigError("idempotence: needs acks=leader or acks=all, not none")
+
+    @property
+    def codec(self) -> Compression:
+        """The codec frames are encoded with (``none`` while unset)."""
+        return self.compression or "none"
+
+    def for_topic(self, topic: str, setting: str) -> ProducerConfig:
+        """This config with the codec a topic whose ``compression`` is ``setting`` takes.
+
+        A topic set to one codec stores only that codec (its SPUs refuse others), so an
+        unset ``compression`` adopts it and a different one is refused here, before
+        anything is sent; a topic set to ``any`` takes what the producer chose.
+
+        Raises:
+            InvalidConfigError: ``compression`` differs from the topic's codec.
+        """
+        if setting == "any":
+            return self
+        codec = next((c for c in _COMPRESSIONS if c == setting), None)
+        if codec is None:
+            raise InvalidConfigError(f"topic '{topic}' has an unknown compression {setting!r}")
+        if self.compression not in (None, codec):
+            raise InvalidConfigError(
+                f"compression: topic '{topic}' stores {setting} batches (its compression "
+                f"setting), not {self.compression}: leave compression unset or use {setting}"
+            )
+        return replace(self, compression=codec)
 
     @classmethod
     def from_options(cls, **options: Any) -> ProducerConfig:

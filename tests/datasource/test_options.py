@@ -193,6 +193,7 @@ def test_writer_options() -> None:
     assert opts.acks == "all"
     assert opts.batch_size > 0
     assert parse_writer_options({}).topic is None
+    assert parse_writer_options({}).compression is None  # the topic's setting decides
     assert parse_writer_options({}).preserve_partitions is None
     assert parse_writer_options({"preservepartitions": "TRUE"}).preserve_partitions is True
     assert parse_writer_options({"preservePartitions": "false"}).preserve_partitions is False

@@ -8,7 +8,7 @@ import pytest
 
 from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTooLargeError
 from spark_stream.records import encode_records, read_header
-from spu.frames import log_headers, split_request, tail_signature
+from spu.frames import check_codec, log_headers, split_request, tail_signature
 from spu.storage import LogConfig, ReplicaLog
 
 
@@ -36,6 +36,15 @@ def test_split_request_refuses_bad_tails(
 ) -> None:
     with pytest.raises(error, match=match):
         split_request(memoryview(tail), limit)
+
+
+def test_check_codec_refuses_the_first_frame_of_another_codec() -> None:
+    frames = [encode_records(["a"], compression="lz4"), encode_records(["b"])]
+    headers, _ = split_request(memoryview(b"".join(frames)), 1 << 20)
+    check_codec(headers, "any", "t-0")
+    check_codec(headers[:1], "lz4", "t-0")
+    with pytest.raises(InvalidRequestError, match="t-0 stores lz4 batches.*batch 1 is none"):
+        check_codec(headers, "lz4", "t-0")
 
 
 def test_log_headers_and_tail_signature_walk_segments(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from spark_stream.errors import (
     CorruptFrameError,
+    InvalidRequestError,
     NotEnoughReplicasError,
     NotLeaderError,
     OutOfOrderSequenceError,
@@ -205,6 +206,24 @@ def test_idempotent_retry_keeps_original_offsets_across_a_new_leader(log: Replic
         nxt = await successor.produce(memoryview(frame("c", pid=42, seq=2)), Acks.LEADER, 1000)
         assert nxt.base_offset == 3
         await successor.stop()
+
+    run(body)
+
+
+def test_a_topic_set_to_one_codec_refuses_frames_of_another(log: ReplicaLog) -> None:
+    async def body() -> None:
+        spec = PartitionSpec(initial_leader=LEADER, replicas=(LEADER,), compression="lz4")
+        leader = make(log, Replica("orders-0", LEADER, spec, 1))
+        lz4 = encode_records(["a"], compression="lz4")
+        with pytest.raises(InvalidRequestError, match="stores lz4 batches.*batch 1 is zstd"):
+            await leader.produce(
+                memoryview(lz4 + encode_records(["b"], compression="zstd")), Acks.LEADER, 1000
+            )
+        with pytest.raises(InvalidRequestError, match="batch 0 is none"):
+            await leader.produce(memoryview(frame("c")), Acks.LEADER, 1000)
+        assert leader.leo == 0
+        assert (await leader.produce(memoryview(lz4), Acks.LEADER, 1000)).leo == 1
+        await leader.stop()
 
     run(body)
 

@@ -352,7 +352,7 @@ class Accumulator:
             records = build_batch(draft.values, draft.keys, draft.timestamps, draft.headers)
             frame = encode_batch(
                 records,
-                compression=self.config.compression,
+                compression=self.config.codec,
                 producer_id=self.producer_id if self.producer_id is not None else -1,
                 sequence=batch.sequence,
             )

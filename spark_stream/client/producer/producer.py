@@ -81,6 +81,9 @@ class AsyncTopicProducer:
         leaders: LeaderClient,
     ) -> None:
         self.topic = topic
+        known = watcher.view.topics.get(topic)
+        if known is not None:
+            config = config.for_topic(topic, known.spec.compression.value)
         self.config = config
         self.producer_id: int | None = (
             (config.producer_id or random_producer_id()) if config.idempotence else None
@@ -181,7 +184,7 @@ class AsyncTopicProducer:
         try:
             encoded = encode_batch(
                 frame.rows,
-                compression=self.config.compression,
+                compression=self.config.codec,
                 producer_id=self.producer_id if self.producer_id is not None else -1,
                 sequence=batch.sequence,
             )

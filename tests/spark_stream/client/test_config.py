@@ -80,6 +80,26 @@ def test_bad_producer_options_name_the_field(options: dict[str, object], field: 
         ProducerConfig.from_options(**options)
 
 
+@pytest.mark.parametrize(
+    ("asked", "setting", "codec"),
+    [
+        (None, "any", "none"),
+        ("lz4", "any", "lz4"),
+        (None, "zstd", "zstd"),
+        ("zstd", "zstd", "zstd"),
+        (None, "none", "none"),
+    ],
+)
+def test_the_codec_follows_the_topic_setting(asked: str | None, setting: str, codec: str) -> None:
+    assert ProducerConfig(compression=asked).for_topic("t", setting).codec == codec  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("asked", "setting"), [("lz4", "zstd"), ("zstd", "none")])
+def test_a_codec_other_than_the_topic_setting_is_refused(asked: str, setting: str) -> None:
+    with pytest.raises(InvalidConfigError, match=f"topic 't' stores {setting} batches"):
+        ProducerConfig(compression=asked).for_topic("t", setting)  # type: ignore[arg-type]
+
+
 def test_consumer_options() -> None:
     cfg = ConsumerConfig.from_options(isolation="uncommitted", max_bytes=1024)
     assert cfg.isolation is Isolation.UNCOMMITTED

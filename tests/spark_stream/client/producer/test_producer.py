@@ -86,6 +86,17 @@ def test_compressed_frames_round_trip(fluvio: Fluvio, codec: str) -> None:
     assert read_all(fluvio, topic, 0).column("value").to_pylist() == values
 
 
+def test_a_topic_set_to_one_codec_is_what_its_producers_use(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, compression="zstd")
+    fluvio.topic_producer(topic).send_batch(pa.table({"value": [b"a", b"b"]})).result(30)
+    fluvio.topic_producer(topic, compression="zstd").send(None, b"c").result(30)
+    frames = list(fluvio.fetch_frames(topic, 0, 0))
+    assert {read_header(f).compression for f in frames} == {"zstd"}
+    with pytest.raises(InvalidConfigError, match="stores zstd batches.*not lz4"):
+        fluvio.topic_producer(topic, compression="lz4")
+    assert read_all(fluvio, topic, 0).column("value").to_pylist() == [b"a", b"b", b"c"]
+
+
 def test_retried_idempotent_batch_is_not_duplicated(fluvio: Fluvio) -> None:
     topic = make_topic(fluvio, partitions=2, replication=2)
     pid = producer_id_for("query", 7, 1)
