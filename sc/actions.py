@@ -185,10 +185,15 @@ class CmUpdatePartition:
 
 @dataclass(frozen=True, slots=True)
 class CmDeletePartition:
-    """Tell the partition's SPUs to drop the replica (their storage is kept)."""
+    """The partition is gone: its SPUs drop the replica, and every SPU deletes its storage.
+
+    ``uid`` (the deleted object's ``metadata.uid``) says which incarnation to delete, so
+    a purge never reaches the storage of a topic created again under the same name.
+    """
 
     name: str
     replicas: tuple[int, ...]
+    uid: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

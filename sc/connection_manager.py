@@ -18,6 +18,13 @@ Theory of operation (seed ``003``, "Connection Manager"):
   ``UpdateSpus`` and a full ``UpdateReplicas``, then incremental updates. Changes queued
   while the SPU is slow are coalesced per SPU id and per partition, so a slow SPU gets
   fewer, larger pushes and never an unbounded backlog.
+- **Deleted partitions.** A replica that moves away keeps its storage on the SPU (it is
+  reattached if it comes back); a deleted partition's storage goes, on every SPU. So
+  ``CmDeletePartition`` queues a ``purge`` entry (name and uid) for *every* connected
+  SPU, not only the holders (an SPU may keep the storage of a replica that moved away).
+  An SPU that was away reports the replica directories it has (``stored``) when it
+  connects; its full push purges those whose partition no longer exists with that uid.
+  The cache is complete by then: the SC loads the whole KV before it accepts an SPU.
 - **Live replica status.** ``UpdateLrs`` entries from the partition's current leader are
   forwarded as ``LrsUpdate`` events (unchanged repeats are dropped); others are rejected.
 - **Failure.** When the connection ends, or the SPU stays silent past
@@ -34,7 +41,7 @@ import asyncio
 import hmac
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
 
 from sc.actions import (
@@ -54,6 +61,7 @@ from spark_stream.protocol import Message
 from spark_stream.protocol.control import (
     LrsStatus,
     Replica,
+    ReplicaId,
     SpuConnectAccepted,
     UpdateReplicas,
     UpdateSpus,
@@ -76,14 +84,22 @@ class SpuSession:
         closer: closes the underlying connection (``ConnContext.close``).
     """
 
-    def __init__(self, cm: ConnectionManager, spu_id: int, closer: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        cm: ConnectionManager,
+        spu_id: int,
+        closer: Callable[[], None],
+        stored: Iterable[ReplicaId] = (),
+    ) -> None:
         self.cm = cm
         self.spu_id = spu_id
         self._closer = closer
         self.last_seen = cm.clock()
         self.active = True
+        self._stored = tuple(stored)
         self._spus: dict[int, Spu | None] = {}
         self._replicas: dict[str, Replica | None] = {}
+        self._purge: dict[ReplicaId, None] = {}  # an ordered set
         self._wakeup = asyncio.Event()
 
     def touch(self) -> None:
@@ -106,26 +122,34 @@ class SpuSession:
         self._replicas[name] = replica
         self._wakeup.set()
 
+    def queue_purge(self, entry: ReplicaId) -> None:
+        """Queue the deletion of a deleted partition's storage for the next push."""
+        self._purge[entry] = None
+        self._wakeup.set()
+
     @property
     def pending(self) -> int:
         """Changes queued and not yet pushed."""
-        return len(self._spus) + len(self._replicas)
+        return len(self._spus) + len(self._replicas) + len(self._purge)
 
     async def pushes(self) -> AsyncGenerator[Message, None]:
         """The messages of the ``SPU_CONNECT`` stream, until the session ends.
 
         The snapshot for the full pushes is taken before the first yield, together with
         clearing the queues, so no change falls between the snapshot and the increments.
+        The full ``UpdateReplicas`` purges the stored replicas whose partition is gone.
         """
         cm = self.cm
         spus = [cm.spus[i] for i in sorted(cm.spus)]
         replicas = cm.replicas_of(self.spu_id)
+        purge = dict.fromkeys([*cm.stale(self._stored), *self._purge])
         self._spus.clear()
         self._replicas.clear()
+        self._purge.clear()
         revision = cm.revision()
         yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision)
         yield UpdateSpus.build(spus, full=True, revision=revision)
-        yield UpdateReplicas.build(replicas, full=True, revision=revision)
+        yield UpdateReplicas.build(replicas, full=True, purge=purge, revision=revision)
         while self.active:
             await self._wakeup.wait()
             self._wakeup.clear()
@@ -139,15 +163,16 @@ class SpuSession:
                     deleted=[i for i, s in batch.items() if s is None],
                     revision=cm.revision(),
                 )
-            if self._replicas:
+            if self._replicas or self._purge:
                 taken = _take(self._replicas)
                 yield UpdateReplicas.build(
                     [r for r in taken.values() if r is not None],
                     full=False,
                     deleted=[n for n, r in taken.items() if r is None],
+                    purge=_take(self._purge),
                     revision=cm.revision(),
                 )
-            if self._spus or self._replicas:
+            if self._spus or self._replicas or self._purge:
                 self._wakeup.set()  # more than one push's worth was queued
 
 
@@ -219,7 +244,7 @@ class ConnectionManager:
                 self._last_lrs.pop(name, None)
                 old = self.replicas.get(name)
                 if old is not None:
-                    self._set_replica(Replica(name, leader, old.spec, old.revision))
+                    self._set_replica(Replica(name, leader, old.spec, old.revision, old.uid))
             case CmDeletePartition(name=name):
                 old = self.replicas.pop(name, None)
                 self._last_lrs.pop(name, None)
@@ -228,6 +253,9 @@ class ConnectionManager:
                     self._held.get(spu_id, set()).discard(name)
                     if (holder := self.sessions.get(spu_id)) is not None:
                         holder.queue_replica(name, None)
+                purged = ReplicaId(name, action.uid)
+                for session in self.sessions.values():
+                    session.queue_purge(purged)
             case _:
                 raise TypeError(f"not a connection-manager action: {action!r}")
 
@@ -250,6 +278,19 @@ class ConnectionManager:
         """The replicas ``spu_id`` holds, sorted by partition name."""
         return [self.replicas[name] for name in sorted(self._held.get(spu_id, ()))]
 
+    def stale(self, stored: Iterable[ReplicaId]) -> list[ReplicaId]:
+        """The ``stored`` replicas whose partition no longer exists with that uid.
+
+        A replica stored on an SPU that does not hold it (it moved away) is not stale
+        while its partition exists: it is reattached if it comes back.
+        """
+        out = []
+        for entry in stored:
+            current = self.replicas.get(entry.name)
+            if current is None or current.uid != entry.uid:
+                out.append(entry)
+        return out
+
     # -- connections -------------------------------------------------------------------
 
     def authorize(self, spu_id: int, token: str) -> Spu:
@@ -265,10 +306,18 @@ class ConnectionManager:
             raise UnauthorizedError(f"SPU {spu_id} is not registered")
         return spu
 
-    def attach(self, spu_id: int, closer: Callable[[], None]) -> SpuSession:
-        """Bind a new authorised connection to ``spu_id``, replacing an older one."""
+    def attach(
+        self, spu_id: int, closer: Callable[[], None], stored: Iterable[ReplicaId] = ()
+    ) -> SpuSession:
+        """Bind a new authorised connection to ``spu_id``, replacing an older one.
+
+        Args:
+            spu_id: the SPU the connection speaks for.
+            closer: closes the connection.
+            stored: the replica directories the SPU reported (see ``stale``).
+        """
         old = self.sessions.get(spu_id)
-        session = SpuSession(self, spu_id, closer)
+        session = SpuSession(self, spu_id, closer, stored)
         self.sessions[spu_id] = session
         if old is not None:
             log.warning("spu reconnected, replacing its previous connection spu=%d", spu_id)

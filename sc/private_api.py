@@ -7,7 +7,8 @@ messages"):
 
 - ``SPU_CONNECT`` (a stream): authorise the SPU (registered id, shared token; a refused
   peer gets ``UnauthorizedError`` and the connection closes), store the endpoints it
-  actually bound in its SPU spec when they differ, attach a session and stream its
+  actually bound in its SPU spec when they differ, attach a session (with the replica
+  directories the SPU reported, so its full push can purge deleted ones) and stream its
   pushes. An SPU registered a moment ago may not be mirrored yet, so an unknown id is
   checked again once the mirror caught up with the KV.
 - ``UPDATE_LRS`` / ``HEARTBEAT``: only on a connection that completed ``SPU_CONNECT``,
@@ -124,8 +125,9 @@ class PrivateApi:
             ctx.close()
             raise
         public, private = msg.endpoints()
+        stored = msg.stored_replicas()
         await self._record_endpoints(spu, public, private)
-        session = self.cm.attach(msg.spu_id, ctx.close)
+        session = self.cm.attach(msg.spu_id, ctx.close, stored)
         ctx.state[_SESSION] = session
         log.info("spu connected spu=%d peer=%s", msg.spu_id, ctx.peer)
         return self._pushes(session)

@@ -2,23 +2,30 @@
 
 Theory of operation (seed ``002``: "Dispatch SPU/Partition", "Leader Controller",
 "Follower Controller"). This SPU **holds** a replica when it is one of the partition's
-replicas or leads it. From this SPU's id, the replica entries the SC pushed and a
-snapshot of what runs (``Roles``) the plan is, in this order:
+replicas or leads it, unless the SC purged it (its partition was deleted). A replica is
+a partition *incarnation*: its name and its uid (``Replica.id``); an open log stores one
+incarnation, so a topic deleted and created again (same name, new uid) is a different
+replica whose log must not be the old one. From this SPU's id, the replica entries the
+SC pushed, the purged incarnations and a snapshot of what runs (``Roles``) the plan is,
+in this order:
 
 1. ``StopLeader``: leader controllers of replicas this SPU no longer leads;
 2. ``SetFollowed``: follower controllers drop the replicas they no longer follow, before
    anyone else touches those logs;
-3. ``CloseLog``: logs of replicas no longer held (**the storage stays on disk**);
-4. ``OpenLog``: logs of newly held replicas (the same replica id reattaches its
-   directory);
-5. ``StartLeader`` per replica this SPU now leads, ``UpdateLeader`` (the spec) for each
+3. ``CloseLog``: logs of replicas no longer held, or held in another incarnation
+   (**the storage stays on disk**: a replica that moved away may come back);
+4. ``OpenLog``: logs of newly held replicas (the same incarnation reattaches its
+   directory; the shell empties a directory that holds another one);
+5. ``RemoveStorage``: the directories of the purged incarnations not held here (the
+   shell deletes a directory only if it holds that uid);
+6. ``StartLeader`` per replica this SPU now leads, ``UpdateLeader`` (the spec) for each
    running one;
-6. replicas led elsewhere go to one follower controller per leader SPU:
+7. replicas led elsewhere go to one follower controller per leader SPU:
    ``StartFollower`` on first need, then ``SetFollowed``; ``StopFollower`` once its last
    replica left.
 
 A held replica with no leader (``leader=None``: none may lead now) keeps its log open and
-has no controller. Steps 1-4 (``plan_logs``) need only the snapshot; steps 5-6
+has no controller. Steps 1-5 (``plan_logs``) need only the snapshot; steps 6-7
 (``plan_controllers``) act on the logs that are open, so the dispatcher runs the first
 half, snapshots again and plans the second: a log that failed to open gets no
 controller. Once both halves ran, planning again gives nothing but ``UpdateLeader``.
@@ -31,13 +38,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from spark_stream.models import TopicSettings
-from spark_stream.protocol.control import Replica
+from spark_stream.protocol.control import Replica, ReplicaId
 from spu.storage import LogConfig
 
 __all__ = [
     "Action",
     "CloseLog",
     "OpenLog",
+    "RemoveStorage",
     "Roles",
     "SetFollowed",
     "StartFollower",
@@ -84,6 +92,13 @@ class OpenLog:
 
 
 @dataclass(frozen=True, slots=True)
+class RemoveStorage:
+    """Delete the directory of a deleted partition, if it holds ``replica.uid``."""
+
+    replica: ReplicaId
+
+
+@dataclass(frozen=True, slots=True)
 class StartLeader:
     """Start a leader controller on the (open) log of ``replica``."""
 
@@ -116,6 +131,7 @@ Action = (
     | SetFollowed
     | CloseLog
     | OpenLog
+    | RemoveStorage
     | StartLeader
     | UpdateLeader
     | StartFollower
@@ -132,15 +148,16 @@ class Roles:
 
     Attributes:
         leaders: replicas with a running leader controller.
-        logs: replicas whose log is open.
+        logs: replicas whose log is open, each with the uid of the incarnation it stores.
         followers: per leader SPU id with a follower controller, the replicas it follows.
     """
 
     leaders: tuple[str, ...] = ()
-    logs: tuple[str, ...] = ()
+    logs: Mapping[str, str | None] = field(default_factory=dict)
     followers: Mapping[int, frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "logs", MappingProxyType(dict(self.logs)))
         frozen = MappingProxyType({k: frozenset(v) for k, v in self.followers.items()})
         object.__setattr__(self, "followers", frozen)
 
@@ -148,42 +165,63 @@ class Roles:
 # -- the plan ------------------------------------------------------------------------
 
 
-def _held(spu_id: int, replicas: Iterable[Replica]) -> dict[str, Replica]:
-    """The replicas this SPU holds, by name, in the push's order."""
-    return {r.name: r for r in replicas if spu_id in r.replicas or r.leader == spu_id}
+def _held(
+    spu_id: int, replicas: Iterable[Replica], purge: Iterable[ReplicaId] = ()
+) -> dict[str, Replica]:
+    """The replicas this SPU holds, by name, in the push's order (purged ones are not)."""
+    gone = set(purge)
+    return {
+        r.name: r
+        for r in replicas
+        if (spu_id in r.replicas or r.leader == spu_id) and r.id not in gone
+    }
 
 
-def plan_logs(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> list[Action]:
-    """Steps 1-4: controllers release what they lose, then logs close and open.
+def _opened(held: Mapping[str, Replica], roles: Roles) -> dict[str, Replica]:
+    """The held replicas whose open log stores their incarnation."""
+    return {name: r for name, r in held.items() if name in roles.logs and roles.logs[name] == r.uid}
+
+
+def plan_logs(
+    spu_id: int,
+    replicas: Iterable[Replica],
+    roles: Roles,
+    purge: Iterable[ReplicaId] = (),
+) -> list[Action]:
+    """Steps 1-5: controllers release what they lose, then logs close and open.
 
     Args:
         spu_id: this SPU.
         replicas: the replica entries the SC pushed (any SPU's; those not held are ignored).
         roles: what runs now.
+        purge: incarnations of deleted partitions (``UpdateReplicas.purge``).
 
     Returns:
         The actions in the order to run them.
     """
-    held = _held(spu_id, replicas)
+    purge = tuple(purge)
+    held = _held(spu_id, replicas, purge)
+    kept = _opened(held, roles)
     actions: list[Action] = []
     for name in roles.leaders:
-        if name not in held or held[name].leader != spu_id:
+        if name not in kept or kept[name].leader != spu_id:
             actions.append(StopLeader(name))
     for leader_id, followed in roles.followers.items():
         keep = tuple(
             name
             for name in roles.logs
-            if name in followed and name in held and held[name].leader == leader_id
+            if name in followed and name in kept and kept[name].leader == leader_id
         )
         if frozenset(keep) != followed:
             actions.append(SetFollowed(leader_id, keep))
-    actions += [CloseLog(name) for name in roles.logs if name not in held]
-    actions += [OpenLog(r) for name, r in held.items() if name not in roles.logs]
+    actions += [CloseLog(name) for name in roles.logs if name not in kept]
+    actions += [OpenLog(r) for name, r in held.items() if name not in kept]
+    actions += [RemoveStorage(entry) for entry in dict.fromkeys(purge) if entry.name not in held]
     return actions
 
 
 def plan_controllers(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> list[Action]:
-    """Steps 5-6: leader and follower controllers for the held replicas with an open log.
+    """Steps 6-7: leader and follower controllers for the held replicas with an open log.
 
     Args:
         spu_id: this SPU.
@@ -193,8 +231,7 @@ def plan_controllers(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> 
     Returns:
         The actions in the order to run them.
     """
-    held = _held(spu_id, replicas)
-    opened = [r for name, r in held.items() if name in roles.logs]
+    opened = _opened(_held(spu_id, replicas), roles).values()
     actions: list[Action] = []
     for replica in opened:
         if replica.leader == spu_id:

@@ -9,6 +9,15 @@ running roles into role changes, which this module runs. After each SPU push, le
 learn at once which follower SPUs went offline and follower controllers learn their
 leader's private endpoint.
 
+Storage and partition incarnations. A replica directory holds one incarnation of its
+partition, named by the partition's uid (``spu.storage.identity``). Opening a replica
+whose directory holds another uid (the topic was deleted and created again while this
+SPU kept the old data) empties the directory first: a re-created topic starts at offset
+0. A replica that merely moved away keeps its directory, reattached if it comes back.
+``UpdateReplicas.purge`` names deleted partitions: their replicas are dropped and their
+directories deleted; ``stored_replicas`` lists the directories for the SC, which purges
+the ones deleted while this SPU was away.
+
 Reconciliation runs under one lock, so controllers never overlap on a log. A
 housekeeping task (``spu.housekeeping``) fsyncs the logs off the event loop, checkpoints
 high watermarks and applies retention.
@@ -19,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from spark_stream.errors import (
     FluvioError,
@@ -26,13 +36,14 @@ from spark_stream.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from spark_stream.models import Spu, SpuResolution, partition_name
-from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
+from spark_stream.models import Spu, SpuResolution, parse_partition_name, partition_name
+from spark_stream.protocol.control import Replica, ReplicaId, UpdateReplicas, UpdateSpus
 from spu._tasks import cancel_and_wait
 from spu.dispatch_plan import (
     Action,
     CloseLog,
     OpenLog,
+    RemoveStorage,
     Roles,
     SetFollowed,
     StartFollower,
@@ -49,7 +60,14 @@ from spu.housekeeping import Housekeeper
 from spu.leader import LeaderController, monotonic_ms
 from spu.notify import Subscribers
 from spu.settings import SpuSettings
-from spu.storage import ReplicaLog, replica_dir
+from spu.storage import (
+    ReplicaLog,
+    list_replica_dirs,
+    read_uid,
+    remove_replica_dir,
+    replica_dir,
+    write_uid,
+)
 
 __all__ = ["SpuDispatcher"]
 
@@ -84,6 +102,7 @@ class SpuDispatcher:
         self._spus: dict[int, Spu] = {}
         self._replicas: dict[str, Replica] = {}
         self._logs: dict[str, ReplicaLog] = {}
+        self._log_uids: dict[str, str | None] = {}  # the incarnation each open log stores
         self._leaders: dict[str, LeaderController] = {}
         self._followers: dict[int, FollowerController] = {}
         self._roles = Subscribers()
@@ -192,8 +211,12 @@ class SpuDispatcher:
             self._route_followers()
 
     async def apply_replicas(self, update: UpdateReplicas) -> None:
-        """Take an ``UpdateReplicas`` push and reconcile the controllers with it."""
-        entries = update.replica_entries()
+        """Take an ``UpdateReplicas`` push and reconcile the controllers with it.
+
+        Purged incarnations leave the view (their partition is gone, whatever an earlier
+        entry said), and their directories are deleted once their logs are closed.
+        """
+        entries, purge = update.replica_entries(), update.purge_entries()
         async with self._lock:
             if update.full:
                 self._replicas = {r.name: r for r in entries}
@@ -205,11 +228,29 @@ class SpuDispatcher:
                     if held is not None and entry.revision and entry.revision < held.revision:
                         continue  # stale incremental entry
                     self._replicas[entry.name] = entry
-            await self._reconcile()
+            for gone in purge:
+                if (held := self._replicas.get(gone.name)) is not None and held.id == gone:
+                    del self._replicas[gone.name]
+            await self._reconcile(purge)
 
     async def set_replicas(self, replicas: Iterable[Replica]) -> None:
         """Replace the whole replica view (what a full ``UpdateReplicas`` does)."""
         await self.apply_replicas(UpdateReplicas.build(replicas, full=True))
+
+    def stored_replicas(self) -> list[ReplicaId]:
+        """Every replica directory in the data directory, with the uid it holds.
+
+        What the SPU reports when it connects (``SpuConnectRequest.stored``); a
+        directory whose name is not a partition name is not reported.
+        """
+        stored = []
+        for name, uid in list_replica_dirs(Path(self.settings.data_dir)):
+            try:
+                parse_partition_name(name)
+            except ValueError:
+                continue
+            stored.append(ReplicaId(name, uid))
+        return stored
 
     # -- reconciliation --------------------------------------------------------------
 
@@ -217,18 +258,18 @@ class SpuDispatcher:
         """What runs now, for the planner."""
         return Roles(
             leaders=tuple(self._leaders),
-            logs=tuple(self._logs),
+            logs=dict(self._log_uids),
             followers={i: frozenset(c.replicas) for i, c in self._followers.items()},
         )
 
-    async def _reconcile(self) -> None:
+    async def _reconcile(self, purge: Iterable[ReplicaId] = ()) -> None:
         """Plan and run the role changes in two halves (``spu.dispatch_plan``).
 
         The controllers are planned on a fresh snapshot, so a log that failed to open
         gets neither a leader nor a follower.
         """
         replicas = list(self._replicas.values())
-        for action in plan_logs(self.spu_id, replicas, self._snapshot()):
+        for action in plan_logs(self.spu_id, replicas, self._snapshot(), purge):
             await self._run(action)
         for action in plan_controllers(self.spu_id, replicas, self._snapshot()):
             await self._run(action)
@@ -248,6 +289,8 @@ class SpuDispatcher:
                 self._close(name)
             case OpenLog(replica):
                 self._open(replica)
+            case RemoveStorage(replica):
+                self._remove(replica)
             case StartLeader(replica):
                 self._start_leader(replica)
             case UpdateLeader(replica):
@@ -290,22 +333,55 @@ class SpuDispatcher:
                 controller.set_endpoint(endpoint.host, endpoint.port)
 
     def _open(self, replica: Replica) -> None:
-        """Open ``data_dir/{topic}-{partition}`` (the same replica id, the same data)."""
+        """Open ``data_dir/{topic}-{partition}`` (the same incarnation, the same data).
+
+        A directory that holds another incarnation of the partition is emptied first;
+        a new directory gets the uid before the log opens in it.
+        """
         path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
         config = storage_config(replica.spec, max_batch_bytes=self.settings.max_batch_bytes)
         try:
-            self._logs[replica.name] = ReplicaLog.open(path, config)
+            if path.exists() and read_uid(path) != replica.uid:
+                remove_replica_dir(path)
+                logger.info(
+                    "replica storage of an earlier incarnation removed partition=%s dir=%s",
+                    replica.name,
+                    path,
+                )
+            if replica.uid is not None and not path.exists():
+                write_uid(path, replica.uid)
+            log = ReplicaLog.open(path, config)
         except FluvioError as exc:
             logger.error("cannot open replica partition=%s dir=%s: %s", replica.name, path, exc)
             return
-        log = self._logs[replica.name]
+        self._logs[replica.name] = log
+        self._log_uids[replica.name] = replica.uid
         logger.info(
-            "replica attached partition=%s dir=%s leo=%d hw=%d", replica.name, path, log.leo, log.hw
+            "replica attached partition=%s uid=%s dir=%s leo=%d hw=%d",
+            replica.name,
+            replica.uid,
+            path,
+            log.leo,
+            log.hw,
         )
+
+    def _remove(self, replica: ReplicaId) -> None:
+        """Delete the directory of a deleted partition if it holds that incarnation."""
+        topic, partition = parse_partition_name(replica.name)
+        path = replica_dir(self.settings.data_dir, topic, partition)
+        try:
+            if not path.exists() or read_uid(path) != replica.uid:
+                return  # gone already, or another incarnation's
+            remove_replica_dir(path)
+        except FluvioError as exc:
+            logger.error("cannot remove replica partition=%s dir=%s: %s", replica.name, path, exc)
+            return
+        logger.info("replica storage removed partition=%s uid=%s", replica.name, replica.uid)
 
     def _close(self, name: str) -> None:
         """Close the log of ``name``; the directory stays for a later reattach."""
         log = self._logs.pop(name)
+        del self._log_uids[name]
         try:
             log.close()
         except FluvioError as exc:

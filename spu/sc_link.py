@@ -2,9 +2,10 @@
 
 Theory of operation (seed ``002``, "Update LRS"; ``spark_stream.protocol.control``). A
 loop connects to ``sc_endpoint`` and opens an ``SPU_CONNECT`` stream with this SPU's id,
-token and the endpoints it actually bound (so port 0 works). The first push must be
-``SpuConnectAccepted``; then ``UpdateSpus`` and ``UpdateReplicas`` pushes go to the
-dispatcher in order. On the same connection two tasks send:
+token, the endpoints it actually bound (so port 0 works) and the replica directories it
+has on disk (the SC purges those whose partition was deleted meanwhile). The first push
+must be ``SpuConnectAccepted``; then ``UpdateSpus`` and ``UpdateReplicas`` pushes go to
+the dispatcher in order. On the same connection two tasks send:
 
 - ``UpdateLrsRequest`` for partitions whose leader reported a change (``lrs_changed``),
   coalesced: at most one request in flight, then a short pause, each carrying every
@@ -122,8 +123,10 @@ class ScLink:
             await backoff.sleep()
 
     async def _session(self, conn: Connection) -> None:
+        # The replica directories on disk, so the SC can purge those deleted meanwhile.
+        stored = await asyncio.to_thread(self.dispatcher.stored_replicas)
         request = SpuConnectRequest.build(
-            self.settings.id, self.settings.token, self.public, self.private
+            self.settings.id, self.settings.token, self.public, self.private, stored
         )
         async with await conn.stream(request) as stream:
             first = await anext(stream)

@@ -23,6 +23,7 @@ from sc.kv.store import (
     Resync,
     WatchEvent,
     coerce_part,
+    new_uid,
     watched_kinds,
 )
 from spark_stream.errors import ConflictError, NotFoundError, ObjectExistsError
@@ -93,7 +94,7 @@ class MemoryKvStore(KvStore):
                     f"{kind} {obj.name!r}: parent {parent.kind} {parent.name!r} does not exist"
                 )
             self._children.setdefault((parent.kind, parent.name), set()).add((kind, obj.name))
-        stored = obj.with_revision(self._revision + 1)
+        stored = obj.with_uid(new_uid()).with_revision(self._revision + 1)
         table[obj.name] = stored
         self._append(ChangeType.ADDED, stored)
         return stored

@@ -39,6 +39,7 @@ from sc.kv.store import (
     Resync,
     WatchEvent,
     coerce_part,
+    new_uid,
     watched_kinds,
 )
 from spark_stream.backoff import BackoffPolicy
@@ -191,6 +192,7 @@ class RedisKvStore(KvStore):
     # -- writes --------------------------------------------------------------------
 
     async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
+        obj = obj.with_uid(new_uid())
         kind = obj.kind
         object_class(kind)
         parent = obj.metadata.parent

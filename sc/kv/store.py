@@ -13,6 +13,9 @@ Theory of operation:
   When the feed no longer holds the change right after the watcher's position (it was
   trimmed, or the store lost data), the watcher receives one ``Resync`` carrying a full
   listing at some revision and continues from there; the consumer replaces its mirror.
+- ``create`` gives every new object a fresh ``metadata.uid`` (``new_uid``), whatever the
+  caller put there; later writes keep it. A name deleted and created again gets a new
+  uid, so a consumer of the feed (an SPU, through the SC) can tell the two apart.
 - Objects may have a parent (``metadata.parent``, e.g. a partition's topic). Creating a
   child needs its parent; deleting a parent deletes its children first, in the same
   atomic step, each with its own ``DELETED`` change.
@@ -24,6 +27,7 @@ The usual reader: ``objects, rev = await store.list_objects(kind)``, then
 from __future__ import annotations
 
 import abc
+import uuid
 from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -40,6 +44,7 @@ __all__ = [
     "KindFilter",
     "watched_kinds",
     "coerce_part",
+    "new_uid",
     "DEFAULT_FEED_RETENTION",
 ]
 
@@ -107,6 +112,15 @@ def watched_kinds(kinds: KindFilter) -> tuple[str, ...]:
     return names
 
 
+def new_uid() -> str:
+    """A fresh object uid (a random UUID in hex): unique without asking the store.
+
+    Random rather than derived from the revision, so an SPU that kept data across a
+    reset of the store cannot mistake an old replica for a new one with the same name.
+    """
+    return uuid.uuid4().hex
+
+
 def coerce_part(kind: str, part: str, value: Any) -> Any:
     """Validate ``value`` as the ``spec`` or ``status`` model of ``kind``.
 
@@ -147,10 +161,10 @@ class KvStore(abc.ABC):
 
     @abc.abstractmethod
     async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
-        """Store a new object; its revision in ``obj`` is ignored.
+        """Store a new object; its revision and uid in ``obj`` are ignored.
 
         Returns:
-            The stored object, carrying its new revision.
+            The stored object, carrying its new revision and a new uid (``new_uid``).
 
         Raises:
             ObjectExistsError: an object of that kind and name exists.

@@ -106,12 +106,16 @@ class Metadata(FrozenModel):
 
     ``revision`` is assigned by the KV store (a store-wide counter) and is what
     compare-and-set writes compare against; ``parent`` makes the store delete this
-    object together with its parent.
+    object together with its parent. ``uid`` is assigned by the KV store when the object
+    is created and never changes: an object deleted and created again under the same
+    name gets a new one, which is how an SPU tells a re-created topic's partitions from
+    the deleted ones (``None`` only for objects built outside a store).
     """
 
     name: str
     revision: int = Field(default=0, ge=0)
     parent: ObjectRef | None = None
+    uid: str | None = Field(default=None, min_length=1, max_length=64)
 
     @field_validator("name")
     @classmethod
@@ -154,6 +158,16 @@ class KvObject(FrozenModel, Generic[SpecT, StatusT]):
     def with_revision(self, revision: int) -> Self:
         """Return a copy whose ``metadata.revision`` is ``revision``."""
         meta = self.metadata.model_copy(update={"revision": revision})
+        return self.model_copy(update={"metadata": meta})
+
+    @property
+    def uid(self) -> str | None:
+        """The identity the store gave the object at creation (``metadata.uid``)."""
+        return self.metadata.uid
+
+    def with_uid(self, uid: str) -> Self:
+        """Return a copy whose ``metadata.uid`` is ``uid`` (what a store's create does)."""
+        meta = self.metadata.model_copy(update={"uid": uid})
         return self.model_copy(update={"metadata": meta})
 
     @classmethod

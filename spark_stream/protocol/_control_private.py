@@ -66,12 +66,16 @@ class Replica:
             settings (retention, segment size, compression, min in-sync replicas).
         revision: the partition object's KV revision; an SPU ignores an entry older than
             the one it holds.
+        uid: the partition object's ``metadata.uid``: a topic deleted and created again
+            has partitions of the same names and new uids, and an SPU never attaches the
+            storage of one uid to another.
     """
 
     name: str
     leader: int | None
     spec: PartitionSpec
     revision: int = 0
+    uid: str | None = None
     _wire: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -98,7 +102,12 @@ class Replica:
         leader = partition.status.leader
         if leader is None and partition.status.resolution is PartitionResolution.INIT:
             leader = partition.spec.initial_leader
-        return cls(partition.name, leader, partition.spec, partition.revision)
+        return cls(partition.name, leader, partition.spec, partition.revision, partition.uid)
+
+    @property
+    def id(self) -> ReplicaId:
+        """The partition name with the uid: which incarnation of the partition this is."""
+        return ReplicaId(self.name, self.uid)
 
     def to_wire(self) -> dict[str, Any]:
         """The msgpack-able map (topic, partition and replicas spelled out for readers).
@@ -115,6 +124,7 @@ class Replica:
                 "leader": self.leader,
                 "replicas": list(self.spec.replicas),
                 "revision": self.revision,
+                "uid": self.uid,
                 "spec": self.spec.to_dict(),
             }
             object.__setattr__(self, "_wire", wire)
@@ -133,6 +143,7 @@ class Replica:
         name, leader, revision = data.get("name"), data.get("leader"), data.get("revision", 0)
         if not isinstance(name, str):
             raise InvalidRequestError("replica.name must be a string")
+        uid = _check_uid(f"replica {name!r}", data.get("uid"))
         try:
             parse_partition_name(name)
             spec = PartitionSpec.from_dict(data.get("spec"))
@@ -142,7 +153,46 @@ class Replica:
             raise InvalidRequestError(f"replica {name!r}.leader must be an integer or nil")
         if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
             raise InvalidRequestError(f"replica {name!r}.revision must be an integer >= 0")
-        return cls(name, leader, spec, revision)
+        return cls(name, leader, spec, revision, uid)
+
+
+def _check_uid(owner: str, uid: Any) -> str | None:
+    if uid is not None and (not isinstance(uid, str) or not 0 < len(uid) <= 64):
+        raise InvalidRequestError(f"{owner}.uid must be a string of 1..64 characters or nil")
+    return uid
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaId:
+    """One incarnation of a partition: its name and its ``metadata.uid``.
+
+    What an SPU reports it has on disk (``SpuConnectRequest.stored``) and what the SC
+    tells it to delete (``UpdateReplicas.purge``). ``uid`` is None for a partition
+    created before uids existed (and for storage written then).
+    """
+
+    name: str
+    uid: str | None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The msgpack-able map ``{"name": ..., "uid": ...}``."""
+        return {"name": self.name, "uid": self.uid}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> ReplicaId:
+        """Validate one entry of ``stored`` or ``purge``.
+
+        Raises:
+            InvalidRequestError: the entry is malformed; the message names the field.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            raise InvalidRequestError("replica id must be a map with a string 'name'")
+        name = data["name"]
+        try:
+            parse_partition_name(name)
+        except (FluvioError, ValueError) as exc:
+            raise _wire_error(f"replica id {name!r}", exc) from None
+        return cls(name, _check_uid(f"replica id {name!r}", data.get("uid")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,12 +246,16 @@ class SpuConnectRequest(Message):
         public_endpoint: ``PublicEndpoint.to_dict()`` of the port it bound for clients;
             None keeps the registered one. The SC stores it in the SPU spec.
         private_endpoint: ``PrivateEndpoint.to_dict()`` of its replication port.
+        stored: ``ReplicaId.to_wire()`` of every replica directory in its data
+            directory; the SC answers with ``UpdateReplicas.purge`` for those whose
+            partition was deleted (or re-created) meanwhile.
     """
 
     spu_id: int
     token: str
     public_endpoint: dict[str, Any] | None = None
     private_endpoint: dict[str, Any] | None = None
+    stored: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         _check_spu_id("SpuConnectRequest", self.spu_id)
@@ -213,14 +267,20 @@ class SpuConnectRequest(Message):
         token: str,
         public: PublicEndpoint | None = None,
         private: PrivateEndpoint | None = None,
+        stored: Iterable[ReplicaId] = (),
     ) -> SpuConnectRequest:
-        """The request from endpoint models."""
+        """The request from endpoint models and the replicas found on disk."""
         return cls(
             spu_id,
             token,
             public.to_dict() if public is not None else None,
             private.to_dict() if private is not None else None,
+            [entry.to_wire() for entry in stored],
         )
+
+    def stored_replicas(self) -> list[ReplicaId]:
+        """The ``stored`` entries as ``ReplicaId`` values (see ``ReplicaId.from_wire``)."""
+        return [ReplicaId.from_wire(item) for item in self.stored]
 
     def endpoints(self) -> tuple[PublicEndpoint | None, PrivateEndpoint | None]:
         """The endpoints as models.
@@ -306,14 +366,20 @@ class UpdateReplicas(_PlainMeta):
         full: True: ``replicas`` is the complete set for this SPU (drop any other);
             False: ``replicas`` added or changed (e.g. a new leader), ``deleted`` removed.
         replicas: ``Replica.to_wire()`` entries.
-        deleted: partition names this SPU no longer holds (its storage is kept).
+        deleted: partition names this SPU no longer holds (a replica that moved away:
+            its storage is kept, and reattached if the replica comes back).
         revision: the KV revision the push reflects.
+        purge: ``ReplicaId.to_wire()`` of partitions that no longer exist (their topic
+            was deleted): the SPU drops such a replica if it holds it and deletes its
+            directory if that holds this uid. Sent to every SPU when a partition is
+            deleted, and in a full push for the ``stored`` entries the SPU reported.
     """
 
     full: bool
     replicas: list[dict[str, Any]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     revision: int = 0
+    purge: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -323,13 +389,24 @@ class UpdateReplicas(_PlainMeta):
         full: bool,
         deleted: Iterable[str] = (),
         revision: int = 0,
+        purge: Iterable[ReplicaId] = (),
     ) -> UpdateReplicas:
         """The push from replica entries."""
-        return cls(full, [r.to_wire() for r in replicas], list(deleted), revision)
+        return cls(
+            full,
+            [r.to_wire() for r in replicas],
+            list(deleted),
+            revision,
+            [entry.to_wire() for entry in purge],
+        )
 
     def replica_entries(self) -> list[Replica]:
         """The entries as ``Replica`` values (see ``Replica.from_wire``)."""
         return [Replica.from_wire(item) for item in self.replicas]
+
+    def purge_entries(self) -> list[ReplicaId]:
+        """The ``purge`` entries as ``ReplicaId`` values (see ``ReplicaId.from_wire``)."""
+        return [ReplicaId.from_wire(item) for item in self.purge]
 
 
 @message(ApiKey.UPDATE_LRS, Role.REQUEST)

@@ -14,6 +14,10 @@ Private api (SPU <-> SC), one connection per SPU:
    incremental ones as specs and leaders change. Every push carries the KV ``revision`` it
    reflects; each replica entry carries its partition's own revision, so an SPU ignores
    an incremental entry older than what it holds. A full push replaces everything.
+   Each entry also carries the partition's ``uid``: a re-created topic's partitions keep
+   their names but not their uids. The SPU lists the replica directories it has on disk
+   in ``SpuConnectRequest.stored``; ``UpdateReplicas.purge`` names those (and, to every
+   SPU, each partition deleted later) whose storage must go.
 3. The SPU sends ``UpdateLrsRequest`` (live replica status of the replicas it leads) and
    ``HeartbeatRequest`` as plain requests on the same connection. Silence longer than
    ``heartbeat_timeout_s`` (from ``SpuConnectAccepted``) makes the SC drop the SPU.
@@ -30,6 +34,7 @@ from spark_stream.protocol._control_private import (
     HeartbeatResponse,
     LrsStatus,
     Replica,
+    ReplicaId,
     SpuConnectAccepted,
     SpuConnectRequest,
     UpdateLrsRequest,
@@ -67,6 +72,7 @@ from spark_stream.protocol._control_public import (
 __all__ = [
     # private: SPU <-> SC
     "Replica",
+    "ReplicaId",
     "LrsStatus",
     "SpuConnectRequest",
     "SpuConnectAccepted",

@@ -6,7 +6,8 @@ sparse ``.index`` and ``.timeindex`` files, memory-mapped and binary-searched, f
 offset or a timestamp; reads return frame bytes without decoding them (``LogSlice``).
 See ``log.py`` for the theory of operation and ``recovery.py`` for repair at open.
 
-Modules: ``config`` (settings), ``layout`` (file names), ``index`` (pure index math),
+Modules: ``config`` (settings), ``layout`` (file names), ``identity`` (which partition
+incarnation a directory holds), ``index`` (pure index math),
 ``index_file`` (mmap'd index files), ``framing`` (validation and scans), ``segment``,
 ``recovery``, ``retention`` (pure policy), ``checkpoint`` (high watermark), ``tier``
 (Parquet export), ``slices`` (read results), ``interface`` (the protocol), ``log``.
@@ -15,6 +16,7 @@ Modules: ``config`` (settings), ``layout`` (file names), ``index`` (pure index m
 from __future__ import annotations
 
 from spu.storage.config import LogConfig
+from spu.storage.identity import list_replica_dirs, read_uid, remove_replica_dir, write_uid
 from spu.storage.interface import ReplicaStorage
 from spu.storage.layout import replica_dir
 from spu.storage.log import DEFAULT_READ_BYTES, ReplicaLog
@@ -32,7 +34,11 @@ __all__ = [
     "SegmentInfo",
     "LogConfig",
     "decode_trusted",
+    "list_replica_dirs",
+    "read_uid",
+    "remove_replica_dir",
     "replica_dir",
     "tier_path",
     "write_parquet",
+    "write_uid",
 ]

@@ -2,7 +2,8 @@
 
 A replica directory ``{root}/{topic}-{partition}`` holds, per segment, ``{base:020}.log``,
 ``{base:020}.index`` and ``{base:020}.timeindex``; the high-watermark checkpoint
-``replication.chk``; and a ``.lock`` file held while a process has the log open.
+``replication.chk``; the uid of the partition it stores, ``partition.uid`` (see
+``identity``); and a ``.lock`` file held while a process has the log open.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "CORRUPT_SUFFIX",
     "SWAP_SUFFIX",
     "CHECKPOINT_NAME",
+    "UID_NAME",
     "LOCK_NAME",
     "segment_stem",
     "segment_paths",
@@ -33,6 +35,7 @@ TIMEINDEX_SUFFIX = ".timeindex"
 CORRUPT_SUFFIX = ".corrupt"
 SWAP_SUFFIX = ".swap"
 CHECKPOINT_NAME = "replication.chk"
+UID_NAME = "partition.uid"
 LOCK_NAME = ".lock"
 
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
@@ -70,7 +73,8 @@ def replica_dir(root: Path | str, topic: str, partition: int) -> Path:
     """The directory of replica ``topic``/``partition`` under ``root``.
 
     The same replica id always maps to the same directory, which is how a replica that
-    is removed and created again reattaches its storage.
+    moves away and back reattaches its storage; a topic deleted and created again maps
+    to the same directory too, which ``partition.uid`` tells apart (``identity``).
 
     Raises:
         InvalidRequestError: a topic name that is not a safe file name, or a negative

@@ -32,6 +32,7 @@ from spark_stream.models import (
 from spark_stream.protocol import Message
 from spark_stream.protocol.control import (
     LrsStatus,
+    ReplicaId,
     SpuConnectAccepted,
     UpdateReplicas,
     UpdateSpus,
@@ -53,10 +54,13 @@ def spu(spu_id: int, port: int = 9005) -> Spu:
     return Spu.new(f"spu-{spu_id}", spec)
 
 
-def part(name: str, replicas: tuple[int, ...], revision: int = 1, **status: Any) -> Partition:
+def part(
+    name: str, replicas: tuple[int, ...], revision: int = 1, uid: str | None = None, **status: Any
+) -> Partition:
     topic, index = name.rsplit("-", 1)
     spec = PartitionSpec(initial_leader=replicas[0], replicas=replicas)
-    return Partition.new(topic, int(index), spec, PartitionStatus(**status)).with_revision(revision)
+    made = Partition.new(topic, int(index), spec, PartitionStatus(**status)).with_revision(revision)
+    return made if uid is None else made.with_uid(uid)
 
 
 def make_cm(clock: Clock | None = None) -> tuple[ConnectionManager, list[Any], list[int]]:
@@ -154,11 +158,58 @@ def test_replica_moves_and_deletes_reach_only_the_spus_concerned() -> None:
         assert isinstance(to_3, UpdateReplicas)
         assert [r.name for r in to_3.replica_entries()] == ["t-0"]
         assert [r.name for r in cm.replicas_of(1)] == []
-        cm.apply(CmDeletePartition("t-1", (2, 3)))
+        cm.apply(CmDeletePartition("t-1", (2, 3), uid="u1"))
         (gone,) = await take(p3, 1)
         assert isinstance(gone, UpdateReplicas) and gone.deleted == ["t-1"]
+        assert gone.purge_entries() == [ReplicaId("t-1", "u1")]
+        # SPU 1 never held t-1 but may keep storage of it (a replica that moved away):
+        # it is told to delete that storage, and nothing about its replicas.
+        (to_1,) = await take(p1, 1)
+        assert isinstance(to_1, UpdateReplicas) and (to_1.replicas, to_1.deleted) == ([], [])
+        assert to_1.purge_entries() == [ReplicaId("t-1", "u1")]
         await p1.aclose()
         await p3.aclose()
+
+    run(body())
+
+
+def test_a_full_push_purges_the_stored_replicas_whose_partition_is_gone() -> None:
+    """An SPU that was away reports its directories: those of partitions deleted (or
+    created again) meanwhile are purged, those of live partitions are kept, held or not."""
+
+    async def body() -> None:
+        cm, _, _ = make_cm()
+        cm.apply(CmAddPartition(part("u-0", (2,), uid="now")))
+        stored = [
+            ReplicaId("t-0", None),  # held, same incarnation
+            ReplicaId("t-1", None),  # live, held elsewhere (moved away): kept
+            ReplicaId("u-0", "before"),  # deleted and created again
+            ReplicaId("v-0", "old"),  # deleted
+        ]
+        pushes = cm.attach(1, lambda: None, stored).pushes()
+        _, _, full = await take(pushes, 3)
+        assert isinstance(full, UpdateReplicas) and full.full
+        assert [r.name for r in full.replica_entries()] == ["t-0"]
+        assert full.purge_entries() == [ReplicaId("u-0", "before"), ReplicaId("v-0", "old")]
+        await pushes.aclose()
+
+    run(body())
+
+
+def test_a_leader_change_keeps_the_partition_uid() -> None:
+    """The uid says which incarnation a replica is: losing it would make SPUs empty it."""
+
+    async def body() -> None:
+        cm, _, _ = make_cm()
+        cm.apply(CmAddPartition(part("u-0", (1, 2), uid="u1")))
+        pushes = cm.attach(2, lambda: None).pushes()
+        await take(pushes, 3)
+        cm.apply(CmLeaderChange("u-0", 2, (1, 2)))
+        (push,) = await take(pushes, 1)
+        assert isinstance(push, UpdateReplicas)
+        (entry,) = push.replica_entries()
+        assert (entry.leader, entry.uid) == (2, "u1")
+        await pushes.aclose()
 
     run(body())
 

@@ -1,4 +1,5 @@
-"""The dispatcher's reducer: one row per sentence of seed 002 on dispatch and controllers."""
+"""The dispatcher's reducer: one row per sentence of seed 002 on dispatch and controllers,
+and one per case of a deleted or re-created partition (purges, incarnations)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_stream.models import PartitionSpec, TopicSettings
-from spark_stream.protocol.control import Replica
+from spark_stream.protocol.control import Replica, ReplicaId
 from spu.dispatch_plan import (
     Action,
     CloseLog,
     OpenLog,
+    RemoveStorage,
     Roles,
     SetFollowed,
     StartFollower,
@@ -32,7 +34,7 @@ ME = 1
 
 def after(roles: Roles, actions: Iterable[Action]) -> Roles:
     """The roles once ``actions`` ran, every one succeeding (what the dispatcher's shell does)."""
-    leaders, logs = list(roles.leaders), list(roles.logs)
+    leaders, logs = list(roles.leaders), dict(roles.logs)
     followers = dict(roles.followers)
     for action in actions:
         match action:
@@ -41,9 +43,11 @@ def after(roles: Roles, actions: Iterable[Action]) -> Roles:
             case SetFollowed(leader_id, names):
                 followers[leader_id] = frozenset(names)
             case CloseLog(name):
-                logs.remove(name)
+                del logs[name]
             case OpenLog(replica):
-                logs.append(replica.name)
+                logs[replica.name] = replica.uid
+            case RemoveStorage(entry):
+                assert entry.name not in logs  # never the directory of an open log
             case StartLeader(replica):
                 leaders.append(replica.name)
             case StartFollower(leader_id):
@@ -52,28 +56,38 @@ def after(roles: Roles, actions: Iterable[Action]) -> Roles:
                 del followers[leader_id]
             case UpdateLeader():
                 pass
-    return Roles(tuple(leaders), tuple(logs), followers)
+    return Roles(tuple(leaders), logs, followers)
 
 
-def plan(spu_id: int, replicas: Iterable[Replica], current: Roles) -> list[Action]:
+def plan(
+    spu_id: int, replicas: Iterable[Replica], current: Roles, purge: Iterable[ReplicaId] = ()
+) -> list[Action]:
     """Both halves of a reconciliation as if every log opens."""
     entries = list(replicas)
-    first = plan_logs(spu_id, entries, current)
+    first = plan_logs(spu_id, entries, current, purge)
     return first + plan_controllers(spu_id, entries, after(current, first))
 
 
-def rep(name: str, leader: int | None, replicas: tuple[int, ...], revision: int = 1) -> Replica:
+def rep(
+    name: str,
+    leader: int | None,
+    replicas: tuple[int, ...],
+    revision: int = 1,
+    uid: str | None = None,
+) -> Replica:
     spec = PartitionSpec(initial_leader=replicas[0], replicas=replicas)
-    return Replica(name, leader, spec, revision)
+    return Replica(name, leader, spec, revision, uid)
 
 
 def roles(
     leaders: tuple[str, ...] = (),
-    logs: tuple[str, ...] = (),
+    logs: tuple[str, ...] | Mapping[str, str | None] = (),
     followers: Mapping[int, tuple[str, ...]] | None = None,
 ) -> Roles:
+    """Roles; logs given as bare names store the incarnation with no uid."""
     follows = {i: frozenset(names) for i, names in (followers or {}).items()}
-    return Roles(leaders, logs, follows)
+    opened = dict.fromkeys(logs) if isinstance(logs, tuple) else dict(logs)
+    return Roles(leaders, opened, follows)
 
 
 LED = rep("a-0", ME, (ME, 2))  # led here
@@ -175,7 +189,7 @@ def test_a_log_that_failed_to_open_gets_no_controller() -> None:
     first = plan_logs(ME, replicas, RUNNING)
     assert first == [SetFollowed(2, ()), CloseLog("b-0"), OpenLog(FOLLOWED_TOO)]
     opened = after(RUNNING, first)
-    without_c = Roles(opened.leaders, ("a-0",), opened.followers)  # c-0 failed to open
+    without_c = Roles(opened.leaders, {"a-0": None}, opened.followers)  # c-0 failed to open
     # The follower controller of SPU 2 lost b-0 and gets nothing else: it stops.
     assert plan_controllers(ME, replicas, without_c) == [UpdateLeader(LED), StopFollower(2)]
     new_leader = rep("f-0", ME, (ME,))
@@ -184,10 +198,66 @@ def test_a_log_that_failed_to_open_gets_no_controller() -> None:
 
 def test_roles_are_immutable() -> None:
     followers = {2: frozenset({"b-0"})}
-    current = Roles(followers=followers)
+    logs: dict[str, str | None] = {"b-0": "u1"}
+    current = Roles(logs=logs, followers=followers)
     followers[3] = frozenset()
+    logs["c-0"] = None
     assert dict(current.followers) == {2: frozenset({"b-0"})}  # a copy, not a view
+    assert dict(current.logs) == {"b-0": "u1"}
     assert not isinstance(current.followers, MutableMapping)
+    assert not isinstance(current.logs, MutableMapping)
+
+
+# -- deleted and re-created partitions ------------------------------------------------
+
+LED_AGAIN = rep("a-0", ME, (ME, 2), revision=9, uid="new")  # a-0's topic deleted, re-created
+FOLLOWED_AGAIN = rep("b-0", 2, (2, ME, 3), revision=9, uid="new")  # the same for b-0
+STORED_ONLY = ReplicaId("z-0", "old")  # a directory of a replica not held (moved away)
+
+PURGE_ROWS: list[tuple[str, list[Replica], Roles, list[ReplicaId], list[Action]]] = [
+    ("re-created while led here: leader stopped, log closed and opened anew, new leader",
+     [LED_AGAIN, FOLLOWED], RUNNING, [],
+     [StopLeader("a-0"), CloseLog("a-0"), OpenLog(LED_AGAIN), StartLeader(LED_AGAIN)]),
+    ("re-created while followed here: dropped, log closed and opened anew, followed again",
+     [LED, FOLLOWED_AGAIN], RUNNING, [],
+     [SetFollowed(2, ()), CloseLog("b-0"), OpenLog(FOLLOWED_AGAIN), UpdateLeader(LED),
+      SetFollowed(2, ("b-0",))]),
+    ("deleted while led here: leader stopped, log closed, then its storage removed",
+     [FOLLOWED], RUNNING, [LED.id],
+     [StopLeader("a-0"), CloseLog("a-0"), RemoveStorage(LED.id)]),
+    ("a purge outranks an entry still held: dropped as if deleted, storage removed",
+     [LED, FOLLOWED], RUNNING, [LED.id],
+     [StopLeader("a-0"), CloseLog("a-0"), RemoveStorage(LED.id)]),
+    ("deleted while followed here: dropped, closed, removed, controller stopped",
+     [LED], RUNNING, [FOLLOWED.id],
+     [SetFollowed(2, ()), CloseLog("b-0"), RemoveStorage(FOLLOWED.id), UpdateLeader(LED),
+      StopFollower(2)]),
+    ("storage of a replica not held (moved away, or deleted while the SPU was down)",
+     [], roles(), [STORED_ONLY], [RemoveStorage(STORED_ONLY)]),
+    ("the old incarnation purged, the new one held: its log is left alone",
+     [LED_AGAIN], roles(leaders=("a-0",), logs={"a-0": "new"}), [LED.id],
+     [UpdateLeader(LED_AGAIN)]),
+    ("the old incarnation purged as the new one arrives: reopened, nothing removed",
+     [LED_AGAIN, FOLLOWED], RUNNING, [LED.id],
+     [StopLeader("a-0"), CloseLog("a-0"), OpenLog(LED_AGAIN), StartLeader(LED_AGAIN)]),
+    ("a purge repeated in one push removes once", [], roles(), [STORED_ONLY, STORED_ONLY],
+     [RemoveStorage(STORED_ONLY)]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("replicas", "current", "purge", "expected"),
+    [r[1:] for r in PURGE_ROWS],
+    ids=[r[0] for r in PURGE_ROWS],
+)
+def test_deleted_and_recreated_partitions(
+    replicas: list[Replica], current: Roles, purge: list[ReplicaId], expected: list[Action]
+) -> None:
+    assert plan(ME, replicas, current, purge) == expected
+    # A purge is done once; the dispatcher's view no longer holds what it named.
+    view = [r for r in replicas if r.id not in purge]
+    settled = after(current, expected)
+    assert all(isinstance(a, UpdateLeader) for a in plan(ME, view, settled))
 
 
 # -- convergence from any state the plans reached --------------------------------------
@@ -196,12 +266,14 @@ NAMES = ("a-0", "b-0", "c-0", "d-0")
 _entry = st.tuples(
     st.sampled_from([None, 1, 2, 3]),
     st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=3, unique=True),
+    st.sampled_from([None, "u1", "u2"]),  # a topic deleted and created again
 )
 _push = st.dictionaries(st.sampled_from(NAMES), _entry, max_size=len(NAMES))
+_Push = dict[str, tuple[int | None, list[int], str | None]]
 
 
-def _replicas(push: dict[str, tuple[int | None, list[int]]]) -> list[Replica]:
-    return [rep(name, leader, tuple(reps)) for name, (leader, reps) in push.items()]
+def _replicas(push: _Push) -> list[Replica]:
+    return [rep(name, leader, tuple(reps), uid=uid) for name, (leader, reps, uid) in push.items()]
 
 
 def _check_logs_in_use(current: Roles, action: Action) -> None:
@@ -211,16 +283,18 @@ def _check_logs_in_use(current: Roles, action: Action) -> None:
             assert name not in current.leaders
             assert all(name not in followed for followed in current.followers.values())
         case StartLeader(replica):
-            assert replica.name in current.logs
+            assert replica.name in current.logs and current.logs[replica.name] == replica.uid
         case SetFollowed(_, names):
             assert set(names) <= set(current.logs)
+        case RemoveStorage(entry):
+            assert entry.name not in current.logs
 
 
 def _check_settled(current: Roles, replicas: list[Replica]) -> None:
     """One leader per replica led here, one open log per held replica, one follower
     controller per other leader, following exactly its replicas; nothing left to do."""
     held = {r.name: r for r in replicas if ME in r.replicas or r.leader == ME}
-    assert sorted(current.logs) == sorted(held)
+    assert dict(current.logs) == {name: r.uid for name, r in held.items()}
     assert sorted(current.leaders) == sorted(n for n, r in held.items() if r.leader == ME)
     expected: dict[int, frozenset[str]] = {}
     for name, r in held.items():
@@ -232,9 +306,7 @@ def _check_settled(current: Roles, replicas: list[Replica]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_push, min_size=1, max_size=5))
-def test_each_plan_reaches_its_specs(
-    pushes: list[dict[str, tuple[int | None, list[int]]]],
-) -> None:
+def test_each_plan_reaches_its_specs(pushes: list[_Push]) -> None:
     """From whatever earlier pushes left running, a push's plan never closes a log in use
     and leaves exactly the roles its specs ask for."""
     current = Roles()

@@ -1,4 +1,5 @@
-"""The dispatcher: SC pushes in, leader and follower controllers out, storage kept."""
+"""The dispatcher: SC pushes in, leader and follower controllers out, storage kept for a
+replica that moves away, deleted for a partition that is deleted or created again."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from spark_stream.config import load_settings
 from spark_stream.errors import NotLeaderError, UnknownPartitionError, UnknownTopicError
 from spark_stream.models import PartitionSpec, Spu, SpuResolution, SpuSpec, SpuStatus
 from spark_stream.protocol import Acks
-from spark_stream.protocol.control import Replica, UpdateReplicas, UpdateSpus
+from spark_stream.protocol.control import Replica, ReplicaId, UpdateReplicas, UpdateSpus
 from spark_stream.records import encode_records
 from spu.dispatcher import SpuDispatcher
 from spu.settings import SpuSettings
@@ -32,11 +33,16 @@ def run(body: Callable[[], Awaitable[T]]) -> T:
 
 
 def rep(
-    name: str, leader: int | None, replicas: tuple[int, ...], revision: int = 1, **settings: object
+    name: str,
+    leader: int | None,
+    replicas: tuple[int, ...],
+    revision: int = 1,
+    uid: str | None = None,
+    **settings: object,
 ) -> Replica:
     first = leader if leader is not None else replicas[0]
     spec = PartitionSpec(initial_leader=first, replicas=replicas, **settings)  # type: ignore[arg-type]
-    return Replica(name, leader, spec, revision)
+    return Replica(name, leader, spec, revision, uid)
 
 
 def replica_dirs(root: Path) -> list[str]:
@@ -106,6 +112,65 @@ def test_removed_replica_keeps_its_storage_and_reattaches(tmp_path: Path) -> Non
         assert again.stopped
 
     run(body)
+
+
+def test_a_partition_created_again_starts_empty(tmp_path: Path) -> None:
+    """Same name, new uid: the old incarnation's records are not attached to the new one,
+    even when the new entry replaces the old one in a single push (no delete between)."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas([rep("a-0", ME, (ME,), uid="first")])
+        produced = await m.lookup("a", 0).produce(
+            memoryview(encode_records(["x", "y"])), Acks.ALL, 1000
+        )
+        assert produced.base_offset == 0 and m.lookup("a", 0).leo == 2
+        await m.apply_replicas(
+            UpdateReplicas.build([rep("a-0", ME, (ME,), revision=9, uid="second")], full=False)
+        )
+        again = m.lookup("a", 0)
+        assert (again.leo, again.hw) == (0, 0)
+        assert m.stored_replicas() == [ReplicaId("a-0", "second")]
+        await m.stop()
+        # The SPU restarts with the first incarnation's entry (it missed the delete): the
+        # directory holds the second one, so the first starts empty too.
+        restarted = manager(tmp_path)
+        await restarted.set_replicas([rep("a-0", ME, (ME,), uid="first")])
+        assert restarted.lookup("a", 0).leo == 0
+        await restarted.stop()
+
+    run(body)
+
+
+def test_a_purge_deletes_the_storage_of_that_incarnation_only(tmp_path: Path) -> None:
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas([rep("a-0", ME, (ME,), uid="u1"), rep("b-0", ME, (ME,), uid="u1")])
+        await m.lookup("a", 0).produce(memoryview(encode_records(["x"])), Acks.ALL, 1000)
+        # a-0 moves away: its storage stays, and is listed for the SC.
+        await m.set_replicas([rep("b-0", ME, (ME,), uid="u1")])
+        assert (tmp_path / "a-0").is_dir()
+        assert m.stored_replicas() == [ReplicaId("a-0", "u1"), ReplicaId("b-0", "u1")]
+        # A purge of another incarnation of a-0 leaves this one alone.
+        await m.apply_replicas(UpdateReplicas.build([], full=False, purge=[ReplicaId("a-0", "u0")]))
+        assert (tmp_path / "a-0").is_dir()
+        # Its own purge deletes it; b-0 is purged while held and led: dropped, deleted.
+        purge = [ReplicaId("a-0", "u1"), ReplicaId("b-0", "u1")]
+        await m.apply_replicas(UpdateReplicas.build([], full=False, purge=purge))
+        assert replica_dirs(tmp_path) == [] and m.leader("b-0") is None
+        with pytest.raises(UnknownTopicError):
+            m.lookup("b", 0)
+        await m.stop()
+
+    run(body)
+
+
+def test_stored_replicas_lists_only_replica_directories(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "Not_A_Topic-0").mkdir()
+    (tmp_path / "c-3").mkdir()
+    (tmp_path / "c-4").write_text("a file")
+    assert manager(tmp_path).stored_replicas() == [ReplicaId("c-3", None)]
 
 
 def test_lookup_says_why_there_is_no_leader(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ Theory of operation (seed ``003``, "Partition Controller"):
   first live replica status (LRS) turns it ``Online``. A partition re-listed after an
   SC restart keeps its status: only the connection manager is told again.
 - **Modify Partition** (spec changed) -> ``CmUpdatePartition``. **Delete Partition** ->
-  ``CmDeletePartition``.
+  ``CmDeletePartition`` with the deleted object's uid (every SPU deletes that storage).
 - **SPU Online -> Offline** -> for every partition it led: elect a new leader among the
   online replicas (``sc.election``: in sync, highest LEO; unclean only if the topic
   allows). Found -> status ``Online`` under the new leader (KV) and ``CmLeaderChange``
@@ -73,7 +73,8 @@ def reduce(store: StoreView, event: ControllerEvent) -> list[Action]:
 
 def _on_partition_change(change: Change) -> list[Action]:
     if change.type is ChangeType.DELETED and isinstance(change.old, Partition):
-        return [CmDeletePartition(change.name, change.old.spec.replicas)]
+        deleted = change.old
+        return [CmDeletePartition(change.name, deleted.spec.replicas, deleted.uid)]
     new = change.new
     if not isinstance(new, Partition):
         return []

@@ -102,7 +102,9 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
      [CmUpdatePartition(LED_MOVED)]),
     ("status-only change: nothing", [*UP, LED_STATUS_ONLY], modified(LED, LED_STATUS_ONLY), []),
     # seed: "Delete Partition -> delete Partition spec from the Connection Manager"
-    ("delete partition", [*UP], deleted(LED), [CmDeletePartition(LED.name, REPS)]),
+    # ... with the deleted object's uid, so every SPU can delete that incarnation's storage
+    ("delete partition", [*UP], deleted(LED.with_uid("u1")),
+     [CmDeletePartition(LED.name, REPS, "u1")]),
     # seed: "SPU Online -> Offline: leader computed -> update the leader (CM)"
     ("leader offline: in-sync replica with highest LEO leads", [*S1_DOWN, LED], S1_GOING_DOWN,
      _elected(LED, 3)),

@@ -146,6 +146,28 @@ def test_delete(backend: Backend) -> None:
     backend.run(body)
 
 
+def test_create_gives_a_uid_that_writes_keep_and_a_recreate_changes(backend: Backend) -> None:
+    """The uid tells a topic's partitions from those of a deleted topic of the same name."""
+
+    async def body(store: KvStore) -> None:
+        await store.create(topic("orders"))
+        first = await store.create(partition("orders", 0, leader=5).with_uid("from-caller"))
+        assert first.uid is not None and first.uid != "from-caller"  # the store decides
+        written = await store.update_status("Partition", "orders-0", PartitionStatus())
+        listed, _ = await store.list_objects("Partition")
+        feed = await take(store.watch("Partition", 0), 2)
+        assert written.uid == first.uid and [p.uid for p in listed] == [first.uid]
+        assert [e.object.uid for e in feed if isinstance(e, ChangeEvent)] == [first.uid] * 2
+        await store.delete("Topic", "orders")
+        await store.create(topic("orders"))
+        again = await store.create(partition("orders", 0, leader=5))
+        assert again.uid is not None and again.uid != first.uid
+        got = await store.get("Partition", "orders-0")
+        assert got is not None and got.uid == again.uid
+
+    backend.run(body)
+
+
 def test_watch_replays_in_revision_order(backend: Backend) -> None:
     async def body(store: KvStore) -> None:
         a = await store.create(topic("a"))

@@ -54,11 +54,15 @@ SPU = Spu.new("spu-1", SpuSpec(spu_id=1, public_endpoint=PublicEndpoint(port=700
     [
         c.SpuConnectRequest.build(1, "secret", PublicEndpoint(port=1), PrivateEndpoint(port=2)),
         c.SpuConnectRequest(5, "t"),
+        c.SpuConnectRequest.build(
+            5, "t", stored=[c.ReplicaId("a-0", "u1"), c.ReplicaId("b-1", None)]
+        ),
         c.SpuConnectAccepted(1, 6.0, 12),
         c.UpdateSpus.build([SPU], full=True, revision=3),
         c.UpdateSpus.build([], full=False, deleted=[4, 5], revision=9),
         c.UpdateReplicas.build([c.Replica.from_partition(partition())], full=True, revision=8),
         c.UpdateReplicas.build([], full=False, deleted=["orders-0"], revision=9),
+        c.UpdateReplicas.build([], full=False, purge=[c.ReplicaId("orders-0", "u1")]),
         c.UpdateLrsRequest.build(
             2, [c.LrsStatus("orders-1", PartitionStatus(leader=2, leo=9, hw=7))]
         ),
@@ -107,6 +111,32 @@ def test_replica_wire_form_spells_out_topic_partition_and_settings() -> None:
     assert c.Replica.from_wire(wire) == c.Replica.from_partition(partition())
 
 
+def test_replica_carries_the_partition_uid() -> None:
+    entry = c.Replica.from_partition(partition().with_uid("9c1f"))
+    assert entry.uid == "9c1f" and entry.id == c.ReplicaId("orders-1", "9c1f")
+    assert c.Replica.from_wire(entry.to_wire()) == entry
+    assert c.Replica.from_partition(partition()).uid is None  # built outside a store
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        ("x", "map"),
+        ({"uid": "u"}, "name"),
+        ({"name": "Bad-0", "uid": "u"}, "Bad-0"),
+        ({"name": "t-0", "uid": 7}, "uid"),
+        ({"name": "t-0", "uid": ""}, "uid"),
+    ],
+)
+def test_bad_replica_ids_raise_invalid_request_naming_the_field(entry: Any, field: str) -> None:
+    with pytest.raises(InvalidRequestError, match=field):
+        c.ReplicaId.from_wire(entry)
+    with pytest.raises(InvalidRequestError, match=field):
+        c.UpdateReplicas(False, purge=[entry]).purge_entries()
+    with pytest.raises(InvalidRequestError, match=field):
+        c.SpuConnectRequest(1, "t", stored=[entry]).stored_replicas()
+
+
 @pytest.mark.parametrize(
     ("entry", "field"),
     [
@@ -119,6 +149,7 @@ def test_replica_wire_form_spells_out_topic_partition_and_settings() -> None:
             {"name": "t-0", "revision": -1, "spec": {"initialLeader": 1, "replicas": [1]}},
             "revision",
         ),
+        ({"name": "t-0", "uid": 5, "spec": {"initialLeader": 1, "replicas": [1]}}, "uid"),
     ],
 )
 def test_bad_replica_entries_raise_invalid_request_naming_the_field(entry: Any, field: str) -> None:
