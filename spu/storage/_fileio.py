@@ -1,4 +1,5 @@
-"""Small file helpers of the storage engine: vectored positional writes, copies, fsyncs."""
+"""Small file helpers of the storage engine: vectored positional writes, copies, fsyncs,
+and the versioned one-line text files (the HW checkpoint, the partition uid)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["pwrite_all", "copy_range", "fsync_dir"]
+from spark_stream.errors import StorageError
+
+__all__ = ["pwrite_all", "copy_range", "fsync_dir", "read_key_file", "write_key_file"]
 
 _IOV_MAX = 1024
 
@@ -20,6 +23,47 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def read_key_file(path: Path, version: int, key: str) -> str | None:
+    """The value of a ``{version}\n{key} {value}\n`` file, or None when it does not exist.
+
+    Raises:
+        StorageError: the file is unreadable, of another version, or names another key.
+    """
+    try:
+        text = path.read_text(encoding="ascii")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StorageError(f"{path} is unreadable: {exc}") from exc
+    lines = text.split("\n")
+    if len(lines) < 2 or lines[0] != str(version):
+        raise StorageError(f"{path}: unknown version {lines[0]!r}")
+    found, _, value = lines[1].partition(" ")
+    if found != key:
+        raise StorageError(f"{path}: malformed line {lines[1]!r}")
+    return value
+
+
+def write_key_file(path: Path, version: int, key: str, value: str) -> None:
+    """Durably replace ``path`` with ``{version}\n{key} {value}\n``.
+
+    Written to a temporary file, fsynced, renamed over ``path`` and the directory fsynced:
+    a crash leaves the old or the new value, never a torn one.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f"{version}\n{key} {value}\n".encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
 
 
 def pwrite_all(fd: int, buffers: Sequence[bytes | memoryview], offset: int) -> None:

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from spark_stream.errors import StorageError
+from spu.storage._fileio import read_key_file, write_key_file
 
 __all__ = ["CHECKPOINT_VERSION", "checkpoint_lock", "read_checkpoint", "write_checkpoint"]
 
@@ -38,20 +39,7 @@ def write_checkpoint(path: Path, high_watermark: int) -> None:
 
 
 def _write(path: Path, high_watermark: int) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    data = f"{CHECKPOINT_VERSION}\nhigh_watermark {high_watermark}\n".encode()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    write_key_file(path, CHECKPOINT_VERSION, "high_watermark", str(high_watermark))
 
 
 def read_checkpoint(path: Path) -> int | None:
@@ -60,16 +48,9 @@ def read_checkpoint(path: Path) -> int | None:
     Raises:
         StorageError: the file exists but does not hold a checkpoint of this version.
     """
-    try:
-        text = path.read_text(encoding="ascii")
-    except FileNotFoundError:
+    value = read_key_file(path, CHECKPOINT_VERSION, "high_watermark")
+    if value is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StorageError(f"{path.name} is unreadable: {exc}") from exc
-    lines = text.split("\n")
-    if len(lines) < 2 or lines[0] != str(CHECKPOINT_VERSION):
-        raise StorageError(f"{path.name}: unknown checkpoint version {lines[0]!r}")
-    key, _, value = lines[1].partition(" ")
-    if key != "high_watermark" or not value.isdigit():
-        raise StorageError(f"{path.name}: malformed line {lines[1]!r}")
+    if not value.isdigit():
+        raise StorageError(f"{path}: malformed high watermark {value!r}")
     return int(value)

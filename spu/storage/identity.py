@@ -15,13 +15,12 @@ reports to the SC when it connects) and removing one.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
 from spark_stream.errors import StorageError
-from spu.storage._fileio import fsync_dir
+from spu.storage._fileio import fsync_dir, read_key_file, write_key_file
 from spu.storage.layout import UID_NAME
 
 __all__ = ["UID_VERSION", "read_uid", "write_uid", "list_replica_dirs", "remove_replica_dir"]
@@ -40,18 +39,9 @@ def read_uid(directory: Path) -> str | None:
         StorageError: the file exists but does not hold a uid of this version.
     """
     path = directory / UID_NAME
-    try:
-        text = path.read_text(encoding="ascii")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StorageError(f"{path} is unreadable: {exc}") from exc
-    lines = text.split("\n")
-    if len(lines) < 2 or lines[0] != str(UID_VERSION):
-        raise StorageError(f"{path}: unknown version {lines[0]!r}")
-    key, _, value = lines[1].partition(" ")
-    if key != "uid" or not _UID.match(value):
-        raise StorageError(f"{path}: malformed line {lines[1]!r}")
+    value = read_key_file(path, UID_VERSION, "uid")
+    if value is not None and not _UID.match(value):
+        raise StorageError(f"{path}: malformed uid {value!r}")
     return value
 
 
@@ -65,17 +55,9 @@ def write_uid(directory: Path, uid: str) -> None:
     if not _UID.match(uid):
         raise StorageError(f"partition uid {uid!r} cannot be stored")
     path = directory / UID_NAME
-    tmp = path.with_name(path.name + ".tmp")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, f"{UID_VERSION}\nuid {uid}\n".encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        fsync_dir(directory)
+        write_key_file(path, UID_VERSION, "uid", uid)
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc}") from exc
 
