@@ -17,6 +17,7 @@ import re
 import shutil
 import socket
 import time
+from collections import deque
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -29,6 +30,8 @@ from spark_stream.supervision import PidRecord, log_tail, log_text, reap, spawn,
 __all__ = ["RedisServer", "find_redis_server", "free_port", "redis_argv", "redis_problem"]
 
 _HOST = "127.0.0.1"
+#: Ports ``free_port`` gave out lately (a bounded memory, oldest dropped first).
+_HANDED_OUT: deque[int] = deque(maxlen=4096)
 
 
 def find_redis_server() -> str:
@@ -52,10 +55,20 @@ def find_redis_server() -> str:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((_HOST, 0))
-        return int(sock.getsockname()[1])
+    """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0).
+
+    Never one this process handed out recently: the kernel may offer a just-released
+    port again, and callers often ask for two (an SC's public and private ports) before
+    binding either.
+    """
+    for _ in range(64):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((_HOST, 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            break
+    _HANDED_OUT.append(port)
+    return port
 
 
 def redis_argv(
