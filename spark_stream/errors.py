@@ -268,6 +268,69 @@ class ClientClosedError(FluvioError):
 __all__ += ["ClientClosedError"]
 
 
+# -- consumer groups (seed 004; the 110-119 band) -----------------------------------
+
+
+class UnknownGroupError(FluvioError):
+    """No consumer group of that name."""
+
+    code = 110
+
+
+class UnknownMemberError(FluvioError):
+    """The member id is not (or no longer) a member of the group: it must join again."""
+
+    code = 111
+
+
+class FencedMemberError(FluvioError):
+    """A stale grant or member epoch: the partition or the membership moved on.
+
+    Not retriable as is: the member drops what it holds and rejoins.
+    """
+
+    code = 112
+
+
+class MemberIdConflictError(ConflictError):
+    """A member id already live on another connection, or a second one on this one."""
+
+    code = 113
+
+
+class UnreleasedInstanceIdError(ConflictError):
+    """A static member's instance id is held by another live member."""
+
+    code = 114
+
+
+class GroupNotEmptyError(ConflictError):
+    """The group has live members: deleting it or resetting its offsets is refused."""
+
+    code = 115
+
+
+class GateNotReadyError(FluvioError):
+    """The partition's leader has no delivery gate for the group yet: it fails closed.
+
+    Retriable: the SC sends the gate with the plan or the leader change (10-50 ms).
+    """
+
+    code = 116
+    retriable = True
+
+
+__all__ += [
+    "UnknownGroupError",
+    "UnknownMemberError",
+    "FencedMemberError",
+    "MemberIdConflictError",
+    "UnreleasedInstanceIdError",
+    "GroupNotEmptyError",
+    "GateNotReadyError",
+]
+
+
 _BY_CODE: dict[int, type[FluvioError]] = {}
 
 
