@@ -7,26 +7,62 @@ Key layout under the prefix ``P`` (``ARGV[1]`` of every script):
 - ``P:o:{kind}:{part}``           one hash per kind and part (``rev``, ``meta``, ``spec``,
                                   ``status``); field = object name, value = revision or JSON
 - ``P:c:{kind}:{name}``           set of the object's children, ``{kind}/{name}``
+- ``P:grp:{group}:own``           a consumer group's owner map (``sc.kv.groups``):
+                                  ``{topic}/{partition}`` -> ``{member_id}|{grant_epoch}``
+- ``P:grp:{group}:off``           its offsets: ``{topic}/{partition}`` ->
+                                  ``{offset}|{grant_epoch}|{ts_ms}|{metadata}``
+- ``P:tgrp:{topic}``              set of the groups that may hold a grant or an offset on
+                                  the topic (a superset), so deleting a partition finds
+                                  them; not under ``P:grp:`` where a group named like a
+                                  topic index would collide with it
 
 ``meta`` is the object's metadata without its revision (name, parent). Keys are built
 inside the scripts from the prefix, which a single Redis server allows (not Redis
 Cluster). Scripts reply with a status word first (``ok``, ``exists``, ``noparent``,
-``missing``, ``conflict``) so the Python side maps outcomes to typed errors.
+``missing``, ``conflict``, ``busy``, ``unknown``) so the Python side maps outcomes to
+typed errors. Loops write one field per call: ``unpack`` of thousands of arguments
+would overflow Lua's stack.
 """
 
 from __future__ import annotations
 
-__all__ = ["CREATE", "UPDATE", "DELETE", "GET", "LIST"]
+__all__ = [
+    "CREATE",
+    "UPDATE",
+    "DELETE",
+    "GET",
+    "LIST",
+    "PUBLISH_PLAN",
+    "COMMIT",
+    "WRITE_OFFSETS",
+    "DELETE_OFFSETS",
+]
 
 # ARGV[1] = prefix, ARGV[2] = feed MAXLEN (approximate) for the writing scripts.
 _PRELUDE = """
 local P = ARGV[1]
 local function okey(kind, part) return P .. ':o:' .. kind .. ':' .. part end
 local function ckey(kind, name) return P .. ':c:' .. kind .. ':' .. name end
+local function gkey(group, what) return P .. ':grp:' .. group .. ':' .. what end
+local function tkey(topic) return P .. ':tgrp:' .. topic end
+local function topic_of(field) return string.match(field, '^(.*)/') end
 local function feed(rev, kind, name, typ, orev, meta, spec, status)
   redis.call('XADD', P .. ':feed', 'MAXLEN', '~', ARGV[2], rev .. '-0',
     'kind', kind, 'name', name, 'type', typ, 'orev', orev,
     'meta', meta, 'spec', spec, 'status', status)
+end
+local function write_part(kind, name, part, value, expected)
+  local cur = redis.call('HGET', okey(kind, 'rev'), name)
+  if not cur then return {'missing'} end
+  if expected ~= '' and cur ~= expected then return {'conflict', cur} end
+  local rev = redis.call('INCR', P .. ':rev')
+  redis.call('HSET', okey(kind, part), name, value)
+  redis.call('HSET', okey(kind, 'rev'), name, rev)
+  local meta = redis.call('HGET', okey(kind, 'meta'), name)
+  local spec = redis.call('HGET', okey(kind, 'spec'), name)
+  local status = redis.call('HGET', okey(kind, 'status'), name)
+  feed(rev, kind, name, 'MODIFIED', rev, meta, spec, status)
+  return {'ok', rev, meta, spec, status}
 end
 """
 
@@ -52,28 +88,33 @@ return {'ok', rev}
 )
 
 # ARGV: prefix, maxlen, kind, name, part ('spec' | 'status'), value, expected ('' = any)
-UPDATE = (
-    _PRELUDE
-    + """
-local kind, name, part, value, expected = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local cur = redis.call('HGET', okey(kind, 'rev'), name)
-if not cur then return {'missing'} end
-if expected ~= '' and cur ~= expected then return {'conflict', cur} end
-local rev = redis.call('INCR', P .. ':rev')
-redis.call('HSET', okey(kind, part), name, value)
-redis.call('HSET', okey(kind, 'rev'), name, rev)
-local meta = redis.call('HGET', okey(kind, 'meta'), name)
-local spec = redis.call('HGET', okey(kind, 'spec'), name)
-local status = redis.call('HGET', okey(kind, 'status'), name)
-feed(rev, kind, name, 'MODIFIED', rev, meta, spec, status)
-return {'ok', rev, meta, spec, status}
-"""
-)
+UPDATE = _PRELUDE + "return write_part(ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])\n"
 
-# ARGV: prefix, maxlen, kind, name, expected ('' = any)
+# ARGV: prefix, maxlen, kind, name, expected ('' = any), group ('1': the object is a
+# consumer group, refused while it holds grants, its data deleted with it), partition
+# kind, topic kind
 DELETE = (
     _PRELUDE
     + """
+local group, pkind, tkind = ARGV[6], ARGV[7], ARGV[8]
+local function purge_partition(name)
+  -- the partition's grant and offset go from every group that may hold one
+  local topic, index = string.match(name, '^(.*)-(%d+)$')
+  if not topic then return end
+  local field = topic .. '/' .. index
+  for _, g in ipairs(redis.call('SMEMBERS', tkey(topic))) do
+    redis.call('HDEL', gkey(g, 'own'), field)
+    redis.call('HDEL', gkey(g, 'off'), field)
+  end
+end
+local function purge_group(name)
+  for _, what in ipairs({'own', 'off'}) do
+    for _, field in ipairs(redis.call('HKEYS', gkey(name, what))) do
+      redis.call('SREM', tkey(topic_of(field)), name)
+    end
+    redis.call('DEL', gkey(name, what))
+  end
+end
 local function remove(kind, name)
   -- children first: once the parent's DELETED is in the feed, its children are gone
   local members = redis.call('SMEMBERS', ckey(kind, name))
@@ -92,6 +133,11 @@ local function remove(kind, name)
   if type(parent) == 'table' then
     redis.call('SREM', ckey(parent.kind, parent.name), kind .. '/' .. name)
   end
+  if kind == pkind then
+    purge_partition(name)
+  elseif kind == tkind then
+    redis.call('DEL', tkey(name))  -- after its partitions, whose purge reads it
+  end
   for _, part in ipairs({'rev', 'meta', 'spec', 'status'}) do
     redis.call('HDEL', okey(kind, part), name)
   end
@@ -103,7 +149,9 @@ local kind, name, expected = ARGV[3], ARGV[4], ARGV[5]
 local cur = redis.call('HGET', okey(kind, 'rev'), name)
 if not cur then return {'missing'} end
 if expected ~= '' and cur ~= expected then return {'conflict', cur} end
+if group ~= '' and redis.call('HLEN', gkey(name, 'own')) > 0 then return {'busy'} end
 local last = remove(kind, name)
+if group ~= '' then purge_group(name) end
 return {'ok', last[1], last[2], last[3], last[4]}
 """
 )
@@ -138,3 +186,107 @@ for i = 2, #ARGV do
 end
 return out
 """
+
+# -- consumer groups (``sc.kv.groups``) ---------------------------------------------
+
+# ARGV: prefix, maxlen, kind, name, status, expected, then owner pairs (field, value):
+# the status write of UPDATE and the whole owner map, replaced, in one step.
+PUBLISH_PLAN = (
+    _PRELUDE
+    + """
+local name = ARGV[4]
+local reply = write_part(ARGV[3], name, 'status', ARGV[5], ARGV[6])
+if reply[1] ~= 'ok' then return reply end
+local own = gkey(name, 'own')
+redis.call('DEL', own)
+local seen, topics = {}, {}
+for i = 7, #ARGV, 2 do
+  redis.call('HSET', own, ARGV[i], ARGV[i + 1])
+  local topic = topic_of(ARGV[i])
+  if not seen[topic] then seen[topic] = true; topics[#topics + 1] = topic end
+end
+for _, topic in ipairs(topics) do redis.call('SADD', tkey(topic), name) end
+return reply
+"""
+)
+
+# ARGV: prefix, group, member id, partition kind, then per commit: topic, partition,
+# offset, grant epoch, encoded value -> per commit: outcome (``CommitOutcome``), the
+# stored offset afterwards ('' = none). Offsets are decimal strings without leading
+# zeros, compared by length then lexically: exact where Lua's doubles are not.
+COMMIT = (
+    _PRELUDE
+    + """
+local group, member, pkind = ARGV[2], ARGV[3], ARGV[4]
+local own, off, parts = gkey(group, 'own'), gkey(group, 'off'), okey(pkind, 'rev')
+local function ge(a, b)
+  if #a ~= #b then return #a > #b end
+  return a >= b
+end
+local out = {}
+for i = 5, #ARGV, 5 do
+  local topic, index, offset = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local field = topic .. '/' .. index
+  local cur = redis.call('HGET', off, field)
+  local stored = cur and string.match(cur, '^(%d+)|') or ''
+  local outcome
+  if redis.call('HEXISTS', parts, topic .. '-' .. index) == 0 then
+    outcome = 'unknown_partition'
+  elseif redis.call('HGET', own, field) ~= member .. '|' .. ARGV[i + 3] then
+    outcome = 'fenced'
+  elseif cur and not ge(offset, stored) then
+    outcome = 'backwards'
+  else
+    redis.call('HSET', off, field, ARGV[i + 4])
+    redis.call('SADD', tkey(topic), group)
+    outcome, stored = 'accepted', offset
+  end
+  out[#out + 1] = outcome
+  out[#out + 1] = stored
+end
+return out
+"""
+)
+
+# ARGV: prefix, group kind, group, partition kind, then per partition: topic,
+# partition, encoded value. All or nothing; refused while the group holds grants.
+WRITE_OFFSETS = (
+    _PRELUDE
+    + """
+local kind, group, pkind = ARGV[2], ARGV[3], ARGV[4]
+if redis.call('HEXISTS', okey(kind, 'rev'), group) == 0 then return {'missing'} end
+if redis.call('HLEN', gkey(group, 'own')) > 0 then return {'busy'} end
+for i = 5, #ARGV, 3 do
+  if redis.call('HEXISTS', okey(pkind, 'rev'), ARGV[i] .. '-' .. ARGV[i + 1]) == 0 then
+    return {'unknown', ARGV[i], ARGV[i + 1]}
+  end
+end
+local off = gkey(group, 'off')
+for i = 5, #ARGV, 3 do
+  redis.call('HSET', off, ARGV[i] .. '/' .. ARGV[i + 1], ARGV[i + 2])
+  redis.call('SADD', tkey(ARGV[i]), group)
+end
+return {'ok'}
+"""
+)
+
+# ARGV: prefix, group, topic ('' = every topic) -> {'ok', count} or {'busy'}
+DELETE_OFFSETS = (
+    _PRELUDE
+    + """
+local group, topic = ARGV[2], ARGV[3]
+local function wanted(field) return topic == '' or topic_of(field) == topic end
+for _, field in ipairs(redis.call('HKEYS', gkey(group, 'own'))) do
+  if wanted(field) then return {'busy'} end
+end
+local off, count = gkey(group, 'off'), 0
+for _, field in ipairs(redis.call('HKEYS', off)) do
+  if wanted(field) then
+    redis.call('HDEL', off, field)
+    redis.call('SREM', tkey(topic_of(field)), group)  -- no grant on it either
+    count = count + 1
+  end
+end
+return {'ok', count}
+"""
+)

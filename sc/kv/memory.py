@@ -4,16 +4,28 @@ Same contract as the Redis store (see ``sc.kv.store``): objects live in dicts, t
 change feed is a bounded deque of ``ChangeEvent``s with contiguous revisions, and each
 write runs without an ``await`` in the middle, so it is atomic for every coroutine on
 the loop. Watchers wait on an ``asyncio.Event`` that each write sets and replaces.
+Group owner maps and offsets (``sc.kv.groups``) are dicts per group name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Mapping
 from typing import Any
 
+from sc.kv import groups as g
+from sc.kv.groups import (
+    GROUP_KIND,
+    CommitOutcome,
+    CommitResult,
+    Grant,
+    OffsetCommit,
+    StoredOffset,
+    TopicPartition,
+)
 from sc.kv.store import (
     DEFAULT_FEED_RETENTION,
     ChangeEvent,
@@ -26,8 +38,15 @@ from sc.kv.store import (
     new_uid,
     watched_kinds,
 )
-from spark_stream.errors import ConflictError, NotFoundError, ObjectExistsError
-from spark_stream.models import KvObject, object_class
+from spark_stream.errors import (
+    ConflictError,
+    GroupNotEmptyError,
+    NotFoundError,
+    ObjectExistsError,
+    UnknownGroupError,
+    UnknownPartitionError,
+)
+from spark_stream.models import KvObject, Partition, object_class, partition_name
 
 __all__ = ["MemoryKvStore"]
 
@@ -51,6 +70,8 @@ class MemoryKvStore(KvStore):
         self._feed: deque[ChangeEvent] = deque(maxlen=feed_retention)
         self._wakeup = asyncio.Event()
         self._closed = False
+        self._owners: dict[str, dict[TopicPartition, Grant]] = {}
+        self._offsets: dict[str, dict[TopicPartition, StoredOffset]] = {}
 
     # -- reads ---------------------------------------------------------------------
 
@@ -116,6 +137,8 @@ class MemoryKvStore(KvStore):
     async def delete(
         self, kind: str, name: str, expected_revision: int | None = None
     ) -> KvObject[Any, Any]:
+        if kind == GROUP_KIND:
+            return await self.delete_group(name, expected_revision, kind=kind)
         current = self._current(kind, name, expected_revision)
         self._remove(current)
         return current
@@ -146,14 +169,135 @@ class MemoryKvStore(KvStore):
         parent = obj.metadata.parent
         if parent is not None:
             self._children.get((parent.kind, parent.name), set()).discard((obj.kind, obj.name))
+        if obj.kind == Partition.kind:
+            self._purge_partition(obj.name)
         del self._objects[obj.kind][obj.name]
         self._append(ChangeType.DELETED, obj)
+
+    def _purge_partition(self, name: str) -> None:
+        """Remove a deleted partition's grant and offset from every group."""
+        topic, _, index = name.rpartition("-")
+        tp = (topic, int(index))
+        for owners in self._owners.values():
+            owners.pop(tp, None)
+        for offsets in self._offsets.values():
+            offsets.pop(tp, None)
 
     def _append(self, change: ChangeType, obj: KvObject[Any, Any]) -> None:
         self._revision += 1
         self._feed.append(ChangeEvent(obj.kind, obj.name, change, obj, self._revision))
         self._wakeup.set()
         self._wakeup = asyncio.Event()
+
+    # -- consumer groups ------------------------------------------------------------
+
+    async def publish_group_plan(
+        self,
+        name: str,
+        status: Any,
+        owners: Mapping[TopicPartition, Grant],
+        expected_revision: int,
+        *,
+        kind: str = GROUP_KIND,
+    ) -> KvObject[Any, Any]:
+        status = coerce_part(kind, "status", status)
+        owners = g.check_owners(owners)
+        current = self._current(kind, name, expected_revision)
+        stored = self._replace(current.with_status(status))
+        self._owners[name] = dict(owners)
+        return stored
+
+    async def fetch_group_owners(self, name: str) -> dict[TopicPartition, Grant]:
+        g.check_group_name(name)
+        return dict(self._owners.get(name, {}))
+
+    async def commit_group_offsets(
+        self, name: str, member_id: str, commits: Collection[OffsetCommit]
+    ) -> list[CommitResult]:
+        g.check_group_name(name)
+        g.check_member_id(member_id)
+        checked = g.check_commits(commits)
+        ts_ms = time.time_ns() // 1_000_000
+        owners = self._owners.get(name, {})
+        offsets = self._offsets.get(name, {})
+        results = []
+        for commit in checked:
+            stored = offsets.get(commit.tp)
+            committed = None if stored is None else stored.offset
+            if not self._has_partition(commit.tp):
+                outcome = CommitOutcome.UNKNOWN_PARTITION
+            elif owners.get(commit.tp) != (member_id, commit.grant_epoch):
+                outcome = CommitOutcome.FENCED
+            elif committed is not None and commit.offset < committed:
+                outcome = CommitOutcome.BACKWARDS
+            else:
+                outcome, committed = CommitOutcome.ACCEPTED, commit.offset
+                offsets = self._offsets.setdefault(name, offsets)
+                offsets[commit.tp] = StoredOffset(
+                    commit.offset, commit.grant_epoch, ts_ms, commit.metadata
+                )
+            results.append(CommitResult(commit.topic, commit.partition, outcome, committed))
+        return results
+
+    async def write_group_offsets(
+        self,
+        name: str,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        metadata: str = "",
+        kind: str = GROUP_KIND,
+    ) -> None:
+        g.check_group_name(name)
+        checked = g.check_offsets(offsets)
+        g.check_metadata(metadata)
+        object_class(kind)
+        if name not in self._objects.get(kind, {}):
+            raise UnknownGroupError(f"group {name!r} does not exist")
+        if self._owners.get(name):
+            raise GroupNotEmptyError(f"group {name!r} holds grants: offsets not written")
+        for tp in checked:
+            if not self._has_partition(tp):
+                raise UnknownPartitionError(f"partition {g.field(*tp)} does not exist")
+        ts_ms = time.time_ns() // 1_000_000
+        table = self._offsets.setdefault(name, {})
+        for tp, offset in checked.items():
+            table[tp] = StoredOffset(offset, None, ts_ms, metadata)
+
+    async def fetch_group_offsets(
+        self, name: str, partitions: Collection[TopicPartition] | None = None
+    ) -> dict[TopicPartition, StoredOffset]:
+        g.check_group_name(name)
+        table = self._offsets.get(name, {})
+        if partitions is None:
+            return dict(table)
+        wanted = g.check_partitions(partitions)
+        return {tp: table[tp] for tp in wanted if tp in table}
+
+    async def delete_group_offsets(self, name: str, topic: str | None = None) -> int:
+        g.check_group_name(name)
+        if topic is not None:
+            g.check_topic(topic)
+        if any(topic in (None, t) for t, _ in self._owners.get(name, {})):
+            raise GroupNotEmptyError(f"group {name!r} holds grants: offsets not deleted")
+        table = self._offsets.get(name, {})
+        doomed = [tp for tp in table if topic in (None, tp[0])]
+        for tp in doomed:
+            del table[tp]
+        return len(doomed)
+
+    async def delete_group(
+        self, name: str, expected_revision: int | None = None, *, kind: str = GROUP_KIND
+    ) -> KvObject[Any, Any]:
+        current = self._current(kind, name, expected_revision)
+        if self._owners.get(name):
+            raise GroupNotEmptyError(f"group {name!r} holds grants: not deleted")
+        self._remove(current)
+        self._owners.pop(name, None)
+        self._offsets.pop(name, None)
+        return current
+
+    def _has_partition(self, tp: TopicPartition) -> bool:
+        return partition_name(*tp) in self._objects.get(Partition.kind, {})
 
     # -- watch ---------------------------------------------------------------------
 

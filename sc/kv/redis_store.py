@@ -9,6 +9,11 @@ triggers a re-list (``Resync``). After a reconnect or an idle block the watcher 
 checks the counter: a counter below its position means Redis lost data (restart without
 persistence), which also triggers a re-list.
 
+Consumer-group owner maps and offsets (``sc.kv.groups``) are hashes beside the objects,
+written by their own scripts (``PUBLISH_PLAN``, ``COMMIT``, ``WRITE_OFFSETS``,
+``DELETE_OFFSETS``); they take no revision and add nothing to the feed, except the
+group status that ``PUBLISH_PLAN`` writes as ``UPDATE`` does.
+
 Connection failures are retried with exponential backoff for up to
 ``reconnect_timeout`` seconds, then raise ``KvUnavailableError``. A write whose reply was
 lost may have been applied: its retry then fails with ``ConflictError`` (or
@@ -20,7 +25,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -30,6 +36,16 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sc.kv import _lua
+from sc.kv import groups as g
+from sc.kv.groups import (
+    GROUP_KIND,
+    CommitOutcome,
+    CommitResult,
+    Grant,
+    OffsetCommit,
+    StoredOffset,
+    TopicPartition,
+)
 from sc.kv.store import (
     DEFAULT_FEED_RETENTION,
     ChangeEvent,
@@ -45,11 +61,14 @@ from sc.kv.store import (
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import (
     ConflictError,
+    GroupNotEmptyError,
     KvUnavailableError,
     NotFoundError,
     ObjectExistsError,
+    UnknownGroupError,
+    UnknownPartitionError,
 )
-from spark_stream.models import KvObject, object_class, parse_model
+from spark_stream.models import KvObject, Partition, Topic, object_class, parse_model
 
 if TYPE_CHECKING:
     from redis.typing import EncodableT, XReadResponse
@@ -77,6 +96,11 @@ def _decode(kind: str, rev: Any, meta: str, spec: str, status: str) -> KvObject[
         "status": json.loads(status),
     }
     return parse_model(object_class(kind), data)
+
+
+def _text(value: bytes | str) -> str:
+    """A reply string (the client decodes replies; bytes only if configured otherwise)."""
+    return value if isinstance(value, str) else value.decode()
 
 
 def _entry_revision(entry_id: str) -> int:
@@ -141,6 +165,10 @@ class RedisKvStore(KvStore):
         self._delete = self._redis.register_script(_lua.DELETE)
         self._get = self._redis.register_script(_lua.GET)
         self._list = self._redis.register_script(_lua.LIST)
+        self._publish = self._redis.register_script(_lua.PUBLISH_PLAN)
+        self._commit = self._redis.register_script(_lua.COMMIT)
+        self._write_offsets = self._redis.register_script(_lua.WRITE_OFFSETS)
+        self._delete_offsets = self._redis.register_script(_lua.DELETE_OFFSETS)
 
     @property
     def prefix(self) -> str:
@@ -244,9 +272,23 @@ class RedisKvStore(KvStore):
     async def delete(
         self, kind: str, name: str, expected_revision: int | None = None
     ) -> KvObject[Any, Any]:
+        return await self._remove(kind, name, expected_revision, group=kind == GROUP_KIND)
+
+    async def _remove(
+        self, kind: str, name: str, expected_revision: int | None, *, group: bool
+    ) -> KvObject[Any, Any]:
         object_class(kind)
         expected = "" if expected_revision is None else str(expected_revision)
-        args: list[EncodableT] = [self._prefix, self._maxlen, kind, name, expected]
+        args: list[EncodableT] = [
+            self._prefix,
+            self._maxlen,
+            kind,
+            name,
+            expected,
+            "1" if group else "",
+            Partition.kind,
+            Topic.kind,
+        ]
         reply = await self._call(lambda: self._delete(args=args))
         self._check(reply, kind, name, expected_revision)
         return _decode(kind, *reply[1:5])
@@ -257,6 +299,121 @@ class RedisKvStore(KvStore):
             raise NotFoundError(f"{kind} {name!r} does not exist")
         if reply[0] == "conflict":
             raise ConflictError(f"{kind} {name!r} is at revision {reply[1]}, not {expected}")
+        if reply[0] == "busy":
+            raise GroupNotEmptyError(f"group {name!r} holds grants: not deleted")
+
+    # -- consumer groups -------------------------------------------------------------
+
+    def _key(self, name: str, what: str) -> str:
+        return f"{self._prefix}:grp:{name}:{what}"
+
+    async def publish_group_plan(
+        self,
+        name: str,
+        status: Any,
+        owners: Mapping[TopicPartition, Grant],
+        expected_revision: int,
+        *,
+        kind: str = GROUP_KIND,
+    ) -> KvObject[Any, Any]:
+        model = coerce_part(kind, "status", status)
+        checked = g.check_owners(owners)
+        args: list[EncodableT] = [
+            self._prefix,
+            self._maxlen,
+            kind,
+            name,
+            _json(model),
+            str(expected_revision),
+        ]
+        for tp, grant in sorted(checked.items()):
+            args += [g.field(*tp), g.grant_value(grant)]
+        reply = await self._call(lambda: self._publish(args=args))
+        self._check(reply, kind, name, expected_revision)
+        return _decode(kind, *reply[1:5])
+
+    async def fetch_group_owners(self, name: str) -> dict[TopicPartition, Grant]:
+        g.check_group_name(name)
+        rows = await self._call(lambda: self._redis.hgetall(self._key(name, "own")))
+        return {g.parse_field(_text(f)): g.parse_grant(_text(v)) for f, v in rows.items()}
+
+    async def commit_group_offsets(
+        self, name: str, member_id: str, commits: Collection[OffsetCommit]
+    ) -> list[CommitResult]:
+        g.check_group_name(name)
+        g.check_member_id(member_id)
+        checked = g.check_commits(commits)
+        if not checked:
+            return []
+        ts_ms = time.time_ns() // 1_000_000
+        args: list[EncodableT] = [self._prefix, name, member_id, Partition.kind]
+        for c in checked:
+            value = g.offset_value(StoredOffset(c.offset, c.grant_epoch, ts_ms, c.metadata))
+            args += [c.topic, c.partition, c.offset, c.grant_epoch, value]
+        reply = await self._call(lambda: self._commit(args=args))
+        return [
+            CommitResult(
+                c.topic,
+                c.partition,
+                CommitOutcome(reply[2 * i]),
+                int(reply[2 * i + 1]) if reply[2 * i + 1] else None,
+            )
+            for i, c in enumerate(checked)
+        ]
+
+    async def write_group_offsets(
+        self,
+        name: str,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        metadata: str = "",
+        kind: str = GROUP_KIND,
+    ) -> None:
+        g.check_group_name(name)
+        checked = g.check_offsets(offsets)
+        g.check_metadata(metadata)
+        object_class(kind)
+        ts_ms = time.time_ns() // 1_000_000
+        args: list[EncodableT] = [self._prefix, kind, name, Partition.kind]
+        for (topic, index), offset in checked.items():
+            args += [topic, index, g.offset_value(StoredOffset(offset, None, ts_ms, metadata))]
+        reply = await self._call(lambda: self._write_offsets(args=args))
+        if reply[0] == "missing":
+            raise UnknownGroupError(f"group {name!r} does not exist")
+        if reply[0] == "busy":
+            raise GroupNotEmptyError(f"group {name!r} holds grants: offsets not written")
+        if reply[0] == "unknown":
+            raise UnknownPartitionError(f"partition {reply[1]}/{reply[2]} does not exist")
+
+    async def fetch_group_offsets(
+        self, name: str, partitions: Collection[TopicPartition] | None = None
+    ) -> dict[TopicPartition, StoredOffset]:
+        g.check_group_name(name)
+        key = self._key(name, "off")
+        if partitions is None:
+            rows = await self._call(lambda: self._redis.hgetall(key))
+            return {g.parse_field(_text(f)): g.parse_offset(_text(v)) for f, v in rows.items()}
+        wanted = g.check_partitions(partitions)
+        if not wanted:
+            return {}
+        fields = [g.field(*tp) for tp in wanted]
+        values = await self._call(lambda: self._redis.hmget(key, fields))
+        return {tp: g.parse_offset(_text(v)) for tp, v in zip(wanted, values, strict=True) if v}
+
+    async def delete_group_offsets(self, name: str, topic: str | None = None) -> int:
+        g.check_group_name(name)
+        if topic is not None:
+            g.check_topic(topic)
+        args: list[EncodableT] = [self._prefix, name, topic or ""]
+        reply = await self._call(lambda: self._delete_offsets(args=args))
+        if reply[0] == "busy":
+            raise GroupNotEmptyError(f"group {name!r} holds grants: offsets not deleted")
+        return int(reply[1])
+
+    async def delete_group(
+        self, name: str, expected_revision: int | None = None, *, kind: str = GROUP_KIND
+    ) -> KvObject[Any, Any]:
+        return await self._remove(kind, name, expected_revision, group=True)
 
     # -- watch ---------------------------------------------------------------------
 

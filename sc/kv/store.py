@@ -33,6 +33,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from sc.kv.groups import (
+    GROUP_KIND,
+    CommitResult,
+    Grant,
+    OffsetCommit,
+    StoredOffset,
+    TopicPartition,
+)
 from spark_stream.models import KINDS, KvObject, object_class, parse_model
 
 __all__ = [
@@ -201,9 +209,125 @@ class KvStore(abc.ABC):
     ) -> KvObject[Any, Any]:
         """Delete an object and, first, its children; return the object's last state.
 
+        Deleting a partition also removes its grant and offset from every group; a
+        ``ConsumerGroup`` (``GROUP_KIND``) is deleted as by ``delete_group``.
+
         Raises:
             NotFoundError: no such object.
             ConflictError: ``expected_revision`` given and not current.
+            GroupNotEmptyError: a group whose owner map still holds grants.
+        """
+
+    # -- consumer groups (see ``sc.kv.groups`` for the theory of operation) ------------
+
+    @abc.abstractmethod
+    async def publish_group_plan(
+        self,
+        name: str,
+        status: Any,
+        owners: Mapping[TopicPartition, Grant],
+        expected_revision: int,
+        *,
+        kind: str = GROUP_KIND,
+    ) -> KvObject[Any, Any]:
+        """Write a group's status and replace its owner map, in one atomic step.
+
+        Compare-and-set on the object's revision; the status write is one ``MODIFIED``
+        change in the feed, as ``update_status``. The owner map is not in the feed.
+
+        Args:
+            name: the group (object) name.
+            status: the group's new status (model or dict).
+            owners: the whole new owner map; partitions not in it have no grant.
+            expected_revision: the revision the plan was computed from.
+            kind: the group object's kind.
+
+        Returns:
+            The stored object.
+
+        Raises:
+            NotFoundError: no such object.
+            ConflictError: the object's revision is not ``expected_revision``.
+            InvalidConfigError: ``status`` is not a valid status of ``kind``.
+            InvalidRequestError: a malformed owner entry (the message names it).
+        """
+
+    @abc.abstractmethod
+    async def fetch_group_owners(self, name: str) -> dict[TopicPartition, Grant]:
+        """Return a group's owner map (empty when it has none)."""
+
+    @abc.abstractmethod
+    async def commit_group_offsets(
+        self, name: str, member_id: str, commits: Collection[OffsetCommit]
+    ) -> list[CommitResult]:
+        """Store a member's offsets, fenced per partition; one atomic step.
+
+        A partition is accepted only if it exists, the owner map says
+        ``member_id|grant_epoch`` for it, and the offset is not below the stored one.
+        Refused partitions are results, not exceptions: the others are still stored.
+
+        Returns:
+            One result per commit, in request order.
+
+        Raises:
+            InvalidRequestError: malformed input (nothing is stored).
+        """
+
+    @abc.abstractmethod
+    async def write_group_offsets(
+        self,
+        name: str,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        metadata: str = "",
+        kind: str = GROUP_KIND,
+    ) -> None:
+        """Store offsets without fencing (an explicit reset, or Spark's progress mirror).
+
+        They may move backwards. All or nothing: refused while the group holds any
+        grant, so it can never overwrite a live member's progress.
+
+        Raises:
+            UnknownGroupError: no ``kind`` object of that name.
+            GroupNotEmptyError: the group's owner map holds grants.
+            UnknownPartitionError: a partition does not exist.
+            InvalidRequestError: malformed input.
+        """
+
+    @abc.abstractmethod
+    async def fetch_group_offsets(
+        self, name: str, partitions: Collection[TopicPartition] | None = None
+    ) -> dict[TopicPartition, StoredOffset]:
+        """Return a group's stored offsets (of ``partitions`` only, when given).
+
+        Partitions without a stored offset are absent from the result.
+
+        Raises:
+            InvalidRequestError: malformed input.
+        """
+
+    @abc.abstractmethod
+    async def delete_group_offsets(self, name: str, topic: str | None = None) -> int:
+        """Delete a group's offsets (of ``topic`` only, when given); return how many.
+
+        Raises:
+            GroupNotEmptyError: the group holds a grant (on ``topic``, when given).
+            InvalidRequestError: malformed input.
+        """
+
+    @abc.abstractmethod
+    async def delete_group(
+        self, name: str, expected_revision: int | None = None, *, kind: str = GROUP_KIND
+    ) -> KvObject[Any, Any]:
+        """Delete a group object with its owner map and offsets, in one atomic step.
+
+        Returns:
+            The object's last state (its ``DELETED`` change is in the feed).
+
+        Raises:
+            NotFoundError: no such object.
+            ConflictError: ``expected_revision`` given and not current.
+            GroupNotEmptyError: the owner map holds grants (publish an empty plan first).
         """
 
     @abc.abstractmethod
