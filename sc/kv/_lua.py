@@ -210,10 +210,11 @@ return reply
 """
 )
 
-# ARGV: prefix, group, member id, partition kind, then per commit: topic, partition,
-# offset, grant epoch, encoded value -> per commit: outcome (``CommitOutcome``), the
-# stored offset afterwards ('' = none). Offsets are decimal strings without leading
-# zeros, compared by length then lexically: exact where Lua's doubles are not.
+# ARGV: prefix, group, member id, partition kind, then per commit: field, encoded value
+# (which starts with ``{offset}|{grant_epoch}|``) -> per commit: outcome
+# (``CommitOutcome``), the stored offset afterwards ('' = none). Offsets are decimal
+# strings without leading zeros, compared by length then lexically: exact where Lua's
+# doubles are not. Two arguments per partition: packing them is most of the client cost.
 COMMIT = (
     _PRELUDE
     + """
@@ -224,20 +225,21 @@ local function ge(a, b)
   return a >= b
 end
 local out = {}
-for i = 5, #ARGV, 5 do
-  local topic, index, offset = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local field = topic .. '/' .. index
+for i = 5, #ARGV, 2 do
+  local field, value = ARGV[i], ARGV[i + 1]
+  local topic, index = string.match(field, '^(.*)/(%d+)$')
+  local offset, epoch = string.match(value, '^(%d+)|(%d*)|')
   local cur = redis.call('HGET', off, field)
   local stored = cur and string.match(cur, '^(%d+)|') or ''
   local outcome
   if redis.call('HEXISTS', parts, topic .. '-' .. index) == 0 then
     outcome = 'unknown_partition'
-  elseif redis.call('HGET', own, field) ~= member .. '|' .. ARGV[i + 3] then
+  elseif redis.call('HGET', own, field) ~= member .. '|' .. epoch then
     outcome = 'fenced'
   elseif cur and not ge(offset, stored) then
     outcome = 'backwards'
   else
-    redis.call('HSET', off, field, ARGV[i + 4])
+    redis.call('HSET', off, field, value)
     redis.call('SADD', tkey(topic), group)
     outcome, stored = 'accepted', offset
   end

@@ -349,7 +349,7 @@ class RedisKvStore(KvStore):
         args: list[EncodableT] = [self._prefix, name, member_id, Partition.kind]
         for c in checked:
             value = g.offset_value(StoredOffset(c.offset, c.grant_epoch, ts_ms, c.metadata))
-            args += [c.topic, c.partition, c.offset, c.grant_epoch, value]
+            args += [g.field(c.topic, c.partition), value]
         reply = await self._call(lambda: self._commit(args=args))
         return [
             CommitResult(
