@@ -20,6 +20,10 @@ Theory of operation:
   child needs its parent; deleting a parent deletes its children first, in the same
   atomic step, each with its own ``DELETED`` change.
 
+- Consumer groups keep an owner map (the commit fence) and offsets beside the group
+  object, outside the feed and the revision counter; ``publish_group_plan`` writes the
+  status and the owner map together. See ``sc.kv.groups``.
+
 The usual reader: ``objects, rev = await store.list_objects(kind)``, then
 ``async for event in store.watch(kind, rev)``.
 """
