@@ -296,9 +296,14 @@ class ConsumerGroupStatus(FrozenModel):
     @field_validator("assignment")
     @classmethod
     def _grants_sorted_distinct(cls, value: tuple[GroupGrant, ...]) -> tuple[GroupGrant, ...]:
-        ordered = tuple(sorted(value, key=lambda g: g.tp))
-        _distinct([f"{g.topic}/{g.partition}" for g in ordered], "partition")
-        return ordered
+        keys = [(g.topic, g.partition) for g in value]
+        if any(a >= b for a, b in zip(keys, keys[1:], strict=False)):  # not sorted: sort
+            value = tuple(sorted(value, key=lambda g: (g.topic, g.partition)))
+            keys.sort()
+            for a, b in zip(keys, keys[1:], strict=False):
+                if a == b:
+                    raise ValueError(f"partition '{a[0]}/{a[1]}' is listed twice")
+        return value
 
     @model_validator(mode="after")
     def _grants_fit(self) -> Self:
