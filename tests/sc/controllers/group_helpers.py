@@ -54,11 +54,15 @@ MemberRow = tuple[str, int, tuple[str, ...], str | None]
 GrantRow = tuple[str, int, str, int, bool]
 
 
-def member(mid: str, epoch: int = 1, topics: Sequence[str] = ("t",), instance: str | None = None) -> MemberRow:
+def member(
+    mid: str, epoch: int = 1, topics: Sequence[str] = ("t",), instance: str | None = None
+) -> MemberRow:
     return (mid, epoch, tuple(topics), instance)
 
 
-def grants(mid: str, epoch: int, parts: Iterable[int], topic: str = "t", revoking: bool = False) -> list[GrantRow]:
+def grants(
+    mid: str, epoch: int, parts: Iterable[int], topic: str = "t", revoking: bool = False
+) -> list[GrantRow]:
     return [(topic, p, mid, epoch, revoking) for p in parts]
 
 
@@ -102,7 +106,9 @@ def snap(
     topics: dict[str, int] | None = None,
     spec: ConsumerGroupSpec = SPEC,
 ) -> GroupSnapshot:
-    return GroupSnapshot(group(st, spec=spec), {"t": 6} if topics is None else topics, sessions or {})
+    return GroupSnapshot(
+        group(st, spec=spec), {"t": 6} if topics is None else topics, sessions or {}
+    )
 
 
 def publish(st: ConsumerGroupStatus, rev: int = 5) -> PublishPlan:
@@ -270,5 +276,9 @@ class GroupSim:
         return out
 
 
-def join(mid: str, conn: int, epoch: int = 0, topics: Sequence[str] = ("t",), **kw: Any) -> MemberJoined:
-    return MemberJoined(member_id=mid, connection=conn, member_epoch=epoch, topics=tuple(topics), **kw)
+def join(
+    mid: str, conn: int, epoch: int = 0, topics: Sequence[str] = ("t",), **kw: Any
+) -> MemberJoined:
+    return MemberJoined(
+        member_id=mid, connection=conn, member_epoch=epoch, topics=tuple(topics), **kw
+    )

@@ -99,9 +99,7 @@ def test_any_input_gives_a_covering_balanced_plan(
             m for (t, p), m in current.items() if t in topics and m in members and p < partitions[t]
         )
         loads = Counter(m for (t, _), m in plan.items() if t in topics)
-        kept = Counter(
-            m for tp, m in plan.items() if tp[0] in topics and current.get(tp) == m
-        )
+        kept = Counter(m for tp, m in plan.items() if tp[0] in topics and current.get(tp) == m)
         for m in members:
             assert kept.get(m, 0) == min(held.get(m, 0), loads.get(m, 0))
 

@@ -68,10 +68,15 @@ EMPTY = status(0, 0, [])
 ONE = status(1, 1, [member(A)], grants(A, 1, ALL))
 # B joined: A keeps 0-2 and was asked to give up 3-5.
 HANDOFF = status(
-    2, 2, [member(A, 2), member(B)], grants(A, 1, [0, 1, 2]) + grants(A, 1, [3, 4, 5], revoking=True)
+    2,
+    2,
+    [member(A, 2), member(B)],
+    grants(A, 1, [0, 1, 2]) + grants(A, 1, [3, 4, 5], revoking=True),
 )
 # A released 3-5: B holds them since generation 3.
-SPLIT = status(3, 2, [member(A, 3), member(B, 2)], grants(A, 1, [0, 1, 2]) + grants(B, 3, [3, 4, 5]))
+SPLIT = status(
+    3, 2, [member(A, 3), member(B, 2)], grants(A, 1, [0, 1, 2]) + grants(B, 3, [3, 4, 5])
+)
 # The same with A a static member.
 STATIC = status(
     3,

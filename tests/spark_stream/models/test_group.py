@@ -90,7 +90,9 @@ def test_defaults_are_the_briefs() -> None:
         ({"sessionTimeoutMs": 3_000, "heartbeatIntervalMs": 2_000}, "heartbeatIntervalMs"),
     ],
 )
-def test_spec_out_of_bounds_is_refused_naming_the_field(spec: dict[str, object], field: str) -> None:
+def test_spec_out_of_bounds_is_refused_naming_the_field(
+    spec: dict[str, object], field: str
+) -> None:
     with pytest.raises(InvalidConfigError, match=field):
         ConsumerGroupSpec.from_dict(spec)
 
