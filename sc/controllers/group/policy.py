@@ -3,7 +3,8 @@
 Identity, in the order ``decide_join`` applies it:
 
 - every field is checked first (``InvalidRequestError`` naming it; unknown topics are
-  ``UnknownTopicError``); a progress-only (``external``) group takes no members;
+  ``UnknownTopicError``, except a resuming member's topics deleted since it subscribed);
+  a progress-only (``external``) group takes no members;
 - one member identity per connection per group (``MemberIdConflictError``);
 - epoch 0 (a new member): an id live on another connection is a conflict
   (``MemberIdConflictError``); an instance id held by another live member is refused
@@ -89,8 +90,12 @@ def _check_fields(snap: GroupSnapshot, join: MemberJoined) -> None:
             raise InvalidRequestError(f"{name}: longer than {MAX_CLIENT_FIELD} characters")
     if not join.topics:
         raise InvalidRequestError("topics: a member subscribes to at least one topic")
+    # A resuming member may keep a topic deleted since it subscribed (it gets nothing
+    # from it until a topic of that name exists again); a new subscription may not.
+    known = snap.group.status.member(join.member_id) if join.member_epoch else None
+    kept = set(known.topics) if known is not None else set()
     for topic in join.topics:
-        if topic not in snap.topics:
+        if topic not in snap.topics and topic not in kept:
             raise UnknownTopicError(f"topics: no topic {topic!r}")
     if snap.group.spec.kind is GroupKind.EXTERNAL:
         raise InvalidRequestError(

@@ -218,6 +218,9 @@ ROWS: list[tuple[str, GroupSnapshot, GroupEvent, list[GroupAction]]] = [
         push(A, 1, 4, 4),
         push(B, 2, 4, 3),
     ]),
+    ("a member resumes subscribed to a topic deleted while it was away",
+     snap(status(4, 2, [member(A, 4), member(B, 3)]), topics={}), join(A, 7, epoch=4),
+     [push(A, 7, 4, 4)]),
     ("a topic nobody subscribes to changes nothing", snap(SPLIT, LIVE),
      TopicPartitionsChanged("u", 3), []),
     # -- SC start: sticky state seeded from the published plan (seed 004) --------------------
@@ -274,6 +277,8 @@ REFUSALS: list[tuple[str, GroupSnapshot, GroupEvent, type[Exception], str]] = [
     ("an unknown topic", snap(SPLIT), join(C, 3, topics=("nope",)), UnknownTopicError,
      "topics: no topic 'nope'"),
     ("no topics", snap(SPLIT), join(C, 3, topics=()), InvalidRequestError, "topics: "),
+    ("a resuming member adding an unknown topic", snap(SPLIT), join(A, 7, epoch=3,
+     topics=("t", "nope")), UnknownTopicError, "topics: no topic 'nope'"),
     ("an over-long client id", snap(SPLIT), join(C, 3, client_id="x" * 256),
      InvalidRequestError, "client_id: "),
     ("joining a progress-only group", snap(EMPTY, spec=EXTERNAL), join(C, 3),
