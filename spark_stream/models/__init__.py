@@ -1,4 +1,4 @@
-"""Cluster object models: SPU, SPU group, Topic, Partition (Kubernetes style).
+"""Cluster object models: SPU, SPU group, Topic, Partition, ConsumerGroup (Kubernetes style).
 
 Every object is ``{metadata: {name, revision, parent}, spec, status}``; the SC writes
 specs, status is written separately. Models are frozen pydantic v2 models with the
@@ -22,6 +22,24 @@ from spark_stream.models._base import (
     config_error,
     load_yaml_mapping,
     parse_model,
+)
+from spark_stream.models.group import (
+    LEAVE_EPOCH,
+    MAX_CLIENT_FIELD,
+    MAX_EPOCH,
+    MAX_GROUP_NAME,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupSpec,
+    ConsumerGroupStatus,
+    GroupGrant,
+    GroupKind,
+    GroupMember,
+    GroupState,
+    check_group_name,
+    check_instance_id,
+    check_member_epoch,
+    check_member_id,
 )
 from spark_stream.models.partition import (
     Partition,
@@ -121,14 +139,31 @@ __all__ = [
     "ReplicaStatus",
     "parse_partition_name",
     "partition_name",
+    # Consumer group
+    "LEAVE_EPOCH",
+    "MAX_CLIENT_FIELD",
+    "MAX_EPOCH",
+    "MAX_GROUP_NAME",
+    "STATIC_LEAVE_EPOCH",
+    "ConsumerGroup",
+    "ConsumerGroupSpec",
+    "ConsumerGroupStatus",
+    "GroupGrant",
+    "GroupKind",
+    "GroupMember",
+    "GroupState",
+    "check_group_name",
+    "check_instance_id",
+    "check_member_epoch",
+    "check_member_id",
 ]
 
 #: Any stored cluster object.
-AnyObject = Spu | SpuGroup | Topic | Partition
+AnyObject = Spu | SpuGroup | Topic | Partition | ConsumerGroup
 
-#: Kind name -> object class. Other object types (consumer groups) may register here.
+#: Kind name -> object class.
 KINDS: dict[str, type[KvObject[Any, Any]]] = {
-    cls.kind: cls for cls in (Spu, SpuGroup, Topic, Partition)
+    cls.kind: cls for cls in (Spu, SpuGroup, Topic, Partition, ConsumerGroup)
 }
 
 

@@ -25,6 +25,9 @@ from sc.provisioner import NullProvisioner, Provisioner
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
 from spark_stream.models import (
     KINDS,
+    ConsumerGroup,
+    ConsumerGroupSpec,
+    ConsumerGroupStatus,
     FrozenModel,
     KvObject,
     Partition,
@@ -155,6 +158,11 @@ SAMPLES: list[tuple[KvObject[Any, Any], FrozenModel, FrozenModel]] = [
         SpuGroup.new("g", SpuGroupSpec(replicas=0)),
         SpuGroupSpec(replicas=0, min_id=5),
         SpuGroupStatus(resolution=SpuGroupResolution.RESERVED),
+    ),
+    (
+        ConsumerGroup.new("billing"),
+        ConsumerGroupSpec(session_timeout_ms=20_000),
+        ConsumerGroupStatus(group_epoch=1),
     ),
     (Widget.build("w", WidgetSpec(size=1)), WidgetSpec(size=2), WidgetStatus(state="ready")),
 ]

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from spark_stream.errors import InvalidConfigError
 from spark_stream.models import (
     KINDS,
+    ConsumerGroup,
     Metadata,
     Partition,
     PartitionSpec,
@@ -36,6 +37,7 @@ def _samples() -> list:
         SpuGroup.new("main", SpuGroupSpec(replicas=3, min_id=10)),
         topic,
         Partition.new("orders", 1, PartitionSpec.for_replicas(topic.spec, [2, 1])),
+        ConsumerGroup.new("billing"),
     ]
 
 
@@ -59,7 +61,7 @@ def test_dict_round_trip_by_kind(obj) -> None:
 
 
 def test_kinds_registry() -> None:
-    assert set(KINDS) == {"Spu", "SpuGroup", "Topic", "Partition"}
+    assert set(KINDS) == {"Spu", "SpuGroup", "Topic", "Partition", "ConsumerGroup"}
     assert object_class("Topic") is Topic
     with pytest.raises(InvalidConfigError, match="unknown kind 'Nope'"):
         object_class("Nope")
