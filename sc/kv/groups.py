@@ -28,7 +28,6 @@ never as floating point (Redis Lua numbers are doubles).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -42,6 +41,7 @@ from spark_stream.errors import (
     UnknownPartitionError,
 )
 from spark_stream.models import NAME_RULE
+from spark_stream.models.group import MAX_GROUP_NAME, check_group_name, check_member_id
 from spark_stream.models.topic import MAX_PARTITIONS, MAX_TOPIC_NAME
 
 __all__ = [
@@ -76,7 +76,6 @@ __all__ = [
 #: group models). Group methods take ``kind=`` so tests can use any registered kind.
 GROUP_KIND = "ConsumerGroup"
 #: Group names follow the topic-name rule, up to this length (brief 4.4).
-MAX_GROUP_NAME = 249
 #: Grant epochs are generations: int32, as Kafka's epochs.
 MAX_GRANT_EPOCH = 2**31 - 1
 #: Offsets are int64 record offsets.
@@ -220,15 +219,6 @@ def _name(value: object, max_len: int, where: str) -> str:
     return value
 
 
-def check_group_name(name: object) -> str:
-    """Return ``name`` if it is a valid group name (the topic-name rule, <= 249 chars).
-
-    Raises:
-        InvalidRequestError: naming the field ``group``.
-    """
-    return _name(name, MAX_GROUP_NAME, "group")
-
-
 def check_topic(topic: object, where: str = "topic") -> str:
     """Return ``topic`` if it is a valid topic name.
 
@@ -236,25 +226,6 @@ def check_topic(topic: object, where: str = "topic") -> str:
         InvalidRequestError: naming ``where``.
     """
     return _name(topic, MAX_TOPIC_NAME, where)
-
-
-def check_member_id(member_id: object, where: str = "member_id") -> str:
-    """Return ``member_id`` if it is a canonical lowercase UUID other than the nil one.
-
-    Raises:
-        InvalidRequestError: naming ``where``.
-    """
-    if not isinstance(member_id, str):
-        raise _bad(where, f"must be a string, got {type(member_id).__name__}")
-    try:
-        parsed = uuid.UUID(member_id)
-    except ValueError:
-        parsed = None
-    if parsed is None or str(parsed) != member_id:
-        raise _bad(where, f"{member_id[:64]!r} is not a canonical lowercase UUID")
-    if parsed.int == 0:
-        raise _bad(where, "must not be the nil UUID")
-    return member_id
 
 
 def check_metadata(metadata: object, where: str = "metadata") -> str:
