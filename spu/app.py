@@ -36,7 +36,7 @@ class SpuApp:
         self.settings = settings
         self.dispatcher = SpuDispatcher(settings, on_status=self._lrs_changed)
         self.public = Server(
-            public_routes(self.dispatcher),
+            public_routes(self.dispatcher, self.dispatcher.gates),
             host=settings.host,
             port=settings.public_port,
             name=f"spu-{settings.id}-public",

@@ -37,6 +37,7 @@ from spark_stream.errors import (
     UnknownTopicError,
 )
 from spark_stream.models import Spu, SpuResolution, parse_partition_name, partition_name
+from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import Replica, ReplicaId, UpdateReplicas, UpdateSpus
 from spu._tasks import cancel_and_wait
 from spu.dispatch_plan import (
@@ -56,6 +57,8 @@ from spu.dispatch_plan import (
     storage_config,
 )
 from spu.follower import FollowerController
+from spu.gate_audit import AuditFile
+from spu.gates import GateKey, GateTable, GateUpdate
 from spu.housekeeping import Housekeeper
 from spu.leader import LeaderController, monotonic_ms
 from spu.notify import Subscribers
@@ -106,6 +109,9 @@ class SpuDispatcher:
         self._leaders: dict[str, LeaderController] = {}
         self._followers: dict[int, FollowerController] = {}
         self._roles = Subscribers()
+        self._audit_file = AuditFile(settings.gate_audit_file) if settings.gate_audit_file else None
+        self.gates = GateTable(spu=settings.id, on_change=self._audit_file)
+        """The delivery gates of the partitions led here (fed by the SC link)."""
         self._lock = asyncio.Lock()
         self._housekeeping: asyncio.Task[None] | None = None
 
@@ -187,6 +193,8 @@ class SpuDispatcher:
             self._roles.notify()
             for name in list(self._logs):
                 self._close(name)
+            if self._audit_file is not None:
+                self._audit_file.close()
 
     # -- SC pushes -------------------------------------------------------------------
 
@@ -209,6 +217,29 @@ class SpuDispatcher:
                     if not self.is_online(follower):
                         leader.spu_offline(follower)
             self._route_followers()
+
+    def apply_gates(self, update: UpdateGates) -> None:
+        """Apply the SC's delivery gates and wake the streams of the gates that changed.
+
+        A full push also drops the groups it does not name (deleted while away).
+
+        Raises:
+            InvalidRequestError: a malformed entry; nothing is applied then.
+        """
+        updates = [
+            GateUpdate(e.group, e.topic, e.partition, e.member, e.grant_epoch, e.generation)
+            for e in update.entries()
+        ]
+        changed: list[GateKey] = list(self.gates.apply(updates).changed)
+        gone = set(update.deleted_groups)
+        if update.full:
+            gone |= set(self.gates.applied_generations()) - set(update.groups)
+        for group in sorted(gone):
+            changed += self.gates.drop_group(group)
+        for topic, partition in {(key[1], key[2]) for key in changed}:
+            leader = self._leaders.get(partition_name(topic, partition))
+            if leader is not None:
+                leader.wake()
 
     async def apply_replicas(self, update: UpdateReplicas) -> None:
         """Take an ``UpdateReplicas`` push and reconcile the controllers with it.
@@ -280,8 +311,9 @@ class SpuDispatcher:
         """Carry out one planned action (the plan only hands controllers open logs)."""
         match action:
             case StopLeader(name):
-                await self._leaders[name].stop()
-                del self._leaders[name]
+                leader = self._leaders.pop(name)
+                self.gates.drop_partition(*parse_partition_name(name))
+                await leader.stop()
             case SetFollowed(leader_id, names):
                 logs = {name: self._logs[name] for name in names}
                 await self._followers[leader_id].set_replicas(logs)

@@ -34,15 +34,19 @@ logs elsewhere (the wiring step streams them) and sets ``ended_ns`` to the kill 
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Literal
 
 from spark_stream.errors import InvalidRequestError
 
 __all__ = [
     "Admission",
+    "AuditFile",
+    "read_audit_file",
     "AuditLog",
     "ChangeCause",
     "GateChange",
@@ -227,3 +231,50 @@ def overlapping_grants(logs: Iterable[AuditLog]) -> list[Overlap]:
 def _admission(spu: int, key: GateKey, held: tuple[str, int, int], end_ns: int | None) -> Admission:
     member, grant_epoch, start = held
     return Admission(spu, key[0], key[1], key[2], member, grant_epoch, start, end_ns)
+
+
+class AuditFile:
+    """Appends each gate change as a JSON line to a file, so the audit outlives a SIGKILL.
+
+    Opt-in (``SpuSettings.gate_audit_file``), for tests that kill SPUs: each line is
+    written and flushed as the change happens (an SPU killed mid-line leaves a partial
+    last line, which ``read_audit_file`` skips).
+
+    Args:
+        path: the file, created or appended to.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def __call__(self, change: GateChange) -> None:
+        self._file.write(json.dumps(asdict(change)) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+
+def read_audit_file(path: str | Path, spu: int, ended_ns: int | None = None) -> AuditLog:
+    """The ``AuditLog`` an ``AuditFile`` wrote.
+
+    Args:
+        path: the file.
+        spu: the SPU that wrote it.
+        ended_ns: when that SPU stopped (e.g. the time it was killed).
+
+    Raises:
+        InvalidRequestError: a line other than the last one is not a gate change.
+    """
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    changes: list[GateChange] = []
+    for number, line in enumerate(lines, 1):
+        try:
+            changes.append(GateChange(**json.loads(line)))
+        except (ValueError, TypeError) as exc:
+            if number == len(lines):
+                break  # the writer was killed mid-line
+            raise InvalidRequestError(f"{path}:{number}: not a gate change: {exc}") from None
+    return AuditLog(spu, tuple(changes), 0, ended_ns)

@@ -38,6 +38,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from spark_stream.errors import FencedMemberError, GateNotReadyError, InvalidRequestError
 from spu.gate_audit import AuditLog, ChangeCause, GateChange, GateKey
@@ -137,6 +138,7 @@ class GateTable:
         spu: this SPU's id (named in the audit log).
         audit_size: how many changes the audit ring keeps (oldest dropped first).
         clock: the monotonic clock of the audit, in ns.
+        on_change: also called with every change (e.g. ``gate_audit.AuditFile``).
 
     Raises:
         InvalidRequestError: ``audit_size`` below 1.
@@ -147,11 +149,15 @@ class GateTable:
         spu: int = 0,
         audit_size: int = DEFAULT_AUDIT_SIZE,
         clock: Callable[[], int] = time.monotonic_ns,
+        on_change: Callable[[GateChange], None] | None = None,
     ) -> None:
         if audit_size < 1:
             raise InvalidRequestError(f"audit_size must be >= 1, got {audit_size}")
         self.spu = spu
         self._clock = clock
+        self._on_change = on_change
+        self.rejections: dict[str, int] = {"not_ready": 0, "fenced": 0}
+        """Group fetches refused, per reason (for the SPU's metrics)."""
         self._gates: dict[GateKey, Gate] = {}
         # The newest generation applied per group: the stale-plan fence and the heartbeat.
         self._generations: dict[str, int] = {}
@@ -197,6 +203,26 @@ class GateTable:
             and (version is None or gate.version == version)
         ):
             return gate  # the hot path: one lookup, a few compares
+        try:
+            self._refuse(gate, group, topic, partition, member_id, grant_epoch, version)
+        except GateNotReadyError:
+            self.rejections["not_ready"] += 1
+            raise
+        except FencedMemberError:
+            self.rejections["fenced"] += 1
+            raise
+
+    @staticmethod
+    def _refuse(
+        gate: Gate | None,
+        group: str,
+        topic: str,
+        partition: int,
+        member_id: str,
+        grant_epoch: int,
+        version: int | None,
+    ) -> NoReturn:
+        """Raise why ``check`` does not admit the fetch."""
         where = f"group {group!r} on {topic}-{partition}"
         if gate is None:
             raise GateNotReadyError(
@@ -314,15 +340,16 @@ class GateTable:
         if len(self._audit) == self._audit.maxlen:
             self._dropped += 1
         group, topic, partition = key
-        self._audit.append(
-            GateChange(
-                self._clock(),
-                group,
-                topic,
-                partition,
-                gate.member,
-                gate.grant_epoch,
-                gate.generation,
-                cause,
-            )
+        change = GateChange(
+            self._clock(),
+            group,
+            topic,
+            partition,
+            gate.member,
+            gate.grant_epoch,
+            gate.generation,
+            cause,
         )
+        self._audit.append(change)
+        if self._on_change is not None:
+            self._on_change(change)

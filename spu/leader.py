@@ -248,6 +248,11 @@ class LeaderController:
         """Stop setting ``event``."""
         self._subscribers.discard(event)
 
+    def wake(self) -> None:
+        """Set the subscribers' events without a change here (a delivery gate changed:
+        group streams re-check it)."""
+        self._subscribers.notify()
+
     # -- produce and read ------------------------------------------------------------
 
     async def produce(self, tail: memoryview, acks: Acks, timeout_ms: int) -> ProduceResponse:

@@ -13,6 +13,15 @@ The streaming fetch pushes frames as they become visible (up to the high waterma
 ``committed``, the LEO for ``uncommitted``), at most ``max_bytes`` per push, sleeping on
 an event the leader controller sets on every change; it ends with ``NotLeaderError``
 when this SPU stops leading, so the consumer reconnects to the new leader.
+
+Consumer-group fetches (version 1, ``group`` set) pass the partition's delivery gate
+(``spu.gates``), always after the leader lookup (a follower answers ``NotLeaderError``,
+not a gate error): ``fetch`` and ``fetch_local`` check it before reading and again after
+waiting for data (the gate may have moved meanwhile, and the admission must cover the
+reply); a stream checks it on open and before every push against the version it opened
+under, and since a gate change wakes the leader's subscribers, a changed gate ends the
+stream with ``FencedMemberError`` without waiting for data. Version 0 requests never
+look at gates.
 """
 
 from __future__ import annotations
@@ -24,8 +33,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Protocol
 
 from spark_stream.errors import OffsetOutOfRangeError
-from spark_stream.net.server import ConnContext, Handler
+from spark_stream.net.server import ConnContext, Handler, Route
 from spark_stream.protocol import (
+    API_VERSIONS,
     ApiKey,
     FetchLocalRequest,
     FetchLocalResponse,
@@ -39,6 +49,7 @@ from spark_stream.protocol import (
     StreamFetchPush,
     StreamFetchRequest,
 )
+from spu.gates import Gate, GateTable
 from spu.leader import LeaderController
 from spu.storage import LogSlice
 
@@ -57,8 +68,25 @@ class LeaderLookup(Protocol):
         ...
 
 
-def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
-    """The public server's dispatch table over ``leaders``."""
+GroupRead = FetchRequest | StreamFetchRequest
+
+
+def _admit(gates: GateTable, msg: GroupRead, version: int | None = None) -> Gate | None:
+    """Check a group request's gate (``None`` for a plain request: nothing to check).
+
+    Raises:
+        GateNotReadyError, FencedMemberError: see ``GateTable.check``.
+    """
+    if msg.group is None:
+        return None
+    assert msg.member_id is not None and msg.grant_epoch is not None  # the message checks
+    return gates.check(
+        msg.group, msg.topic, msg.partition, msg.member_id, msg.grant_epoch, version=version
+    )
+
+
+def public_routes(leaders: LeaderLookup, gates: GateTable) -> Mapping[int, Handler | Route]:
+    """The public server's dispatch table over ``leaders``, group reads checked by ``gates``."""
 
     async def produce(request: Request, ctx: ConnContext) -> ProduceResponse:
         msg = request.message()
@@ -71,7 +99,7 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
         msg = request.message()
         assert isinstance(msg, FetchRequest)
         leader = leaders.lookup(msg.topic, msg.partition)
-        piece = await _visible(leader, msg)
+        piece = await _visible(leader, msg, gates)
         # The slice is sent from the segment file with sendfile: no copy through Python.
         tail = [piece] if piece.length else b""
         return FetchResponse(leader.hw, leader.leo, leader.log_start, tail)
@@ -80,7 +108,7 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
         msg = request.message()
         assert isinstance(msg, FetchLocalRequest)
         leader = leaders.lookup(msg.topic, msg.partition)
-        piece = await _visible(leader, msg)
+        piece = await _visible(leader, msg, gates)
         if not piece.length or piece.path is None:
             return FetchLocalResponse(leader.hw, leader.leo, leader.log_start)
         stat = os.fstat(piece.fileno())
@@ -100,12 +128,13 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
         msg = request.message()
         assert isinstance(msg, StreamFetchRequest)
         leader = leaders.lookup(msg.topic, msg.partition)
+        opened = _admit(gates, msg)
         if not leader.log_start <= msg.offset <= leader.leo:
             raise OffsetOutOfRangeError(
                 f"offset {msg.offset} is outside {msg.topic}-{msg.partition} "
                 f"[{leader.log_start}, {leader.leo}]"
             )
-        return _pushes(leader, msg)
+        return _pushes(leader, msg, gates, opened)
 
     async def fetch_offsets(request: Request, ctx: ConnContext) -> FetchOffsetsResponse:
         msg = request.message()
@@ -116,18 +145,24 @@ def public_routes(leaders: LeaderLookup) -> Mapping[int, Handler]:
             offset = leader.offset_for_timestamp(msg.timestamp_us)
         return FetchOffsetsResponse(leader.log_start, leader.leo, leader.hw, offset)
 
+    def versioned(handler: Handler) -> Route:
+        low, high = API_VERSIONS[ApiKey.FETCH]
+        return Route(handler, low, high)
+
     return {
         ApiKey.PRODUCE: produce,
-        ApiKey.FETCH: fetch,
-        ApiKey.STREAM_FETCH: stream_fetch,
+        ApiKey.FETCH: versioned(fetch),
+        ApiKey.STREAM_FETCH: versioned(stream_fetch),
         ApiKey.FETCH_OFFSETS: fetch_offsets,
-        ApiKey.FETCH_LOCAL: fetch_local,
+        ApiKey.FETCH_LOCAL: versioned(fetch_local),
     }
 
 
-async def _visible(leader: LeaderController, msg: FetchRequest) -> LogSlice:
+async def _visible(leader: LeaderController, msg: FetchRequest, gates: GateTable) -> LogSlice:
     """What a fetch returns: frames from ``msg.offset``, waiting up to ``max_wait_ms`` for
-    some to become visible when none are yet."""
+    some to become visible when none are yet; a group fetch's gate is checked before the
+    read and, after a wait, again before the answer."""
+    admitted = _admit(gates, msg)
     piece = leader.read(msg.offset, msg.max_bytes, msg.isolation)
     if piece.length or msg.max_wait_ms <= 0:
         return piece
@@ -143,13 +178,16 @@ async def _visible(leader: LeaderController, msg: FetchRequest) -> LogSlice:
                         await event.wait()
     finally:
         leader.unsubscribe(event)
+    if admitted is not None:
+        _admit(gates, msg, admitted.version)
     return piece
 
 
 async def _pushes(
-    leader: LeaderController, msg: StreamFetchRequest
+    leader: LeaderController, msg: StreamFetchRequest, gates: GateTable, opened: Gate | None
 ) -> AsyncGenerator[StreamFetchPush, None]:
-    """Frames from ``msg.offset`` on, pushed as they become visible, until leadership ends."""
+    """Frames from ``msg.offset`` on, pushed as they become visible, until leadership ends
+    (or, for a group stream, until its gate changes: ``FencedMemberError``)."""
     event = asyncio.Event()
     leader.subscribe(event)
     position = msg.offset
@@ -157,6 +195,8 @@ async def _pushes(
         while True:
             event.clear()
             piece = leader.read(position, msg.max_bytes, msg.isolation)  # NotLeaderError ends
+            if opened is not None:  # before each push, and on each wake-up (a gate change)
+                _admit(gates, msg, opened.version)
             if piece.length:
                 position = piece.next_offset
                 yield StreamFetchPush(leader.hw, leader.leo, leader.log_start, [piece])

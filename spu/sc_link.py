@@ -4,14 +4,16 @@ Theory of operation (seed ``002``, "Update LRS"; ``spark_stream.protocol.control
 loop connects to ``sc_endpoint`` and opens an ``SPU_CONNECT`` stream with this SPU's id,
 token, the endpoints it actually bound (so port 0 works) and the replica directories it
 has on disk (the SC purges those whose partition was deleted meanwhile). The first push
-must be ``SpuConnectAccepted``; then ``UpdateSpus`` and ``UpdateReplicas`` pushes go to
-the dispatcher in order. On the same connection two tasks send:
+must be ``SpuConnectAccepted``; then ``UpdateSpus``, ``UpdateGates`` and ``UpdateReplicas``
+pushes go to the dispatcher in order (gates before the replicas that follow them, so a
+new leader has its delivery gates when it starts serving). On the same connection two tasks send:
 
 - ``UpdateLrsRequest`` for partitions whose leader reported a change (``lrs_changed``),
   coalesced: at most one request in flight, then a short pause, each carrying every
   partition that changed meanwhile with its status at send time;
 - every heartbeat period (``heartbeat_interval_s``, at most a third of the SC's timeout),
-  the status of every partition led here plus a ``HeartbeatRequest``.
+  the status of every partition led here plus a ``HeartbeatRequest`` (with the plan
+  generation applied per consumer group).
 
 Whatever ends the connection (SC gone, token refused, a failed request), the loop waits
 with exponential backoff and connects again; the SC then pushes full specs, so nothing
@@ -29,6 +31,7 @@ from spark_stream.errors import FluvioError, InvalidRequestError, UnauthorizedEr
 from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import (
     HeartbeatRequest,
     SpuConnectAccepted,
@@ -159,6 +162,10 @@ class ScLink:
                 await self.dispatcher.apply_spus(msg)
             elif isinstance(msg, UpdateReplicas):
                 await self.dispatcher.apply_replicas(msg)
+            elif isinstance(msg, UpdateGates):
+                # Pushed before the UpdateReplicas that makes this SPU leader: the gates
+                # are in place when it starts serving.
+                self.dispatcher.apply_gates(msg)
             else:
                 logger.debug("ignoring SC push %s", type(msg).__name__)
         raise FluvioError("the SC ended the SPU_CONNECT stream")
@@ -167,7 +174,10 @@ class ScLink:
         while True:
             for leader in self.dispatcher.leaders():
                 self.lrs_changed(leader.name)
-            await conn.call(HeartbeatRequest(self.settings.id), timeout=_REQUEST_TIMEOUT)
+            generations = self.dispatcher.gates.applied_generations()
+            await conn.call(
+                HeartbeatRequest(self.settings.id, generations), timeout=_REQUEST_TIMEOUT
+            )
             await asyncio.sleep(interval)
 
     async def _send_lrs(self, conn: Connection) -> None:

@@ -31,4 +31,9 @@ class SpuSettings(ProcessSettings):
     data_dir: str = Field(".fluvio/spu", description="Replica logs live below this.")
     heartbeat_interval_s: float = Field(2.0, gt=0, description="LRS/heartbeat period.")
     replica_max_lag_ms: int = Field(10_000, gt=0, description="Follower lag before eviction.")
+    gate_audit_file: str | None = Field(
+        None,
+        description="Debug: append every delivery-gate change to this file as JSON lines "
+        "(tests check the audit of SPUs they kill).",
+    )
     max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")

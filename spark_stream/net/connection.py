@@ -210,7 +210,7 @@ class Connection:
             request.API_KEY,
             request.to_meta(),
             request.tail_parts(),
-            version=request.VERSION,
+            version=request.wire_version(),
             timeout=timeout,
         )
         response_type = message_type(request.API_KEY, Role.RESPONSE)
@@ -238,7 +238,12 @@ class Connection:
         """
         if isinstance(api_key, Message):
             msg = api_key
-            api_key, meta, tail, version = msg.API_KEY, msg.to_meta(), msg.tail_parts(), msg.VERSION
+            api_key, meta, tail, version = (
+                msg.API_KEY,
+                msg.to_meta(),
+                msg.tail_parts(),
+                msg.wire_version(),
+            )
         if window < 1:
             raise InvalidRequestError(f"stream window must be >= 1, got {window}")
         cid = self._allocate_id()

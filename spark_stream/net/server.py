@@ -584,7 +584,7 @@ def _unpack(reply: Reply, api_key: int) -> tuple[dict[str, Any], Tail, int, int]
     if reply is None:
         return {}, b"", api_key, 0
     if isinstance(reply, Message):
-        return reply.to_meta(), reply.tail_parts(), reply.API_KEY, reply.VERSION
+        return reply.to_meta(), reply.tail_parts(), reply.API_KEY, reply.wire_version()
     if isinstance(reply, dict):
         return reply, b"", api_key, 0
     if isinstance(reply, tuple) and len(reply) == 2 and isinstance(reply[0], dict):

@@ -7,9 +7,11 @@ in ``docs/protocol.md``.
 
 from __future__ import annotations
 
+from spark_stream.protocol._gates import GateEntry, UpdateGates
 from spark_stream.protocol.api import API_VERSIONS, STREAM_APIS, ApiKey, api_name
 from spark_stream.protocol.data import (
     DEFAULT_FETCH_MAX_BYTES,
+    GROUP_FETCH_VERSION,
     Acks,
     FetchLocalRequest,
     FetchLocalResponse,
@@ -63,6 +65,9 @@ __all__ = [
     "ApiKey",
     "api_name",
     "DEFAULT_FETCH_MAX_BYTES",
+    "GROUP_FETCH_VERSION",
+    "GateEntry",
+    "UpdateGates",
     "Acks",
     "Isolation",
     "ProduceRequest",

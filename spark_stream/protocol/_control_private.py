@@ -453,9 +453,15 @@ class UpdateLrsResponse(Message):
 @message(ApiKey.HEARTBEAT, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
 class HeartbeatRequest(Message):
-    """An SPU is alive (any request counts, this one is for quiet periods)."""
+    """An SPU is alive (any request counts, this one is for quiet periods).
+
+    Attributes:
+        applied_generations: per consumer group, the newest plan generation whose
+            delivery gates this SPU applied (an older SC ignores the key).
+    """
 
     spu_id: int
+    applied_generations: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_spu_id("HeartbeatRequest", self.spu_id)

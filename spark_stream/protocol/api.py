@@ -72,8 +72,20 @@ class ApiKey(IntEnum):
     FOLLOWER_LEO = 4003
     """Follower -> leader: the follower's LEO per replica."""
 
+    # Consumer groups: delivery gates
+    UPDATE_GATES = 5020
+    """Push on the SPU_CONNECT stream: delivery gates of the partitions the SPU leads."""
 
-API_VERSIONS: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({key: (0, 0) for key in ApiKey})
+
+API_VERSIONS: Mapping[ApiKey, tuple[int, int]] = MappingProxyType(
+    {key: (0, 0) for key in ApiKey}
+    | {
+        # Version 1: the consumer-group fields (group, member_id, grant_epoch).
+        ApiKey.FETCH: (0, 1),
+        ApiKey.STREAM_FETCH: (0, 1),
+        ApiKey.FETCH_LOCAL: (0, 1),
+    }
+)
 """The (lowest, highest) version of each api's message layout this build speaks."""
 
 STREAM_APIS: frozenset[ApiKey] = frozenset(

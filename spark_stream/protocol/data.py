@@ -20,6 +20,7 @@ __all__ = [
     "Acks",
     "Isolation",
     "DEFAULT_FETCH_MAX_BYTES",
+    "GROUP_FETCH_VERSION",
     "ProduceRequest",
     "ProduceResponse",
     "FetchRequest",
@@ -67,6 +68,35 @@ def _topic(owner: str, topic: str) -> None:
         raise InvalidRequestError(f"{owner}.topic must not be empty")
 
 
+GROUP_FETCH_VERSION = 1
+"""The fetch version that carries ``group``, ``member_id`` and ``grant_epoch``."""
+
+
+def _group_fields(
+    owner: str, group: str | None, member_id: str | None, grant_epoch: int | None
+) -> None:
+    """A group fetch names all three of group, member and grant epoch; a plain one none."""
+    given = {"group": group, "member_id": member_id, "grant_epoch": grant_epoch}
+    if all(value is None for value in given.values()):
+        return
+    for name, value in given.items():
+        if value is None:
+            raise InvalidRequestError(f"{owner}.{name} is required in a group fetch")
+        if value == "":
+            raise InvalidRequestError(f"{owner}.{name} must not be empty")
+    _non_negative(owner, grant_epoch=grant_epoch)
+
+
+def _group_version(owner: str, group: str | None, version: int) -> None:
+    """Group fields travel at ``GROUP_FETCH_VERSION`` and only there."""
+    if group is not None and version < GROUP_FETCH_VERSION:
+        raise InvalidRequestError(
+            f"{owner}.group needs version {GROUP_FETCH_VERSION}, got {version}"
+        )
+    if group is None and version >= GROUP_FETCH_VERSION:
+        raise InvalidRequestError(f"{owner}.group is required at version {version}")
+
+
 @message(ApiKey.PRODUCE, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
 class ProduceRequest(Message):
@@ -108,16 +138,24 @@ class ProduceResponse(Message):
     hw: int
 
 
-@message(ApiKey.FETCH, Role.REQUEST)
+@message(ApiKey.FETCH, Role.REQUEST, version=GROUP_FETCH_VERSION, min_version=0)
 @dataclass(frozen=True, slots=True)
 class FetchRequest(Message):
     """Read batch frames from a partition leader, starting at an offset.
+
+    Version 0 is a plain fetch; version 1 adds the consumer-group fields, checked by the
+    leader's delivery gate (``spu.gates``). A request is sent as version 1 only when it
+    names a group, so plain consumers speak version 0 to any SPU, and an SPU that knows
+    no gates refuses a group fetch (``UnsupportedVersionError``) instead of serving it.
 
     Attributes:
         offset: first offset wanted; the reply starts at the frame holding it.
         max_bytes: soft limit on the reply's tail (at least one frame is returned).
         isolation: committed (up to HW) or uncommitted (up to LEO).
         max_wait_ms: how long the leader may wait for data when none is visible; 0 = none.
+        group: v1: the consumer group fetching; all three group fields or none.
+        member_id: v1: the member fetching.
+        grant_epoch: v1: the generation at which the member got the partition.
     """
 
     topic: str
@@ -126,6 +164,9 @@ class FetchRequest(Message):
     max_bytes: int = DEFAULT_FETCH_MAX_BYTES
     isolation: Isolation = Isolation.COMMITTED
     max_wait_ms: int = 0
+    group: str | None = None
+    member_id: str | None = None
+    grant_epoch: int | None = None
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -134,6 +175,15 @@ class FetchRequest(Message):
             owner, partition=self.partition, offset=self.offset, max_wait_ms=self.max_wait_ms
         )
         _positive(owner, max_bytes=self.max_bytes)
+        _group_fields(owner, self.group, self.member_id, self.grant_epoch)
+
+    def wire_version(self) -> int:
+        """1 for a group fetch, else 0 (what every SPU understands)."""
+        return 0 if self.group is None else GROUP_FETCH_VERSION
+
+    def check_version(self, version: int) -> None:
+        """Group fields only at version 1, and always there."""
+        _group_version(type(self).__name__, self.group, version)
 
 
 @message(ApiKey.FETCH, Role.RESPONSE)
@@ -154,7 +204,7 @@ class FetchResponse(Message):
     tail: Tail = b""
 
 
-@message(ApiKey.FETCH_LOCAL, Role.REQUEST)
+@message(ApiKey.FETCH_LOCAL, Role.REQUEST, version=GROUP_FETCH_VERSION, min_version=0)
 @dataclass(frozen=True, slots=True)
 class FetchLocalRequest(FetchRequest):
     """A fetch answered with where its frames lie in the leader's files, not the frames.
@@ -227,14 +277,18 @@ class FetchOffsetsResponse(Message):
     offset: int | None = None
 
 
-@message(ApiKey.STREAM_FETCH, Role.REQUEST)
+@message(ApiKey.STREAM_FETCH, Role.REQUEST, version=GROUP_FETCH_VERSION, min_version=0)
 @dataclass(frozen=True, slots=True)
 class StreamFetchRequest(Message):
     """Open a stream: the leader pushes frames from ``offset`` on as they become visible.
 
+    Version 1 adds the group fields, as ``FetchRequest``'s: the stream ends with
+    ``FencedMemberError`` once the partition's delivery gate stops admitting the member.
+
     Attributes:
         max_bytes: soft limit on the tail of each push.
         isolation: committed (pushes up to HW) or uncommitted (up to LEO).
+        group, member_id, grant_epoch: v1: who streams, as in ``FetchRequest``.
     """
 
     topic: str
@@ -242,11 +296,23 @@ class StreamFetchRequest(Message):
     offset: int
     max_bytes: int = DEFAULT_FETCH_MAX_BYTES
     isolation: Isolation = Isolation.COMMITTED
+    group: str | None = None
+    member_id: str | None = None
+    grant_epoch: int | None = None
 
     def __post_init__(self) -> None:
         _topic("StreamFetchRequest", self.topic)
         _non_negative("StreamFetchRequest", partition=self.partition, offset=self.offset)
         _positive("StreamFetchRequest", max_bytes=self.max_bytes)
+        _group_fields("StreamFetchRequest", self.group, self.member_id, self.grant_epoch)
+
+    def wire_version(self) -> int:
+        """1 for a group stream, else 0."""
+        return 0 if self.group is None else GROUP_FETCH_VERSION
+
+    def check_version(self, version: int) -> None:
+        """Group fields only at version 1, and always there."""
+        _group_version("StreamFetchRequest", self.group, version)
 
 
 @message(ApiKey.STREAM_FETCH, Role.PUSH)

@@ -57,6 +57,19 @@ class Message:
     API_KEY: ClassVar[int]
     ROLE: ClassVar[Role]
     VERSION: ClassVar[int] = 0
+    MIN_VERSION: ClassVar[int] = 0
+
+    def wire_version(self) -> int:
+        """The version this instance is sent as (``VERSION`` unless a class that speaks
+        several picks the lowest its fields need, so an older peer still understands it)."""
+        return self.VERSION
+
+    def check_version(self, version: int) -> None:
+        """Refuse fields the received ``version`` does not carry (decoding only).
+
+        Raises:
+            InvalidRequestError: a field not part of ``version``, named.
+        """
 
     def to_meta(self) -> dict[str, Any]:
         """The control fields as a msgpack-able dict (enums by value)."""
@@ -84,8 +97,14 @@ _REGISTRY: dict[tuple[int, Role], type[Message]] = {}
 M = TypeVar("M", bound=type[Message])
 
 
-def message(api_key: int, role: Role, version: int = 0) -> Callable[[M], M]:
+def message(
+    api_key: int, role: Role, version: int = 0, min_version: int | None = None
+) -> Callable[[M], M]:
     """Class decorator: mark a dataclass as the ``role`` message of ``api_key``, ``version``.
+
+    A class may speak versions ``min_version..version`` (default: ``version`` only);
+    it then says which one an instance is sent as (``wire_version``) and which fields
+    each carries (``check_version``).
 
     Raises:
         RuntimeError: another class is already registered for that api key and role.
@@ -100,6 +119,7 @@ def message(api_key: int, role: Role, version: int = 0) -> Callable[[M], M]:
         cls.API_KEY = int(api_key)
         cls.ROLE = role
         cls.VERSION = version
+        cls.MIN_VERSION = version if min_version is None else min_version
         meta_fields(cls)  # an unsupported annotation fails here, at definition
         _REGISTRY[key] = cls
         return cls
@@ -151,12 +171,19 @@ class Payload:
         cls = message_type(self.api_key, role)
         if cls is None:
             raise UnsupportedVersionError(f"no {role} message type for {api_name(self.api_key)}")
-        if self.version != cls.VERSION:
+        if not cls.MIN_VERSION <= self.version <= cls.VERSION:
+            speaks = (
+                str(cls.VERSION)
+                if cls.MIN_VERSION == cls.VERSION
+                else f"{cls.MIN_VERSION}..{cls.VERSION}"
+            )
             raise UnsupportedVersionError(
                 f"{api_name(self.api_key)} {role} version {self.version} is not supported "
-                f"(this side speaks {cls.VERSION})"
+                f"(this side speaks {speaks})"
             )
-        return cls.from_meta(self.meta, self.tail)
+        msg = cls.from_meta(self.meta, self.tail)
+        msg.check_version(self.version)
+        return msg
 
 
 @dataclass(frozen=True, slots=True)
