@@ -31,13 +31,13 @@ from sc.controllers import Reducer
 from sc.controllers.events import ControllerEvent, Reconcile
 from sc.dispatcher import Dispatcher
 from sc.kv import KvStore, RedisKvStore
-from sc.local_store import LocalStore
+from sc.local_store import Change, LocalStore
 from sc.private_api import PrivateApi
 from sc.provisioner import LocalProcessProvisioner, NullProvisioner, Provisioner
 from sc.public_api import PublicApi
 from sc.settings import ScSettings
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
-from spark_stream.models import SpuGroup, SpuGroupResolution
+from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
 from spark_stream.net.endpoint import Endpoint
 
 __all__ = ["ScApp"]
@@ -84,6 +84,7 @@ class ScApp:
         self.provisioner_updater = ProvisionerUpdater(NullProvisioner())
         self.actions = ActionDispatcher(KvUpdater(self.kv), self.cm, self.provisioner_updater)
         self.dispatcher = Dispatcher(self.kv, self.store, self.actions.execute, reducers)
+        self.dispatcher.add_listener(self._groups_changed)
         self.private = PrivateApi(
             self.cm, self.dispatcher, self.kv, host=settings.host, port=settings.private_port
         )
@@ -110,6 +111,12 @@ class ScApp:
 
     def _submit(self, event: ControllerEvent) -> None:
         self.dispatcher.submit(event)
+
+    def _groups_changed(self, changes: list[Change], resync: bool) -> None:
+        """Consumer groups changed in the mirror: the CM pushes the delivery gates."""
+        if resync or any(change.kind == ConsumerGroup.kind for change in changes):
+            groups = self.store.objects(ConsumerGroup.kind)
+            self.cm.sync_groups(g for g in groups if isinstance(g, ConsumerGroup))
 
     async def start(self) -> None:
         """Load the state, start the controllers and both servers.

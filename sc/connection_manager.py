@@ -25,6 +25,13 @@ Theory of operation (seed ``003``, "Connection Manager"):
   An SPU that was away reports the replica directories it has (``stored``) when it
   connects; its full push purges those whose partition no longer exists with that uid.
   The cache is complete by then: the SC loads the whole KV before it accepts an SPU.
+- **Delivery gates.** The CM also mirrors the consumer groups (``sync_groups``, fed by the
+  local store's change feed) and keeps, per session, the gates it pushed. After every
+  change of a group or of a partition's leader it derives the gates each leader must
+  hold (``sc.gates``) and queues the difference as ``UpdateGates``, pushed **before**
+  the ``UpdateReplicas`` of the same batch: a new leader gets its gates with the
+  leadership (until then it fails closed). A connect gets a full ``UpdateGates`` before
+  the full ``UpdateReplicas``; a deleted group is queued as ``deleted_groups``.
 - **Live replica status.** ``UpdateLrs`` entries from the partition's current leader are
   forwarded as ``LrsUpdate`` events (unchanged repeats are dropped); others are rejected.
 - **Failure.** When the connection ends, or the SPU stays silent past
@@ -55,9 +62,10 @@ from sc.actions import (
     CmUpdateSpu,
 )
 from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected, SpuDisconnected
+from sc.gates import GateView, desired_gates, gate_changes
 from spark_stream.errors import UnauthorizedError
-from spark_stream.models import Spu
-from spark_stream.protocol import Message
+from spark_stream.models import ConsumerGroup, Spu, parse_partition_name
+from spark_stream.protocol import GateEntry, Message, UpdateGates
 from spark_stream.protocol.control import (
     LrsStatus,
     Replica,
@@ -100,6 +108,12 @@ class SpuSession:
         self._spus: dict[int, Spu | None] = {}
         self._replicas: dict[str, Replica | None] = {}
         self._purge: dict[ReplicaId, None] = {}  # an ordered set
+        self._gates: list[GateEntry] = []
+        self._deleted_groups: dict[str, None] = {}  # an ordered set
+        self.gates_sent: GateView = {}
+        """The gates this session pushed (what the SPU holds, as far as the SC knows)."""
+        self.applied_generations: dict[str, int] = {}
+        """Per group, the plan generation the SPU reported applying (heartbeat)."""
         self._wakeup = asyncio.Event()
 
     def touch(self) -> None:
@@ -127,10 +141,23 @@ class SpuSession:
         self._purge[entry] = None
         self._wakeup.set()
 
+    def queue_gates(self, entries: list[GateEntry], deleted_groups: Iterable[str] = ()) -> None:
+        """Queue gate changes (and deleted groups) for the next push."""
+        self._gates.extend(entries)
+        self._deleted_groups.update(dict.fromkeys(deleted_groups))
+        if entries or self._deleted_groups:
+            self._wakeup.set()
+
     @property
     def pending(self) -> int:
         """Changes queued and not yet pushed."""
-        return len(self._spus) + len(self._replicas) + len(self._purge)
+        return (
+            len(self._spus)
+            + len(self._replicas)
+            + len(self._purge)
+            + len(self._gates)
+            + len(self._deleted_groups)
+        )
 
     async def pushes(self) -> AsyncGenerator[Message, None]:
         """The messages of the ``SPU_CONNECT`` stream, until the session ends.
@@ -146,9 +173,14 @@ class SpuSession:
         self._spus.clear()
         self._replicas.clear()
         self._purge.clear()
+        self._gates.clear()
+        self._deleted_groups.clear()
+        self.gates_sent = dict(cm.desired_gates().get(self.spu_id, {}))
+        gates = list(self.gates_sent.values())
         revision = cm.revision()
         yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision)
         yield UpdateSpus.build(spus, full=True, revision=revision)
+        yield UpdateGates.build(True, gates, groups=sorted(cm.groups))
         yield UpdateReplicas.build(replicas, full=True, purge=purge, revision=revision)
         while self.active:
             await self._wakeup.wait()
@@ -163,6 +195,12 @@ class SpuSession:
                     deleted=[i for i, s in batch.items() if s is None],
                     revision=cm.revision(),
                 )
+            while self._gates or self._deleted_groups:
+                # Before the replicas, including gates queued while this push waited:
+                # a new leader holds its gates when it starts.
+                gates, self._gates = self._gates, []
+                deleted = list(_take(self._deleted_groups))
+                yield UpdateGates.build(False, gates, deleted_groups=deleted)
             if self._replicas or self._purge:
                 taken = _take(self._replicas)
                 yield UpdateReplicas.build(
@@ -172,7 +210,7 @@ class SpuSession:
                     purge=_take(self._purge),
                     revision=cm.revision(),
                 )
-            if self._spus or self._replicas or self._purge:
+            if self._spus or self._replicas or self._purge or self._deleted_groups:
                 self._wakeup.set()  # more than one push's worth was queued
 
 
@@ -216,6 +254,7 @@ class ConnectionManager:
         self._held: dict[int, set[str]] = {}  # SPU id -> names of the partitions it holds
         self.sessions: dict[int, SpuSession] = {}
         self._last_lrs: dict[str, LrsStatus] = {}
+        self.groups: dict[str, ConsumerGroup] = {}
 
     # -- cache, fed by controller actions ---------------------------------------------
 
@@ -240,11 +279,13 @@ class ConnectionManager:
             case CmAddPartition(partition=p) | CmUpdatePartition(partition=p):
                 self._last_lrs.pop(p.name, None)
                 self._set_replica(Replica.from_partition(p))
+                self.refresh_gates()
             case CmLeaderChange(name=name, leader=leader):
                 self._last_lrs.pop(name, None)
                 old = self.replicas.get(name)
                 if old is not None:
                     self._set_replica(Replica(name, leader, old.spec, old.revision, old.uid))
+                    self.refresh_gates()
             case CmDeletePartition(name=name):
                 old = self.replicas.pop(name, None)
                 self._last_lrs.pop(name, None)
@@ -256,6 +297,7 @@ class ConnectionManager:
                 purged = ReplicaId(name, action.uid)
                 for session in self.sessions.values():
                     session.queue_purge(purged)
+                self.refresh_gates()
             case _:
                 raise TypeError(f"not a connection-manager action: {action!r}")
 
@@ -273,6 +315,46 @@ class ConnectionManager:
             self._held.setdefault(spu_id, set()).add(name)
             if (session := self.sessions.get(spu_id)) is not None:
                 session.queue_replica(name, replica)
+
+    # -- delivery gates ----------------------------------------------------------------
+
+    def sync_groups(self, groups: Iterable[ConsumerGroup]) -> None:
+        """Take the consumer groups as they are now (the local store's), and push the
+        gates that follow: changed plans, and deleted groups' gates dropped."""
+        current = {group.name: group for group in groups}
+        for name in sorted(set(self.groups) - set(current)):
+            for session in self.sessions.values():
+                session.gates_sent = {k: g for k, g in session.gates_sent.items() if k[0] != name}
+                session.queue_gates([], deleted_groups=[name])
+        self.groups = current
+        self.refresh_gates()
+
+    def desired_gates(self) -> dict[int, GateView]:
+        """The gates each leader SPU must hold now (see ``sc.gates``)."""
+        leaders = {name: r.leader for name, r in self.replicas.items()}
+        return desired_gates(self.groups.values(), leaders)
+
+    def refresh_gates(self) -> None:
+        """Queue, for every connected SPU, the gates it lacks (a plan or leader change).
+
+        Recomputes every group's gates: cheap next to a plan change's KV round trips,
+        and one code path for plan and leader changes.
+        """
+        if not self.groups or not self.sessions:
+            return
+        desired = self.desired_gates()
+        generations = {name: g.status.generation for name, g in self.groups.items()}
+        for spu_id, session in self.sessions.items():
+            want = desired.get(spu_id, {})
+            led = [
+                parse_partition_name(name)
+                for name in self._held.get(spu_id, ())
+                if self.replicas[name].leader == spu_id
+            ]
+            changes = gate_changes(session.gates_sent, want, generations, led)
+            session.gates_sent = dict(want)
+            if changes:
+                session.queue_gates(changes)
 
     def replicas_of(self, spu_id: int) -> list[Replica]:
         """The replicas ``spu_id`` holds, sorted by partition name."""

@@ -206,7 +206,8 @@ class PrivateApi:
     async def _heartbeat(self, request: Request, ctx: ConnContext) -> Message:
         msg = request.message()
         assert isinstance(msg, HeartbeatRequest)
-        self._session(ctx, msg.spu_id)
+        session = self._session(ctx, msg.spu_id)
+        session.applied_generations = dict(msg.applied_generations)
         return HeartbeatResponse(self.dispatcher.store.revision)
 
     def _on_disconnect(self, ctx: ConnContext, cause: BaseException | None) -> None:

@@ -29,7 +29,7 @@ from spark_stream.models import (
     SpuResolution,
     SpuSpec,
 )
-from spark_stream.protocol import Message
+from spark_stream.protocol import Message, UpdateGates
 from spark_stream.protocol.control import (
     LrsStatus,
     ReplicaId,
@@ -122,7 +122,8 @@ def test_pushes_start_with_accept_and_full_views_then_coalesced_changes() -> Non
         cm, _, _ = make_cm()
         session = cm.attach(2, lambda: None)
         pushes = session.pushes()
-        accepted, spus, replicas = await take(pushes, 3)
+        accepted, spus, gates, replicas = await take(pushes, 4)
+        assert isinstance(gates, UpdateGates) and gates.full and gates.gates == []
         assert accepted == SpuConnectAccepted(2, 2.0, 42)
         assert isinstance(spus, UpdateSpus) and spus.full
         assert [s.spu_id for s in spus.spu_objects()] == [1, 2, 3]
@@ -149,8 +150,8 @@ def test_replica_moves_and_deletes_reach_only_the_spus_concerned() -> None:
         cm, _, _ = make_cm()
         s1, s3 = cm.attach(1, lambda: None), cm.attach(3, lambda: None)
         p1, p3 = s1.pushes(), s3.pushes()
-        await take(p1, 3)
-        await take(p3, 3)
+        await take(p1, 4)
+        await take(p3, 4)
         cm.apply(CmUpdatePartition(part("t-0", (2, 3), revision=9)))  # moves off SPU 1
         (to_1,) = await take(p1, 1)
         assert isinstance(to_1, UpdateReplicas) and to_1.deleted == ["t-0"]
@@ -187,7 +188,7 @@ def test_a_full_push_purges_the_stored_replicas_whose_partition_is_gone() -> Non
             ReplicaId("v-0", "old"),  # deleted
         ]
         pushes = cm.attach(1, lambda: None, stored).pushes()
-        _, _, full = await take(pushes, 3)
+        _, _, _, full = await take(pushes, 4)
         assert isinstance(full, UpdateReplicas) and full.full
         assert [r.name for r in full.replica_entries()] == ["t-0"]
         assert full.purge_entries() == [ReplicaId("u-0", "before"), ReplicaId("v-0", "old")]
@@ -203,7 +204,7 @@ def test_a_leader_change_keeps_the_partition_uid() -> None:
         cm, _, _ = make_cm()
         cm.apply(CmAddPartition(part("u-0", (1, 2), uid="u1")))
         pushes = cm.attach(2, lambda: None).pushes()
-        await take(pushes, 3)
+        await take(pushes, 4)
         cm.apply(CmLeaderChange("u-0", 2, (1, 2)))
         (push,) = await take(pushes, 1)
         assert isinstance(push, UpdateReplicas)
@@ -221,7 +222,7 @@ def test_unregistering_a_connected_spu_closes_it_and_tells_the_others() -> None:
         cm.attach(1, lambda: closed.append(1))
         other = cm.attach(2, lambda: None)
         pushes = other.pushes()
-        await take(pushes, 3)
+        await take(pushes, 4)
         cm.apply(CmDeleteSpu(1, "spu-1"))
         assert closed == [1]
         (update,) = await take(pushes, 1)
@@ -318,7 +319,7 @@ def test_spu_status_changes_reach_every_connected_spu_coalesced() -> None:
 
         readers = [cm.attach(i, lambda: None).pushes() for i in (1, 2)]
         for pushes in readers:
-            await take(pushes, 3)
+            await take(pushes, 4)
         drive(SpuDisconnected(3))
         for pushes in readers:
             (update,) = await take(pushes, 1)
@@ -335,7 +336,7 @@ def test_spu_status_changes_reach_every_connected_spu_coalesced() -> None:
         # A session that starts now gets the current statuses in its full push.
         cm.detach(cm.sessions[2])
         fresh = cm.attach(2, lambda: None).pushes()
-        _, full, _ = await take(fresh, 3)
+        _, full, _, _ = await take(fresh, 4)
         assert isinstance(full, UpdateSpus) and full.full
         assert statuses(full) == {1: ONLINE, 2: ONLINE, 3: OFFLINE}
         for pushes in (*readers, fresh):
