@@ -235,6 +235,7 @@ class FluvioAsync:
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         with_offsets: bool = True,
         local: bool = True,
+        group: fetch.GroupFetch | None = None,
     ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches.
 
@@ -245,6 +246,8 @@ class FluvioAsync:
             local: when the leader's segment files are on this host, read them directly
                 (no bytes through the leader or a socket); otherwise, or with False,
                 fetch over the network.
+            group: a consumer-group member's grant: the reads are gated by the leader
+                (fetch version 1); ``FencedMemberError`` when the grant is not current.
         """
         await self._known_topic(topic)
         async with contextlib.aclosing(
@@ -259,6 +262,7 @@ class FluvioAsync:
                 self._policy(),
                 with_offsets=with_offsets,
                 local=self.local_files if local else None,
+                group=group,
             )
         ) as batches:
             async for batch in batches:

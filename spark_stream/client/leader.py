@@ -25,6 +25,7 @@ from spark_stream.client.pool import ConnectionPool
 from spark_stream.errors import (
     ConnectionClosedError,
     FluvioError,
+    GateNotReadyError,
     NotLeaderError,
     RequestTimeoutError,
     UnknownPartitionError,
@@ -38,6 +39,10 @@ M = TypeVar("M", bound=Message)
 
 #: Errors after which the leader is looked up again, avoiding the SPU that failed.
 LEADER_ERRORS = (NotLeaderError, UnknownPartitionError, ConnectionClosedError)
+
+#: Waits before retrying a group fetch the leader's delivery gate was not ready for:
+#: the SC's gate update is tens of milliseconds away, so 10 ms doubling up to 50 ms.
+GATE_RETRY_S = (0.01, 0.05)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +61,17 @@ class RetryPolicy:
     timeout_s: float = 60.0
     request_timeout_s: float = 30.0
 
-    def delay(self, attempt: int) -> float:
-        """The wait before retry ``attempt`` (0 for the first retry)."""
-        return 0.0 if self.backoff is None else self.backoff.delay(attempt)
+    def delay(self, attempt: int, error: FluvioError | None = None) -> float:
+        """The wait before retry ``attempt`` (0 for the first retry) after ``error``.
+
+        A ``GateNotReadyError`` waits at most ``GATE_RETRY_S`` (10 ms doubling up to
+        50 ms): the gate is on its way and the member's fetch should not stall.
+        """
+        wait = 0.0 if self.backoff is None else self.backoff.delay(attempt)
+        if isinstance(error, GateNotReadyError):
+            first, ceiling = GATE_RETRY_S
+            return min(wait, first * 2 ** min(attempt, 8), ceiling)
+        return wait
 
 
 def retry_backoff(initial_ms: float, maximum_ms: float) -> BackoffPolicy | None:
@@ -152,7 +165,7 @@ class LeaderClient:
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self.pool.discard(conn)
                 not_spu = leader.spu_id if isinstance(exc, LEADER_ERRORS) and leader else None
-                delay = policy.delay(attempt)
+                delay = policy.delay(attempt, exc)
                 attempt += 1
                 if time.monotonic() + delay >= deadline:
                     raise

@@ -17,6 +17,8 @@ from typing import TypeVar
 import pytest
 
 from sc.kv import Grant
+from spark_stream.client.consumer import GroupFetch, Offset
+from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.errors import (
     FencedMemberError,
     GateNotReadyError,
@@ -278,5 +280,53 @@ def test_new_leader_fails_closed_until_its_gates_arrive_then_serves_the_grant(
         logs = [read_audit_file(audit[i], i, stopped_ns if i == old else None) for i in (1, 2)]
         assert any(change.member == A for change in logs[new - 1].changes)
         assert overlapping_grants(logs) == []
+
+    run(body)
+
+
+def test_the_client_sends_group_fields_local_network_and_stream(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with InProcessCluster(tmp_path, [1]) as cluster:
+            await cluster.create_topic("orders", partitions=1, replicationFactor=1)
+            conn = await cluster.conn(1)
+            await produce(conn, "orders", 0, ["a", "b"])
+            assert cluster.sc is not None
+            client = await FluvioAsync.connect(f"{HOST}:{cluster.sc.public_port}")
+            try:
+                grant = GroupFetch("billing", A, 1)
+                with pytest.raises(GateNotReadyError):  # retried briefly, then surfaced
+                    async for _ in client.fetch_batches("orders", 0, 0, 2, group=grant):
+                        pass
+                await publish(cluster, "billing", 1, {0: (A, 1)})
+                gates = cluster.spus[1].dispatcher.gates
+                await until(lambda: gates.gate("billing", "orders", 0) is not None, what="gate")
+                for local in (True, False):
+                    got = [
+                        v
+                        for batch in [
+                            b
+                            async for b in client.fetch_batches(
+                                "orders", 0, 0, 2, group=grant, local=local
+                            )
+                        ]
+                        for v in batch.column("value").to_pylist()
+                    ]
+                    assert got == values("a", "b"), local
+                with pytest.raises(FencedMemberError):
+                    async for _ in client.fetch_batches(
+                        "orders", 0, 0, 2, group=GroupFetch("billing", B, 1)
+                    ):
+                        pass
+                consumer = await client.partition_consumer("orders", 0)
+                seen: list[bytes] = []
+                with pytest.raises(FencedMemberError):
+                    async for record in consumer.stream(Offset.beginning(), group=grant):
+                        seen.append(record.value)
+                        if len(seen) == 2:
+                            await publish(cluster, "billing", 2, {0: (B, 2)})
+                assert seen == values("a", "b")
+            finally:
+                await client.close()
+            assert overlapping_grants(audits(cluster)) == []
 
     run(body)

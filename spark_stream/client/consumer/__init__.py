@@ -4,6 +4,7 @@ Spark reads with, local segment-file reads, and offsets."""
 from __future__ import annotations
 
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
+from spark_stream.client.consumer.fetch import GroupFetch
 from spark_stream.client.consumer.offset import Offset, OffsetKind
 
-__all__ = ["AsyncConsumer", "AsyncPartitionConsumer", "Offset", "OffsetKind"]
+__all__ = ["AsyncConsumer", "AsyncPartitionConsumer", "GroupFetch", "Offset", "OffsetKind"]

@@ -24,7 +24,13 @@ import numpy as np
 import pyarrow as pa
 
 from spark_stream.client.config import ConsumerConfig, parse_isolation
-from spark_stream.client.consumer.fetch import fetch_offsets, offset_for_timestamp, slice_to_range
+from spark_stream.client.consumer.fetch import (
+    GroupFetch,
+    fetch_offsets,
+    group_fields,
+    offset_for_timestamp,
+    slice_to_range,
+)
 from spark_stream.client.consumer.fetch import visible_end as _visible_end
 from spark_stream.client.consumer.offset import Offset
 from spark_stream.client.leader import LEADER_ERRORS, LeaderClient, RetryPolicy, retry_backoff
@@ -121,6 +127,7 @@ class AsyncPartitionConsumer:
         isolation: Isolation | str | None = None,
         end_offset: int | None = None,
         stop_at_end: bool = False,
+        group: GroupFetch | None = None,
     ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Arrow batches (``CONSUMER_SCHEMA``) from ``offset`` on, as they become visible.
 
@@ -129,6 +136,8 @@ class AsyncPartitionConsumer:
             isolation: overrides the consumer's ``isolation``.
             end_offset: stop before this offset.
             stop_at_end: stop at the end visible when the stream starts (``-d``).
+            group: a consumer-group member's grant: the stream is gated by the leader
+                and ends with ``FencedMemberError`` when the grant is revoked.
 
         Raises:
             FluvioError: a non-retriable error, or retries ran out during failover.
@@ -138,7 +147,7 @@ class AsyncPartitionConsumer:
         end = end_offset
         if stop_at_end:
             end = visible if end is None else min(end, visible)
-        async for batch in self._stream(start, end, iso):
+        async for batch in self._stream(start, end, iso, group):
             yield _with_partition(batch, self.partition)
 
     async def stream(
@@ -148,11 +157,16 @@ class AsyncPartitionConsumer:
         isolation: Isolation | str | None = None,
         end_offset: int | None = None,
         stop_at_end: bool = False,
+        group: GroupFetch | None = None,
     ) -> AsyncGenerator[Record, None]:
         """Records from ``offset`` on (arguments as ``stream_batches``)."""
         async with contextlib.aclosing(
             self.stream_batches(
-                offset, isolation=isolation, end_offset=end_offset, stop_at_end=stop_at_end
+                offset,
+                isolation=isolation,
+                end_offset=end_offset,
+                stop_at_end=stop_at_end,
+                group=group,
             )
         ) as batches:
             async for batch in batches:
@@ -160,7 +174,7 @@ class AsyncPartitionConsumer:
                     yield record
 
     async def _stream(
-        self, position: int, end: int | None, isolation: Isolation
+        self, position: int, end: int | None, isolation: Isolation, group: GroupFetch | None
     ) -> AsyncGenerator[pa.RecordBatch, None]:
         self.position = position
         if end is not None and position >= end:
@@ -184,6 +198,7 @@ class AsyncPartitionConsumer:
                     position,
                     max_bytes=cfg.max_bytes,
                     isolation=isolation,
+                    **group_fields(group),
                 )
                 async with await conn.stream(request, window=cfg.window) as stream:
                     async for push in stream:
@@ -211,7 +226,7 @@ class AsyncPartitionConsumer:
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self._leaders.pool.discard(conn)
                 not_spu = leader_id if isinstance(exc, LEADER_ERRORS) else None
-                await asyncio.sleep(policy.delay(failures))  # failover backoff
+                await asyncio.sleep(policy.delay(failures, exc))  # failover backoff
                 failures += 1
 
 

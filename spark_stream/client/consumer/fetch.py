@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -51,6 +52,7 @@ from spark_stream.records import (
 )
 
 __all__ = [
+    "GroupFetch",
     "fetch_offsets",
     "offset_for_timestamp",
     "fetch_frames",
@@ -69,6 +71,31 @@ trips to a leader that competes for the same cores)."""
 
 #: How long a leader may hold a fetch that finds nothing new (a new leader's HW may lag).
 _EMPTY_WAIT_MS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFetch:
+    """Who fetches, for a consumer-group member: sent as fetch version 1, checked by the
+    partition leader's delivery gate. Plain reads pass none and speak version 0.
+
+    Attributes:
+        group: the consumer group.
+        member_id: the member fetching.
+        grant_epoch: the generation at which the member got the partition.
+    """
+
+    group: str
+    member_id: str
+    grant_epoch: int
+
+    def fields(self) -> dict[str, Any]:
+        """The request fields (``FetchRequest``/``StreamFetchRequest`` keyword arguments)."""
+        return {"group": self.group, "member_id": self.member_id, "grant_epoch": self.grant_epoch}
+
+
+def group_fields(group: GroupFetch | None) -> dict[str, Any]:
+    """``group.fields()``, or nothing for a plain read."""
+    return {} if group is None else group.fields()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +161,14 @@ async def fetch_range(
     max_bytes: int,
     policy: RetryPolicy,
     local: LocalFiles | None = None,
+    *,
+    group: GroupFetch | None = None,
 ) -> AsyncGenerator[tuple[BatchHeader, memoryview], None]:
     """Whole frames (crc-checked) with their headers, covering ``[start, end_exclusive)``.
 
     Args:
         local: try local fetches first (the leader's files read from this host).
+        group: a consumer-group member's grant (fetch version 1, gated by the leader).
 
     Raises:
         OffsetOutOfRangeError: ``start`` lies outside the log.
@@ -159,12 +189,14 @@ async def fetch_range(
         read: _Read | None = None
         if local is not None:
             read = await _fetch_local(
-                leaders, topic, partition, position, isolation, max_bytes, policy, local
+                leaders, topic, partition, position, isolation, max_bytes, policy, local, group
             )
             if read is None:
                 local = None  # not on this host (or not now): plain fetches from here on
         if read is None:
-            read = await _fetch(leaders, topic, partition, position, isolation, max_bytes, policy)
+            read = await _fetch(
+                leaders, topic, partition, position, isolation, max_bytes, policy, group
+            )
         if position < read.log_start:
             raise OffsetOutOfRangeError(
                 f"{topic}-{partition}: offset {position} is below the log start "
@@ -210,6 +242,7 @@ async def _fetch(
     isolation: Isolation,
     max_bytes: int,
     policy: RetryPolicy,
+    group: GroupFetch | None = None,
 ) -> _Read:
     """A plain fetch: the frames come in the reply."""
     request = FetchRequest(
@@ -219,6 +252,7 @@ async def _fetch(
         max_bytes=max_bytes,
         isolation=isolation,
         max_wait_ms=_EMPTY_WAIT_MS,
+        **group_fields(group),
     )
     reply = await leaders.call(topic, partition, request, policy)
     assert isinstance(reply, FetchResponse)
@@ -234,6 +268,7 @@ async def _fetch_local(
     max_bytes: int,
     policy: RetryPolicy,
     local: LocalFiles,
+    group: GroupFetch | None = None,
 ) -> _Read | None:
     """A local fetch, or None when the leader's file cannot be read from here."""
     mapped = isolation is Isolation.COMMITTED  # committed frames are never truncated
@@ -244,6 +279,7 @@ async def _fetch_local(
         max_bytes=max(max_bytes, LOCAL_MAPPED_MAX_BYTES) if mapped else max_bytes,
         isolation=isolation,
         max_wait_ms=_EMPTY_WAIT_MS,
+        **group_fields(group),
     )
     try:
         reply = await leaders.call(topic, partition, request, policy)
@@ -306,18 +342,20 @@ async def fetch_batches(
     with_offsets: bool = True,
     schema: pa.Schema = RECORD_SCHEMA,
     local: LocalFiles | None = None,
+    group: GroupFetch | None = None,
 ) -> AsyncGenerator[pa.RecordBatch, None]:
     """Exactly the records ``[start, end_exclusive)`` as Arrow batches (zero-copy).
 
     Args:
         local: try local fetches first (see the module docstring).
+        group: a consumer-group member's grant (see ``fetch_range``).
     """
     end = end_exclusive
     if end is None:
         offsets = await fetch_offsets(leaders, topic, partition, policy)
         end = visible_end(offsets, isolation)
     async for header, frame in fetch_range(
-        leaders, topic, partition, start, end, isolation, max_bytes, policy, local
+        leaders, topic, partition, start, end, isolation, max_bytes, policy, local, group=group
     ):
         batch = decode_frame(frame, schema=schema, with_offsets=with_offsets, check_crc=False)
         part = slice_to_range(batch, header.base_offset, start, end)

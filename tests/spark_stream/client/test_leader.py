@@ -6,6 +6,7 @@ import pytest
 
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.client.leader import RetryPolicy, retry_backoff
+from spark_stream.errors import GateNotReadyError, NotLeaderError
 
 
 @pytest.mark.parametrize(
@@ -29,3 +30,13 @@ def test_zero_backoff_is_none_and_the_default_is_the_usual_one() -> None:
     assert retry_backoff(0, 1000) is None
     assert retry_backoff(50, 2000) == BackoffPolicy(0.05, 2.0)
     assert RetryPolicy().delay(0) == 0.05 and RetryPolicy().delay(10) == 2.0
+
+
+def test_a_gate_not_ready_retries_within_10_to_50_ms_other_errors_keep_the_backoff() -> None:
+    policy = RetryPolicy(retries=8, backoff=retry_backoff(50, 2000))
+    gate = GateNotReadyError("no gate yet")
+    assert [policy.delay(i, gate) for i in range(5)] == pytest.approx(
+        [0.01, 0.02, 0.04, 0.05, 0.05]
+    )
+    assert policy.delay(3, NotLeaderError("moved")) == pytest.approx(0.4)
+    assert RetryPolicy(backoff=None).delay(2, gate) == 0.0
