@@ -109,7 +109,11 @@ class SpuDispatcher:
         self._leaders: dict[str, LeaderController] = {}
         self._followers: dict[int, FollowerController] = {}
         self._roles = Subscribers()
-        self._audit_file = AuditFile(settings.gate_audit_file) if settings.gate_audit_file else None
+        self._audit_file: AuditFile | None = None
+        if settings.gate_audit_file:
+            # Relative to the data directory, so the SPUs of one cluster sharing
+            # settings write one file each.
+            self._audit_file = AuditFile(Path(settings.data_dir) / settings.gate_audit_file)
         self.gates = GateTable(spu=settings.id, on_change=self._audit_file)
         """The delivery gates of the partitions led here (fed by the SC link)."""
         self._lock = asyncio.Lock()

@@ -246,6 +246,7 @@ class AuditFile:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("a", encoding="utf-8")
 
     def __call__(self, change: GateChange) -> None:

@@ -34,6 +34,6 @@ class SpuSettings(ProcessSettings):
     gate_audit_file: str | None = Field(
         None,
         description="Debug: append every delivery-gate change to this file as JSON lines "
-        "(tests check the audit of SPUs they kill).",
+        "(tests check the audit of SPUs they kill); relative to data_dir.",
     )
     max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")

@@ -237,13 +237,9 @@ def test_new_leader_fails_closed_until_its_gates_arrive_then_serves_the_grant(
     tmp_path: Path,
 ) -> None:
     async def body() -> None:
-        audit = {i: tmp_path / f"audit-{i}.jsonl" for i in (1, 2)}
-        async with InProcessCluster(tmp_path, [1, 2]) as cluster:
-            for i in (1, 2):  # restart each SPU with its audit file
-                await cluster.stop_spu(i)
-            for i in (1, 2):
-                cluster.spu_settings["gate_audit_file"] = str(audit[i])
-                await cluster.start_spu(i)
+        async with InProcessCluster(
+            tmp_path, [1, 2], gate_audit_file="gate-audit.jsonl"
+        ) as cluster:
             await cluster.create_topic(
                 "orders", partitions=1, replicationFactor=2, minInSyncReplicas=1
             )
@@ -277,6 +273,7 @@ def test_new_leader_fails_closed_until_its_gates_arrive_then_serves_the_grant(
                 await new_conn.call(group_fetch(2, B), timeout=10)
             after = await cluster.sc.kv.get(ConsumerGroup.kind, "billing")
             assert after is not None and after.status.generation == before.status.generation
+        audit = {i: tmp_path / f"spu-{i}" / "gate-audit.jsonl" for i in (1, 2)}
         logs = [read_audit_file(audit[i], i, stopped_ns if i == old else None) for i in (1, 2)]
         assert any(change.member == A for change in logs[new - 1].changes)
         assert overlapping_grants(logs) == []
