@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
+from typing import Any
 
 from spark_stream.errors import InvalidRequestError
 from spark_stream.protocol.api import ApiKey
@@ -85,6 +86,17 @@ def _group_fields(
         if value == "":
             raise InvalidRequestError(f"{owner}.{name} must not be empty")
     _non_negative(owner, grant_epoch=grant_epoch)
+
+
+_GROUP_FIELDS = ("group", "member_id", "grant_epoch")
+
+
+def _plain_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """A version 0 request's meta: exactly the v0 fields (no nil group fields)."""
+    if meta.get("group") is None:
+        for name in _GROUP_FIELDS:
+            meta.pop(name, None)
+    return meta
 
 
 def _group_version(owner: str, group: str | None, version: int) -> None:
@@ -180,6 +192,10 @@ class FetchRequest(Message):
     def wire_version(self) -> int:
         """1 for a group fetch, else 0 (what every SPU understands)."""
         return 0 if self.group is None else GROUP_FETCH_VERSION
+
+    def to_meta(self) -> dict[str, Any]:
+        """The meta; a plain fetch sends the version 0 fields only."""
+        return _plain_meta(Message.to_meta(self))
 
     def check_version(self, version: int) -> None:
         """Group fields only at version 1, and always there."""
@@ -309,6 +325,10 @@ class StreamFetchRequest(Message):
     def wire_version(self) -> int:
         """1 for a group stream, else 0."""
         return 0 if self.group is None else GROUP_FETCH_VERSION
+
+    def to_meta(self) -> dict[str, Any]:
+        """The meta; a plain stream sends the version 0 fields only."""
+        return _plain_meta(Message.to_meta(self))
 
     def check_version(self, version: int) -> None:
         """Group fields only at version 1, and always there."""

@@ -146,6 +146,17 @@ def test_plan_in_the_kv_gates_group_fetches_and_leaves_plain_ones_alone(tmp_path
             again = UpdateGates(False, [_entry("billing", B, 2, 2)])
             cluster.spus[1].dispatcher.apply_gates(again)
             assert gates.gate("billing", "orders", 0) == gate  # same version: streams go on
+
+            # A deleted group's gates go: its reads fail closed again.
+            await publish(cluster, "billing", 3, {})
+            await until(lambda: gates.applied_generation("billing") == 3, what="empty plan")
+            assert (closed := gates.gate("billing", "orders", 0)) is not None
+            assert closed.member is None
+            await cluster.sc.kv.delete_group("billing")
+            await until(lambda: gates.applied_generation("billing") is None, what="group dropped")
+            assert gates.gate("billing", "orders", 0) is None
+            with pytest.raises(GateNotReadyError):
+                await conn.call(group_fetch(1, B, 2), timeout=10)
             assert overlapping_grants(audits(cluster)) == []
 
     run(body)
