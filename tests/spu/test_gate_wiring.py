@@ -244,7 +244,7 @@ def test_a_server_without_group_fetch_refuses_v1_rather_than_serve_ungated() -> 
     run(body)
 
 
-def test_new_leader_fails_closed_until_its_gates_arrive_then_serves_the_grant(
+def test_new_leader_gets_its_gates_with_the_leadership_and_serves_the_grant(
     tmp_path: Path,
 ) -> None:
     async def body() -> None:
