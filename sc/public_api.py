@@ -27,6 +27,8 @@ from typing import Any
 from sc.assignment import InsufficientSpus, InvalidAssignment
 from sc.controllers.topic.policy import missing_spus
 from sc.dispatcher import Dispatcher
+from sc.groups import GroupCoordinator
+from sc.groups.api import GroupApi
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from spark_stream.errors import (
@@ -202,6 +204,9 @@ class PublicApi:
         self.feed = MetadataFeed(self.store)
         dispatcher.add_listener(self.feed.on_changes)
         self._spu_lock = asyncio.Lock()  # one SPU registration at a time: ids stay unique
+        self.groups = GroupCoordinator(kv, self.store)
+        dispatcher.add_listener(self.groups.on_changes)
+        group_api = GroupApi(kv, self.store, self.groups)
         self.server = Server(
             {
                 ApiKey.CREATE_TOPIC: self._create_topic,
@@ -216,10 +221,12 @@ class PublicApi:
                 ApiKey.DELETE_SPU_GROUP: self._delete_spu_group,
                 ApiKey.LIST_SPU_GROUPS: self._list_spu_groups,
                 ApiKey.WATCH_METADATA: self._watch_metadata,
+                **group_api.routes(),
             },
             host=host,
             port=port,
             name="sc-public",
+            on_disconnect=group_api.disconnected,
         )
 
     @property
@@ -230,11 +237,13 @@ class PublicApi:
     async def start(self) -> None:
         """Listen."""
         self.feed.start_revision = self.store.revision
+        await self.groups.start()
         await self.server.start()
 
     async def stop(self) -> None:
         """Stop listening and close every client connection."""
         await self.server.stop()
+        await self.groups.stop()
 
     # -- helpers -----------------------------------------------------------------------
 

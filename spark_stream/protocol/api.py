@@ -72,6 +72,21 @@ class ApiKey(IntEnum):
     FOLLOWER_LEO = 4003
     """Follower -> leader: the follower's LEO per replica."""
 
+    # Consumer groups: members (SC public port)
+    GROUP_JOIN = 5001
+    """Stream: a member session; the SC pushes ``GroupAssignment``s."""
+    GROUP_HEARTBEAT = 5002
+    GROUP_RELEASE = 5003
+    GROUP_LEAVE = 5004
+    OFFSET_COMMIT = 5005
+    OFFSET_FETCH = 5006
+    # Consumer groups: admin (SC public port)
+    LIST_GROUPS = 5010
+    DESCRIBE_GROUP = 5011
+    DELETE_GROUP = 5012
+    RESET_OFFSETS = 5013
+    DELETE_OFFSETS = 5014
+
 
 API_VERSIONS: Mapping[ApiKey, tuple[int, int]] = MappingProxyType({key: (0, 0) for key in ApiKey})
 """The (lowest, highest) version of each api's message layout this build speaks."""
@@ -82,6 +97,7 @@ STREAM_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.SPU_CONNECT,
         ApiKey.STREAM_FETCH,
         ApiKey.FOLLOWER_STREAM,
+        ApiKey.GROUP_JOIN,
     }
 )
 """Apis opened with ``Connection.stream`` (a request answered by pushes)."""
