@@ -408,18 +408,23 @@ class GroupCoordinator:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(_SWEEP_S)
-            now = self.clock()
-            for (name, member_id), deadline in list(self._deadlines.items()):
-                if deadline <= now:
-                    self._deadlines.pop((name, member_id), None)
-                    conn = self._sessions.get(name, {}).get(member_id)
-                    event = MemberExpired(member_id, conn, ExpiryCause.SESSION_TIMEOUT)
-                    await self._guarded(name, event)
-                    self._unbind(name, member_id, conn)
-            for (name, member_id), (epoch, deadline) in list(self._rebalance.items()):
-                if deadline <= now:
-                    self._rebalance.pop((name, member_id), None)
-                    await self._guarded(name, RebalanceTimedOut(member_id, epoch))
+            await self.expire_due()
+
+    async def expire_due(self) -> None:
+        """Expire sessions and rebalances whose deadline passed (the sweeper's step)."""
+        now = self.clock()
+        for (name, member_id), deadline in list(self._deadlines.items()):
+            if deadline <= now:
+                self._deadlines.pop((name, member_id), None)
+                conn = self._sessions.get(name, {}).get(member_id)
+                await self._guarded(
+                    name, MemberExpired(member_id, conn, ExpiryCause.SESSION_TIMEOUT)
+                )
+                self._unbind(name, member_id, conn)
+        for (name, member_id), (epoch, deadline) in list(self._rebalance.items()):
+            if deadline <= now:
+                self._rebalance.pop((name, member_id), None)
+                await self._guarded(name, RebalanceTimedOut(member_id, epoch))
 
     async def _guarded(self, name: str, event: GroupEvent) -> None:
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,9 +16,18 @@ from sc.kv import MemoryKvStore
 from sc.settings import ScSettings
 from spark_stream.client.admin import AdminClient
 from spark_stream.config import load_settings
+from spark_stream.errors import (
+    FencedMemberError,
+    GroupNotEmptyError,
+    InvalidRequestError,
+    MemberIdConflictError,
+    UnknownGroupError,
+)
 from spark_stream.models import ConsumerGroup
 from spark_stream.net.connection import Connection
+from spark_stream.protocol import STREAM_APIS, ApiKey
 from spark_stream.protocol import control as c
+from tests.polling import until
 from tests.sc.groups.member import RawMember
 
 pytestmark = pytest.mark.integration
@@ -25,13 +36,21 @@ TOPIC = "orders"
 
 
 @contextlib.asynccontextmanager
-async def running_sc(partitions: int = 6) -> AsyncIterator[tuple[ScApp, AdminClient]]:
+async def running_sc(
+    partitions: int = 6, spus: int = 0
+) -> AsyncIterator[tuple[ScApp, AdminClient]]:
+    """An SC on the in-memory KV with topic ``orders``; ``spus`` registered custom SPUs
+    give it partition objects (needed by commits), though no SPU runs."""
     settings = load_settings(ScSettings, public_port=0, private_port=0, heartbeat_timeout_s=2.0)
     app = ScApp(settings, kv=MemoryKvStore())
     await app.start()
     admin = AdminClient("127.0.0.1", app.public_port, timeout=10)
     try:
+        for spu in range(1, spus + 1):
+            await admin.register_spu(spu)
         await admin.create_topic(TOPIC, partitions=partitions, allow_missing_spus=True)
+        if spus:
+            await until(lambda: len(app.store.partitions_of(TOPIC)) == partitions)
         yield app, admin
     finally:
         await admin.close()
@@ -169,5 +188,199 @@ def test_closed_connection_reassigns_at_once() -> None:
             assert not push.revoke
             assert [m.member_id for m in stored(app, "g").status.members] == [b.member_id]
             await b.close()
+
+    run(body)
+
+
+def test_duplicate_member_id_is_refused_and_resume_takes_over() -> None:
+    """T10: a new member with a live id is MemberIdConflict; a resume takes over."""
+
+    async def body() -> None:
+        async with running_sc() as (app, _):
+            port = app.public_port
+            a = RawMember(port, "g", [TOPIC])
+            await a.join()
+            twin = RawMember(port, "g", [TOPIC], member_id=a.member_id)
+            with pytest.raises(MemberIdConflictError):
+                await twin.join()
+            assert len(stored(app, "g").status.members) == 1
+            # The same id resuming with its epoch on another connection takes over.
+            push = await twin.join(member_epoch=a.epoch)
+            assert {(g["topic"], g["partition"]) for g in push.assigned} == ALL
+            with pytest.raises(FencedMemberError):
+                await a.next()
+            await a.close()
+            await twin.close()
+
+    run(body)
+
+
+def test_malformed_fields_write_nothing_and_keep_the_connection() -> None:
+    """T11: each bad field is an InvalidRequestError naming it; the KV is untouched."""
+
+    async def body() -> None:
+        async with running_sc() as (app, _):
+            member = str(uuid.uuid4())
+            bad: list[tuple[ApiKey, dict[str, Any], str]] = [
+                (
+                    ApiKey.GROUP_JOIN,
+                    {"group": "g", "member_id": "nope", "topics": [TOPIC]},
+                    "member_id",
+                ),
+                (ApiKey.GROUP_JOIN, {"group": "", "member_id": member, "topics": [TOPIC]}, "group"),
+                (ApiKey.GROUP_JOIN, {"group": "g", "member_id": member, "topics": []}, "topics"),
+                (
+                    ApiKey.GROUP_JOIN,
+                    {"group": "g", "member_id": member, "topics": [TOPIC], "member_epoch": -3},
+                    "member_epoch",
+                ),
+                (
+                    ApiKey.GROUP_JOIN,
+                    {
+                        "group": "g",
+                        "member_id": member,
+                        "topics": [TOPIC],
+                        "owned": [{"topic": TOPIC, "partition": -1}],
+                    },
+                    "owned[0].partition",
+                ),
+                (
+                    ApiKey.GROUP_LEAVE,
+                    {"group": "g", "member_id": member, "member_epoch": 0},
+                    "member_epoch",
+                ),
+                (
+                    ApiKey.OFFSET_COMMIT,
+                    {
+                        "group": "g",
+                        "member_id": member,
+                        "commits": [
+                            {"topic": TOPIC, "partition": 0, "offset": -1, "grantEpoch": 1}
+                        ],
+                    },
+                    "commits[0].offset",
+                ),
+                (ApiKey.RESET_OFFSETS, {"group": "g", "mode": "sideways"}, "mode"),
+            ]
+            revision = await app.kv.revision()
+            async with await Connection.open("127.0.0.1", app.public_port) as conn:
+                for api, meta, fieldname in bad:
+                    with pytest.raises(InvalidRequestError, match=re.escape(fieldname)):
+                        if api in STREAM_APIS:
+                            async with await conn.stream(api, meta) as stream:
+                                await stream.__anext__()
+                        else:
+                            await conn.request(api, meta, timeout=10)
+                reply = await conn.call(c.ListGroupsRequest(), timeout=10)
+                assert isinstance(reply, c.ListGroupsResponse) and reply.groups == []
+            assert await app.kv.revision() == revision
+
+    run(body)
+
+
+def test_commit_is_fenced_after_a_move() -> None:
+    """T12: after a partition moved, its old holder's commit is fenced; the new one's is stored."""
+
+    async def body() -> None:
+        async with running_sc(spus=1) as (app, admin):
+            port = app.public_port
+            a, b = RawMember(port, "g", [TOPIC]), RawMember(port, "g", [TOPIC])
+            await a.join()
+            tp = (TOPIC, 5)
+            old_epoch = a.grant_epoch(tp)
+            [ok] = await a.commit({tp: (10, old_epoch)})
+            assert ok["errorCode"] == 0 and ok["committed"] == 10
+            await b.join()
+            await settle([a, b])
+            mover, keeper = (b, a) if tp in b.assigned() else (a, b)
+            assert mover is b  # a's upper half moved to b
+            [fenced] = await a.commit({tp: (20, old_epoch)})
+            assert fenced["errorCode"] == FencedMemberError.code
+            [stored_ok] = await b.commit({tp: (20, b.grant_epoch(tp))})
+            assert stored_ok["errorCode"] == 0
+            assert await admin.fetch_offsets("g") == {tp: 20}
+            del keeper
+            await a.close()
+            await b.close()
+
+    run(body)
+
+
+def test_reset_and_delete_refused_while_members_live() -> None:
+    """Admin: reset and delete say GroupNotEmpty with a member; work (dry run first) after."""
+
+    async def body() -> None:
+        async with running_sc(spus=1) as (app, admin):
+            a = RawMember(app.public_port, "g", [TOPIC])
+            await a.join()
+            await a.commit({(TOPIC, 0): (7, a.grant_epoch((TOPIC, 0)))})
+            with pytest.raises(GroupNotEmptyError):
+                await admin.delete_group("g")
+            with pytest.raises(GroupNotEmptyError):
+                await admin.reset_offsets("g", "offset", value=3, execute=True)
+            await a.leave()
+            assert (await admin.list_groups())[0]["members"] == 0
+            plan = await admin.reset_offsets("g", "offset", topic=TOPIC, value=0)
+            assert not plan.executed and len(plan.plan) == 6
+            assert await admin.fetch_offsets("g") == {(TOPIC, 0): 7}  # dry run wrote nothing
+            await admin.reset_offsets("g", "offset", topic=TOPIC, value=0, execute=True)
+            assert await admin.fetch_offsets("g") == {(TOPIC, p): 0 for p in range(6)}
+            await admin.delete_group("g")
+            assert await admin.list_groups() == []
+            with pytest.raises(UnknownGroupError):
+                await admin.describe_group("g")
+            await a.close()
+
+    run(body)
+
+
+def test_silent_member_expires_after_its_session_timeout() -> None:
+    """A member that stops heartbeating on an open connection is expired, not before."""
+
+    async def body() -> None:
+        async with running_sc() as (app, _):
+            coordinator = app.public.groups
+            now = [1_000.0]
+            coordinator.clock = lambda: now[0]  # the sweeper's clock, moved by hand
+            port = app.public_port
+            quiet = RawMember(port, "g", [TOPIC], session_timeout_ms=3_000)
+            alive = RawMember(port, "g", [TOPIC])
+            await quiet.join()
+            await alive.join()
+            await settle([quiet, alive])
+            now[0] += 2.9
+            await alive.heartbeat()
+            await coordinator.expire_due()
+            assert len(stored(app, "g").status.members) == 2  # not before its timeout
+            now[0] += 0.2
+            await alive.heartbeat()
+            await coordinator.expire_due()
+            push = await alive.until(lambda p: len(p.assigned) == 6)
+            assert not push.revoke
+            assert [m.member_id for m in stored(app, "g").status.members] == [alive.member_id]
+            assert quiet.conn is not None and not quiet.conn.closed
+            await quiet.close()
+            await alive.close()
+
+    run(body)
+
+
+def test_member_that_never_releases_is_fenced_at_the_rebalance_timeout() -> None:
+    """A revoke not released within the rebalance timeout fences the member."""
+
+    async def body() -> None:
+        async with running_sc() as (app, _):
+            port = app.public_port
+            slow = RawMember(port, "g", [TOPIC], rebalance_timeout_ms=1_000)
+            other = RawMember(port, "g", [TOPIC])
+            await slow.join()
+            await other.join()
+            await slow.until(lambda p: p.revoke)
+            with pytest.raises(FencedMemberError):
+                await slow.next()  # never releases: the stream ends fenced
+            push = await other.until(lambda p: len(p.assigned) >= 3)
+            assert len(push.assigned) >= 3
+            await slow.close()
+            await other.close()
 
     run(body)
