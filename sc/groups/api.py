@@ -129,13 +129,17 @@ class GroupApi:
     async def _list(self, request: Request, ctx: ConnContext) -> Message:
         groups = []
         for g in self.coordinator.groups():
+            rows = await self._rows(g)
+            lags = [r["lag"] for r in rows if r["lag"] is not None]
             groups.append(
                 {
                     "name": g.name,
-                    "state": str(g.status.state),
+                    "state": str(g.status.state.value),
                     "generation": g.status.generation,
                     "members": len(g.status.members),
                     "live": len(self.coordinator.live(g.name)),
+                    "topics": sorted({r["topic"] for r in rows}),
+                    "lag": sum(lags) if lags else None,
                 }
             )
         return c.ListGroupsResponse(groups)
@@ -157,34 +161,41 @@ class GroupApi:
         msg = request.message()
         assert isinstance(msg, c.DescribeGroupRequest)
         group = self._group(msg.group)
-        offsets = await self.kv.fetch_group_offsets(msg.group)
+        rows = await self._rows(group)
+        return c.DescribeGroupResponse(
+            group.to_dict(), sorted(self.coordinator.live(msg.group)), rows
+        )
+
+    async def _rows(self, group: ConsumerGroup) -> list[dict[str, Any]]:
+        """Per partition of the subscribed (or committed) topics: owner, offsets, lag."""
+        offsets = await self.kv.fetch_group_offsets(group.name)
         owners = {g.tp: g.member_id for g in group.status.assignment}
         members = {m.member_id: m for m in group.status.members}
-        topics = sorted(
-            {t for m in group.status.members for t in m.topics} | {t for t, _ in offsets}
-        )
+        subscribed = {t for m in group.status.members for t in m.topics}
         rows = []
-        for topic in topics:
+        for topic in sorted(subscribed | {t for t, _ in offsets}):
             for tp, part in self._partitions(topic):
                 owner = owners.get(tp)
                 member = members.get(owner) if owner else None
                 stored = offsets.get(tp)
                 hw = None if part is None else _hw(part)
+                leo = None if part is None or part.status.leo < 0 else part.status.leo
                 rows.append(
                     {
                         "topic": topic,
                         "partition": tp[1],
                         "memberId": owner,
+                        "instanceId": member.instance_id if member else None,
                         "clientId": member.client_id if member else None,
                         "host": member.host if member else None,
                         "offset": stored.offset if stored else None,
-                        "logEnd": hw,
+                        "hw": hw,
+                        "leo": leo,
                         "lag": None if stored is None or hw is None else max(0, hw - stored.offset),
+                        "lastCommitMs": stored.ts_ms if stored else None,
                     }
                 )
-        return c.DescribeGroupResponse(
-            group.to_dict(), sorted(self.coordinator.live(msg.group)), rows
-        )
+        return rows
 
     async def _delete(self, request: Request, ctx: ConnContext) -> Message:
         msg = request.message()

@@ -350,7 +350,8 @@ class ListGroupsRequest(_PlainMeta):
 @message(ApiKey.LIST_GROUPS, Role.RESPONSE)
 @dataclass(frozen=True, slots=True)
 class ListGroupsResponse(_PlainMeta):
-    """``{"name", "state", "generation", "members", "live"}`` per group, by name."""
+    """``{"name", "state", "generation", "members", "live", "topics", "lag"}`` per group,
+    by name (``lag``: the sum over partitions with a committed offset and a known HW)."""
 
     groups: list[dict[str, Any]]
 
@@ -380,8 +381,9 @@ class DescribeGroupResponse(_PlainMeta):
         group: ``ConsumerGroup.to_dict()`` (spec, status with members and assignment).
         live: member ids with a session on this SC now.
         partitions: per partition of the subscribed topics: ``{"topic", "partition",
-            "memberId", "clientId", "host", "offset", "logEnd", "lag"}`` (``offset``
-            nil: none committed; ``lag`` = HW - offset, nil when either is unknown).
+            "memberId", "instanceId", "clientId", "host", "offset", "hw", "leo", "lag",
+            "lastCommitMs"}`` (``offset`` nil: none committed; ``lag`` = HW - offset,
+            nil when either is unknown).
     """
 
     group: dict[str, Any]

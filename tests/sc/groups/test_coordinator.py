@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import uuid
 from collections.abc import AsyncIterator
@@ -14,6 +15,7 @@ import pytest
 from sc.app import ScApp
 from sc.kv import MemoryKvStore
 from sc.settings import ScSettings
+from spark_stream.cli import group_cmds, main
 from spark_stream.client.admin import AdminClient
 from spark_stream.config import load_settings
 from spark_stream.errors import (
@@ -383,4 +385,42 @@ def test_member_that_never_releases_is_fenced_at_the_rebalance_timeout() -> None
             await slow.close()
             await other.close()
 
+    run(body)
+
+
+def test_cli_list_describe_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """T13: ``consumer-group list|describe -O json`` with Kafka's columns and the lag."""
+
+    async def cli(*argv: str) -> Any:
+        capsys.readouterr()
+        code = await asyncio.to_thread(main, ["--endpoint", endpoint, *argv, "-O", "json"])
+        assert code == 0
+        return json.loads(capsys.readouterr().out)
+
+    async def body() -> None:
+        nonlocal endpoint
+        async with running_sc(spus=1) as (app, _):
+            endpoint = f"127.0.0.1:{app.public_port}"
+            a = RawMember(app.public_port, "g", [TOPIC], client_id="billing-1")
+            await a.join()
+            await a.commit({(TOPIC, 1): (4, a.grant_epoch((TOPIC, 1)))})
+            [listed] = await cli("consumer-group", "list")
+            assert list(listed) == list(group_cmds.LIST_COLUMNS)
+            assert listed["group"] == "g" and listed["members"] == 1
+            assert listed["topics"] == [TOPIC]
+            rows = await cli("consumer-group", "describe", "g")
+            assert [list(r) for r in rows] == [list(group_cmds.DESCRIBE_COLUMNS)] * 6
+            by_partition = {r["partition"]: r for r in rows}
+            assert by_partition[1]["current-offset"] == 4
+            assert by_partition[0]["current-offset"] is None
+            assert {r["member-id"] for r in rows} == {a.member_id}
+            assert {r["client-id"] for r in rows} == {"billing-1"}
+            code = await asyncio.to_thread(
+                main, ["--endpoint", endpoint, "consumer-group", "describe", "nope"]
+            )
+            assert code != 0
+            assert "nope" in capsys.readouterr().err
+            await a.close()
+
+    endpoint = ""
     run(body)
