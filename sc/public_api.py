@@ -42,6 +42,7 @@ from spark_stream.errors import (
     UnknownTopicError,
 )
 from spark_stream.models import (
+    ConsumerGroupSpec,
     KvObject,
     Partition,
     Spu,
@@ -193,10 +194,17 @@ class PublicApi:
         dispatcher: the controller loop (its mirror answers reads).
         host: address to bind.
         port: port to bind (0: any free one).
+        group_defaults: the spec of a consumer group a join creates (its timeouts).
     """
 
     def __init__(
-        self, kv: KvStore, dispatcher: Dispatcher, *, host: str = "127.0.0.1", port: int = 9003
+        self,
+        kv: KvStore,
+        dispatcher: Dispatcher,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 9003,
+        group_defaults: ConsumerGroupSpec | None = None,
     ) -> None:
         self.kv = kv
         self.dispatcher = dispatcher
@@ -204,7 +212,7 @@ class PublicApi:
         self.feed = MetadataFeed(self.store)
         dispatcher.add_listener(self.feed.on_changes)
         self._spu_lock = asyncio.Lock()  # one SPU registration at a time: ids stay unique
-        self.groups = GroupCoordinator(kv, self.store)
+        self.groups = GroupCoordinator(kv, self.store, defaults=group_defaults)
         dispatcher.add_listener(self.groups.on_changes)
         group_api = GroupApi(kv, self.store, self.groups)
         self.server = Server(

@@ -90,6 +90,7 @@ class GroupCoordinator:
     Args:
         kv: the KV store (plans, commits, offsets).
         store: the SC's local mirror (topics and the stored group objects at start).
+        defaults: the spec of a group a join creates (``ScSettings.group_defaults``).
         clock: monotonic seconds (deadlines).
     """
 
@@ -98,9 +99,11 @@ class GroupCoordinator:
         kv: KvStore,
         store: StoreView,
         *,
+        defaults: ConsumerGroupSpec | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.kv = kv
+        self.defaults = defaults or ConsumerGroupSpec()
         self.store = store
         self.clock = clock
         self._groups: dict[str, ConsumerGroup] = {}
@@ -435,10 +438,12 @@ class GroupCoordinator:
     # -- helpers -----------------------------------------------------------------------------
 
     async def _create(self, msg: c.GroupJoinRequest) -> None:
-        spec: dict[str, Any] = {}
+        spec: dict[str, Any] = self.defaults.model_dump()
         if msg.session_timeout_ms is not None:
             spec["session_timeout_ms"] = msg.session_timeout_ms
-            spec["heartbeat_interval_ms"] = max(500, min(1_000, msg.session_timeout_ms // 3))
+            spec["heartbeat_interval_ms"] = min(
+                spec["heartbeat_interval_ms"], max(500, msg.session_timeout_ms // 3)
+            )
         if msg.rebalance_timeout_ms is not None:
             spec["rebalance_timeout_ms"] = msg.rebalance_timeout_ms
         stored: Any
