@@ -205,8 +205,8 @@ class GroupApi:
             raise GroupNotEmptyError(
                 f"group {msg.group!r} has {len(group.status.members)} member(s); stop them first"
             )
-        await self.kv.delete_group(msg.group)
-        self.coordinator.forget(msg.group)
+        last = await self.kv.delete_group(msg.group)
+        self.coordinator.forget(msg.group, last.revision)
         revision = await self.kv.revision()
         log.info("group deleted group=%s", msg.group)
         return c.DeleteGroupResponse(revision)

@@ -107,12 +107,14 @@ class GroupCoordinator:
         self.store = store
         self.clock = clock
         self._groups: dict[str, ConsumerGroup] = {}
+        self._deleted: dict[str, int] = {}  # name -> last revision, until the mirror drops it
         self._locks: dict[str, asyncio.Lock] = {}
         self._sessions: dict[str, dict[str, int]] = {}  # group -> member -> connection
         self._streams: dict[tuple[str, int], _Stream] = {}  # (group, connection)
         self._deadlines: dict[tuple[str, str], float] = {}  # session deadlines
         self._rebalance: dict[tuple[str, str], tuple[int, float]] = {}  # (epoch, deadline)
         self._sweeper: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()  # topic events being reduced
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -139,6 +141,8 @@ class GroupCoordinator:
     def group(self, name: str) -> ConsumerGroup | None:
         """The group as last published (or as stored, for a group not touched here)."""
         obj = self.store.get(GROUP_KIND, name)
+        if obj is not None and obj.revision <= self._deleted.get(name, -1):
+            obj = None  # deleted here; the mirror has not seen it yet
         mine = self._groups.get(name)
         if mine is None or (obj is not None and obj.revision > mine.revision):
             return obj if isinstance(obj, ConsumerGroup) else None
@@ -274,11 +278,14 @@ class GroupCoordinator:
             topics = {t for m in obj.status.members for t in m.topics}
             for event in events:
                 if getattr(event, "topic", None) in topics:
-                    loop.create_task(self._run(name, event), name=f"group-{name}")
+                    task = loop.create_task(self._guarded(name, event), name=f"group-{name}")
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
 
-    def forget(self, name: str) -> None:
-        """The group was deleted."""
+    def forget(self, name: str, revision: int) -> None:
+        """The group was deleted (``revision``: its last revision)."""
         self._groups.pop(name, None)
+        self._deleted[name] = revision
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -453,6 +460,7 @@ class GroupCoordinator:
             stored = await self.kv.get(GROUP_KIND, msg.group)
         assert isinstance(stored, ConsumerGroup)
         self._groups[msg.group] = stored
+        self._deleted.pop(msg.group, None)
 
     def _known(self, name: str, member_id: str, connection: int) -> ConsumerGroup:
         group = self.group(name)

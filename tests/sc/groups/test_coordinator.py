@@ -24,6 +24,7 @@ from spark_stream.errors import (
     InvalidRequestError,
     MemberIdConflictError,
     UnknownGroupError,
+    UnreleasedInstanceIdError,
 )
 from spark_stream.models import ConsumerGroup
 from spark_stream.net.connection import Connection
@@ -206,6 +207,13 @@ def test_duplicate_member_id_is_refused_and_resume_takes_over() -> None:
             with pytest.raises(MemberIdConflictError):
                 await twin.join()
             assert len(stored(app, "g").status.members) == 1
+            # One member per connection per group: a second identity on a's connection.
+            second = RawMember(port, "g", [TOPIC])
+            second.conn = a.conn
+            with pytest.raises(MemberIdConflictError, match="already member"):
+                await second.join()
+            assert len(stored(app, "g").status.members) == 1
+            await a.heartbeat()  # a's session on that connection is untouched
             # The same id resuming with its epoch on another connection takes over.
             push = await twin.join(member_epoch=a.epoch)
             assert {(g["topic"], g["partition"]) for g in push.assigned} == ALL
@@ -423,4 +431,61 @@ def test_cli_list_describe_columns(capsys: pytest.CaptureFixture[str]) -> None:
             await a.close()
 
     endpoint = ""
+    run(body)
+
+
+def test_static_member_keeps_its_partitions_until_its_session_timeout() -> None:
+    """A static member's closed connection is not a leave: it resumes; else it expires."""
+
+    async def body() -> None:
+        async with running_sc() as (app, _):
+            coordinator = app.public.groups
+            now = [1_000.0]
+            coordinator.clock = lambda: now[0]
+            port = app.public_port
+            static = RawMember(port, "g", [TOPIC], instance_id="worker-1")
+            other = RawMember(port, "g", [TOPIC])
+            await static.join()
+            await other.join()
+            await settle([static, other])
+            held, generation = static.assigned(), stored(app, "g").status.generation
+            # Another member cannot take the instance id while its holder is live.
+            thief = RawMember(port, "g", [TOPIC], instance_id="worker-1")
+            with pytest.raises(UnreleasedInstanceIdError):
+                await thief.join()
+            await static.close()
+            await until(lambda: static.member_id not in coordinator.live("g"))
+            now[0] += 9.0
+            await coordinator.expire_due()
+            assert stored(app, "g").status.generation == generation  # nothing moved
+            static.conn = None
+            await static.join(member_epoch=static.epoch)
+            assert static.assigned() == held
+            assert stored(app, "g").status.generation == generation
+            await static.close()
+            await until(lambda: static.member_id not in coordinator.live("g"))
+            now[0] += 10.1
+            await other.heartbeat()
+            await coordinator.expire_due()
+            await other.until(lambda p: len(p.assigned) == 6)
+            await thief.close()
+            await other.close()
+
+    run(body)
+
+
+def test_topic_deletion_drops_its_grants() -> None:
+    """A deleted topic's partitions leave the plan; members stay subscribed."""
+
+    async def body() -> None:
+        async with running_sc() as (app, admin):
+            a = RawMember(app.public_port, "g", [TOPIC])
+            await a.join()
+            await admin.delete_topic(TOPIC)
+            push = await a.until(lambda p: not p.assigned)
+            assert push.revoke == []
+            assert stored(app, "g").status.assignment == ()
+            assert len(stored(app, "g").status.members) == 1
+            await a.close()
+
     run(body)
