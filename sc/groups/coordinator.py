@@ -231,6 +231,10 @@ class GroupCoordinator:
         self._known(msg.group, msg.member_id, connection)
         await self._run(msg.group, MemberLeft(msg.member_id, connection, msg.member_epoch))
         self._unbind(msg.group, msg.member_id, connection)
+        group = self.group(msg.group)
+        if group is not None and group.status.member(msg.member_id) is not None:
+            # A static member's pause: it keeps its grants for one session timeout.
+            self._deadlines[(msg.group, msg.member_id)] = self.clock() + self._session_s(group)
         stream = self._streams.pop((msg.group, connection), None)
         if stream is not None:
             stream.queue.put_nowait(None)
@@ -345,8 +349,9 @@ class GroupCoordinator:
         for member_id in list(sessions):
             if member_id not in members:
                 sessions.pop(member_id)
-                self._deadlines.pop((name, member_id), None)
-                self._rebalance.pop((name, member_id), None)
+        for timers in (self._deadlines, self._rebalance):
+            for key in [k for k in timers if k[0] == name and k[1] not in members]:
+                del timers[key]
 
     def _unbind(self, name: str, member_id: str, connection: int | None) -> None:
         """End a session (if still on ``connection``): the member is away, not gone."""

@@ -412,7 +412,15 @@ def test_cli_list_describe_columns(capsys: pytest.CaptureFixture[str]) -> None:
             a = RawMember(app.public_port, "g", [TOPIC], client_id="billing-1")
             await a.join()
             await a.commit({(TOPIC, 1): (4, a.grant_epoch((TOPIC, 1)))})
+            # The leader's report as the SC holds it: HW 10 on partition 1.
+            part = app.store.partition(f"{TOPIC}-1")
+            assert part is not None
+            written = await app.kv.update_status(
+                "Partition", part.name, part.status.model_copy(update={"hw": 10, "leo": 12})
+            )
+            await app.dispatcher.wait_revision(written.revision)
             [listed] = await cli("consumer-group", "list")
+            assert listed["lag"] == 6 and listed["state"] == "Stable"
             assert list(listed) == list(group_cmds.LIST_COLUMNS)
             assert listed["group"] == "g" and listed["members"] == 1
             assert listed["topics"] == [TOPIC]
@@ -420,6 +428,11 @@ def test_cli_list_describe_columns(capsys: pytest.CaptureFixture[str]) -> None:
             assert [list(r) for r in rows] == [list(group_cmds.DESCRIBE_COLUMNS)] * 6
             by_partition = {r["partition"]: r for r in rows}
             assert by_partition[1]["current-offset"] == 4
+            assert (by_partition[1]["hw"], by_partition[1]["leo"], by_partition[1]["lag"]) == (
+                10,
+                12,
+                6,
+            )
             assert by_partition[0]["current-offset"] is None
             assert {r["member-id"] for r in rows} == {a.member_id}
             assert {r["client-id"] for r in rows} == {"billing-1"}
