@@ -31,6 +31,7 @@ from spark_stream.net.connection import Connection
 from spark_stream.protocol import STREAM_APIS, ApiKey
 from spark_stream.protocol import control as c
 from tests.polling import until
+from tests.sc.conftest import Backend
 from tests.sc.groups.member import RawMember
 
 pytestmark = pytest.mark.integration
@@ -40,12 +41,12 @@ TOPIC = "orders"
 
 @contextlib.asynccontextmanager
 async def running_sc(
-    partitions: int = 6, spus: int = 0
+    partitions: int = 6, spus: int = 0, backend: Backend | None = None
 ) -> AsyncIterator[tuple[ScApp, AdminClient]]:
     """An SC on the in-memory KV with topic ``orders``; ``spus`` registered custom SPUs
     give it partition objects (needed by commits), though no SPU runs."""
     settings = load_settings(ScSettings, public_port=0, private_port=0, heartbeat_timeout_s=2.0)
-    app = ScApp(settings, kv=MemoryKvStore())
+    app = ScApp(settings, kv=backend.make(10_000) if backend else MemoryKvStore())
     await app.start()
     admin = AdminClient("127.0.0.1", app.public_port, timeout=10)
     try:
@@ -108,11 +109,11 @@ async def settle(members: list[RawMember], total: int = 6) -> None:
     raise AssertionError("the group did not settle")
 
 
-def test_three_members_share_six_partitions() -> None:
+def test_three_members_share_six_partitions(backend: Backend) -> None:
     """T2: 2 partitions each, disjoint, full cover; generation moves only with grants."""
 
     async def body() -> None:
-        async with running_sc() as (app, _):
+        async with running_sc(backend=backend) as (app, _):
             port = app.public_port
             members = [RawMember(port, "billing", [TOPIC]) for _ in range(3)]
             first = await members[0].join()
@@ -225,11 +226,11 @@ def test_duplicate_member_id_is_refused_and_resume_takes_over() -> None:
     run(body)
 
 
-def test_malformed_fields_write_nothing_and_keep_the_connection() -> None:
+def test_malformed_fields_write_nothing_and_keep_the_connection(backend: Backend) -> None:
     """T11: each bad field is an InvalidRequestError naming it; the KV is untouched."""
 
     async def body() -> None:
-        async with running_sc() as (app, _):
+        async with running_sc(backend=backend) as (app, _):
             member = str(uuid.uuid4())
             bad: list[tuple[ApiKey, dict[str, Any], str]] = [
                 (
@@ -288,11 +289,11 @@ def test_malformed_fields_write_nothing_and_keep_the_connection() -> None:
     run(body)
 
 
-def test_commit_is_fenced_after_a_move() -> None:
+def test_commit_is_fenced_after_a_move(backend: Backend) -> None:
     """T12: after a partition moved, its old holder's commit is fenced; the new one's is stored."""
 
     async def body() -> None:
-        async with running_sc(spus=1) as (app, admin):
+        async with running_sc(spus=1, backend=backend) as (app, admin):
             port = app.public_port
             a, b = RawMember(port, "g", [TOPIC]), RawMember(port, "g", [TOPIC])
             await a.join()
