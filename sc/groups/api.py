@@ -274,8 +274,8 @@ def _target(
             target = msg.value
         case "shift-by":
             target = None if current is None else current + msg.value
-        case _:  # to-datetime, by-duration: the client resolved them
-            target = given
+        case _:  # to-datetime, by-duration: the client resolved them at the leaders,
+            return given  # whose offsets are newer than the HW the SC last heard of
     if target is None:
         return None
     target = max(start, target)

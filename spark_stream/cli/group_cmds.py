@@ -8,9 +8,12 @@ dry run unless ``--execute`` is given.
 from __future__ import annotations
 
 import argparse
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from spark_stream.cli.output import emit
+from spark_stream.cli.parsing import parse_duration
 from spark_stream.client import Fluvio
 from spark_stream.errors import InvalidConfigError
 
@@ -125,9 +128,52 @@ def _mode(args: argparse.Namespace) -> tuple[str, int]:
         return "offset", args.to_offset
     if args.shift_by is not None:
         return "shift-by", args.shift_by
+    if args.to_datetime is not None:
+        return "to-datetime", 0
+    if args.by_duration is not None:
+        return "by-duration", 0
     raise InvalidConfigError(
-        "reset: give one of --to-earliest, --to-latest, --to-offset N, --shift-by N"
+        "reset: give one of --to-earliest, --to-latest, --to-offset N, --shift-by N, "
+        "--to-datetime ISO, --by-duration 1h"
     )
+
+
+def _time_us(args: argparse.Namespace) -> int:
+    """The time a ``--to-datetime``/``--by-duration`` reset goes back to, in Unix us."""
+    if args.by_duration is not None:
+        return int((time.time() - parse_duration(args.by_duration, "--by-duration")) * 1e6)
+    try:
+        when = datetime.fromisoformat(args.to_datetime)
+    except ValueError:
+        raise InvalidConfigError(
+            f"--to-datetime: {args.to_datetime!r} is not an ISO date-time "
+            "(e.g. 2026-01-31T12:00:00Z)"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1e6)
+
+
+def _resolve_times(args: argparse.Namespace, fluvio: Fluvio) -> dict[tuple[str, int], int]:
+    """Per partition, the first offset at or after the time (the HW when none is).
+
+    Only partition leaders know record times, so the client asks them and sends the SC
+    absolute offsets (``docs/decisions.md``).
+    """
+    admin = fluvio.admin()
+    if args.topic:
+        topics = [args.topic]
+    else:
+        topics = sorted({r["topic"] for r in admin.describe_group(args.group).partitions})
+    ts_us = _time_us(args)
+    offsets: dict[tuple[str, int], int] = {}
+    for topic in topics:
+        for part in admin.list_partitions(topic):
+            found = fluvio.offset_for_timestamp(topic, part.index, ts_us)
+            if found is None:  # no record that recent: the end (the leader's HW)
+                found = fluvio.fetch_offsets(topic, part.index).hw
+            offsets[(topic, part.index)] = found
+    return offsets
 
 
 def group_reset(args: argparse.Namespace, fluvio: Fluvio) -> int:
@@ -135,8 +181,9 @@ def group_reset(args: argparse.Namespace, fluvio: Fluvio) -> int:
     if not args.topic and not args.all_topics:
         raise InvalidConfigError("reset: give --topic T or --all-topics")
     mode, value = _mode(args)
+    given = _resolve_times(args, fluvio) if mode in ("to-datetime", "by-duration") else None
     reply = fluvio.admin().reset_offsets(
-        args.group, mode, topic=args.topic, value=value, execute=args.execute
+        args.group, mode, topic=args.topic, value=value, offsets=given, execute=args.execute
     )
     rows: list[dict[str, Any]] = [
         {"topic": r["topic"], "partition": r["partition"], "old": r["current"], "new": r["target"]}
@@ -169,4 +216,6 @@ def add_parsers(sub: Any, client: Any) -> None:
     how.add_argument("--to-latest", action="store_true")
     how.add_argument("--to-offset", type=int)
     how.add_argument("--shift-by", type=int)
+    how.add_argument("--to-datetime", help="ISO date-time (UTC unless it has an offset)")
+    how.add_argument("--by-duration", help="this long ago, e.g. 1h, 30m, 7d")
     reset.add_argument("--execute", action="store_true", help="write the plan")
