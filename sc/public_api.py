@@ -249,7 +249,8 @@ class PublicApi:
         await self.server.start()
 
     async def stop(self) -> None:
-        """Stop listening and close every client connection."""
+        """Stop listening and close every client connection (members keep the plan)."""
+        self.groups.stopping()
         await self.server.stop()
         await self.groups.stop()
 

@@ -115,6 +115,7 @@ class GroupCoordinator:
         self._rebalance: dict[tuple[str, str], tuple[int, float]] = {}  # (epoch, deadline)
         self._sweeper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()  # topic events being reduced
+        self._stopping = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -129,8 +130,16 @@ class GroupCoordinator:
             await self._run(obj.name, Seed())
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name="groups")
 
+    def stopping(self) -> None:
+        """The SC is shutting down: closing connections no longer ends member sessions.
+
+        The plan stays as published, so members resume it unchanged after the restart.
+        """
+        self._stopping = True
+
     async def stop(self) -> None:
         """Stop the sweeper."""
+        self._stopping = True
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -252,6 +261,8 @@ class GroupCoordinator:
 
     async def disconnected(self, connection: int) -> None:
         """A client connection closed: each member session on it expires now."""
+        if self._stopping:
+            return
         for group, sessions in list(self._sessions.items()):
             for member_id, conn in list(sessions.items()):
                 if conn == connection:

@@ -78,3 +78,29 @@ def test_sc_restart_keeps_the_plan(sc_factory: type[ScChild], redis_url: str) ->
             await m.close()
 
     run(body())
+
+
+def test_clean_sc_stop_is_not_a_leave(sc_factory: type[ScChild], redis_url: str) -> None:
+    """SIGTERM closes the members' connections from the SC side: the plan stays."""
+    sc = sc_factory(ports=(free_port(), free_port()), heartbeat=1.0).start()
+
+    async def body() -> None:
+        async with AdminClient("127.0.0.1", sc.public_port) as admin:
+            await admin.create_topic("orders", partitions=4, allow_missing_spus=True)
+        members = [RawMember(sc.public_port, "billing", ["orders"]) for _ in range(2)]
+        for m in members:
+            await m.join()
+        await settle(members, total=4)
+        before = await group_object(redis_url, "billing")
+        sc.stop()
+        after = await group_object(redis_url, "billing")
+        assert after.revision == before.revision
+        assert len(after.status.members) == 2
+        sc.start()
+        for m in members:
+            await rejoin(m)
+        assert (await group_object(redis_url, "billing")).revision == before.revision
+        for m in members:
+            await m.close()
+
+    run(body())
