@@ -89,7 +89,11 @@ class ScApp:
             self.cm, self.dispatcher, self.kv, host=settings.host, port=settings.private_port
         )
         self.public = PublicApi(
-            self.kv, self.dispatcher, host=settings.host, port=settings.public_port
+            self.kv,
+            self.dispatcher,
+            host=settings.host,
+            port=settings.public_port,
+            group_defaults=settings.group_defaults(),
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False

@@ -27,6 +27,8 @@ from typing import Any
 from sc.assignment import InsufficientSpus, InvalidAssignment
 from sc.controllers.topic.policy import missing_spus
 from sc.dispatcher import Dispatcher
+from sc.groups import GroupCoordinator
+from sc.groups.api import GroupApi
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from spark_stream.errors import (
@@ -40,6 +42,7 @@ from spark_stream.errors import (
     UnknownTopicError,
 )
 from spark_stream.models import (
+    ConsumerGroupSpec,
     KvObject,
     Partition,
     Spu,
@@ -191,10 +194,17 @@ class PublicApi:
         dispatcher: the controller loop (its mirror answers reads).
         host: address to bind.
         port: port to bind (0: any free one).
+        group_defaults: the spec of a consumer group a join creates (its timeouts).
     """
 
     def __init__(
-        self, kv: KvStore, dispatcher: Dispatcher, *, host: str = "127.0.0.1", port: int = 9003
+        self,
+        kv: KvStore,
+        dispatcher: Dispatcher,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 9003,
+        group_defaults: ConsumerGroupSpec | None = None,
     ) -> None:
         self.kv = kv
         self.dispatcher = dispatcher
@@ -202,6 +212,9 @@ class PublicApi:
         self.feed = MetadataFeed(self.store)
         dispatcher.add_listener(self.feed.on_changes)
         self._spu_lock = asyncio.Lock()  # one SPU registration at a time: ids stay unique
+        self.groups = GroupCoordinator(kv, self.store, defaults=group_defaults)
+        dispatcher.add_listener(self.groups.on_changes)
+        group_api = GroupApi(kv, self.store, self.groups)
         self.server = Server(
             {
                 ApiKey.CREATE_TOPIC: self._create_topic,
@@ -216,10 +229,12 @@ class PublicApi:
                 ApiKey.DELETE_SPU_GROUP: self._delete_spu_group,
                 ApiKey.LIST_SPU_GROUPS: self._list_spu_groups,
                 ApiKey.WATCH_METADATA: self._watch_metadata,
+                **group_api.routes(),
             },
             host=host,
             port=port,
             name="sc-public",
+            on_disconnect=group_api.disconnected,
         )
 
     @property
@@ -230,11 +245,14 @@ class PublicApi:
     async def start(self) -> None:
         """Listen."""
         self.feed.start_revision = self.store.revision
+        await self.groups.start()
         await self.server.start()
 
     async def stop(self) -> None:
-        """Stop listening and close every client connection."""
+        """Stop listening and close every client connection (members keep the plan)."""
+        self.groups.stopping()
         await self.server.stop()
+        await self.groups.stop()
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from spark_stream.config import ProcessSettings
+from spark_stream.models import ConsumerGroupSpec
 
 __all__ = ["ScSettings"]
 
@@ -37,3 +38,23 @@ class ScSettings(ProcessSettings):
         gt=0,
         description="How long a starting SC retries an unreachable Redis before it exits.",
     )
+    group_session_timeout_ms: int = Field(
+        10_000, ge=3_000, le=60_000, description="Consumer groups: default session timeout."
+    )
+    group_heartbeat_interval_ms: int = Field(
+        1_000, ge=500, le=5_000, description="Consumer groups: default heartbeat interval."
+    )
+    group_rebalance_timeout_ms: int = Field(
+        60_000,
+        ge=1_000,
+        le=1_800_000,
+        description="Consumer groups: default time a member has to release a revoke.",
+    )
+
+    def group_defaults(self) -> ConsumerGroupSpec:
+        """The spec a group gets when a join creates it without its own timeouts."""
+        return ConsumerGroupSpec(
+            session_timeout_ms=self.group_session_timeout_ms,
+            heartbeat_interval_ms=self.group_heartbeat_interval_ms,
+            rebalance_timeout_ms=self.group_rebalance_timeout_ms,
+        )

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds
+from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds, group_cmds
 from spark_stream.cli.output import FORMATS
 from spark_stream.cli.parsing import CommandParser
 from spark_stream.client import Fluvio, resolve_endpoint
@@ -222,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     _cluster_parsers(sub)
     _topic_parsers(sub)
     _data_parsers(sub)
+    group_cmds.add_parsers(sub, _client)
     return parser
 
 

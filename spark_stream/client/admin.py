@@ -243,6 +243,68 @@ class AdminClient:
 
     # -- metadata ----------------------------------------------------------------------
 
+    # -- consumer groups -------------------------------------------------------------------
+
+    async def list_groups(self) -> list[dict[str, Any]]:
+        """Every consumer group: ``{"name", "state", "generation", "members", "live"}``."""
+        reply = await self._call(c.ListGroupsRequest(), c.ListGroupsResponse)
+        return reply.groups
+
+    async def describe_group(self, group: str) -> c.DescribeGroupResponse:
+        """A group's object, live members and per-partition offsets and lag.
+
+        Raises:
+            UnknownGroupError: no such group.
+        """
+        return await self._call(c.DescribeGroupRequest(group), c.DescribeGroupResponse)
+
+    async def delete_group(self, group: str) -> int:
+        """Delete a group and its offsets; returns the KV revision.
+
+        Raises:
+            GroupNotEmptyError: the group has members.
+            UnknownGroupError: no such group.
+        """
+        reply = await self._call(c.DeleteGroupRequest(group), c.DeleteGroupResponse)
+        return reply.revision
+
+    async def reset_offsets(
+        self,
+        group: str,
+        mode: str,
+        *,
+        topic: str | None = None,
+        value: int = 0,
+        offsets: dict[tuple[str, int], int] | None = None,
+        execute: bool = False,
+    ) -> c.ResetOffsetsResponse:
+        """Plan new committed offsets (``RESET_MODES``); write them only with ``execute``.
+
+        ``offsets`` are the targets the caller resolved for ``to-datetime``/``by-duration``.
+
+        Raises:
+            GroupNotEmptyError: the group has members.
+            InvalidRequestError: a bad field (named).
+        """
+        given = [{"topic": t, "partition": p, "offset": o} for (t, p), o in (offsets or {}).items()]
+        request = c.ResetOffsetsRequest(group, mode, topic, value, given, execute)
+        return await self._call(request, c.ResetOffsetsResponse)
+
+    async def fetch_offsets(
+        self, group: str, partitions: list[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], int]:
+        """A group's committed offsets (partitions without one are absent)."""
+        wanted = (
+            None if partitions is None else [{"topic": t, "partition": p} for t, p in partitions]
+        )
+        reply = await self._call(c.OffsetFetchRequest(group, wanted), c.OffsetFetchResponse)
+        return {(o["topic"], o["partition"]): o["offset"] for o in reply.offsets}
+
+    async def delete_offsets(self, group: str, topic: str | None = None) -> int:
+        """Delete a group's offsets (of one topic); returns how many."""
+        reply = await self._call(c.DeleteOffsetsRequest(group, topic), c.DeleteOffsetsResponse)
+        return reply.deleted
+
     async def watch_metadata(
         self,
         from_revision: int | None = None,

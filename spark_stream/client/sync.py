@@ -81,6 +81,12 @@ class SyncAdmin(Facade[AdminClient]):
     scale_spu_group = blocking(AdminClient.scale_spu_group)
     delete_spu_group = blocking(AdminClient.delete_spu_group)
     list_spu_groups = blocking(AdminClient.list_spu_groups)
+    list_groups = blocking(AdminClient.list_groups)
+    describe_group = blocking(AdminClient.describe_group)
+    delete_group = blocking(AdminClient.delete_group)
+    reset_offsets = blocking(AdminClient.reset_offsets)
+    fetch_offsets = blocking(AdminClient.fetch_offsets)
+    delete_offsets = blocking(AdminClient.delete_offsets)
     watch_metadata = blocking_stream(AdminClient.watch_metadata)
 
 

@@ -72,6 +72,20 @@ class ApiKey(IntEnum):
     FOLLOWER_LEO = 4003
     """Follower -> leader: the follower's LEO per replica."""
 
+    # Consumer groups: members (SC public port)
+    GROUP_JOIN = 5001
+    """Stream: a member session; the SC pushes ``GroupAssignment``s."""
+    GROUP_HEARTBEAT = 5002
+    GROUP_RELEASE = 5003
+    GROUP_LEAVE = 5004
+    OFFSET_COMMIT = 5005
+    OFFSET_FETCH = 5006
+    # Consumer groups: admin (SC public port)
+    LIST_GROUPS = 5010
+    DESCRIBE_GROUP = 5011
+    DELETE_GROUP = 5012
+    RESET_OFFSETS = 5013
+    DELETE_OFFSETS = 5014
     # Consumer groups: delivery gates
     UPDATE_GATES = 5020
     """Push on the SPU_CONNECT stream: delivery gates of the partitions the SPU leads."""
@@ -94,6 +108,7 @@ STREAM_APIS: frozenset[ApiKey] = frozenset(
         ApiKey.SPU_CONNECT,
         ApiKey.STREAM_FETCH,
         ApiKey.FOLLOWER_STREAM,
+        ApiKey.GROUP_JOIN,
     }
 )
 """Apis opened with ``Connection.stream`` (a request answered by pushes)."""

@@ -23,8 +23,9 @@ Private api (SPU <-> SC), one connection per SPU:
    ``heartbeat_timeout_s`` (from ``SpuConnectAccepted``) makes the SC drop the SPU.
 
 Public api (clients, admin): request/response pairs for topics, partitions, SPUs and SPU
-groups, and the ``WATCH_METADATA`` stream of ``MetadataUpdate`` pushes (a full snapshot
-first, then changes), resumable from a revision. The layouts are in ``docs/protocol.md``.
+groups, the ``WATCH_METADATA`` stream of ``MetadataUpdate`` pushes (a full snapshot
+first, then changes), resumable from a revision, and the consumer-group apis (``_groups``: the
+``GROUP_JOIN`` member stream, heartbeats, commits, admin). The layouts are in ``docs/protocol.md``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,33 @@ from spark_stream.protocol._control_public import (
     UnregisterSpuResponse,
     WatchMetadataRequest,
 )
+from spark_stream.protocol._groups import (
+    RESET_MODES,
+    DeleteGroupRequest,
+    DeleteGroupResponse,
+    DeleteOffsetsRequest,
+    DeleteOffsetsResponse,
+    DescribeGroupRequest,
+    DescribeGroupResponse,
+    GroupAssignment,
+    GroupHeartbeatRequest,
+    GroupHeartbeatResponse,
+    GroupJoinRequest,
+    GroupLeaveRequest,
+    GroupLeaveResponse,
+    GroupReleaseRequest,
+    GroupReleaseResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    ResetOffsetsRequest,
+    ResetOffsetsResponse,
+    grant_list,
+    tp_list,
+)
 
 __all__ = [
     # private: SPU <-> SC
@@ -107,4 +135,30 @@ __all__ = [
     "ListSpuGroupsResponse",
     "WatchMetadataRequest",
     "MetadataUpdate",
+    # consumer groups: members and admin (SC public)
+    "GroupJoinRequest",
+    "GroupAssignment",
+    "GroupHeartbeatRequest",
+    "GroupHeartbeatResponse",
+    "GroupReleaseRequest",
+    "GroupReleaseResponse",
+    "GroupLeaveRequest",
+    "GroupLeaveResponse",
+    "OffsetCommitRequest",
+    "OffsetCommitResponse",
+    "OffsetFetchRequest",
+    "OffsetFetchResponse",
+    "ListGroupsRequest",
+    "ListGroupsResponse",
+    "DescribeGroupRequest",
+    "DescribeGroupResponse",
+    "DeleteGroupRequest",
+    "DeleteGroupResponse",
+    "RESET_MODES",
+    "ResetOffsetsRequest",
+    "ResetOffsetsResponse",
+    "DeleteOffsetsRequest",
+    "DeleteOffsetsResponse",
+    "tp_list",
+    "grant_list",
 ]

@@ -1,0 +1,11 @@
+"""The SC's consumer-group coordinator (seed ``004``): member sessions, plans, offsets.
+
+``coordinator`` drives the pure reducer of ``sc.controllers.group`` and carries out its
+actions; ``sc.public_api`` routes the group apis (5001-5014) to it.
+"""
+
+from __future__ import annotations
+
+from sc.groups.coordinator import GroupCoordinator
+
+__all__ = ["GroupCoordinator"]
