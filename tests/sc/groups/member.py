@@ -6,13 +6,15 @@ connection, so a test decides exactly when each step happens (and when not).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from typing import Any
 
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import control as c
 
-__all__ = ["RawMember"]
+__all__ = ["RawMember", "settle", "settled"]
 
 _TIMEOUT = 10.0
 
@@ -124,3 +126,31 @@ class RawMember:
         """Drop the connection (a dead process, as the SC sees it)."""
         if self.conn is not None:
             await self.conn.close()
+
+
+def settled(members: list[RawMember], total: int) -> bool:
+    """No revoke held; the grants are disjoint, cover every partition, balanced."""
+    owned = [m.assigned() for m in members]
+    return (
+        all(m.last is not None and not m.last.revoke for m in members)
+        and sum(len(o) for o in owned) == total
+        and len(set().union(*owned)) == total
+        and max(map(len, owned)) - min(map(len, owned)) <= 1
+    )
+
+
+async def settle(members: list[RawMember], total: int = 6) -> None:
+    """Read pushes, releasing every revoke, until the group is settled (bounded)."""
+    members = [m for m in members if m.stream is not None]
+    for _ in range(100):
+        if settled(members, total):
+            return
+        for m in members:
+            if m.last is not None and m.last.revoke:
+                await m.release()
+        for m in members:  # take whatever was pushed meanwhile
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.05):
+                    while True:
+                        await m.next()
+    raise AssertionError("the group did not settle")

@@ -32,7 +32,7 @@ from spark_stream.protocol import STREAM_APIS, ApiKey
 from spark_stream.protocol import control as c
 from tests.polling import until
 from tests.sc.conftest import Backend
-from tests.sc.groups.member import RawMember
+from tests.sc.groups.member import RawMember, settle
 
 pytestmark = pytest.mark.integration
 
@@ -79,34 +79,6 @@ def stored(app: ScApp, group: str) -> ConsumerGroup:
 
 
 ALL = {(TOPIC, p) for p in range(6)}
-
-
-def settled(members: list[RawMember], total: int) -> bool:
-    """No revoke held; the grants are disjoint, cover every partition, balanced."""
-    owned = [m.assigned() for m in members]
-    return (
-        all(m.last is not None and not m.last.revoke for m in members)
-        and sum(len(o) for o in owned) == total
-        and len(set().union(*owned)) == total
-        and max(map(len, owned)) - min(map(len, owned)) <= 1
-    )
-
-
-async def settle(members: list[RawMember], total: int = 6) -> None:
-    """Read pushes, releasing every revoke, until the group is settled (bounded)."""
-    members = [m for m in members if m.stream is not None]
-    for _ in range(100):
-        if settled(members, total):
-            return
-        for m in members:
-            if m.last is not None and m.last.revoke:
-                await m.release()
-        for m in members:  # take whatever was pushed meanwhile
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(0.05):
-                    while True:
-                        await m.next()
-    raise AssertionError("the group did not settle")
 
 
 def test_three_members_share_six_partitions(backend: Backend) -> None:
