@@ -71,7 +71,7 @@ class CreateTopicResponse(Message):
 @message(ApiKey.DELETE_TOPIC, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
 class DeleteTopicRequest(_NamedRequest):
-    """Delete a topic and its partitions (SPUs keep the replicas' storage)."""
+    """Delete a topic and its partitions (every SPU then deletes their storage)."""
 
     name: str
 
