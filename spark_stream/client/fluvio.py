@@ -23,6 +23,7 @@ from spark_stream.client.admin import AdminClient
 from spark_stream.client.config import ConsumerConfig, ProducerConfig, parse_isolation
 from spark_stream.client.consumer import fetch
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
+from spark_stream.client.consumer.group import AsyncGroupConsumer
 from spark_stream.client.consumer.local_files import LocalFiles
 from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
@@ -143,6 +144,53 @@ class FluvioAsync:
         indexes = list(range(count)) if partitions is None else list(partitions)
         consumers = [AsyncPartitionConsumer(topic, p, cfg, self.leaders) for p in indexes]
         return AsyncConsumer(topic, consumers)
+
+    async def group_consumer(
+        self,
+        topic_or_topics: str | list[str],
+        *,
+        group: str,
+        instance_id: str | None = None,
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 1000,
+        **config: Any,
+    ) -> AsyncGroupConsumer:
+        """A member of consumer group ``group``, joined (see ``AsyncGroupConsumer``).
+
+        Args:
+            auto_offset_reset: where a partition without a committed offset starts:
+                ``"earliest"`` (log start) or ``"latest"`` (its end when granted).
+            enable_auto_commit: commit positions every ``auto_commit_interval_ms`` and
+                on ``close``.
+            config: options as ``ConsumerConfig`` (e.g. ``isolation``).
+
+        Raises:
+            UnknownTopicError: a topic does not exist.
+            InvalidConfigError: a bad option.
+        """
+        cfg = ConsumerConfig.from_options(**config)
+        topics = [topic_or_topics] if isinstance(topic_or_topics, str) else list(topic_or_topics)
+        for topic in topics:
+            await self._known_topic(topic)
+        consumer = AsyncGroupConsumer(
+            self.host,
+            self.port,
+            self.leaders,
+            topics,
+            group=group,
+            config=cfg,
+            instance_id=instance_id,
+            auto_offset_reset=auto_offset_reset,
+            enable_auto_commit=enable_auto_commit,
+            auto_commit_interval_ms=auto_commit_interval_ms,
+        )
+        try:
+            await consumer.start()
+        except BaseException:
+            await consumer.close()
+            raise
+        return consumer
 
     async def topic_partitions(self, topic: str) -> list[PartitionInfo]:
         """Every partition of ``topic`` with its leader and replicas, by index.

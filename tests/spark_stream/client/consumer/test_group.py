@@ -1,0 +1,111 @@
+"""Group consumers against a real cluster: the split, exactly-once reads with commits,
+graceful handover, resuming after a clean close, and the reset policy of a new group."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+import pyarrow as pa
+import pytest
+
+from spark_stream.client import Fluvio
+from spark_stream.client.consumer.group import AsyncGroupConsumer
+from spark_stream.client.fluvio import FluvioAsync
+from tests.integration.helpers import make_topic, unique
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+Seen = list[tuple[int, int]]
+
+
+def produce(fluvio: Fluvio, topic: str, per_partition: int, tag: str = "v") -> None:
+    producer = fluvio.topic_producer(topic, acks="all")
+    for p in range(PARTITIONS):
+        values = [f"{tag}{p}-{i}" for i in range(per_partition)]
+        producer.send_batch(pa.table({"value": values}), partition=p)
+    producer.close()
+
+
+async def until(cond: Callable[[], bool], what: str, rounds: int = 400) -> None:
+    """Wait (bounded) for ``cond``; fail naming ``what``."""
+    for _ in range(rounds):
+        if cond():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never: {what}")
+
+
+def split(members: list[AsyncGroupConsumer]) -> bool:
+    owned = [set(m.assignment()) for m in members]
+    return all(len(o) == PARTITIONS // len(members) for o in owned) and (
+        len(set().union(*owned)) == PARTITIONS
+    )
+
+
+async def read(member: AsyncGroupConsumer, seen: Seen, done: Callable[[], bool]) -> None:
+    """Collect ``(partition, offset)`` of every row handed out until ``done()``."""
+    async with contextlib.aclosing(member.stream_batches()) as batches:
+        async for batch in batches:
+            parts = batch.column("partition").to_pylist()
+            seen.extend(zip(parts, batch.column("offset").to_pylist(), strict=True))
+            if done():
+                return
+
+
+async def read_until(members: list[AsyncGroupConsumer], seen: list[Seen], total: int) -> None:
+    """Read with every member concurrently until ``total`` rows were handed out."""
+
+    def done() -> bool:
+        return sum(len(s) for s in seen) >= total
+
+    tasks = [asyncio.create_task(read(m, s, done)) for m, s in zip(members, seen, strict=True)]
+    try:
+        await until(done, f"{total} rows read", rounds=1200)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def exactly_once(rows: Seen, ends: dict[int, int], starts: dict[int, int] | None = None) -> None:
+    """Every ``(p, offset)`` in ``[starts[p], ends[p])`` exactly once, nothing else."""
+    assert len(rows) == len(set(rows)), "a record was handed out twice"
+    expected = {(p, o) for p, end in ends.items() for o in range((starts or {}).get(p, 0), end)}
+    assert set(rows) == expected
+
+
+def test_two_members_split_read_exactly_once_and_resume(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=2)
+    produce(fluvio, topic, 25)
+    group = unique()
+
+    async def scenario(core: FluvioAsync) -> None:
+        opts = {"group": group, "auto_offset_reset": "earliest", "enable_auto_commit": False}
+        a = await core.group_consumer(topic, **opts)
+        b = await core.group_consumer(topic, **opts)
+        await until(lambda: split([a, b]), "a 2/2 split")
+        seen: list[Seen] = [[], []]
+        await read_until([a, b], seen, 4 * 25)
+        exactly_once(seen[0] + seen[1], dict.fromkeys(range(PARTITIONS), 25))
+        await a.commit()
+        await b.commit()
+        assert [await a.committed(p) for p in range(PARTITIONS)] == [25] * PARTITIONS
+        await a.close()
+        await b.close()
+
+    fluvio.run(scenario(fluvio.core), timeout=120)
+
+    # A restarted member of the group resumes at the committed offsets: nothing re-read.
+    produce(fluvio, topic, 3, tag="w")
+
+    async def resume(core: FluvioAsync) -> None:
+        c = await core.group_consumer(topic, group=group, auto_offset_reset="earliest")
+        seen: list[Seen] = [[]]
+        await read_until([c], seen, 4 * 3)
+        exactly_once(seen[0], dict.fromkeys(range(PARTITIONS), 28), dict.fromkeys(range(4), 25))
+        await c.close()
+
+    fluvio.run(resume(fluvio.core), timeout=120)
