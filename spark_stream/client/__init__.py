@@ -31,6 +31,7 @@ from spark_stream.client.config import (
     random_producer_id,
 )
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
+from spark_stream.client.consumer.group import AsyncGroupConsumer
 from spark_stream.client.consumer.offset import Offset, OffsetKind
 from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
@@ -40,6 +41,7 @@ from spark_stream.client.profile import resolve_endpoint
 from spark_stream.client.sync import (
     Consumer,
     Fluvio,
+    GroupConsumer,
     PartitionConsumer,
     SyncAdmin,
     SyncStream,
@@ -62,6 +64,8 @@ __all__ = [
     "AsyncPartitionConsumer",
     "Consumer",
     "AsyncConsumer",
+    "GroupConsumer",
+    "AsyncGroupConsumer",
     "SyncStream",
     "SyncAdmin",
     "Offset",

@@ -57,6 +57,7 @@ class FluvioAsync:
         self.local_files = LocalFiles()
         self._admin: AdminClient | None = None
         self._producers: list[AsyncTopicProducer] = []
+        self._group_consumers: list[AsyncGroupConsumer] = []
         self._closed = False
 
     @classmethod
@@ -190,6 +191,7 @@ class FluvioAsync:
         except BaseException:
             await consumer.close()
             raise
+        self._group_consumers.append(consumer)
         return consumer
 
     async def topic_partitions(self, topic: str) -> list[PartitionInfo]:
@@ -317,10 +319,14 @@ class FluvioAsync:
                 yield batch
 
     async def close(self) -> None:
-        """Close producers (flushing them), the metadata watch and every connection."""
+        """Close group consumers (leaving), producers (flushing them), the metadata watch
+        and every connection."""
         if self._closed:
             return
         self._closed = True
+        for member in self._group_consumers:
+            await member.close()  # commits (auto-commit) and leaves its group
+        self._group_consumers.clear()
         for producer in self._producers:
             await producer.close()
         self._producers.clear()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from spark_stream.client._blocking import (
@@ -34,6 +34,7 @@ from spark_stream.client.consumer.consumer import (
     AsyncPartitionConsumer,
     batch_records,
 )
+from spark_stream.client.consumer.group import AsyncGroupConsumer
 from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.producer import AsyncTopicProducer
@@ -44,6 +45,7 @@ __all__ = [
     "TopicProducer",
     "PartitionConsumer",
     "Consumer",
+    "GroupConsumer",
     "SyncStream",
     "SyncAdmin",
     "LoopThread",
@@ -204,6 +206,49 @@ class Consumer(Facade[AsyncConsumer]):
     stream_batches = blocking_stream(AsyncConsumer.stream_batches)
 
 
+class GroupConsumer(Facade[AsyncGroupConsumer]):
+    """Blocking face of ``AsyncGroupConsumer`` (a consumer-group member).
+
+    Attributes:
+        group: the consumer group.
+        topics: the topics subscribed.
+        member_id: this member's id.
+    """
+
+    def __init__(self, core: AsyncGroupConsumer, runner: LoopThread) -> None:
+        super().__init__(core, runner)
+        self.group = core.group
+        self.topics = core.topics
+        self.member_id = core.member_id
+
+    stream = blocking_stream_via(
+        AsyncGroupConsumer.stream, AsyncGroupConsumer.stream_batches, batch_records
+    )
+    stream_batches = blocking_stream(AsyncGroupConsumer.stream_batches)
+    commit = blocking(AsyncGroupConsumer.commit)
+    committed = blocking(AsyncGroupConsumer.committed)
+    close = blocking(AsyncGroupConsumer.close)
+
+    def assignment(self) -> list[tuple[str, int]]:
+        """The partitions this member reads now, sorted."""
+        return self._runner.run(_on_loop(self._core.assignment))
+
+    def position(self, partition: int | tuple[str, int]) -> int | None:
+        """The next offset the stream hands out for the partition (None: unknown)."""
+        return self._runner.run(_on_loop(lambda: self._core.position(partition)))
+
+    def __enter__(self) -> GroupConsumer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+async def _on_loop(read: Callable[[], T]) -> T:
+    """``read()`` run on the loop thread (the core's state belongs to it)."""
+    return read()
+
+
 class Fluvio(Facade[FluvioAsync]):
     """A blocking connection to a cluster. ``Fluvio.connect()`` or ``Fluvio.connect("h:p")``.
 
@@ -248,6 +293,7 @@ class Fluvio(Facade[FluvioAsync]):
     topic_producer = blocking_facade(FluvioAsync.topic_producer, TopicProducer)
     partition_consumer = blocking_facade(FluvioAsync.partition_consumer, PartitionConsumer)
     consumer = blocking_facade(FluvioAsync.consumer, Consumer)
+    group_consumer = blocking_facade(FluvioAsync.group_consumer, GroupConsumer)
     topic_partitions = blocking(FluvioAsync.topic_partitions)
     fetch_offsets = blocking(FluvioAsync.fetch_offsets)
     offset_for_timestamp = blocking(FluvioAsync.offset_for_timestamp)

@@ -28,10 +28,11 @@ from typing import Any
 import pyarrow as pa
 
 from spark_stream.client.config import ConsumerConfig, parse_isolation
-from spark_stream.client.consumer.consumer import AsyncPartitionConsumer
+from spark_stream.client.consumer.consumer import AsyncPartitionConsumer, batch_records
 from spark_stream.client.consumer.fetch import GroupFetch
 from spark_stream.client.consumer.offset import Offset
 from spark_stream.client.leader import LeaderClient
+from spark_stream.client.types import Record
 from spark_stream.errors import FencedMemberError, FluvioError, InvalidConfigError
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import control as c
@@ -269,6 +270,13 @@ class AsyncGroupConsumer:
             offsets = batch.column("offset")
             self._positions[item.pump.tp] = int(offsets[len(offsets) - 1].as_py()) + 1
             yield batch
+
+    async def stream(self) -> AsyncGenerator[Record, None]:
+        """The rows of ``stream_batches`` as ``Record`` objects."""
+        async with contextlib.aclosing(self.stream_batches()) as batches:
+            async for batch in batches:
+                for record in batch_records(batch):
+                    yield record
 
     # -- offsets -----------------------------------------------------------------------
 

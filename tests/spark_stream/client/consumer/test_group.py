@@ -10,8 +10,7 @@ from collections.abc import Callable
 import pyarrow as pa
 import pytest
 
-from spark_stream.client import Fluvio
-from spark_stream.client.consumer.group import AsyncGroupConsumer
+from spark_stream.client import AsyncGroupConsumer, Fluvio, GroupConsumer
 from spark_stream.client.fluvio import FluvioAsync
 from tests.integration.helpers import make_topic, unique
 
@@ -109,3 +108,82 @@ def test_two_members_split_read_exactly_once_and_resume(fluvio: Fluvio) -> None:
         await c.close()
 
     fluvio.run(resume(fluvio.core), timeout=120)
+
+
+def test_graceful_close_hands_partitions_over_without_dup_or_gap(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=2)
+    produce(fluvio, topic, 10)
+    group = unique()
+
+    async def scenario(core: FluvioAsync) -> None:
+        producer = await core.topic_producer(topic, acks="all")
+
+        async def keep_producing() -> None:
+            for i in range(30):
+                for p in range(PARTITIONS):
+                    await producer.send(None, f"x{p}-{i}", partition=p)
+                await producer.flush()
+                await asyncio.sleep(0.02)
+
+        a = await core.group_consumer(topic, group=group, auto_offset_reset="earliest")
+        b = await core.group_consumer(topic, group=group, auto_offset_reset="earliest")
+        await until(lambda: split([a, b]), "a 2/2 split")
+        given_up = set(a.assignment())
+        sending = asyncio.create_task(keep_producing())
+        seen: list[Seen] = [[], []]
+        tasks = [asyncio.create_task(read(a, seen[0], lambda: False))]
+        tasks.append(asyncio.create_task(read(b, seen[1], lambda: False)))
+        await until(lambda: len(seen[0]) >= 15, "a reads")
+        tasks[0].cancel()
+        await asyncio.gather(tasks[0], return_exceptions=True)
+        await a.close()  # commits, then leaves: b takes a's partitions at those offsets
+        everything = {(topic, p) for p in range(PARTITIONS)}
+        await until(lambda: set(b.assignment()) == everything, "takeover")
+        await sending
+        await producer.close()
+        ends = {p: (await core.fetch_offsets(topic, p)).hw for p in range(PARTITIONS)}
+        await until(lambda: len(seen[0]) + len(seen[1]) >= sum(ends.values()), "all read", 1200)
+        tasks[1].cancel()
+        await asyncio.gather(tasks[1], return_exceptions=True)
+        exactly_once(seen[0] + seen[1], ends)
+        assert {(topic, p) for p, _ in seen[1]} >= given_up  # b did read a's partitions
+        await b.close()
+
+    fluvio.run(scenario(fluvio.core), timeout=120)
+
+
+@pytest.mark.parametrize(("reset", "first"), [("earliest", 0), ("latest", 5)])
+def test_new_group_starts_per_reset_policy(fluvio: Fluvio, reset: str, first: int) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=1)
+    produce(fluvio, topic, 5)
+
+    async def scenario(core: FluvioAsync) -> None:
+        m = await core.group_consumer(topic, group=unique(), auto_offset_reset=reset)
+        await until(lambda: all(m.position(p) is not None for p in range(PARTITIONS)), "starts")
+        assert [m.position(p) for p in range(PARTITIONS)] == [first] * PARTITIONS
+        seen: list[Seen] = [[]]
+        await asyncio.to_thread(produce, fluvio, topic, 2, "n")
+        await read_until([m], seen, PARTITIONS * (7 - first))
+        exactly_once(seen[0], dict.fromkeys(range(PARTITIONS), 7), dict.fromkeys(range(4), first))
+        await m.close()
+
+    fluvio.run(scenario(fluvio.core), timeout=120)
+
+
+def test_blocking_group_consumer_reads_commits_and_resumes(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=1)
+    produce(fluvio, topic, 3)
+    group = unique()
+    with fluvio.group_consumer(topic, group=group, auto_offset_reset="earliest") as member:
+        assert isinstance(member, GroupConsumer)
+        assert member.assignment() == [(topic, p) for p in range(PARTITIONS)]
+        with member.stream() as records:
+            rows = [(r.partition, r.offset) for _, r in zip(range(4 * 3), records, strict=False)]
+        exactly_once(rows, dict.fromkeys(range(PARTITIONS), 3))
+        member.commit()
+        assert [member.committed(p) for p in range(PARTITIONS)] == [3] * PARTITIONS
+        assert member.position(0) == 3
+    produce(fluvio, topic, 1, tag="n")
+    with fluvio.group_consumer(topic, group=group) as again, again.stream() as records:
+        rows = [(r.partition, r.offset) for _, r in zip(range(4), records, strict=False)]
+    exactly_once(rows, dict.fromkeys(range(PARTITIONS), 4), dict.fromkeys(range(PARTITIONS), 3))
