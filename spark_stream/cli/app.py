@@ -183,6 +183,12 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     )
     cons.add_argument("-n", "--max-records", type=int, help="stop after N records")
     cons.add_argument(
+        "-g",
+        "--group",
+        help="read as a member of this consumer group (its partitions, from its committed "
+        "offsets; -B: earliest for partitions without one); commits as it goes",
+    )
+    cons.add_argument(
         "--isolation", default="read_committed", help="read_committed (default) or read_uncommitted"
     )
     cons.add_argument("-k", "--key-value", action="store_true", help="print [key] value")

@@ -267,9 +267,20 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     template = record_template(args.format) if args.format is not None else None
     out: TextIO = sys.stdout
     end_offset = args.end + 1 if args.end is not None else None
-    if args.partition and len(args.partition) == 1:
+    group = None
+    if getattr(args, "group", None) is not None:
+        if args.partition or end_offset is not None or args.start is not None or args.tail:
+            raise InvalidConfigError("consume: -g cannot be combined with -p, --start, --end, -T")
+        group = fluvio.group_consumer(
+            args.topic,
+            group=args.group,
+            auto_offset_reset="earliest" if args.beginning else "latest",
+            isolation=args.isolation,
+        )
+        stream: Iterable[Record] = group.stream(args.disable_continuous)
+    elif args.partition and len(args.partition) == 1:
         consumer = fluvio.partition_consumer(args.topic, args.partition[0])
-        stream: Iterable[Record] = consumer.stream(
+        stream = consumer.stream(
             offset,
             isolation=args.isolation,
             end_offset=end_offset,
@@ -281,9 +292,11 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
         multi = fluvio.consumer(args.topic, args.partition or None)
         stream = multi.stream(offset, isolation=args.isolation, stop_at_end=args.disable_continuous)
     count = 0
+    printed: dict[tuple[str, int], int] = {}  # the next offset per partition, for -g
     try:
         for record in stream:
             out.write(format_record(record, args, template) + "\n")
+            printed[(args.topic, record.partition)] = record.offset + 1
             count += 1
             if args.max_records is not None and count >= args.max_records:
                 break
@@ -293,5 +306,10 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+        if group is not None:
+            # Commit exactly what was printed (-n may stop inside a batch), then leave.
+            held = set(group.assignment())
+            group.commit({tp: o for tp, o in printed.items() if tp in held})
+            group.close()
         out.flush()
     return 0

@@ -54,6 +54,7 @@ class _Pump:
     grant_epoch: int
     task: asyncio.Task[None] | None = None
     done: bool = False
+    end: int | None = None  # the end visible when the grant's start was resolved
 
 
 @dataclass
@@ -233,8 +234,9 @@ class AsyncGroupConsumer:
         grant = GroupFetch(self.group, self.member_id, pump.grant_epoch)
         try:
             consumer = AsyncPartitionConsumer(topic, partition, self._config, self._leaders)
-            start, _ = await consumer.resolve(await self._start_offset(pump.tp), self._isolation)
+            start, end = await consumer.resolve(await self._start_offset(pump.tp), self._isolation)
             self._positions[pump.tp] = start  # nothing of this grant handed out yet
+            pump.end = max(start, end)
             async with contextlib.aclosing(
                 consumer.stream_batches(Offset.absolute(start), group=grant)
             ) as batches:
@@ -250,17 +252,29 @@ class AsyncGroupConsumer:
 
     # -- reading -----------------------------------------------------------------------
 
-    async def stream_batches(self) -> AsyncGenerator[pa.RecordBatch, None]:
+    async def stream_batches(
+        self, stop_at_end: bool = False
+    ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Arrow batches (``CONSUMER_SCHEMA``) of the assigned partitions, merged.
 
         Each batch is from one partition; a partition's batches come in order. Runs until
         the caller stops iterating or ``close``.
 
+        Args:
+            stop_at_end: end once every assigned partition was read up to the end visible
+                when it was granted (``fluvio consume -g -d``).
+
         Raises:
             FluvioError: a partition failed for good (not a fencing: that one is dropped).
         """
         while not self._closed:
-            item = await self._queue.get()
+            if stop_at_end and self._at_end():
+                return
+            try:
+                async with asyncio.timeout(0.05 if stop_at_end else None):
+                    item = await self._queue.get()
+            except TimeoutError:
+                continue  # look at the ends again
             if self._pumps.get(item.pump.tp) is not item.pump:
                 continue  # revoked or superseded while queued: the next owner reads it
             if item.error is not None:
@@ -271,9 +285,16 @@ class AsyncGroupConsumer:
             self._positions[item.pump.tp] = int(offsets[len(offsets) - 1].as_py()) + 1
             yield batch
 
-    async def stream(self) -> AsyncGenerator[Record, None]:
+    def _at_end(self) -> bool:
+        """Every assigned partition read up to the end visible when it was granted."""
+        return all(
+            pump.end is not None and self._positions.get(tp, -1) >= pump.end
+            for tp, pump in self._pumps.items()
+        )
+
+    async def stream(self, stop_at_end: bool = False) -> AsyncGenerator[Record, None]:
         """The rows of ``stream_batches`` as ``Record`` objects."""
-        async with contextlib.aclosing(self.stream_batches()) as batches:
+        async with contextlib.aclosing(self.stream_batches(stop_at_end)) as batches:
             async for batch in batches:
                 for record in batch_records(batch):
                     yield record

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -12,6 +15,7 @@ import pytest
 
 from spark_stream.client import AsyncGroupConsumer, Fluvio, GroupConsumer
 from spark_stream.client.fluvio import FluvioAsync
+from spark_stream.local.cluster import LocalCluster
 from tests.integration.helpers import make_topic, unique
 
 pytestmark = pytest.mark.integration
@@ -187,3 +191,28 @@ def test_blocking_group_consumer_reads_commits_and_resumes(fluvio: Fluvio) -> No
     with fluvio.group_consumer(topic, group=group) as again, again.stream() as records:
         rows = [(r.partition, r.offset) for _, r in zip(range(4), records, strict=False)]
     exactly_once(rows, dict.fromkeys(range(PARTITIONS), 4), dict.fromkeys(range(PARTITIONS), 3))
+
+
+def test_cli_consume_with_group_resumes_where_it_stopped(
+    fluvio: Fluvio, cluster: LocalCluster
+) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=1)
+    produce(fluvio, topic, 3)
+    group = unique()
+    env = {**os.environ, "FLUVIO_ENDPOINT": cluster.endpoint}
+
+    def consume(*flags: str) -> list[str]:
+        args = [sys.executable, "-m", "spark_stream.cli", "consume", topic, "-g", group, "-d"]
+        proc = subprocess.run(
+            [*args, *flags], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()
+
+    assert sorted(consume("-B")) == sorted(f"v{p}-{i}" for p in range(PARTITIONS) for i in range(3))
+    assert consume() == []  # committed at the end: nothing again
+    produce(fluvio, topic, 2, tag="n")
+    first = consume("-n", "3")
+    rest = consume()
+    assert len(first) == 3
+    assert sorted(first + rest) == sorted(f"n{p}-{i}" for p in range(PARTITIONS) for i in range(2))
