@@ -33,7 +33,12 @@ from spark_stream.client.consumer.fetch import GroupFetch
 from spark_stream.client.consumer.offset import Offset
 from spark_stream.client.leader import LeaderClient
 from spark_stream.client.types import Record
-from spark_stream.errors import FencedMemberError, FluvioError, InvalidConfigError
+from spark_stream.errors import (
+    ConnectionClosedError,
+    FencedMemberError,
+    FluvioError,
+    InvalidConfigError,
+)
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import control as c
 
@@ -59,7 +64,7 @@ class _Pump:
 
 @dataclass
 class _Item:
-    pump: _Pump
+    pump: _Pump | None  # None: the membership failed (``error``)
     batch: pa.RecordBatch | None = None
     error: BaseException | None = None
 
@@ -144,13 +149,28 @@ class AsyncGroupConsumer:
         await self._apply(c.GroupAssignment.from_meta(push.meta, b""))
 
     async def _follow(self) -> None:
-        """Apply every assignment push; a fenced or unknown member rejoins with epoch 0."""
+        """Apply every assignment push; a fenced or unknown member rejoins with epoch 0.
+
+        Any other end of the membership (the SC connection lost) ends ``stream_batches``
+        with its error: this member's grants are no longer followed.
+        """
+        try:
+            await self._follow_pushes()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            if not self._closed:
+                await self._queue.put(_Item(None, error=exc))
+
+    async def _follow_pushes(self) -> None:
         while not self._closed:
             assert self._stream is not None
             try:
                 push = await self._stream.__anext__()
             except StopAsyncIteration:
-                return
+                raise ConnectionClosedError(
+                    f"group {self.group}: the SC ended the membership"
+                ) from None
             except FluvioError as exc:
                 if self._closed or exc.retriable:
                     raise
@@ -275,6 +295,9 @@ class AsyncGroupConsumer:
                     item = await self._queue.get()
             except TimeoutError:
                 continue  # look at the ends again
+            if item.pump is None:
+                assert item.error is not None
+                raise item.error
             if self._pumps.get(item.pump.tp) is not item.pump:
                 continue  # revoked or superseded while queued: the next owner reads it
             if item.error is not None:

@@ -15,6 +15,7 @@ import pytest
 
 from spark_stream.client import AsyncGroupConsumer, Fluvio, GroupConsumer
 from spark_stream.client.fluvio import FluvioAsync
+from spark_stream.errors import InvalidConfigError, InvalidRequestError, UnknownTopicError
 from spark_stream.local.cluster import LocalCluster
 from tests.integration.helpers import make_topic, unique
 
@@ -216,3 +217,20 @@ def test_cli_consume_with_group_resumes_where_it_stopped(
     rest = consume()
     assert len(first) == 3
     assert sorted(first + rest) == sorted(f"n{p}-{i}" for p in range(PARTITIONS) for i in range(2))
+
+
+@pytest.mark.parametrize(
+    ("topic", "options", "error"),
+    [
+        (None, {"auto_offset_reset": "newest"}, InvalidConfigError),
+        (None, {"auto_commit_interval_ms": 0}, InvalidConfigError),
+        (None, {"group": ""}, InvalidRequestError),
+        ("no-such-topic", {}, UnknownTopicError),
+    ],
+)
+def test_bad_arguments_get_typed_errors(
+    fluvio: Fluvio, topic: str | None, options: dict[str, object], error: type[Exception]
+) -> None:
+    name = topic or make_topic(fluvio, partitions=1)
+    with pytest.raises(error):
+        fluvio.group_consumer(name, **{"group": unique(), **options})
