@@ -25,11 +25,15 @@ PARTITIONS = 4
 Seen = list[tuple[int, int]]
 
 
-def produce(fluvio: Fluvio, topic: str, per_partition: int, tag: str = "v") -> None:
+def produce(
+    fluvio: Fluvio, topic: str, per_partition: int, tag: str = "v", one_by_one: bool = False
+) -> None:
+    """``per_partition`` records into each partition: one batch each, or one per record."""
     producer = fluvio.topic_producer(topic, acks="all")
     for p in range(PARTITIONS):
         values = [f"{tag}{p}-{i}" for i in range(per_partition)]
-        producer.send_batch(pa.table({"value": values}), partition=p)
+        for chunk in [[v] for v in values] if one_by_one else [values]:
+            producer.send_batch(pa.table({"value": chunk}), partition=p).result()
     producer.close()
 
 
@@ -49,10 +53,14 @@ def split(members: list[AsyncGroupConsumer]) -> bool:
     )
 
 
-async def read(member: AsyncGroupConsumer, seen: Seen, done: Callable[[], bool]) -> None:
-    """Collect ``(partition, offset)`` of every row handed out until ``done()``."""
+async def read(
+    member: AsyncGroupConsumer, seen: Seen, done: Callable[[], bool], pause: float = 0.0
+) -> None:
+    """Collect ``(partition, offset)`` of every row handed out until ``done()``; ``pause``
+    after each batch makes a slow reader."""
     async with contextlib.aclosing(member.stream_batches()) as batches:
         async for batch in batches:
+            await asyncio.sleep(pause)
             parts = batch.column("partition").to_pylist()
             seen.extend(zip(parts, batch.column("offset").to_pylist(), strict=True))
             if done():
@@ -234,3 +242,31 @@ def test_bad_arguments_get_typed_errors(
     name = topic or make_topic(fluvio, partitions=1)
     with pytest.raises(error):
         fluvio.group_consumer(name, **{"group": unique(), **options})
+
+
+def test_revoke_on_join_commits_and_hands_over_without_dup_or_gap(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=1)
+    produce(fluvio, topic, 20, one_by_one=True)  # 80 batches: a reads slowly, one by one
+    group = unique()
+
+    async def scenario(core: FluvioAsync) -> None:
+        opts = {"group": group, "auto_offset_reset": "earliest", "enable_auto_commit": False}
+        a = await core.group_consumer(topic, **opts)
+        seen: list[Seen] = [[], []]
+        reading_a = asyncio.create_task(read(a, seen[0], lambda: False, pause=0.05))
+        every = set(range(PARTITIONS))
+        await until(lambda: {p for p, _ in seen[0]} == every, "a reads every partition")
+        # a has handed out records of every partition: the 2 it gives up to b must be
+        # committed on revoke, or b reads them again from the earliest offset.
+        b = await core.group_consumer(topic, **opts)
+        reading_b = asyncio.create_task(read(b, seen[1], lambda: False))
+        await until(lambda: split([a, b]), "a 2/2 split")
+        await until(lambda: len(seen[0]) + len(seen[1]) >= 4 * 20, "all read", 1200)
+        for task in (reading_a, reading_b):
+            task.cancel()
+        await asyncio.gather(reading_a, reading_b, return_exceptions=True)
+        exactly_once(seen[0] + seen[1], dict.fromkeys(range(PARTITIONS), 20))
+        await a.close()
+        await b.close()
+
+    fluvio.run(scenario(fluvio.core), timeout=120)
