@@ -269,7 +269,12 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     end_offset = args.end + 1 if args.end is not None else None
     group = None
     if getattr(args, "group", None) is not None:
-        if args.partition or end_offset is not None or args.start is not None or args.tail:
+        if (
+            args.partition
+            or end_offset is not None
+            or args.start is not None
+            or args.tail is not None
+        ):
             raise InvalidConfigError("consume: -g cannot be combined with -p, --start, --end, -T")
         group = fluvio.group_consumer(
             args.topic,

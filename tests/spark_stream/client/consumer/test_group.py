@@ -210,13 +210,20 @@ def test_cli_consume_with_group_resumes_where_it_stopped(
     group = unique()
     env = {**os.environ, "FLUVIO_ENDPOINT": cluster.endpoint}
 
-    def consume(*flags: str) -> list[str]:
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
         args = [sys.executable, "-m", "spark_stream.cli", "consume", topic, "-g", group, "-d"]
-        proc = subprocess.run(
+        return subprocess.run(
             [*args, *flags], env=env, capture_output=True, text=True, timeout=120, check=False
         )
+
+    def consume(*flags: str) -> list[str]:
+        proc = run(*flags)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.splitlines()
+
+    refused = run("-T", "0")
+    assert refused.returncode != 0
+    assert "-g cannot be combined" in refused.stderr
 
     assert sorted(consume("-B")) == sorted(f"v{p}-{i}" for p in range(PARTITIONS) for i in range(3))
     assert consume() == []  # committed at the end: nothing again
