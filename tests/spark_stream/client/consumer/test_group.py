@@ -18,6 +18,7 @@ from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.errors import InvalidConfigError, InvalidRequestError, UnknownTopicError
 from spark_stream.local.cluster import LocalCluster
 from tests.integration.helpers import make_topic, unique
+from tests.polling import until
 
 pytestmark = pytest.mark.integration
 
@@ -35,15 +36,6 @@ def produce(
         for chunk in [[v] for v in values] if one_by_one else [values]:
             producer.send_batch(pa.table({"value": chunk}), partition=p).result()
     producer.close()
-
-
-async def until(cond: Callable[[], bool], what: str, rounds: int = 400) -> None:
-    """Wait (bounded) for ``cond``; fail naming ``what``."""
-    for _ in range(rounds):
-        if cond():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"never: {what}")
 
 
 def split(members: list[AsyncGroupConsumer]) -> bool:
@@ -75,7 +67,7 @@ async def read_until(members: list[AsyncGroupConsumer], seen: list[Seen], total:
 
     tasks = [asyncio.create_task(read(m, s, done)) for m, s in zip(members, seen, strict=True)]
     try:
-        await until(done, f"{total} rows read", rounds=1200)
+        await until(done, 60.0, f"{total} rows read")
     finally:
         for task in tasks:
             task.cancel()
@@ -98,7 +90,7 @@ def test_two_members_split_read_exactly_once_and_resume(fluvio: Fluvio) -> None:
         opts = {"group": group, "auto_offset_reset": "earliest", "enable_auto_commit": False}
         a = await core.group_consumer(topic, **opts)
         b = await core.group_consumer(topic, **opts)
-        await until(lambda: split([a, b]), "a 2/2 split")
+        await until(lambda: split([a, b]), 20.0, "a 2/2 split")
         seen: list[Seen] = [[], []]
         await read_until([a, b], seen, 4 * 25)
         exactly_once(seen[0] + seen[1], dict.fromkeys(range(PARTITIONS), 25))
@@ -140,22 +132,22 @@ def test_graceful_close_hands_partitions_over_without_dup_or_gap(fluvio: Fluvio)
 
         a = await core.group_consumer(topic, group=group, auto_offset_reset="earliest")
         b = await core.group_consumer(topic, group=group, auto_offset_reset="earliest")
-        await until(lambda: split([a, b]), "a 2/2 split")
+        await until(lambda: split([a, b]), 20.0, "a 2/2 split")
         given_up = set(a.assignment())
         sending = asyncio.create_task(keep_producing())
         seen: list[Seen] = [[], []]
         tasks = [asyncio.create_task(read(a, seen[0], lambda: False))]
         tasks.append(asyncio.create_task(read(b, seen[1], lambda: False)))
-        await until(lambda: len(seen[0]) >= 15, "a reads")
+        await until(lambda: len(seen[0]) >= 15, 20.0, "a reads")
         tasks[0].cancel()
         await asyncio.gather(tasks[0], return_exceptions=True)
         await a.close()  # commits, then leaves: b takes a's partitions at those offsets
         everything = {(topic, p) for p in range(PARTITIONS)}
-        await until(lambda: set(b.assignment()) == everything, "takeover")
+        await until(lambda: set(b.assignment()) == everything, 20.0, "takeover")
         await sending
         await producer.close()
         ends = {p: (await core.fetch_offsets(topic, p)).hw for p in range(PARTITIONS)}
-        await until(lambda: len(seen[0]) + len(seen[1]) >= sum(ends.values()), "all read", 1200)
+        await until(lambda: len(seen[0]) + len(seen[1]) >= sum(ends.values()), 60.0, "all read")
         tasks[1].cancel()
         await asyncio.gather(tasks[1], return_exceptions=True)
         exactly_once(seen[0] + seen[1], ends)
@@ -172,7 +164,9 @@ def test_new_group_starts_per_reset_policy(fluvio: Fluvio, reset: str, first: in
 
     async def scenario(core: FluvioAsync) -> None:
         m = await core.group_consumer(topic, group=unique(), auto_offset_reset=reset)
-        await until(lambda: all(m.position(p) is not None for p in range(PARTITIONS)), "starts")
+        await until(
+            lambda: all(m.position(p) is not None for p in range(PARTITIONS)), 20.0, "starts"
+        )
         assert [m.position(p) for p in range(PARTITIONS)] == [first] * PARTITIONS
         seen: list[Seen] = [[]]
         await asyncio.to_thread(produce, fluvio, topic, 2, "n")
@@ -262,13 +256,13 @@ def test_revoke_on_join_commits_and_hands_over_without_dup_or_gap(fluvio: Fluvio
         seen: list[Seen] = [[], []]
         reading_a = asyncio.create_task(read(a, seen[0], lambda: False, pause=0.05))
         every = set(range(PARTITIONS))
-        await until(lambda: {p for p, _ in seen[0]} == every, "a reads every partition")
+        await until(lambda: {p for p, _ in seen[0]} == every, 20.0, "a reads every partition")
         # a has handed out records of every partition: the 2 it gives up to b must be
         # committed on revoke, or b reads them again from the earliest offset.
         b = await core.group_consumer(topic, **opts)
         reading_b = asyncio.create_task(read(b, seen[1], lambda: False))
-        await until(lambda: split([a, b]), "a 2/2 split")
-        await until(lambda: len(seen[0]) + len(seen[1]) >= 4 * 20, "all read", 1200)
+        await until(lambda: split([a, b]), 20.0, "a 2/2 split")
+        await until(lambda: len(seen[0]) + len(seen[1]) >= 4 * 20, 60.0, "all read")
         for task in (reading_a, reading_b):
             task.cancel()
         await asyncio.gather(reading_a, reading_b, return_exceptions=True)
