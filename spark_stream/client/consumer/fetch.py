@@ -88,14 +88,13 @@ class GroupFetch:
     member_id: str
     grant_epoch: int
 
-    def fields(self) -> dict[str, Any]:
-        """The request fields (``FetchRequest``/``StreamFetchRequest`` keyword arguments)."""
-        return {"group": self.group, "member_id": self.member_id, "grant_epoch": self.grant_epoch}
-
 
 def group_fields(group: GroupFetch | None) -> dict[str, Any]:
-    """``group.fields()``, or nothing for a plain read."""
-    return {} if group is None else group.fields()
+    """The fetch request fields of ``group`` (keyword arguments of ``FetchRequest`` and
+    ``StreamFetchRequest``), or none for a plain read (version 0)."""
+    if group is None:
+        return {}
+    return {"group": group.group, "member_id": group.member_id, "grant_epoch": group.grant_epoch}
 
 
 @dataclass(frozen=True, slots=True)
