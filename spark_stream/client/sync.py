@@ -89,6 +89,7 @@ class SyncAdmin(Facade[AdminClient]):
     reset_offsets = blocking(AdminClient.reset_offsets)
     fetch_offsets = blocking(AdminClient.fetch_offsets)
     delete_offsets = blocking(AdminClient.delete_offsets)
+    commit_progress = blocking(AdminClient.commit_progress)
     watch_metadata = blocking_stream(AdminClient.watch_metadata)
 
 

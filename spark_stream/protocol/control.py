@@ -75,6 +75,8 @@ from spark_stream.protocol._groups import (
     DeleteGroupResponse,
     DeleteOffsetsRequest,
     DeleteOffsetsResponse,
+    ProgressCommitRequest,
+    ProgressCommitResponse,
     DescribeGroupRequest,
     DescribeGroupResponse,
     GroupAssignment,
@@ -159,6 +161,8 @@ __all__ = [
     "ResetOffsetsResponse",
     "DeleteOffsetsRequest",
     "DeleteOffsetsResponse",
+    "ProgressCommitRequest",
+    "ProgressCommitResponse",
     "tp_list",
     "grant_list",
 ]
