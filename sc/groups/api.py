@@ -282,7 +282,8 @@ class GroupApi:
                 "group (kind external); name another group or delete this one"
             )
         wanted = {(d["topic"], d["partition"]): d["offset"] for d in msg.offsets}
-        known = {tp for topic in {t for t, _ in wanted} for tp, part in self._partitions(topic) if part}
+        topics = {t for t, _ in wanted}
+        known = {tp for t in topics for tp, part in self._partitions(t) if part is not None}
         offsets = {tp: o for tp, o in wanted.items() if tp in known}
         if offsets:  # the KV refuses it while the group holds a grant: never mixed
             await self.kv.write_group_offsets(msg.group, offsets)
