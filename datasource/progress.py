@@ -9,11 +9,16 @@ which its first write creates and which members can never join:
 - *Claim* (the reader's first ``latestOffset``, before any batch runs): an empty write
   that creates the group or checks it is one. A group of members is refused there, so the
   query fails at its start with a ``DataSourceOptionError`` naming the group.
-- *Mirror* (``commit(end)``, after Spark committed a micro-batch): write ``end`` as the
-  group's offsets, exactly, even below what is stored (a query restarted from an older
-  checkpoint moves the group back: the checkpoint rules).
+- *Mirror*: write the query's committed position as the group's offsets, exactly, even
+  below what is stored (a query restarted from an older checkpoint moves the group back:
+  the checkpoint rules). Spark calls ``commit(end)`` of batch N only when it plans batch
+  N+1, so after the last batch it would never come and the lag would stay above 0 while
+  the query idles (the pulsar-spark complaint). So the reader also mirrors the ``start``
+  of every ``latestOffset(start)``: Spark asks for it at each trigger, once the previous
+  batch is in its commit log, with ``start`` = that batch's end. A write equal to the
+  last one is skipped, so a busy query writes once per micro-batch.
 - *Never fail the query*: a failed write is logged as a warning and kept pending; it is
-  retried at the next trigger, and a newer ``end`` replaces it.
+  retried at the next trigger, and newer offsets replace it.
 
 The state (group, endpoint, the pending offsets) is plain data, so the reader pickles.
 """
@@ -21,6 +26,7 @@ The state (group, endpoint, the pending offsets) is plain data, so the reader pi
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from datasource.clients import with_client
 from datasource.offsets import PartitionOffsetMap
@@ -37,19 +43,23 @@ __all__ = ["ProgressMirror"]
 log = logging.getLogger(__name__)
 
 
+@dataclass
 class ProgressMirror:
-    """Writes a query's committed end offsets into its progress group (driver side).
+    """Writes a query's committed position into its progress group (driver side).
 
-    Args:
+    Attributes:
         group: the ``progressGroup`` option.
         endpoint: the reader's ``endpoint`` option (None: resolved as for reads).
+        claimed: the group was created or checked.
+        pending: offsets still to write (a write failed), or None.
+        written: the offsets last written, or None.
     """
 
-    def __init__(self, group: str, endpoint: str | None) -> None:
-        self.group = group
-        self.endpoint = endpoint
-        self.claimed = False
-        self.pending: PartitionOffsetMap | None = None
+    group: str
+    endpoint: str | None
+    claimed: bool = False
+    pending: PartitionOffsetMap | None = None
+    written: PartitionOffsetMap | None = None
 
     def claim(self) -> None:
         """Create the progress group or check it is one (once per reader).
@@ -68,9 +78,10 @@ class ProgressMirror:
             return
         self.claimed = True
 
-    def commit(self, end: PartitionOffsetMap) -> None:
-        """Mirror a committed micro-batch's end offsets; a failure only logs a warning."""
-        self.pending = dict(end)
+    def mirror(self, offsets: PartitionOffsetMap) -> None:
+        """Mirror the query's committed position; a failure only logs a warning."""
+        if offsets != self.written:
+            self.pending = dict(offsets)
         self.flush()
 
     def flush(self) -> None:
@@ -87,7 +98,7 @@ class ProgressMirror:
                 exc,
             )
             return
-        self.pending = None
+        self.written, self.pending = self.pending, None
 
     def _write(self, offsets: PartitionOffsetMap) -> None:
         wanted = {(tp.topic, tp.partition): offset for tp, offset in offsets.items()}

@@ -10,11 +10,11 @@ each trigger, for ``latestOffset(start, limit)``: the visible end of every parti
 (``maxRecordsPerTrigger``/``maxBytesPerTrigger``, or the ``availableNow`` target), never
 below ``start``. Partitions that appear mid-query are read from their log start; a
 ``start`` below a partition's log start is data loss. Offsets are checkpointed by Spark
-as ``{"topic": {"0": next_offset}}``; ``commit`` only mirrors them into the
-``progressGroup`` when one is set (``progress.py``). The only in-memory state (the
-``availableNow`` target, the last latest offsets for progress reports, a progress write
-to retry) is an optimisation of the driver process, never needed for correctness, and
-pickles.
+as ``{"topic": {"0": next_offset}}``; with a ``progressGroup`` the committed position
+(``latestOffset``'s ``start``, ``commit``'s ``end``) is mirrored into that group
+(``progress.py``). The only in-memory state (the ``availableNow`` target, the last latest
+offsets for progress reports, a progress write to retry) is an optimisation of the
+driver process, never needed for correctness, and pickles.
 """
 
 from __future__ import annotations
@@ -158,10 +158,10 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             DataSourceOptionError: the ``progressGroup`` is a group of members.
         """
         opts = self.opts
-        if self._progress is not None:
-            self._progress.claim()
-            self._progress.flush()
         begin = from_json_dict(start)
+        if self._progress is not None:  # start: where the last committed batch ended
+            self._progress.claim()
+            self._progress.mirror(begin)
         client = client_for(opts.endpoint)
         offsets = self._visible(client)
         base: PartitionOffsetMap = {}
@@ -308,4 +308,4 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """
         log.debug("micro-batch committed up to %s", end)
         if self._progress is not None:
-            self._progress.commit(from_json_dict(end))
+            self._progress.mirror(from_json_dict(end))
