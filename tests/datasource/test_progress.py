@@ -14,7 +14,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from datasource.offsets import TopicPartition, from_json_dict
 from datasource.options import parse_reader_options
 from datasource.progress import ProgressMirror
-from datasource.reader import FluvioStreamReader
+from datasource.reader import FluvioBatchReader, FluvioStreamReader
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
 from tests.spark_conftest import produce
@@ -80,3 +80,21 @@ def test_unreachable_sc_keeps_the_write_pending(
     mirror.flush()
     assert mirror.pending is None and mirror.written == {}
     assert group in {g["name"] for g in fluvio.admin().list_groups()}
+
+
+def test_group_start_resolves_committed_offsets_and_earliest_without_one(
+    fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(partitions=3)
+    for p in range(3):
+        produce(fluvio, topic, ["r"] * 4, partition=p)
+    group = f"q-{uuid.uuid4().hex[:8]}"
+    # 1 past its end (a progress write may run ahead of this reader's view), 2 none.
+    fluvio.admin().commit_progress(group, {(topic, 0): 1, (topic, 1): 9})
+    options = {"topic": topic, "endpoint": fluvio_cluster.endpoint}
+    spec = {"startingOffsets": f"group:{group}"}
+    stream = FluvioStreamReader(parse_reader_options({**options, **spec}, "stream"))
+    assert stream.initialOffset() == {topic: {"0": 1, "1": 9, "2": 0}}
+    batch = FluvioBatchReader(parse_reader_options({**options, **spec}, "batch"))
+    ranges = {(p.partition, p.start, p.end) for p in batch.partitions()}
+    assert ranges == {(0, 1, 4), (2, 0, 4)}  # 1 reads nothing (9 is past its end, 4)

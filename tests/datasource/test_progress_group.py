@@ -104,18 +104,24 @@ def test_progress_group_mirrors_batches_and_a_new_query_starts_from_it(
     }
 
 
-def test_group_options_are_refused_at_query_start(
+def test_group_options_at_query_start(
     spark: SparkSession,
     fluvio_cluster: LocalCluster,
     fluvio: Fluvio,
     new_topic: Callable[..., str],
     tmp_path: Path,
 ) -> None:
+    """A query takes over where a group of members committed; it never writes into one;
+    unknown groups and batch progress groups are refused at the start."""
     topic = new_topic(partitions=1)
     produce(fluvio, topic, ["x"] * 5)
     members = f"m-{uuid.uuid4().hex[:8]}"
-    with fluvio.group_consumer(topic, group=members, auto_offset_reset="earliest") as consumer:
-        assert consumer.assignment()
+    consumer = fluvio.group_consumer(topic, group=members, enable_auto_commit=False)
+    consumer.commit({(topic, 0): 3})
+    consumer.close()
+    taken_over = _stream(spark, fluvio_cluster, topic=topic, startingOffsets=f"group:{members}")
+    _run(taken_over, tmp_path / "out", tmp_path / "checkpoint")
+    assert _offsets(spark, tmp_path / "out") == [(topic, 0, 3), (topic, 0, 4)]
     cases = [
         ({"startingOffsets": "group:nope-never-made"}, "consumer group 'nope-never-made'"),
         ({"progressGroup": members, "startingOffsets": "earliest"}, f"'{members}' is a group"),
@@ -124,6 +130,7 @@ def test_group_options_are_refused_at_query_start(
         df = _stream(spark, fluvio_cluster, topic=topic, **options)
         with pytest.raises(Exception, match=message):
             _run(df, tmp_path / f"out{i}", tmp_path / f"checkpoint{i}")
+    assert fluvio.admin().fetch_offsets(members) == {(topic, 0): 3}  # never written
     with pytest.raises(Exception, match="'progressGroup' only applies to streaming reads"):
         spark.read.format("fluvio").option("endpoint", fluvio_cluster.endpoint).option(
             "topic", topic
