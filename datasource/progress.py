@@ -79,9 +79,11 @@ class ProgressMirror:
         self.claimed = True
 
     def mirror(self, offsets: PartitionOffsetMap) -> None:
-        """Mirror the query's committed position; a failure only logs a warning."""
-        if offsets != self.written:
-            self.pending = dict(offsets)
+        """Mirror the query's committed position; a failure only logs a warning.
+
+        ``pending`` is always the newest position not yet written (None: all written).
+        """
+        self.pending = None if offsets == self.written else dict(offsets)
         self.flush()
 
     def flush(self) -> None:
