@@ -44,6 +44,7 @@ from typing import Any
 import pyarrow as pa
 
 from spark_stream.client.config import ConsumerConfig, parse_isolation
+from spark_stream.client.consumer._group_offsets import RETRY_S, TIMEOUT, GroupPartitions
 from spark_stream.client.consumer._group_parts import (
     GROUP_SCHEMA,
     CommitCallback,
@@ -56,7 +57,7 @@ from spark_stream.client.consumer._group_parts import (
 )
 from spark_stream.client.consumer.consumer import AsyncPartitionConsumer, batch_records
 from spark_stream.client.consumer.fetch import GroupFetch
-from spark_stream.client.consumer.offset import Offset, OffsetKind
+from spark_stream.client.consumer.offset import Offset
 from spark_stream.client.leader import LeaderClient
 from spark_stream.client.types import Record
 from spark_stream.errors import (
@@ -64,8 +65,6 @@ from spark_stream.errors import (
     FencedMemberError,
     FluvioError,
     InvalidConfigError,
-    InvalidRequestError,
-    error_for_code,
 )
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import control as c
@@ -81,8 +80,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _RESETS = ("earliest", "latest")
-_TIMEOUT = 10.0
-_BACKOFF = (0.05, 1.0)  # reconnect backoff: first delay, cap (seconds)
+_BACKOFF_CAP = 1.0  # reconnect backoff: from RETRY_S, doubling up to this (seconds)
 _MAX_POLL_MS = (1_000, 1_800_000)  # bounds of max_poll_interval_ms (the brief's)
 
 
@@ -90,7 +88,7 @@ def _tp_list(tps: list[TopicPartition]) -> list[dict[str, Any]]:
     return [{"topic": t, "partition": p} for t, p in sorted(tps)]
 
 
-class AsyncGroupConsumer:
+class AsyncGroupConsumer(GroupPartitions):
     """A member of consumer group ``group`` reading ``topics``. From
     ``FluvioAsync.group_consumer``; call ``start`` (done there) then ``stream_batches``.
 
@@ -177,7 +175,7 @@ class AsyncGroupConsumer:
             self._tasks.append(loop.create_task(self._auto_commits()))
 
     async def _begin_membership(self) -> None:
-        self._conn = await Connection.open(self._host, self._port, timeout=_TIMEOUT)
+        self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT)
         await self._join(resume=False)
         self._connected.set()
         self._last_pull = time.monotonic()
@@ -243,12 +241,12 @@ class AsyncGroupConsumer:
         """
         self._connected.clear()
         log.info("group %s: member %s reconnects (%s)", self.group, self.member_id, cause)
-        delay = _BACKOFF[0]
+        delay = RETRY_S
         while not self._closed:
             try:
                 if self._conn is not None:
                     await self._conn.close()
-                self._conn = await Connection.open(self._host, self._port, timeout=_TIMEOUT)
+                self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT)
                 await self._join(resume=self._epoch > 0)
             except FluvioError as exc:
                 if not exc.retriable:
@@ -262,7 +260,7 @@ class AsyncGroupConsumer:
                 self._connected.set()
                 return
             await asyncio.sleep(delay)
-            delay = min(2 * delay, _BACKOFF[1])
+            delay = min(2 * delay, _BACKOFF_CAP)
 
     async def _forget(self, cause: FluvioError) -> None:
         """The SC does not know this member's grants any more (fenced, unknown member):
@@ -281,7 +279,7 @@ class AsyncGroupConsumer:
             owned = _tp_list(list(self._pumps))
             request = c.GroupHeartbeatRequest(self.group, self.member_id, self._epoch, owned)
             with contextlib.suppress(FluvioError):  # the push stream reports fencing
-                await conn.call(request, timeout=_TIMEOUT)
+                await conn.call(request, timeout=TIMEOUT)
 
     async def _auto_commits(self) -> None:
         while not self._closed:
@@ -304,7 +302,14 @@ class AsyncGroupConsumer:
             self.generation = push.generation
             self._epoch = push.member_epoch
             self._heartbeat_s = max(0.05, push.heartbeat_ms / 1000.0)
-            lost = [tp for tp in self._pumps if tp not in assigned and tp not in revoke]
+            # gone without a revoke, or granted again under another grant epoch (someone
+            # else may have held it meanwhile): lost, restarted from the committed offset
+            lost = [
+                tp
+                for tp, pump in self._pumps.items()
+                if assigned.get(tp, pump.grant_epoch) != pump.grant_epoch
+                or (tp not in assigned and tp not in revoke)
+            ]
             held = sorted(tp for tp in revoke if tp in self._pumps)
             for tp in held:
                 await self._halt(self._pumps[tp], revoking=True)
@@ -328,7 +333,7 @@ class AsyncGroupConsumer:
                     self.group, self.member_id, self._epoch, _tp_list(revoke)
                 )
                 with contextlib.suppress(FencedMemberError):
-                    await self._conn.call(release, timeout=_TIMEOUT)
+                    await self._conn.call(release, timeout=TIMEOUT)
             for tp, epoch in assigned.items():
                 pump = self._pumps.get(tp)
                 if pump is not None and pump.revoking and pump.grant_epoch == epoch:
@@ -347,7 +352,7 @@ class AsyncGroupConsumer:
     async def _lose(self, tps: list[TopicPartition]) -> None:
         """Partitions no longer this member's (no commit): stop them, tell ``on_lost``
         (a pump fenced at the gate told it already)."""
-        told = [tp for tp in tps if not self._pumps[tp].done]
+        told = [tp for tp in tps if tp in self._pumps and not self._pumps[tp].done]
         for tp in tps:
             await self._stop(tp)
         if told and self._on_lost is not None:
@@ -366,26 +371,6 @@ class AsyncGroupConsumer:
         self._pumps[pump.tp] = pump
         if not pump.paused:
             pump.task = asyncio.get_running_loop().create_task(self._run_pump(pump))
-
-    async def _halt(self, pump: Pump, *, paused: bool = False, revoking: bool = False) -> None:
-        """Stop ``pump``'s task; it keeps its grant and hands out nothing more."""
-        pump.paused = pump.paused or paused
-        pump.revoking = pump.revoking or revoking
-        if pump.task is not None:
-            pump.task.cancel()
-            await asyncio.gather(pump.task, return_exceptions=True)
-            pump.task = None
-
-    async def _stop(self, tp: TopicPartition) -> None:
-        pump = self._pumps.pop(tp, None)
-        if pump is not None:
-            await self._halt(pump)
-
-    def _restarted(self, pump: Pump, *, paused: bool) -> Pump:
-        """A new pump for ``pump``'s grant, starting at its position (if known)."""
-        position = self._positions.get(pump.tp)
-        start = pump.start if position is None else Offset.absolute(position)
-        return Pump(pump.tp, pump.grant_epoch, start=start, paused=paused)
 
     async def _start_offset(self, pump: Pump) -> Offset:
         if pump.start is not None:
@@ -536,245 +521,21 @@ class AsyncGroupConsumer:
             if self._conn is not None and not self._conn.closed:
                 leave = c.GroupLeaveRequest(self.group, self.member_id, -1)
                 with contextlib.suppress(FluvioError):
-                    await self._conn.call(leave, timeout=_TIMEOUT)
+                    await self._conn.call(leave, timeout=TIMEOUT)
         finally:
             self._connected.clear()
             await self._drop_all()
             if self._conn is not None:
                 await self._conn.close()
 
-    async def _drop_all(self) -> None:
-        for tp in list(self._pumps):
-            await self._stop(tp)
+    # -- lifecycle ----------------------------------------------------------------------
 
-    # -- assignment, seek, pause ---------------------------------------------------------
+    @property
+    def member_epoch(self) -> int:
+        """This member's epoch, as last pushed by the coordinator (0 before joining)."""
+        return self._epoch
 
-    def assignment(self) -> list[TopicPartition]:
-        """The partitions this member holds now (paused ones too), sorted."""
-        return sorted(self._pumps)
-
-    def _tp(self, partition: int | TopicPartition) -> TopicPartition:
-        """``(topic, partition)``; a bare index only for a member of one topic.
-
-        Raises:
-            InvalidRequestError: a bare index on a member of several topics.
-        """
-        if not isinstance(partition, int):
-            return partition
-        if len(self.topics) > 1:
-            raise InvalidRequestError(
-                f"partition: {partition} is ambiguous for a member of topics {self.topics}; "
-                "pass (topic, partition)"
-            )
-        return (self.topics[0], partition)
-
-    def _held(self, partition: int | TopicPartition) -> Pump:
-        tp = self._tp(partition)
-        pump = self._pumps.get(tp)
-        if pump is None:
-            raise InvalidRequestError(f"partition: {tp[0]}-{tp[1]} is not assigned to this member")
-        return pump
-
-    def position(self, partition: int | TopicPartition) -> int | None:
-        """The next offset ``stream_batches`` hands out for the partition (None: unknown)."""
-        return self._positions.get(self._tp(partition))
-
-    async def seek(self, partition: int | TopicPartition, offset: int | Offset) -> None:
-        """Hand out the partition from ``offset`` on (an absolute offset, or an ``Offset``
-        such as ``Offset.beginning()``). Batches already queued for it are dropped. The
-        offset is resolved at the leader when the partition next reads (at once unless
-        paused); one outside the log ends ``stream_batches`` with
-        ``OffsetOutOfRangeError``. Commit as usual: the group's offset may not go back.
-
-        Raises:
-            InvalidRequestError: the partition is not assigned to this member.
-        """
-        start = Offset.absolute(offset) if isinstance(offset, int) else offset
-        async with self._lock:
-            old = self._held(partition)
-            await self._halt(old)
-            if start.kind is OffsetKind.ABSOLUTE:
-                self._positions[old.tp] = start.value
-            else:
-                self._positions.pop(old.tp, None)  # known once resolved
-            self._launch(Pump(old.tp, old.grant_epoch, start=start, paused=old.paused))
-
-    async def pause(self, partitions: list[int | TopicPartition]) -> None:
-        """Stop handing out these partitions; they stay assigned (grant, heartbeats,
-        commits) until ``resume``. Batches already queued are dropped, not counted.
-
-        Raises:
-            InvalidRequestError: a partition is not assigned to this member.
-        """
-        async with self._lock:
-            pumps = [self._held(p) for p in partitions]
-            for pump in pumps:
-                await self._halt(pump, paused=True)
-
-    async def resume(self, partitions: list[int | TopicPartition]) -> None:
-        """Hand out these paused partitions again, from their positions.
-
-        Raises:
-            InvalidRequestError: a partition is not assigned to this member.
-        """
-        async with self._lock:
-            pumps = [self._held(p) for p in partitions]
-            for old in pumps:
-                if old.paused:
-                    self._launch(self._restarted(old, paused=False))
-
-    def paused(self) -> list[TopicPartition]:
-        """The paused partitions, sorted."""
-        return sorted(tp for tp, pump in self._pumps.items() if pump.paused)
-
-    # -- offsets -----------------------------------------------------------------------
-
-    async def committed(self, partition: int | TopicPartition) -> int | None:
-        """The group's committed offset of the partition (None: none)."""
-        topic, p = self._tp(partition)
-        conn = await self._connection()
-        request = c.OffsetFetchRequest(self.group, [{"topic": topic, "partition": p}])
-        reply = await conn.call(request, timeout=_TIMEOUT)
-        assert isinstance(reply, c.OffsetFetchResponse)
-        for item in reply.offsets:
-            if (item["topic"], item["partition"]) == (topic, p):
-                return int(item["offset"])
-        return None
-
-    async def _connection(self) -> Connection:
-        """The SC connection, waiting (bounded) while the member reconnects."""
-        try:
-            async with asyncio.timeout(_TIMEOUT):
-                await self._connected.wait()
-        except TimeoutError:
-            raise ConnectionClosedError(f"group {self.group}: no SC connection") from None
-        assert self._conn is not None
-        return self._conn
-
-    async def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
-        """Commit the positions of every held partition, or the offsets given (the next
-        offset to read, as Kafka). While the SC is away it waits for the reconnect and
-        retries (bounded by the request timeout). Raises a failed ``commit_async``'s
-        error first (when it had no callback).
-
-        Raises:
-            FencedMemberError: one of ``offsets`` is not this member's grant any more
-                (a partition fenced while committing positions is dropped instead).
-            OffsetOutOfRangeError: an offset below the group's committed one.
-            ConnectionClosedError: the SC stayed away (retriable).
-        """
-        if self._async_error is not None:
-            error, self._async_error = self._async_error, None
-            raise error
-        if self._left:
-            raise FencedMemberError(
-                f"group {self.group}: this member left (max_poll_interval_ms); pull to rejoin"
-            )
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + _TIMEOUT
-        while True:
-            await self._connection()
-            try:
-                async with self._lock:
-                    await self._commit_locked(self._commit_plan(offsets))
-                return
-            except FluvioError as exc:
-                if not exc.retriable or loop.time() > deadline:
-                    raise
-                await asyncio.sleep(_BACKOFF[0])
-
-    def commit_async(
-        self,
-        offsets: dict[TopicPartition, int] | None = None,
-        callback: CommitCallback | None = None,
-    ) -> asyncio.Task[None]:
-        """Start a ``commit`` and return at once (the task, if the caller wants to wait).
-
-        Its error goes to ``callback(offsets, error)`` (``error`` None: committed), or,
-        without a callback, is raised by the next ``commit``/``commit_async``.
-        """
-        if self._async_error is not None:
-            error, self._async_error = self._async_error, None
-            raise error
-        sent = dict(offsets) if offsets is not None else self._held_positions()
-
-        async def run() -> None:
-            error: BaseException | None = None
-            try:
-                await self.commit(offsets)
-            except FluvioError as exc:
-                error = exc
-            if callback is not None:
-                await call_back(callback, sent, error)
-            elif error is not None:
-                self._async_error = error
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._tasks.append(task)
-        task.add_done_callback(self._forget_task)
-        return task
-
-    def _held_positions(self) -> dict[TopicPartition, int]:
-        return {tp: self._positions[tp] for tp in self._pumps if tp in self._positions}
-
-    def _forget_task(self, task: asyncio.Task[None]) -> None:
-        with contextlib.suppress(ValueError):
-            self._tasks.remove(task)
-
-    def _commit_plan(
-        self, offsets: dict[TopicPartition, int] | None = None
-    ) -> dict[TopicPartition, tuple[int, int]]:
-        """``(offset, grant_epoch)`` to commit per partition: the given ``offsets`` (the
-        positions do not move), else the held partitions' positions past the committed
-        offset (a seek back is not committed until the application commits it itself).
-
-        Raises:
-            FencedMemberError: one of ``offsets`` is not held by this member.
-        """
-        plan = {}
-        if offsets is not None:
-            for tp, offset in offsets.items():
-                pump = self._pumps.get(tp)
-                if pump is None:
-                    raise FencedMemberError(f"{tp[0]}-{tp[1]} is not assigned to this member")
-                plan[tp] = (offset, pump.grant_epoch)
-            return plan
-        for tp, pump in self._pumps.items():
-            position, committed = self._positions.get(tp), self._committed.get(tp)
-            if position is not None and (committed is None or position > committed):
-                plan[tp] = (position, pump.grant_epoch)
-        return plan
-
-    async def _commit_locked(self, plan: dict[TopicPartition, tuple[int, int]]) -> None:
-        """Send ``plan`` (``_commit_plan``) in one ``OFFSET_COMMIT``, skipping what is
-        committed already; a fenced partition's pump is marked done."""
-        commits: list[dict[str, Any]] = [
-            {"topic": t, "partition": p, "offset": offset, "grantEpoch": epoch}
-            for (t, p), (offset, epoch) in sorted(plan.items())
-            if self._committed.get((t, p)) != offset
-        ]
-        if not commits:
-            return
-        conn = self._conn
-        if conn is None or conn.closed:
-            raise ConnectionClosedError(f"group {self.group}: no SC connection")
-        request = c.OffsetCommitRequest(self.group, self.member_id, commits)
-        reply = await conn.call(request, timeout=_TIMEOUT)
-        assert isinstance(reply, c.OffsetCommitResponse)
-        for sent, result in zip(commits, reply.results, strict=True):
-            tp = (sent["topic"], sent["partition"])
-            code = result.get("errorCode", 0)
-            if code == 0:
-                self._committed[tp] = int(sent["offset"])
-            elif code == FencedMemberError.code:
-                pump = self._pumps.get(tp)
-                if pump is not None and pump.grant_epoch == sent["grantEpoch"]:
-                    pump.done = True
-            else:
-                message = f"commit of {tp[0]}-{tp[1]}: {result.get('message')}"
-                raise error_for_code(code, message)
-
-    # -- lifecycle ---------------------------------------------------------------------
+    # -- close ---------------------------------------------------------------------
 
     async def close(self) -> None:
         """``on_revoke``, commit (with auto-commit), leave the group, close the connection.

@@ -251,3 +251,21 @@ def test_max_poll_interval_out_of_bounds_is_refused(fluvio: Fluvio) -> None:
     topic = make_topic(fluvio, partitions=1)
     with pytest.raises(InvalidConfigError, match="max_poll_interval_ms"):
         fluvio.group_consumer(topic, group=unique(), max_poll_interval_ms=10)
+
+
+def test_blocking_seek_pause_and_commit_async(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=1)
+    produce(fluvio, topic, 3)
+    with fluvio.group_consumer(topic, group=unique(), **NO_AUTO) as member:
+        with member.stream() as records:
+            rows = [(r.partition, r.offset) for _, r in zip(range(12), records, strict=False)]
+        exactly_once(rows, dict.fromkeys(range(PARTITIONS), 3))
+        member.pause([1, 2, 3])
+        assert member.paused() == [(topic, p) for p in (1, 2, 3)]
+        member.seek(0, 1)
+        with member.stream() as records:
+            rows = [(r.partition, r.offset) for _, r in zip(range(2), records, strict=False)]
+        assert rows == [(0, 1), (0, 2)]
+        member.resume([1, 2, 3])
+        member.commit_async().result(30)
+        assert [member.committed(p) for p in range(PARTITIONS)] == [3] * PARTITIONS

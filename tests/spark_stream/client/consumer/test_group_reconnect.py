@@ -18,6 +18,7 @@ from spark_stream.local.cluster import LocalCluster, process_alive
 from spu.gate_audit import overlapping_grants, read_audit_file
 from tests.integration.helpers import make_topic, unique
 from tests.polling import until
+from tests.sc.groups.member import RawMember
 from tests.spark_stream.client.consumer.test_group import (
     PARTITIONS,
     Seen,
@@ -104,6 +105,69 @@ def test_members_ride_out_an_sc_restart(fluvio: Fluvio, cluster: LocalCluster) -
         await b.close()
 
     fluvio.run(scenario(fluvio.core), timeout=180)
+    assert_no_overlapping_grants(cluster)
+
+
+def assert_no_overlapping_grants(cluster: LocalCluster) -> None:
+    """Z1 from the SPUs' gate audits (every test of the module so far)."""
     logs = [read_audit_file(cluster.spu_dir(spu) / AUDIT, spu, None) for spu in SPUS]
     assert sum(len(log.changes) for log in logs) > 0
     assert overlapping_grants(logs) == []
+
+
+def test_a_takeover_of_the_member_calls_on_lost_then_on_assign(
+    fluvio: Fluvio, cluster: LocalCluster
+) -> None:
+    topic = make_topic(fluvio, partitions=2, replication=1)
+    produce_to(fluvio, topic, 3)
+
+    async def scenario(core: FluvioAsync) -> None:
+        events: list[tuple[str, list[tuple[str, int]]]] = []
+        a = await core.group_consumer(
+            topic,
+            group=unique(),
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            on_assign=lambda tps: events.append(("assign", tps)),
+            on_revoke=lambda tps: events.append(("revoke", tps)),
+            on_lost=lambda tps: events.append(("lost", tps)),
+        )
+        everything = [(topic, 0), (topic, 1)]
+        seen: Seen = []
+        reading = asyncio.create_task(read(a, seen, lambda: False))
+        await until(lambda: len(seen) >= 6, 20.0, "rows read")
+        await a.commit()
+        # Another connection resumes this member (a zombie's double): the SC fences a's
+        # connection and re-stamps the grants. a reconnects and takes them back: its
+        # grants changed epoch, so they were lost and are assigned again.
+        port = int(cluster.endpoint.rsplit(":", 1)[1])
+        double = RawMember(port, a.group, [topic], member_id=a.member_id)
+        owned = [{"topic": t, "partition": p} for t, p in everything]
+        await double.join(member_epoch=a.member_epoch, owned=owned)
+
+        def told(kind: str) -> set[tuple[str, int]]:
+            return {tp for k, tps in events[1:] if k == kind for tp in tps}
+
+        await until(lambda: told("assign") == set(everything), 20.0, "assigned again")
+        assert events[0] == ("assign", everything)
+        assert told("lost") == set(everything)  # (a partition may be re-stamped twice)
+        assert told("revoke") == set()
+        await asyncio.to_thread(produce_to, fluvio, topic, 2)
+        await until(lambda: len(seen) >= 10, 20.0, "rows after the takeover")
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
+        exactly_once(seen, {0: 5, 1: 5})  # restarted at the committed offsets
+        await double.close()
+        await a.close()
+
+    fluvio.run(scenario(fluvio.core), timeout=120)
+    assert_no_overlapping_grants(cluster)
+
+
+def produce_to(fluvio: Fluvio, topic: str, count: int) -> None:
+    """``count`` records into each of ``topic``'s 2 partitions."""
+    producer = fluvio.topic_producer(topic, acks="all")
+    for p in range(2):
+        for i in range(count):
+            producer.send(None, f"{p}-{i}", partition=p).result(30)
+    producer.close()
