@@ -166,6 +166,11 @@ class AsyncGroupConsumer(GroupPartitions):
 
     # -- membership --------------------------------------------------------------------
 
+    @property
+    def member_epoch(self) -> int:
+        """This member's epoch, as last pushed by the coordinator (0 before joining)."""
+        return self._epoch
+
     async def start(self) -> None:
         """Join the group, apply the first assignment, start heartbeats (and auto-commit)."""
         await self._begin_membership()
@@ -511,7 +516,7 @@ class AsyncGroupConsumer(GroupPartitions):
                 for pump in self._pumps.values():
                     await self._halt(pump, revoking=True)
             held = sorted(self._pumps)
-            if held and self._on_revoke is not None and not self._closed:
+            if held and self._on_revoke is not None:
                 await self._callback(self._on_revoke, held)
             if self._auto_commit and self._connected.is_set():
                 async with self._lock:
@@ -528,14 +533,7 @@ class AsyncGroupConsumer(GroupPartitions):
             if self._conn is not None:
                 await self._conn.close()
 
-    # -- lifecycle ----------------------------------------------------------------------
-
-    @property
-    def member_epoch(self) -> int:
-        """This member's epoch, as last pushed by the coordinator (0 before joining)."""
-        return self._epoch
-
-    # -- close ---------------------------------------------------------------------
+    # -- lifecycle ---------------------------------------------------------------------
 
     async def close(self) -> None:
         """``on_revoke``, commit (with auto-commit), leave the group, close the connection.
