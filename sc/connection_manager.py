@@ -48,7 +48,7 @@ import asyncio
 import hmac
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any
 
 from sc.actions import (
@@ -64,7 +64,7 @@ from sc.actions import (
 from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected, SpuDisconnected
 from sc.gates import GateView, desired_gates, gate_changes
 from spark_stream.errors import UnauthorizedError
-from spark_stream.models import ConsumerGroup, Spu, parse_partition_name
+from spark_stream.models import ConsumerGroup, Spu, parse_partition_name, partition_name
 from spark_stream.protocol import GateEntry, Message, UpdateGates
 from spark_stream.protocol.control import (
     LrsStatus,
@@ -255,6 +255,7 @@ class ConnectionManager:
         self.sessions: dict[int, SpuSession] = {}
         self._last_lrs: dict[str, LrsStatus] = {}
         self.groups: dict[str, ConsumerGroup] = {}
+        self._gate_acks = asyncio.Event()  # set (and replaced) at each applied report
 
     # -- cache, fed by controller actions ---------------------------------------------
 
@@ -355,6 +356,44 @@ class ConnectionManager:
             session.gates_sent = dict(want)
             if changes:
                 session.queue_gates(changes)
+
+    def gates_applied(self, session: SpuSession, generations: Mapping[str, int]) -> None:
+        """An SPU reported the plan generation it applied per group: wake the waiters."""
+        session.applied_generations = dict(generations)
+        acks, self._gate_acks = self._gate_acks, asyncio.Event()
+        acks.set()
+
+    def gates_held(self, group: str, needs: Mapping[tuple[str, int], int]) -> bool:
+        """Whether each partition's leader reported applying ``group``'s plan at least
+        at the generation ``needs`` gives for it (a grant's epoch).
+
+        A partition without a leader, or whose leader is not connected, cannot answer
+        and does not hold up the others (its fetches fail closed until it does).
+        """
+        for (topic, index), generation in needs.items():
+            replica = self.replicas.get(partition_name(topic, index))
+            leader = None if replica is None else replica.leader
+            session = None if leader is None else self.sessions.get(leader)
+            if session is not None and session.applied_generations.get(group, -1) < generation:
+                return False
+        return True
+
+    async def wait_gates(
+        self, group: str, needs: Mapping[tuple[str, int], int], timeout_s: float
+    ) -> bool:
+        """Wait until ``gates_held``, at most ``timeout_s``; return whether it holds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self.gates_held(group, needs):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._gate_acks.wait()
+            except TimeoutError:
+                return self.gates_held(group, needs)
+        return True
 
     def replicas_of(self, spu_id: int) -> list[Replica]:
         """The replicas ``spu_id`` holds, sorted by partition name."""

@@ -51,7 +51,8 @@ def group_gates(
     status = group.status
     generation = status.generation
     topics = {grant.topic for grant in status.assignment}
-    topics.update(topic for member in status.members for topic in member.topics)
+    for member in status.members:
+        topics.update(member.subscribed(partitions))
     gates: dict[tuple[str, int], GateEntry] = {}
     for topic in sorted(topics):
         for index in partitions.get(topic, ()):

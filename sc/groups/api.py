@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sc.groups.coordinator import GroupCoordinator
-from sc.kv import OffsetCommit
+from sc.kv import CommitOutcome, OffsetCommit
 from sc.kv.store import KvStore
 from sc.local_store import StoreView
 from spark_stream.errors import GroupNotEmptyError, UnknownGroupError
@@ -91,6 +91,8 @@ class GroupApi:
             for d in msg.commits
         ]
         results = await self.kv.commit_group_offsets(msg.group, msg.member_id, commits)
+        fenced = sum(r.outcome is CommitOutcome.FENCED for r in results)
+        self.coordinator.metrics(msg.group).fenced_commits += fenced
         out = []
         for r in results:
             error = r.error()
@@ -171,7 +173,8 @@ class GroupApi:
         offsets = await self.kv.fetch_group_offsets(group.name)
         owners = {g.tp: g.member_id for g in group.status.assignment}
         members = {m.member_id: m for m in group.status.members}
-        subscribed = {t for m in group.status.members for t in m.topics}
+        existing = [t.name for t in self.store.topics()]
+        subscribed = {t for m in group.status.members for t in m.subscribed(existing)}
         rows = []
         for topic in sorted(subscribed | {t for t, _ in offsets}):
             for tp, part in self._partitions(topic):

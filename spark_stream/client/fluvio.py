@@ -148,9 +148,10 @@ class FluvioAsync:
 
     async def group_consumer(
         self,
-        topic_or_topics: str | list[str],
+        topic_or_topics: str | list[str] | None = None,
         *,
         group: str,
+        pattern: str | None = None,
         instance_id: str | None = None,
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
@@ -164,14 +165,18 @@ class FluvioAsync:
                 ``"earliest"`` (log start) or ``"latest"`` (its end when granted).
             enable_auto_commit: commit positions every ``auto_commit_interval_ms`` and
                 on ``close``.
+            pattern: a regular expression; every topic it matches whole is subscribed
+                too, also topics created later (the SC resolves it).
             config: options as ``ConsumerConfig`` (e.g. ``isolation``).
 
         Raises:
             UnknownTopicError: a topic does not exist.
             InvalidConfigError: a bad option.
+            InvalidRequestError: ``pattern`` is not a regular expression.
         """
         cfg = ConsumerConfig.from_options(**config)
-        topics = [topic_or_topics] if isinstance(topic_or_topics, str) else list(topic_or_topics)
+        named = topic_or_topics if topic_or_topics is not None else []
+        topics = [named] if isinstance(named, str) else list(named)
         for topic in topics:
             await self._known_topic(topic)
         consumer = AsyncGroupConsumer(
@@ -185,6 +190,7 @@ class FluvioAsync:
             auto_offset_reset=auto_offset_reset,
             enable_auto_commit=enable_auto_commit,
             auto_commit_interval_ms=auto_commit_interval_ms,
+            pattern=pattern,
         )
         try:
             await consumer.start()

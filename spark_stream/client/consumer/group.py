@@ -93,17 +93,19 @@ class AsyncGroupConsumer:
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 1000,
+        pattern: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise InvalidConfigError(
                 f"auto_offset_reset must be one of {_RESETS}, got {auto_offset_reset!r}"
             )
-        if not topics:
-            raise InvalidConfigError("group_consumer: no topic given")
+        if not topics and pattern is None:
+            raise InvalidConfigError("group_consumer: no topic (or pattern) given")
         if auto_commit_interval_ms <= 0:
             raise InvalidConfigError("auto_commit_interval_ms must be > 0")
         self.group = group
         self.topics = topics
+        self.pattern = pattern  # topics it matches are subscribed too (resolved by the SC)
         self.member_id = str(uuid.uuid4())
         self.generation = -1
         self._host, self._port = host, port
@@ -142,7 +144,12 @@ class AsyncGroupConsumer:
     async def _join(self) -> None:
         assert self._conn is not None
         request = c.GroupJoinRequest(
-            self.group, self.member_id, self.topics, member_epoch=0, instance_id=self._instance_id
+            self.group,
+            self.member_id,
+            self.topics,
+            member_epoch=0,
+            instance_id=self._instance_id,
+            pattern=self.pattern,
         )
         self._stream = await self._conn.stream(request)
         push = await self._stream.__anext__()
