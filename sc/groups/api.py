@@ -22,7 +22,10 @@ from spark_stream.net.server import ConnContext
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
 
-__all__ = ["GroupApi"]
+__all__ = ["ASSIGNOR", "GroupApi"]
+
+#: The name ``describe`` gives the assignor (``sc.controllers.group.assignor``).
+ASSIGNOR = "sticky-balanced"
 
 log = logging.getLogger(__name__)
 
@@ -164,8 +167,13 @@ class GroupApi:
         assert isinstance(msg, c.DescribeGroupRequest)
         group = self._group(msg.group)
         rows = await self._rows(group)
+        metrics = self.coordinator.metrics(msg.group).to_dict(len(group.status.members))
         return c.DescribeGroupResponse(
-            group.to_dict(), sorted(self.coordinator.live(msg.group)), rows
+            group.to_dict(),
+            sorted(self.coordinator.live(msg.group)),
+            rows,
+            assignor=ASSIGNOR,
+            metrics=metrics,
         )
 
     async def _rows(self, group: ConsumerGroup) -> list[dict[str, Any]]:

@@ -390,11 +390,17 @@ class DescribeGroupResponse(_PlainMeta):
             "memberId", "instanceId", "clientId", "host", "offset", "hw", "leo", "lag",
             "lastCommitMs"}`` (``offset`` nil: none committed; ``lag`` = HW - offset,
             nil when either is unknown).
+        assignor: the assignment strategy's name.
+        metrics: the coordinator's counters for the group since the SC started
+            (``sc.groups.metrics``: ``members``, ``rebalances``, ``reassignments``,
+            ``reassignMsLast``, ``reassignMsMax``, ``fencedCommits``, ``gateWaitTimeouts``).
     """
 
     group: dict[str, Any]
     live: list[str]
     partitions: list[dict[str, Any]]
+    assignor: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 @message(ApiKey.DELETE_GROUP, Role.REQUEST)
