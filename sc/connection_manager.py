@@ -121,6 +121,8 @@ class SpuSession:
         knows)."""
         self.applied_generations: dict[str, int] = {}
         """Per group, the plan generation the SPU reported applying (heartbeat)."""
+        self.gate_rejections: dict[str, dict[str, int]] = {}
+        """Per group, the group fetches the SPU's gates refused, per reason (heartbeat)."""
         self._wakeup = asyncio.Event()
 
     def touch(self) -> None:
@@ -437,9 +439,16 @@ class ConnectionManager:
             self._topic_groups.get(topic, set()).discard(name)
         self._pattern_groups.discard(name)
 
-    def gates_applied(self, session: SpuSession, generations: Mapping[str, int]) -> None:
-        """An SPU reported the plan generation it applied per group: wake the waiters."""
+    def gates_applied(
+        self,
+        session: SpuSession,
+        generations: Mapping[str, int],
+        rejections: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """An SPU reported the plan generation it applied per group (and its gates'
+        refusals): wake the waiters."""
         session.applied_generations = dict(generations)
+        session.gate_rejections = {g: dict(c) for g, c in (rejections or {}).items()}
         acks, self._gate_acks = self._gate_acks, asyncio.Event()
         acks.set()
 
@@ -457,6 +466,14 @@ class ConnectionManager:
             if session is not None and session.applied_generations.get(group, -1) < generation:
                 return False
         return True
+
+    def group_rejections(self, group: str) -> dict[str, int]:
+        """``group``'s gate refusals per reason, summed over the connected SPUs."""
+        total = {"not_ready": 0, "fenced": 0}
+        for session in self.sessions.values():
+            for reason, count in session.gate_rejections.get(group, {}).items():
+                total[reason] = total.get(reason, 0) + count
+        return total
 
     async def wait_gates(
         self, group: str, needs: Mapping[tuple[str, int], int], timeout_s: float

@@ -185,10 +185,13 @@ class ScLink:
                     self.lrs_changed(leader.name)
             # Cleared before reading the table: gates applied during the call send again.
             self._gates_applied.clear()
-            generations = self.dispatcher.gates.applied_generations()
-            await conn.call(
-                HeartbeatRequest(self.settings.id, generations), timeout=_REQUEST_TIMEOUT
+            gates = self.dispatcher.gates
+            beat = HeartbeatRequest(
+                self.settings.id,
+                gates.applied_generations(),
+                {group: dict(counts) for group, counts in gates.group_rejections.items()},
             )
+            await conn.call(beat, timeout=_REQUEST_TIMEOUT)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, period_end - loop.time())):
                     await self._gates_applied.wait()

@@ -167,7 +167,7 @@ class GroupApi:
         assert isinstance(msg, c.DescribeGroupRequest)
         group = self._group(msg.group)
         rows = await self._rows(group)
-        metrics = self.coordinator.metrics(msg.group).to_dict(len(group.status.members))
+        metrics = self.coordinator.report(msg.group)
         return c.DescribeGroupResponse(
             group.to_dict(),
             sorted(self.coordinator.live(msg.group)),

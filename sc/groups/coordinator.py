@@ -78,6 +78,10 @@ class GateAcks(Protocol):
         ``needs`` gives it, at most ``timeout_s``; return whether they all did."""
         ...
 
+    def group_rejections(self, group: str) -> dict[str, int]:
+        """The group fetches the leaders' gates refused, per reason."""
+        ...
+
 
 @dataclass
 class _Stream:
@@ -187,6 +191,15 @@ class GroupCoordinator:
     def metrics(self, name: str) -> GroupMetrics:
         """The group's counters since this SC started (see ``sc.groups.metrics``)."""
         return self._metrics.setdefault(name, GroupMetrics())
+
+    def report(self, name: str) -> dict[str, Any]:
+        """The group's counters and its gates' refusals at the SPUs, for ``describe``."""
+        group = self.group(name)
+        members = 0 if group is None else len(group.status.members)
+        report = self.metrics(name).to_dict(members)
+        if self.gates is not None:
+            report["gateRejections"] = self.gates.group_rejections(name)
+        return report
 
     def live(self, name: str) -> dict[str, int]:
         """``member_id -> connection`` of the group's members with a session now."""

@@ -22,6 +22,9 @@ PROMETHEUS: dict[str, str] = {
     "reassignMsMax": "fluvio_group_reassign_ms_max",
     "fencedCommits": "fluvio_group_fenced_commits_total",
     "gateWaitTimeouts": "fluvio_group_gate_wait_timeouts_total",
+    # Reported by the SPUs (``GateTable.group_rejections``), summed over them here; the
+    # exporter reads it per SPU with a ``reason`` label (``not_ready``, ``fenced``).
+    "gateRejections": "fluvio_spu_gate_rejections_total",
 }
 
 

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from spark_stream.errors import FencedMemberError
 from spark_stream.protocol import FetchRequest, FetchResponse
 from spu.gate_audit import overlapping_grants
 from tests.sc.groups.member import RawMember
 from tests.spu.cluster_inproc import InProcessCluster
-from tests.spu.helpers import produce
+from tests.spu.helpers import produce, until
 
 pytestmark = pytest.mark.integration
 
@@ -81,6 +82,17 @@ def test_grants_are_pushed_after_the_leader_holds_their_gates(tmp_path: Path) ->
 
             gates = cluster.spus[1].dispatcher.gates
             assert gates.rejections.get("not_ready", 0) == 0
+            # A stranger is refused; the SPU reports it, per group, to the SC's describe.
+            stranger = RawMember(port, "billing", ["orders"])
+            stranger.last = b.last
+            with pytest.raises(FencedMemberError):
+                await _fetch(cluster, stranger, partition)
+            coordinator = cluster.sc.public.groups
+            await until(
+                lambda: coordinator.report("billing")["gateRejections"]["fenced"] == 1,
+                what="the SPU's heartbeat with its refusals",
+            )
+            assert coordinator.report("billing")["gateRejections"]["not_ready"] == 0
             metrics = cluster.sc.public.groups.metrics("billing")
             assert metrics.gate_wait_timeouts == 0
             assert metrics.reassignments == 1
