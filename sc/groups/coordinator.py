@@ -422,6 +422,7 @@ class GroupCoordinator:
         counts = self._topics()
         lost = {tp for tp in before if tp not in held}
         lost |= {g.tp for g in new.assignment if g.revoking}
+        lost |= {tp for tp, m in held.items() if before.get(tp, m) != m}  # a dead holder
         metrics.forget({tp for tp in lost if tp[1] >= counts.get(tp[0], 0)})
         metrics.forget({tp for tp, m in held.items() if before.get(tp) == m})
         metrics.lost_holder({tp for tp in lost if tp[1] < counts.get(tp[0], 0)}, self.clock())

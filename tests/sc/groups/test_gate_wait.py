@@ -96,8 +96,16 @@ def test_grants_are_pushed_after_the_leader_holds_their_gates(tmp_path: Path) ->
             metrics = cluster.sc.public.groups.metrics("billing")
             assert metrics.gate_wait_timeouts == 0
             assert metrics.reassignments == 1
+            # A dies (its connection closes): B is granted its partition at once, after
+            # the gate again, and the counters time that reassignment too.
+            await a.close()
+            await b.until(lambda push: len(push.assigned) == 2)
+            _holds_push(cluster, b)
+            for p in (0, 1):
+                await _fetch(cluster, b, p)
+            assert metrics.reassignments == 2 and metrics.gate_wait_timeouts == 0
+            assert gates.rejections.get("not_ready", 0) == 0
             assert overlapping_grants([gates.audit_log()]) == []
-            for m in (a, b):
-                await m.close()
+            await b.close()
 
     asyncio.run(asyncio.wait_for(body(), 60))
