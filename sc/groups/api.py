@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sc.groups.coordinator import GroupCoordinator
-from sc.kv import GROUP_KIND, OffsetCommit
+from sc.kv import GROUP_KIND, CommitOutcome, OffsetCommit
 from sc.kv.store import KvStore
 from sc.local_store import StoreView
 from spark_stream.errors import (
@@ -36,7 +36,10 @@ from spark_stream.net.server import ConnContext
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
 
-__all__ = ["GroupApi"]
+__all__ = ["ASSIGNOR", "GroupApi"]
+
+#: The name ``describe`` gives the assignor (``sc.controllers.group.assignor``).
+ASSIGNOR = "sticky-balanced"
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +109,8 @@ class GroupApi:
             for d in msg.commits
         ]
         results = await self.kv.commit_group_offsets(msg.group, msg.member_id, commits)
+        fenced = sum(r.outcome is CommitOutcome.FENCED for r in results)
+        self.coordinator.metrics(msg.group).fenced_commits += fenced
         out = []
         for r in results:
             error = r.error()
@@ -177,8 +182,13 @@ class GroupApi:
         assert isinstance(msg, c.DescribeGroupRequest)
         group = self._group(msg.group)
         rows = await self._rows(group)
+        metrics = self.coordinator.report(msg.group)
         return c.DescribeGroupResponse(
-            group.to_dict(), sorted(self.coordinator.live(msg.group)), rows
+            group.to_dict(),
+            sorted(self.coordinator.live(msg.group)),
+            rows,
+            assignor=ASSIGNOR,
+            metrics=metrics,
         )
 
     async def _rows(self, group: ConsumerGroup) -> list[dict[str, Any]]:
@@ -186,7 +196,8 @@ class GroupApi:
         offsets = await self.kv.fetch_group_offsets(group.name)
         owners = {g.tp: g.member_id for g in group.status.assignment}
         members = {m.member_id: m for m in group.status.members}
-        subscribed = {t for m in group.status.members for t in m.topics}
+        existing = [t.name for t in self.store.topics()]
+        subscribed = {t for m in group.status.members for t in m.subscribed(existing)}
         rows = []
         for topic in sorted(subscribed | {t for t, _ in offsets}):
             for tp, part in self._partitions(topic):

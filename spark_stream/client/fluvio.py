@@ -148,9 +148,10 @@ class FluvioAsync:
 
     async def group_consumer(
         self,
-        topic_or_topics: str | list[str],
+        topic_or_topics: str | list[str] | None = None,
         *,
         group: str,
+        pattern: str | None = None,
         instance_id: str | None = None,
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
@@ -175,14 +176,18 @@ class FluvioAsync:
                 released (it may commit), and on ``close`` and a ``max_poll`` leave.
             on_lost: called with partitions lost without a revoke (fenced, dropped by the
                 SC; not committed); default ``on_revoke``.
+            pattern: a regular expression; every topic it matches whole is subscribed
+                too, also topics created later (the SC resolves it).
             config: options as ``ConsumerConfig`` (e.g. ``isolation``).
 
         Raises:
             UnknownTopicError: a topic does not exist.
             InvalidConfigError: a bad option.
+            InvalidRequestError: ``pattern`` is not a regular expression.
         """
         cfg = ConsumerConfig.from_options(**config)
-        topics = [topic_or_topics] if isinstance(topic_or_topics, str) else list(topic_or_topics)
+        named = topic_or_topics if topic_or_topics is not None else []
+        topics = [named] if isinstance(named, str) else list(named)
         for topic in topics:
             await self._known_topic(topic)
         consumer = AsyncGroupConsumer(
@@ -200,6 +205,7 @@ class FluvioAsync:
             on_assign=on_assign,
             on_revoke=on_revoke,
             on_lost=on_lost,
+            pattern=pattern,
         )
         try:
             await consumer.start()

@@ -338,7 +338,9 @@ class Fluvio(Facade[FluvioAsync]):
     partition_consumer = blocking_facade(FluvioAsync.partition_consumer, PartitionConsumer)
     consumer = blocking_facade(FluvioAsync.consumer, Consumer)
 
-    def group_consumer(self, topic_or_topics: str | list[str], **kwargs: Any) -> GroupConsumer:
+    def group_consumer(
+        self, topic_or_topics: str | list[str] | None = None, **kwargs: Any
+    ) -> GroupConsumer:
         """``FluvioAsync.group_consumer`` (same arguments), blocking. The rebalance
         callbacks (``on_assign``, ``on_revoke``, ``on_lost``) run in a worker thread while
         the member waits for them, so they may call the consumer's blocking methods

@@ -458,10 +458,13 @@ class HeartbeatRequest(Message):
     Attributes:
         applied_generations: per consumer group, the newest plan generation whose
             delivery gates this SPU applied (an older SC ignores the key).
+        gate_rejections: per consumer group, the group fetches its gates refused since
+            the SPU started, per reason (``not_ready``, ``fenced``).
     """
 
     spu_id: int
     applied_generations: dict[str, int] = field(default_factory=dict)
+    gate_rejections: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_spu_id("HeartbeatRequest", self.spu_id)

@@ -25,6 +25,7 @@ from spark_stream.models import (
     check_instance_id,
     check_member_epoch,
     check_member_id,
+    check_pattern,
 )
 from spark_stream.protocol._control_private import _PlainMeta
 from spark_stream.protocol.api import ApiKey
@@ -135,13 +136,15 @@ class GroupJoinRequest(_PlainMeta):
     Attributes:
         group: the group name (created on first join).
         member_id: the client-chosen member id, a canonical lowercase UUID.
-        topics: the topics subscribed to (at least one).
+        topics: the topics subscribed to (at least one, unless ``pattern`` is given).
         member_epoch: 0 for a new member; the last epoch received to resume.
         instance_id: a static member's instance id.
         client_id: free text shown by ``describe``.
         rebalance_timeout_ms: how long a revoke may take (set when the group is created).
         session_timeout_ms: how long without heartbeats ends the member (idem).
         owned: partitions a resuming member believes it holds.
+        pattern: a regular expression: every topic it matches whole is subscribed too,
+            including topics created later (resolved by the SC).
     """
 
     group: str
@@ -153,13 +156,16 @@ class GroupJoinRequest(_PlainMeta):
     rebalance_timeout_ms: int | None = None
     session_timeout_ms: int | None = None
     owned: list[dict[str, Any]] = field(default_factory=list)
+    pattern: str | None = None
 
     def __post_init__(self) -> None:
         _group(self.group)
         check_member_id(self.member_id)
         topics = _list(self.topics, "topics")
-        if not topics:
-            raise InvalidRequestError("topics: must name at least one topic")
+        if self.pattern is not None:
+            check_pattern(self.pattern)
+        elif not topics:
+            raise InvalidRequestError("topics: must name at least one topic (or give a pattern)")
         for i, t in enumerate(topics):
             _topic(t, f"topics[{i}]")
         if len(set(topics)) != len(topics):
@@ -386,11 +392,17 @@ class DescribeGroupResponse(_PlainMeta):
             "memberId", "instanceId", "clientId", "host", "offset", "hw", "leo", "lag",
             "lastCommitMs"}`` (``offset`` nil: none committed; ``lag`` = HW - offset,
             nil when either is unknown).
+        assignor: the assignment strategy's name.
+        metrics: the coordinator's counters for the group since the SC started
+            (``sc.groups.metrics``: ``members``, ``rebalances``, ``reassignments``,
+            ``reassignMsLast``, ``reassignMsMax``, ``fencedCommits``, ``gateWaitTimeouts``).
     """
 
     group: dict[str, Any]
     live: list[str]
     partitions: list[dict[str, Any]]
+    assignor: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 @message(ApiKey.DELETE_GROUP, Role.REQUEST)

@@ -116,13 +116,14 @@ class AsyncGroupConsumer(GroupPartitions):
         on_assign: RebalanceCallback | None = None,
         on_revoke: RebalanceCallback | None = None,
         on_lost: RebalanceCallback | None = None,
+        pattern: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise InvalidConfigError(
                 f"auto_offset_reset must be one of {_RESETS}, got {auto_offset_reset!r}"
             )
-        if not topics:
-            raise InvalidConfigError("group_consumer: no topic given")
+        if not topics and pattern is None:
+            raise InvalidConfigError("group_consumer: no topic (or pattern) given")
         if auto_commit_interval_ms <= 0:
             raise InvalidConfigError("auto_commit_interval_ms must be > 0")
         low, high = _MAX_POLL_MS
@@ -132,6 +133,7 @@ class AsyncGroupConsumer(GroupPartitions):
             )
         self.group = group
         self.topics = topics
+        self.pattern = pattern  # topics it matches are subscribed too (resolved by the SC)
         self.member_id = str(uuid.uuid4())
         self.generation = -1
         self._host, self._port = host, port
@@ -202,6 +204,7 @@ class AsyncGroupConsumer(GroupPartitions):
             member_epoch=self._epoch if resume else 0,
             instance_id=self._instance_id,
             owned=owned,
+            pattern=self.pattern,
         )
         self._stream = await self._conn.stream(request)
         push = await self._stream.__anext__()
