@@ -211,9 +211,7 @@ def test_lookup_checks_the_leader_epoch_before_leadership(tmp_path: Path) -> Non
         with pytest.raises(UnknownLeaderEpochError, match="epoch 4 is not known"):
             m.lookup("a", 0, 4)
         # Deposed: SPU 2 leads at epoch 4; this SPU follows and knows it.
-        await m.apply_replicas(
-            UpdateReplicas.build([rep("a-0", 2, (ME, 2), epoch=4)], full=False)
-        )
+        await m.apply_replicas(UpdateReplicas.build([rep("a-0", 2, (ME, 2), epoch=4)], full=False))
         assert m.leader("a-0") is None
         with pytest.raises(FencedLeaderEpochError):
             m.lookup("a", 0, 3)

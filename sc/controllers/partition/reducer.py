@@ -117,9 +117,7 @@ def _elect_away(partition: Partition, online: frozenset[int], lost: int) -> list
 def _elected(partition: Partition, leader: int) -> list[Action]:
     """The status under the elected ``leader`` (next epoch) and its push to the replicas."""
     status = with_leader(partition, leader)
-    change = CmLeaderChange(
-        partition.name, leader, partition.spec.replicas, status.leader_epoch
-    )
+    change = CmLeaderChange(partition.name, leader, partition.spec.replicas, status.leader_epoch)
     return [*_write(partition, status), change]
 
 

@@ -46,9 +46,7 @@ def partition(
     epoch: int = 0,
 ) -> Partition:
     spec = PartitionSpec(initial_leader=replicas[0], replicas=replicas)
-    status = PartitionStatus(
-        resolution=resolution, leader=leader, leader_epoch=epoch, hw=3, leo=4
-    )
+    status = PartitionStatus(resolution=resolution, leader=leader, leader_epoch=epoch, hw=3, leo=4)
     return Partition.new(topic, index, spec, status)
 
 
