@@ -5,8 +5,8 @@ replica at leader epoch 1 and the partition's status says so. SIGCONT: the depos
 leader, still up, hears of the election and fences a member whose metadata still names
 it at epoch 0, while the new leader serves the member at epoch 1 from its exact next
 offset. A client whose leader snapshot is stale is fenced and moves to the new leader by
-itself; plain (version 0) fetches keep working. The SPUs' gate audits show no
-overlapping grants (Z1).
+itself; plain (version 0) fetches keep working; an SC restart keeps the stored epoch.
+The SPUs' gate audits show no overlapping grants (Z1).
 """
 
 from __future__ import annotations
@@ -185,6 +185,19 @@ def test_a_deposed_leader_fences_a_stale_member_and_the_client_moves_to_the_new_
                 assert got == values("b", "c", "d")
                 after = await kv.get(ConsumerGroup.kind, "billing")
                 assert after is not None and after.status.generation == 1  # no rebalance
+
+                # The epoch is stored with the status: an SC restart does not reset it, and
+                # the leader keeps serving at the stored epoch after the SC's full pushes.
+                await cluster.restart_sc()
+                await cluster.wait_online({1, 2})
+                leader = await cluster.leader_of("orders-0")
+                epoch = await epoch_of(cluster, "orders-0")
+                assert epoch >= 1
+                leader_conn = await cluster.connect(leader)
+                got = await until(lambda: admitted(leader_conn, epoch), what="after the restart")
+                assert got == values("c", "d")
+                with pytest.raises(FencedLeaderEpochError):
+                    await leader_conn.call(member_fetch(2, epoch - 1), timeout=10)
             finally:
                 if stopped is not None:
                     with contextlib.suppress(ProcessLookupError):
