@@ -4,9 +4,10 @@ The leader is SIGSTOPped past the SC's heartbeat timeout: the SC elects the othe
 replica at leader epoch 1 and the partition's status says so. SIGCONT: the deposed
 leader, still up, hears of the election and fences a member whose metadata still names
 it at epoch 0, while the new leader serves the member at epoch 1 from its exact next
-offset. A client whose leader snapshot is stale is fenced and moves to the new leader by
-itself; plain (version 0) fetches keep working; an SC restart keeps the stored epoch.
-The SPUs' gate audits show no overlapping grants (Z1).
+offset; the member's stream, open across the election, goes on without gap or repeat.
+A client whose leader snapshot is stale is fenced and moves to the new leader by itself;
+plain (version 0) fetches keep working; an SC restart keeps the stored epoch. The SPUs'
+gate audits show no overlapping grants (Z1).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TypeVar
 import pytest
 
 from sc.kv import Grant, RedisKvStore
-from spark_stream.client.consumer import GroupFetch
+from spark_stream.client.consumer import GroupFetch, Offset
 from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.leader import RetryPolicy
 from spark_stream.client.metadata import Leader
@@ -127,6 +128,21 @@ def test_a_deposed_leader_fences_a_stale_member_and_the_client_moves_to_the_new_
 
                 assert await until(lambda: admitted(conn, 0), what="gate") == values("c", "d")
 
+                # The member's stream (what the group consumer runs) at epoch 0, open
+                # across the election: it must go on from its exact position.
+                assert cluster.sc.public_port is not None
+                client = await FluvioAsync.connect(f"{HOST}:{cluster.sc.public_port}")
+                consumer = await client.partition_consumer("orders", 0)
+                streamed: list[bytes] = []
+                grant = GroupFetch("billing", A, 1)
+
+                async def member() -> None:
+                    async for record in consumer.stream(Offset.beginning(), group=grant):
+                        streamed.append(record.value)
+
+                reading = asyncio.ensure_future(member())
+                await until(lambda: len(streamed) == 4, what="the stream at epoch 0")
+
                 # The leader stops answering: the SC elects the other replica, epoch 1.
                 pid = cluster.spus[old].pid
                 assert pid is not None
@@ -162,9 +178,14 @@ def test_a_deposed_leader_fences_a_stale_member_and_the_client_moves_to_the_new_
                 with pytest.raises(NotLeaderError):
                     await fetch_values(conn, "orders", 0)
 
+                await produce(new_conn, "orders", 0, ["e", "f"], acks=Acks.ALL)
+                await until(lambda: len(streamed) == 6, what="the stream at epoch 1")
+                assert streamed == values("a", "b", "c", "d", "e", "f")  # no gap, no repeat
+                reading.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reading
+
                 # A client whose snapshot still names the deposed leader at epoch 0.
-                assert cluster.sc.public_port is not None
-                client = await FluvioAsync.connect(f"{HOST}:{cluster.sc.public_port}")
                 stale = Leader(old, HOST, cluster.spus[old].ports[0], leader_epoch=0)
                 sent_to: list[tuple[int, int]] = []
 
@@ -176,10 +197,9 @@ def test_a_deposed_leader_fences_a_stale_member_and_the_client_moves_to_the_new_
                     "orders", 0, request, RetryPolicy(timeout_s=30), leader=stale
                 )
                 assert isinstance(reply, FetchResponse)
-                assert decoded(reply, 2) == values("c", "d")
+                assert decoded(reply, 2) == values("c", "d", "e", "f")
                 assert sent_to[0] == (old, 0) and sent_to[-1] == (new, 1)
                 # The client's own group reads carry the epoch of its metadata.
-                grant = GroupFetch("billing", A, 1)
                 batches = [b async for b in client.fetch_batches("orders", 0, 1, 4, group=grant)]
                 got = [v for b in batches for v in b.column("value").to_pylist()]
                 assert got == values("b", "c", "d")
@@ -195,7 +215,7 @@ def test_a_deposed_leader_fences_a_stale_member_and_the_client_moves_to_the_new_
                 assert epoch >= 1
                 leader_conn = await cluster.connect(leader)
                 got = await until(lambda: admitted(leader_conn, epoch), what="after the restart")
-                assert got == values("c", "d")
+                assert got == values("c", "d", "e", "f")
                 with pytest.raises(FencedLeaderEpochError):
                     await leader_conn.call(member_fetch(2, epoch - 1), timeout=10)
             finally:
