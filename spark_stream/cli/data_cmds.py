@@ -280,6 +280,8 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
             args.topic,
             group=args.group,
             auto_offset_reset="earliest" if args.beginning else "latest",
+            # -n may stop inside a batch: commit only what was printed, at the end
+            enable_auto_commit=args.max_records is None,
             isolation=args.isolation,
         )
         stream: Iterable[Record] = group.stream(args.disable_continuous)

@@ -23,7 +23,7 @@ from spark_stream.client.admin import AdminClient
 from spark_stream.client.config import ConsumerConfig, ProducerConfig, parse_isolation
 from spark_stream.client.consumer import fetch
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
-from spark_stream.client.consumer.group import AsyncGroupConsumer
+from spark_stream.client.consumer.group import AsyncGroupConsumer, RebalanceCallback
 from spark_stream.client.consumer.local_files import LocalFiles
 from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
@@ -155,6 +155,10 @@ class FluvioAsync:
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 1000,
+        max_poll_interval_ms: int = 60_000,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
         **config: Any,
     ) -> AsyncGroupConsumer:
         """A member of consumer group ``group``, joined (see ``AsyncGroupConsumer``).
@@ -164,6 +168,13 @@ class FluvioAsync:
                 ``"earliest"`` (log start) or ``"latest"`` (its end when granted).
             enable_auto_commit: commit positions every ``auto_commit_interval_ms`` and
                 on ``close``.
+            max_poll_interval_ms: leave the group when the application has not pulled
+                from the stream for this long (1 s - 30 min; the next pull rejoins).
+            on_assign: called (sync or async) with new grants once they started.
+            on_revoke: called with revoked partitions before they are committed and
+                released (it may commit), and on ``close`` and a ``max_poll`` leave.
+            on_lost: called with partitions lost without a revoke (fenced, dropped by the
+                SC; not committed); default ``on_revoke``.
             config: options as ``ConsumerConfig`` (e.g. ``isolation``).
 
         Raises:
@@ -185,6 +196,10 @@ class FluvioAsync:
             auto_offset_reset=auto_offset_reset,
             enable_auto_commit=enable_auto_commit,
             auto_commit_interval_ms=auto_commit_interval_ms,
+            max_poll_interval_ms=max_poll_interval_ms,
+            on_assign=on_assign,
+            on_revoke=on_revoke,
+            on_lost=on_lost,
         )
         try:
             await consumer.start()

@@ -1,4 +1,4 @@
-"""Consumer-group messages on the SC public port (9003): members (5001-5006), admin (5010-5014).
+"""Consumer-group messages on the SC public port (9003): members (5001-5006), admin (5010-5015).
 
 Theory of operation (``docs/consumer-groups.md``, "Coordinator"). A member opens a
 ``GROUP_JOIN`` stream; the SC pushes a ``GroupAssignment`` first and again each time
@@ -54,6 +54,8 @@ __all__ = [
     "ResetOffsetsResponse",
     "DeleteOffsetsRequest",
     "DeleteOffsetsResponse",
+    "ProgressCommitRequest",
+    "ProgressCommitResponse",
     "tp_list",
     "grant_list",
 ]
@@ -479,3 +481,37 @@ class DeleteOffsetsResponse(_PlainMeta):
     """How many offsets were deleted."""
 
     deleted: int
+
+
+@message(ApiKey.PROGRESS_COMMIT, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class ProgressCommitRequest(_GroupRequest):
+    """Mirror an outside reader's progress (a Spark query) into a progress-only group.
+
+    The first request creates the group (``kind: external``); an empty ``offsets`` only
+    claims it. Offsets are written unfenced and may move back: the reader's own
+    checkpoint is the truth. Refused for a group of members.
+
+    Attributes:
+        group: the progress group.
+        offsets: ``{"topic", "partition", "offset"}`` maps (the next offset to read).
+    """
+
+    group: str
+    offsets: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _group(self.group)
+        tp_list(self.offsets, "offsets")
+        for i, item in enumerate(self.offsets):
+            _int(item.get("offset"), f"offsets[{i}].offset", 0, _MAX_I64)
+
+
+@message(ApiKey.PROGRESS_COMMIT, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ProgressCommitResponse(_PlainMeta):
+    """How many offsets were written; ``skipped``: ``{"topic", "partition"}`` of
+    partitions that no longer exist (a topic deleted while the query ran)."""
+
+    written: int
+    skipped: list[dict[str, Any]] = field(default_factory=list)

@@ -86,6 +86,8 @@ class ApiKey(IntEnum):
     DELETE_GROUP = 5012
     RESET_OFFSETS = 5013
     DELETE_OFFSETS = 5014
+    PROGRESS_COMMIT = 5015
+    """Unfenced offsets of a progress-only group (a Spark query's ``progressGroup``)."""
     # Consumer groups: delivery gates
     UPDATE_GATES = 5020
     """Push on the SPU_CONNECT stream: delivery gates of the partitions the SPU leads."""

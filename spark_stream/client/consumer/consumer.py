@@ -62,7 +62,8 @@ def _with_partition(batch: pa.RecordBatch, partition: int) -> pa.RecordBatch:
 
 
 def batch_records(batch: pa.RecordBatch) -> list[Record]:
-    """The rows of a consumer batch as ``Record`` objects (columns converted once each)."""
+    """The rows of a consumer batch as ``Record`` objects (columns converted once each);
+    a group consumer's batch (``GROUP_SCHEMA``) also gives each its ``topic``."""
     parts = batch.column("partition").to_pylist()
     offsets = batch.column("offset").to_pylist()
     keys = batch.column("key").to_pylist()
@@ -76,9 +77,15 @@ def batch_records(batch: pa.RecordBatch) -> list[Record]:
             () if row is None else tuple((h["key"], h["value"]) for h in row)
             for row in headers.to_pylist()
         ]
+    names = batch.schema.names
+    topics: list[str | None] = (
+        batch.column("topic").to_pylist() if "topic" in names else [None] * len(parts)
+    )
     return [
-        Record(p, o, k, v, t, h)
-        for p, o, k, v, t, h in zip(parts, offsets, keys, values, stamps, hdrs, strict=True)
+        Record(p, o, k, v, t, h, topic)
+        for p, o, k, v, t, h, topic in zip(
+            parts, offsets, keys, values, stamps, hdrs, topics, strict=True
+        )
     ]
 
 
