@@ -4,6 +4,8 @@ Theory of operation (seed ``003``, "Connection Manager"):
 
 - **Cache.** The SPU and partition controllers hand the CM SPUs (spec and status) and
   partition specs as actions (``CmAddSpu``, ``CmAddPartition``, ``CmLeaderChange``...).
+  A replica entry carries the partition's leader epoch; the cache never takes an older
+  one than it holds (a spec change read from before an election keeps the new leader).
   The CM keeps them (SPUs by id, partitions as ``Replica`` entries, an index SPU id ->
   the partitions it holds) and queues the change for each connected SPU concerned: a
   partition change for the SPUs holding it, an SPU change (e.g. ``Online`` ->
@@ -295,13 +297,14 @@ class ConnectionManager:
                     other.queue_spu(spu_id, None)
             case CmAddPartition(partition=p) | CmUpdatePartition(partition=p):
                 self._last_lrs.pop(p.name, None)
-                self._set_replica(Replica.from_partition(p))
+                self._set_replica(self._not_older(Replica.from_partition(p)))
                 self._topic_changed(p.name)
-            case CmLeaderChange(name=name, leader=leader):
+            case CmLeaderChange(name=name, leader=leader, leader_epoch=epoch):
                 self._last_lrs.pop(name, None)
                 old = self.replicas.get(name)
                 if old is not None:
-                    self._set_replica(Replica(name, leader, old.spec, old.revision, old.uid))
+                    replica = Replica(name, leader, old.spec, old.revision, old.uid, epoch)
+                    self._set_replica(replica)
                     self._topic_changed(name)
             case CmDeletePartition(name=name):
                 old = self.replicas.pop(name, None)
@@ -322,6 +325,19 @@ class ConnectionManager:
                 self._topic_changed(name)
             case _:
                 raise TypeError(f"not a connection-manager action: {action!r}")
+
+    def _not_older(self, replica: Replica) -> Replica:
+        """``replica`` with the cached leader and epoch when those are newer.
+
+        A spec change may be read from an object stored before an election's status
+        write landed; pushing its leader would roll the SPUs back to a deposed one.
+        """
+        old = self.replicas.get(replica.name)
+        if old is None or old.uid != replica.uid or old.leader_epoch <= replica.leader_epoch:
+            return replica
+        return Replica(
+            replica.name, old.leader, replica.spec, replica.revision, replica.uid, old.leader_epoch
+        )
 
     def _set_replica(self, replica: Replica) -> None:
         name = replica.name

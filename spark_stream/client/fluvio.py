@@ -318,7 +318,8 @@ class FluvioAsync:
                 (no bytes through the leader or a socket); otherwise, or with False,
                 fetch over the network.
             group: a consumer-group member's grant: the reads are gated by the leader
-                (fetch version 1); ``FencedMemberError`` when the grant is not current.
+                and carry the partition's leader epoch (fetch version 2);
+                ``FencedMemberError`` when the grant is not current.
         """
         await self._known_topic(topic)
         async with contextlib.aclosing(

@@ -96,10 +96,11 @@ class ApiKey(IntEnum):
 API_VERSIONS: Mapping[ApiKey, tuple[int, int]] = MappingProxyType(
     {key: (0, 0) for key in ApiKey}
     | {
-        # Version 1: the consumer-group fields (group, member_id, grant_epoch).
-        ApiKey.FETCH: (0, 1),
-        ApiKey.STREAM_FETCH: (0, 1),
-        ApiKey.FETCH_LOCAL: (0, 1),
+        # Version 1: the consumer-group fields (group, member_id, grant_epoch);
+        # version 2: leader_epoch (KIP-320), with or without them.
+        ApiKey.FETCH: (0, 2),
+        ApiKey.STREAM_FETCH: (0, 2),
+        ApiKey.FETCH_LOCAL: (0, 2),
     }
 )
 """The (lowest, highest) version of each api's message layout this build speaks."""

@@ -222,6 +222,38 @@ def test_a_leader_change_keeps_the_partition_uid() -> None:
     run(body())
 
 
+def test_replicas_carry_the_leader_epoch_and_a_late_spec_never_rolls_it_back() -> None:
+    """The SPUs check fetches against the epoch they were pushed: the full push has the
+    stored one, a leader change its new one, and a spec change read from an object older
+    than the election keeps the elected leader and epoch."""
+
+    async def body() -> None:
+        cm, _, _ = make_cm()
+        cm.apply(CmAddPartition(part("u-0", (1, 2), uid="u1", leader=1, leader_epoch=3)))
+        pushes = cm.attach(2, lambda: None).pushes()
+        _, _, _, full = await take(pushes, 4)
+        assert isinstance(full, UpdateReplicas)
+        assert [(r.name, r.leader_epoch) for r in full.replica_entries()] == [
+            ("t-0", 0),
+            ("t-1", 0),
+            ("u-0", 3),
+        ]
+        cm.apply(CmLeaderChange("u-0", 2, (1, 2), 4))
+        (push,) = await take(pushes, 1)
+        assert isinstance(push, UpdateReplicas)
+        assert [(r.leader, r.leader_epoch) for r in push.replica_entries()] == [(2, 4)]
+        late = part("u-0", (1, 2), revision=7, uid="u1", leader=1, leader_epoch=3)
+        cm.apply(CmUpdatePartition(late))
+        (push,) = await take(pushes, 1)
+        assert isinstance(push, UpdateReplicas)
+        assert [(r.leader, r.leader_epoch, r.revision) for r in push.replica_entries()] == [
+            (2, 4, 7)
+        ]
+        await pushes.aclose()
+
+    run(body())
+
+
 def test_unregistering_a_connected_spu_closes_it_and_tells_the_others() -> None:
     async def body() -> None:
         cm, _, _ = make_cm()
