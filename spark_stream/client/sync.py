@@ -35,7 +35,11 @@ from spark_stream.client.consumer.consumer import (
     AsyncPartitionConsumer,
     batch_records,
 )
-from spark_stream.client.consumer.group import AsyncGroupConsumer, CommitCallback
+from spark_stream.client.consumer.group import (
+    AsyncGroupConsumer,
+    CommitCallback,
+    RebalanceCallback,
+)
 from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.producer import AsyncTopicProducer
@@ -245,7 +249,7 @@ class GroupConsumer(Facade[AsyncGroupConsumer]):
     ) -> concurrent.futures.Future[None]:
         """``AsyncGroupConsumer.commit_async``: returns at once; a sync ``callback`` runs
         in a worker thread (it may call this consumer's blocking methods)."""
-        wrapped = None if callback is None else in_thread(callback)
+        wrapped = in_thread(callback)
 
         async def start() -> asyncio.Task[None]:
             return self._core.commit_async(offsets, wrapped)
@@ -281,9 +285,14 @@ async def _awaited(task: asyncio.Task[None]) -> None:
     await task
 
 
-def in_thread(callback: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, None]]:
+def in_thread(
+    callback: Callable[..., Any] | None,
+) -> Callable[..., Coroutine[Any, Any, None]] | None:
     """A blocking application callback as an async one that runs it in a worker thread,
-    so it may call the blocking facade (which runs on the loop it would otherwise hold)."""
+    so it may call the blocking facade (which runs on the loop it would otherwise hold);
+    None stays None."""
+    if callback is None:
+        return None
 
     async def call(*args: Any) -> None:
         result = await asyncio.to_thread(callback, *args)
@@ -339,17 +348,41 @@ class Fluvio(Facade[FluvioAsync]):
     consumer = blocking_facade(FluvioAsync.consumer, Consumer)
 
     def group_consumer(
-        self, topic_or_topics: str | list[str] | None = None, **kwargs: Any
+        self,
+        topic_or_topics: str | list[str] | None = None,
+        *,
+        group: str,
+        pattern: str | None = None,
+        instance_id: str | None = None,
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 1000,
+        max_poll_interval_ms: int = 60_000,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
+        **config: Any,
     ) -> GroupConsumer:
         """``FluvioAsync.group_consumer`` (same arguments), blocking. The rebalance
         callbacks (``on_assign``, ``on_revoke``, ``on_lost``) run in a worker thread while
         the member waits for them, so they may call the consumer's blocking methods
         (``commit``, ``position``)."""
-        for name in ("on_assign", "on_revoke", "on_lost"):
-            if kwargs.get(name) is not None:
-                kwargs[name] = in_thread(kwargs[name])
         core = self._runner.run(
-            self._core.group_consumer(topic_or_topics, **kwargs), self._call_timeout
+            self._core.group_consumer(
+                topic_or_topics,
+                group=group,
+                pattern=pattern,
+                instance_id=instance_id,
+                auto_offset_reset=auto_offset_reset,
+                enable_auto_commit=enable_auto_commit,
+                auto_commit_interval_ms=auto_commit_interval_ms,
+                max_poll_interval_ms=max_poll_interval_ms,
+                on_assign=in_thread(on_assign),
+                on_revoke=in_thread(on_revoke),
+                on_lost=in_thread(on_lost),
+                **config,
+            ),
+            self._call_timeout,
         )
         return GroupConsumer(core, self._runner)
 
