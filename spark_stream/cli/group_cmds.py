@@ -12,6 +12,7 @@ counters under ``metrics``); ``describe --members`` one per member, with its ``S
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +21,7 @@ from spark_stream.cli.output import emit
 from spark_stream.cli.parsing import parse_duration
 from spark_stream.client import Fluvio
 from spark_stream.errors import InvalidConfigError
+from spark_stream.models import GroupState
 
 __all__ = [
     "LIST_COLUMNS",
@@ -265,7 +267,20 @@ def group_reset(args: argparse.Namespace, fluvio: Fluvio) -> int:
     emit(rows, args.output, columns=RESET_COLUMNS)
     if not reply.executed and args.output == "table":
         print("dry run: nothing written (add --execute to write)")
+    if _is_progress_group(fluvio, args.group):
+        print(
+            f"warning: {args.group!r} is a Spark progress group (progressGroup): its offsets "
+            "mirror a query's checkpoint, which the query rewrites at its next trigger and "
+            "never reads; to move the query, restart it from another checkpoint",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _is_progress_group(fluvio: Fluvio, group: str) -> bool:
+    """The group only mirrors a Spark query's progress (``kind: external``)."""
+    status = fluvio.admin().describe_group(group).group.get("status", {})
+    return bool(status.get("state") == GroupState.EXTERNAL.value)
 
 
 def add_parsers(sub: Any, client: Any) -> None:

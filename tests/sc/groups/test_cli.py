@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from spark_stream.cli import group_cmds, main
+from spark_stream.client import FluvioAsync
 from tests.sc.groups.member import RawMember, settle
 from tests.sc.groups.test_coordinator import TOPIC, run, running_sc
 
@@ -141,6 +142,39 @@ def test_bad_input_prints_error_and_exits_non_zero(capsys: pytest.CaptureFixture
             err = await fails(*group, "delete", "busy")
             assert err.startswith("error: ") and "member" in err
             await member.close()
+
+    endpoint = ""
+    run(body)
+
+
+def test_reset_of_a_progress_group_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    """A Spark progress group's offsets only mirror a query's checkpoint: a reset is
+    allowed (the query rewrites them) but warned about; a group of members' is not."""
+
+    async def reset(group: str) -> str:
+        capsys.readouterr()
+        argv = ["--endpoint", endpoint, "consumer-group", "reset", group, "--all-topics"]
+        code = await asyncio.to_thread(main, [*argv, "--to-earliest", "--execute"])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return captured.err
+
+    async def body() -> None:
+        nonlocal endpoint
+        async with running_sc(partitions=2) as (app, _):
+            endpoint = f"127.0.0.1:{app.public_port}"
+            client = await FluvioAsync.connect(endpoint)
+            try:
+                await client.admin().commit_progress("query-progress", {(TOPIC, 0): 0})
+            finally:
+                await client.close()
+            member = RawMember(app.public_port, "members", [TOPIC])
+            await member.join()
+            await member.leave()
+
+            err = await reset("query-progress")
+            assert err.startswith("warning: 'query-progress' is a Spark progress group")
+            assert await reset("members") == ""
 
     endpoint = ""
     run(body)
