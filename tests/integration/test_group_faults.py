@@ -1,0 +1,147 @@
+"""Consumer-group members as real processes under faults (T2-T4 of the brief).
+
+Real Redis, SC and 3 SPUs (``group_faults.group_cluster``), a topic of 6 partitions and
+a producer writing into all of them throughout; each member is a ``group_member_proc``
+child that records what it hands out and commits after every batch. Every test ends
+with Z1 from the SPUs' gate audit files.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spark_stream.client import Fluvio
+from spark_stream.local.cluster import LocalCluster
+from tests.integration.group_faults import (
+    Producer,
+    assert_no_overlapping_grants,
+    duplicates,
+    gaps,
+    group_cluster,
+)
+from tests.integration.group_member_proc import MemberProc, Output, members
+from tests.integration.helpers import make_topic, unique
+from tests.polling import wait_until
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with group_cluster(Path(tmp_path_factory.mktemp("group-faults"))) as running:
+        yield running
+
+
+@pytest.fixture
+def fluvio(cluster: LocalCluster) -> Iterator[Fluvio]:
+    with Fluvio.connect(cluster.endpoint, timeout=20) as client:
+        yield client
+
+
+def split_among(procs: list[MemberProc], n: int) -> list[list[int]] | None:
+    """The members' partitions once ``n`` of them own all 6, disjoint, loads within 1."""
+    parts = [proc.output().parts() for proc in procs]
+    owned = [p for p in parts if p]
+    flat = [p for ps in owned for p in ps]
+    if len(owned) != n or sorted(flat) != list(range(PARTITIONS)):
+        return None
+    sizes = [len(p) for p in owned]
+    return parts if max(sizes) - min(sizes) <= 1 else None
+
+
+def records_of(outputs: list[Output]) -> list[tuple[int, int]]:
+    return [r for out in outputs for r in out.records]
+
+
+def ends(fluvio: Fluvio, topic: str) -> dict[int, int]:
+    return {p: fluvio.fetch_offsets(topic, p).hw for p in range(PARTITIONS)}
+
+
+def read_everything(procs: list[MemberProc], fluvio: Fluvio, topic: str) -> list[Output]:
+    """Once produce stopped: wait (bounded) until the members handed out every offset."""
+    want = ends(fluvio, topic)
+    assert all(end > 0 for end in want.values())
+    wait_until(
+        lambda: not gaps(records_of([p.output() for p in procs]), want),
+        30,
+        "the members to read every record",
+    )
+    return [p.output() for p in procs]
+
+
+def test_three_members_split_six_partitions_two_each(
+    cluster: LocalCluster, fluvio: Fluvio, tmp_path: Path
+) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS)
+    group = unique("g")
+    with (
+        Producer(fluvio, topic, PARTITIONS) as producer,
+        members(cluster.endpoint, topic, group, tmp_path, 3) as procs,
+    ):
+        parts = wait_until(lambda: split_among(procs, 3), 30, "a 2/2/2 split")
+        assert sorted(len(p) for p in parts) == [2, 2, 2]  # type: ignore[union-attr]
+        described = fluvio.admin().describe_group(group)
+        holders = {(a["partition"], a["memberId"]) for a in described.group["status"]["assignment"]}
+        by_member = {proc.output().member: proc.output().parts() for proc in procs}
+        assert holders == {(p, m) for m, ps in by_member.items() for p in ps}
+        producer.stop()
+        outputs = read_everything(procs, fluvio, topic)
+    assert duplicates(records_of(outputs)) == set()
+    assert assert_no_overlapping_grants(cluster) > 0
+
+
+def test_graceful_leave_no_duplicate_no_gap(
+    cluster: LocalCluster, fluvio: Fluvio, tmp_path: Path
+) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS)
+    group = unique("g")
+    with (
+        Producer(fluvio, topic, PARTITIONS) as producer,
+        members(cluster.endpoint, topic, group, tmp_path, 3) as procs,
+    ):
+        wait_until(lambda: split_among(procs, 3), 30, "a 2/2/2 split")
+        leaving = procs[0]
+        wait_until(lambda: len(leaving.output().records) > 0, 30, "the leaver to read")
+        assert leaving.terminate() == 0
+        assert leaving.output().events[-1]["ev"] == "closed"
+        wait_until(lambda: split_among(procs[1:], 2), 30, "a 3/3 split")
+        producer.stop()
+        outputs = read_everything(procs, fluvio, topic)
+    assert duplicates(records_of(outputs)) == set()
+    assert all(not out.errors() for out in outputs)
+    assert assert_no_overlapping_grants(cluster) > 0
+
+
+def test_member_sigkill_no_gap_duplicates_only_in_its_uncommitted_window(
+    cluster: LocalCluster, fluvio: Fluvio, tmp_path: Path
+) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS)
+    group = unique("g")
+    # The victim commits every 4th batch only, so its uncommitted window is wide.
+    victim_args = ("--commit-ms", "0", "--commit-every", "4")
+    with (
+        Producer(fluvio, topic, PARTITIONS) as producer,
+        members(cluster.endpoint, topic, group, tmp_path, 3, *victim_args) as procs,
+    ):
+        wait_until(lambda: split_among(procs, 3), 30, "a 2/2/2 split")
+        dead = procs[0]
+        wait_until(lambda: len(dead.output().records) > 0, 30, "the victim to read")
+        dead.signal(signal.SIGKILL)
+        dead.proc.wait(10)
+        wait_until(lambda: split_among(procs[1:], 2), 30, "a 3/3 split")
+        producer.stop()
+        outputs = read_everything(procs, fluvio, topic)
+    victim = outputs[0]
+    last: dict[int, int] = {}
+    for p, o in victim.records:
+        last[p] = max(o, last.get(p, -1))
+    window = {(p, o) for p in last for o in range(victim.committed.get(p, 0), last[p] + 1)}
+    assert duplicates(records_of(outputs)) <= window
+    assert all(not out.errors() for out in outputs[1:])
+    assert assert_no_overlapping_grants(cluster) > 0
