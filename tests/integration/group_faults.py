@@ -27,6 +27,7 @@ from tests.integration.helpers import running_cluster
 
 __all__ = [
     "AUDIT",
+    "REBALANCE_S",
     "SESSION_S",
     "Producer",
     "assert_no_overlapping_grants",

@@ -14,6 +14,9 @@ partial last line, which ``read_events`` skips):
   *before* it is committed;
 - ``{"ev": "commit", "positions": {p: offset}}`` after a commit of the positions returned
   (by default after every batch, so the uncommitted window is one batch);
+- ``{"ev": "wake-commit", "offsets": [...], "error": repr or None}`` with
+  ``--commit-on-wake``: on SIGCONT it commits what it had handed out of the partitions
+  it held (a woken zombie's commit);
 - ``{"ev": "log", "msg": ...}`` for the group consumer's log lines (fencing, rejoining);
 - ``{"ev": "error", "msg": ...}`` if reading failed, ``{"ev": "closed"}`` after a
   graceful close (SIGTERM: commit, release, leave).
@@ -39,6 +42,7 @@ from typing import IO, Any, TypeVar
 
 from spark_stream.client import AsyncGroupConsumer
 from spark_stream.client.fluvio import FluvioAsync
+from spark_stream.errors import FluvioError
 
 __all__ = ["MemberProc", "Output", "members", "read_events"]
 
@@ -81,7 +85,13 @@ def _watch(member: AsyncGroupConsumer, events: _Events, seen: list[Any]) -> None
 
 
 async def _member(
-    endpoint: str, topic: str, group: str, events: _Events, commit_ms: int, commit_every: int
+    endpoint: str,
+    topic: str,
+    group: str,
+    events: _Events,
+    commit_ms: int,
+    commit_every: int,
+    commit_on_wake_: bool,
 ) -> None:
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -95,6 +105,20 @@ async def _member(
     )
     events.write(ev="start", member=member.member_id, pid=os.getpid())
     seen: list[Any] = []
+    handed: dict[int, int] = {}  # partition -> the offset after the last record handed out
+
+    async def commit_on_wake() -> None:
+        """After SIGCONT: commit what was handed out of the partitions held before."""
+        offsets = {(topic, p): handed.get(p, 0) for p in (seen[1] if seen else [])}
+        try:
+            await member.commit(offsets)
+            events.write(ev="wake-commit", offsets=list(offsets.values()), error=None)
+        except FluvioError as exc:
+            events.write(ev="wake-commit", offsets=list(offsets.values()), error=repr(exc))
+
+    if commit_on_wake_:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGCONT, lambda: loop.create_task(commit_on_wake()))
 
     async def watch() -> None:
         while True:
@@ -104,8 +128,11 @@ async def _member(
     async def read() -> None:
         async with contextlib.aclosing(member.stream_batches()) as batches:
             async for n, batch in aenumerate(batches):
+                _watch(member, events, seen)  # a new grant's event precedes its batches
                 (p,) = set(batch.column("partition").to_pylist())
-                events.write(ev="batch", p=p, offsets=batch.column("offset").to_pylist())
+                offsets = batch.column("offset").to_pylist()
+                events.write(ev="batch", p=p, offsets=offsets)
+                handed[p] = offsets[-1] + 1
                 if (n + 1) % commit_every:
                     continue
                 await member.commit()
@@ -137,6 +164,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--commit-ms", type=int, default=200, help="auto-commit (0: off)")
     parser.add_argument("--commit-every", type=int, default=1, help="commit every N batches")
+    parser.add_argument(
+        "--commit-on-wake", action="store_true", help="on SIGCONT, commit what was handed out"
+    )
     args = parser.parse_args(argv)
     with args.out.open("a", encoding="utf-8") as out:
         events = _Events(out)
@@ -145,7 +175,13 @@ def main(argv: list[str] | None = None) -> None:
         logger.addHandler(_LogToEvents(events))
         asyncio.run(
             _member(
-                args.endpoint, args.topic, args.group, events, args.commit_ms, args.commit_every
+                args.endpoint,
+                args.topic,
+                args.group,
+                events,
+                args.commit_ms,
+                args.commit_every,
+                args.commit_on_wake,
             )
         )
 

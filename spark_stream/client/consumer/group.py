@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from spark_stream.client.config import ConsumerConfig, parse_isolation
+from spark_stream.client.consumer._group_session import SessionClock
 from spark_stream.client.consumer.consumer import AsyncPartitionConsumer, batch_records
 from spark_stream.client.consumer.fetch import GroupFetch
 from spark_stream.client.consumer.offset import Offset
@@ -118,6 +120,7 @@ class AsyncGroupConsumer:
         self._stream: Stream | None = None
         self._epoch = 0
         self._heartbeat_s = 1.0
+        self._session = SessionClock(session_s=10.0, margin_s=1.0, confirmed_at=0.0)
         self._pumps: dict[TopicPartition, _Pump] = {}
         self._positions: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
@@ -144,8 +147,10 @@ class AsyncGroupConsumer:
         request = c.GroupJoinRequest(
             self.group, self.member_id, self.topics, member_epoch=0, instance_id=self._instance_id
         )
+        sent = time.monotonic()
         self._stream = await self._conn.stream(request)
         push = await self._stream.__anext__()
+        self._session.confirm(sent)
         await self._apply(c.GroupAssignment.from_meta(push.meta, b""))
 
     async def _follow(self) -> None:
@@ -174,7 +179,7 @@ class AsyncGroupConsumer:
             except FluvioError as exc:
                 if self._closed or exc.retriable:
                     raise
-                log.info("group %s: member %s rejoins (%s)", self.group, self.member_id, exc)
+                log.info("group %s: member %s rejoins (%r)", self.group, self.member_id, exc)
                 await self._drop_all()
                 self.generation = -1
                 await self._join()
@@ -187,8 +192,28 @@ class AsyncGroupConsumer:
             assert self._conn is not None
             owned = [{"topic": t, "partition": p} for t, p in sorted(self._pumps)]
             request = c.GroupHeartbeatRequest(self.group, self.member_id, self._epoch, owned)
+            sent = time.monotonic()
             with contextlib.suppress(FluvioError):  # the push stream reports fencing
                 await self._conn.call(request, timeout=_TIMEOUT)
+                self._session.confirm(sent)
+
+    async def _confirm_session(self) -> None:
+        """Hold hand-outs while the session may have expired at the SC (this process was
+        stopped or starved past it, see ``_group_session``): a heartbeat the SC answers
+        confirms it; a refused one means the push stream is ending with the fence, and
+        ``_follow`` drops everything and joins again (which confirms the new session).
+        """
+        while self._session.may_have_expired(time.monotonic()) and not self._closed:
+            if self._conn is None or self._conn.closed:
+                raise ConnectionClosedError(f"group {self.group}: the SC connection is closed")
+            owned = [{"topic": t, "partition": p} for t, p in sorted(self._pumps)]
+            request = c.GroupHeartbeatRequest(self.group, self.member_id, self._epoch, owned)
+            sent = time.monotonic()
+            try:
+                await self._conn.call(request, timeout=_TIMEOUT)
+                self._session.confirm(sent)
+            except FluvioError:
+                await asyncio.sleep(0.05)  # let ``_follow`` take the fence and rejoin
 
     async def _auto_commits(self) -> None:
         while not self._closed:
@@ -205,6 +230,8 @@ class AsyncGroupConsumer:
             self.generation = push.generation
             self._epoch = push.member_epoch
             self._heartbeat_s = max(0.05, push.heartbeat_ms / 1000.0)
+            self._session.session_s = push.session_ms / 1000.0
+            self._session.margin_s = self._heartbeat_s
             assigned = {(g["topic"], g["partition"]): int(g["grantEpoch"]) for g in push.assigned}
             revoke = [(g["topic"], g["partition"]) for g in push.revoke]
             for tp in [tp for tp in self._pumps if tp not in assigned and tp not in revoke]:
@@ -240,8 +267,13 @@ class AsyncGroupConsumer:
             await asyncio.gather(pump.task, return_exceptions=True)
 
     async def _drop_all(self) -> None:
-        for tp in list(self._pumps):
-            await self._stop(tp)
+        # Unlist every pump before waiting for any: a batch queued by one still listed
+        # would be handed out meanwhile.
+        pumps, self._pumps = list(self._pumps.values()), {}
+        for pump in pumps:
+            if pump.task is not None:
+                pump.task.cancel()
+        await asyncio.gather(*(p.task for p in pumps if p.task is not None), return_exceptions=True)
 
     async def _start_offset(self, tp: TopicPartition) -> Offset:
         committed = await self.committed(tp)
@@ -264,8 +296,9 @@ class AsyncGroupConsumer:
                     await self._queue.put(_Item(pump, batch))
         except asyncio.CancelledError:
             raise
-        except FencedMemberError:
+        except FencedMemberError as exc:
             pump.done = True  # the grant moved on: its new owner reads it
+            log.info("group %s: %s-%d fenced at the leader: %s", self.group, topic, partition, exc)
         except BaseException as exc:
             pump.done = True
             await self._queue.put(_Item(pump, error=exc))
@@ -300,6 +333,9 @@ class AsyncGroupConsumer:
                 raise item.error
             if self._pumps.get(item.pump.tp) is not item.pump:
                 continue  # revoked or superseded while queued: the next owner reads it
+            await self._confirm_session()
+            if self._pumps.get(item.pump.tp) is not item.pump:
+                continue  # the session had expired: the partition moved on
             if item.error is not None:
                 raise item.error
             batch = item.batch
@@ -365,29 +401,36 @@ class AsyncGroupConsumer:
                     raise FencedMemberError(f"{tp[0]}-{tp[1]} is not assigned to this member")
                 epochs[tp] = pump.grant_epoch
                 self._positions[tp] = offset
-            await self._commit_locked(epochs)
+            fenced = await self._commit_locked(epochs)
+            if fenced:
+                raise FencedMemberError(f"commit refused: {fenced} not this member's grants")
 
-    async def _commit_locked(self, epochs: dict[TopicPartition, int]) -> None:
+    async def _commit_locked(self, epochs: dict[TopicPartition, int]) -> list[TopicPartition]:
+        """Commit the positions of ``epochs``' partitions; the ones the SC fenced."""
         commits: list[dict[str, Any]] = [
             {"topic": t, "partition": p, "offset": self._positions[(t, p)], "grantEpoch": e}
             for (t, p), e in sorted(epochs.items())
             if (t, p) in self._positions and self._committed.get((t, p)) != self._positions[(t, p)]
         ]
         if not commits or self._conn is None:
-            return
+            return []
         request = c.OffsetCommitRequest(self.group, self.member_id, commits)
         reply = await self._conn.call(request, timeout=_TIMEOUT)
         assert isinstance(reply, c.OffsetCommitResponse)
+        fenced: list[TopicPartition] = []
         for sent, result in zip(commits, reply.results, strict=True):
             tp = (sent["topic"], sent["partition"])
             if result.get("errorCode", 0) == 0:
                 self._committed[tp] = int(sent["offset"])
             elif result.get("errorCode") == FencedMemberError.code:
+                log.info("group %s: commit of %s-%d fenced", self.group, *tp)
+                fenced.append(tp)
                 pump = self._pumps.get(tp)
                 if pump is not None and pump.grant_epoch == sent["grantEpoch"]:
                     pump.done = True
             else:
                 raise FluvioError(f"commit of {tp[0]}-{tp[1]} failed: {result.get('message')}")
+        return fenced
 
     # -- lifecycle ---------------------------------------------------------------------
 
