@@ -81,7 +81,10 @@ class Producer:
     def __init__(
         self, fluvio: Fluvio, topic: str, partitions: int, per_tick: int = 3, every: float = 0.02
     ) -> None:
-        self._producer = fluvio.topic_producer(topic, acks="all")
+        # Retries ride out a leader change (the leader-kill test).
+        self._producer = fluvio.topic_producer(
+            topic, acks="all", retry_backoff_ms=50, delivery_timeout_ms=60_000
+        )
         self._partitions = partitions
         self._per_tick = per_tick
         self._every = every
