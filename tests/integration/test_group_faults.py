@@ -8,14 +8,18 @@ with Z1 from the SPUs' gate audit files.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from spark_stream.client import Fluvio
+from spark_stream.client import AsyncGroupConsumer, Fluvio, FluvioAsync
 from spark_stream.local.cluster import LocalCluster
+from spark_stream.protocol import control as c
 from tests.integration.group_faults import (
     Producer,
     assert_no_overlapping_grants,
@@ -144,4 +148,60 @@ def test_member_sigkill_no_gap_duplicates_only_in_its_uncommitted_window(
     window = {(p, o) for p in last for o in range(victim.committed.get(p, 0), last[p] + 1)}
     assert duplicates(records_of(outputs)) <= window
     assert all(not out.errors() for out in outputs[1:])
+    assert assert_no_overlapping_grants(cluster) > 0
+
+
+def test_a_member_ignores_a_stale_push_and_reapplies_an_equal_one(
+    cluster: LocalCluster, fluvio: Fluvio
+) -> None:
+    """T9 at the member (the SPU side is in ``tests/spu/test_gates.py`` and
+    ``test_gate_wiring.py``): a push older than the applied generation changes nothing;
+    an equal one is applied again, a no-op that restarts no pump (no record twice)."""
+    topic = make_topic(fluvio, partitions=2)
+    group = unique("g")
+    producer = fluvio.topic_producer(topic, acks="all")
+
+    def send(p: int, values: list[str]) -> None:
+        producer.send_batch(pa.table({"value": values}), partition=p).result(30)
+
+    for p in (0, 1):
+        send(p, [f"{p}-{i}" for i in range(3)])
+
+    async def read(member: AsyncGroupConsumer, n: int) -> list[tuple[int, int]]:
+        got: list[tuple[int, int]] = []
+        async with contextlib.aclosing(member.stream_batches()) as batches:
+            async for batch in batches:
+                parts, offs = batch.column("partition"), batch.column("offset")
+                got.extend(zip(parts.to_pylist(), offs.to_pylist(), strict=True))
+                if len(got) >= n:
+                    return got
+        return got
+
+    async def body() -> None:
+        client = await FluvioAsync.connect(cluster.endpoint)
+        try:
+            member = await client.group_consumer(topic, group=group, auto_offset_reset="earliest")
+            assert sorted(await read(member, 6)) == [(p, o) for p in (0, 1) for o in range(3)]
+            now = member.generation
+            described = await asyncio.to_thread(fluvio.admin().describe_group, group)
+            grants = described.group["status"]["assignment"]
+            assigned = [
+                {"topic": g["topic"], "partition": g["partition"], "grantEpoch": g["grantEpoch"]}
+                for g in grants
+            ]
+            await member._apply(c.GroupAssignment(now - 1, 1, 500, 3000, [], []))
+            assert member.generation == now
+            assert member.assignment() == [(topic, 0), (topic, 1)]
+            await member._apply(c.GroupAssignment(now, 1, 500, 3000, assigned, []))
+            assert member.assignment() == [(topic, 0), (topic, 1)]
+            assert {member.position(p) for p in (0, 1)} == {3}
+            for p in (0, 1):
+                await asyncio.to_thread(send, p, [f"{p}-x", f"{p}-y"])
+            assert sorted(await read(member, 4)) == [(0, 3), (0, 4), (1, 3), (1, 4)]
+            await member.close()
+        finally:
+            await client.close()
+
+    asyncio.run(asyncio.wait_for(body(), 60))
+    producer.close()
     assert assert_no_overlapping_grants(cluster) > 0
