@@ -14,9 +14,9 @@ partial last line, which ``read_events`` skips):
   *before* it is committed;
 - ``{"ev": "commit", "positions": {p: offset}}`` after a commit of the positions returned
   (by default after every batch, so the uncommitted window is one batch);
-- ``{"ev": "wake-commit", "offsets": [...], "error": repr or None}`` with
-  ``--commit-on-wake``: on SIGCONT it commits what it had handed out of the partitions
-  it held (a woken zombie's commit);
+- ``{"ev": "wake-commit", "generation": g, "parts": [...], "error": repr or None}`` with
+  ``--commit-on-wake``: on SIGCONT it commits what it had handed out (a woken zombie's
+  commit; ``generation`` and ``parts`` as the member saw them when it started);
 - ``{"ev": "log", "msg": ...}`` for the group consumer's log lines (fencing, rejoining);
 - ``{"ev": "error", "msg": ...}`` if reading failed, ``{"ev": "closed"}`` after a
   graceful close (SIGTERM: commit, release, leave).
@@ -108,13 +108,16 @@ async def _member(
     handed: dict[int, int] = {}  # partition -> the offset after the last record handed out
 
     async def commit_on_wake() -> None:
-        """After SIGCONT: commit what was handed out of the partitions held before."""
-        offsets = {(topic, p): handed.get(p, 0) for p in (seen[1] if seen else [])}
+        """After SIGCONT: commit what it handed out, as the member it was before the stop
+        (``generation`` says whether it had already joined again when this ran)."""
+        offsets = {(topic, p): o for p, o in handed.items()}
+        generation, parts = member.generation, [p for _, p in member.assignment()]
         try:
             await member.commit(offsets)
-            events.write(ev="wake-commit", offsets=list(offsets.values()), error=None)
+            error = None
         except FluvioError as exc:
-            events.write(ev="wake-commit", offsets=list(offsets.values()), error=repr(exc))
+            error = repr(exc)
+        events.write(ev="wake-commit", generation=generation, parts=parts, error=error)
 
     if commit_on_wake_:
         loop = asyncio.get_running_loop()
