@@ -6,8 +6,8 @@
 - ``assert_no_overlapping_grants``: Z1 from those files, the check every test ends with.
 - ``Producer``: a background thread producing small batches into every partition until
   stopped, so members read while records arrive.
-- ``exactly_the_log``: per partition, the offsets the members handed out, checked
-  against the log (no gap) and counted (duplicates).
+- ``read_everything``, ``gaps``, ``duplicates``: once produce stopped, wait until the
+  members handed out every offset of the log (no gap), then count what came twice.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import pyarrow as pa
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
 from spu.gate_audit import overlapping_grants, read_audit_file
+from tests.integration.group_member_proc import MemberProc, Output
 from tests.integration.helpers import running_cluster
+from tests.polling import wait_until
 
 __all__ = [
     "AUDIT",
@@ -34,6 +36,7 @@ __all__ = [
     "duplicates",
     "gaps",
     "group_cluster",
+    "read_everything",
 ]
 
 AUDIT = "gate-audit.jsonl"
@@ -133,3 +136,18 @@ def gaps(records: Iterable[tuple[int, int]], ends: dict[int, int]) -> dict[int, 
         got[p].add(o)
     missing = {p: sorted(set(range(end)) - got[p]) for p, end in ends.items()}
     return {p: m for p, m in missing.items() if m}
+
+
+def read_everything(
+    procs: list[MemberProc], fluvio: Fluvio, topic: str, partitions: int
+) -> list[Output]:
+    """Once produce stopped: wait (bounded) until the members together handed out every
+    offset below each partition's high watermark; their outputs then."""
+    ends = {p: fluvio.fetch_offsets(topic, p).hw for p in range(partitions)}
+    assert all(end > 0 for end in ends.values())
+    wait_until(
+        lambda: not gaps([r for proc in procs for r in proc.output().records], ends),
+        30,
+        "the members to read every record",
+    )
+    return [proc.output() for proc in procs]

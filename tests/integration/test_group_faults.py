@@ -1,4 +1,5 @@
-"""Consumer-group members as real processes under faults (T2-T4 of the brief).
+"""Consumer-group members as real processes under faults (T2-T4 of the brief; T9 at
+the member).
 
 Real Redis, SC and 3 SPUs (``group_faults.group_cluster``), a topic of 6 partitions and
 a producer writing into all of them throughout; each member is a ``group_member_proc``
@@ -24,8 +25,8 @@ from tests.integration.group_faults import (
     Producer,
     assert_no_overlapping_grants,
     duplicates,
-    gaps,
     group_cluster,
+    read_everything,
 )
 from tests.integration.group_member_proc import MemberProc, Output, members
 from tests.integration.helpers import make_topic, unique
@@ -63,22 +64,6 @@ def records_of(outputs: list[Output]) -> list[tuple[int, int]]:
     return [r for out in outputs for r in out.records]
 
 
-def ends(fluvio: Fluvio, topic: str) -> dict[int, int]:
-    return {p: fluvio.fetch_offsets(topic, p).hw for p in range(PARTITIONS)}
-
-
-def read_everything(procs: list[MemberProc], fluvio: Fluvio, topic: str) -> list[Output]:
-    """Once produce stopped: wait (bounded) until the members handed out every offset."""
-    want = ends(fluvio, topic)
-    assert all(end > 0 for end in want.values())
-    wait_until(
-        lambda: not gaps(records_of([p.output() for p in procs]), want),
-        30,
-        "the members to read every record",
-    )
-    return [p.output() for p in procs]
-
-
 def test_three_members_split_six_partitions_two_each(
     cluster: LocalCluster, fluvio: Fluvio, tmp_path: Path
 ) -> None:
@@ -95,7 +80,7 @@ def test_three_members_split_six_partitions_two_each(
         by_member = {proc.output().member: proc.output().parts() for proc in procs}
         assert holders == {(p, m) for m, ps in by_member.items() for p in ps}
         producer.stop()
-        outputs = read_everything(procs, fluvio, topic)
+        outputs = read_everything(procs, fluvio, topic, PARTITIONS)
     assert duplicates(records_of(outputs)) == set()
     assert assert_no_overlapping_grants(cluster) > 0
 
@@ -116,7 +101,7 @@ def test_graceful_leave_no_duplicate_no_gap(
         assert leaving.output().events[-1]["ev"] == "closed"
         wait_until(lambda: split_among(procs[1:], 2), 30, "a 3/3 split")
         producer.stop()
-        outputs = read_everything(procs, fluvio, topic)
+        outputs = read_everything(procs, fluvio, topic, PARTITIONS)
     assert duplicates(records_of(outputs)) == set()
     assert all(not out.errors() for out in outputs)
     assert assert_no_overlapping_grants(cluster) > 0
@@ -140,7 +125,7 @@ def test_member_sigkill_no_gap_duplicates_only_in_its_uncommitted_window(
         dead.proc.wait(10)
         wait_until(lambda: split_among(procs[1:], 2), 30, "a 3/3 split")
         producer.stop()
-        outputs = read_everything(procs, fluvio, topic)
+        outputs = read_everything(procs, fluvio, topic, PARTITIONS)
     victim = outputs[0]
     last: dict[int, int] = {}
     for p, o in victim.records:

@@ -25,8 +25,8 @@ from tests.integration.group_faults import (
     Producer,
     assert_no_overlapping_grants,
     duplicates,
-    gaps,
     group_cluster,
+    read_everything,
 )
 from tests.integration.group_member_proc import members
 from tests.integration.helpers import make_topic, unique
@@ -79,12 +79,7 @@ def test_leader_sigkill_moves_the_gates_without_a_rebalance(
             sent = producer.sent
             wait_until(lambda: producer.sent > sent + 30, 30, "produce after the failover")
             producer.stop()
-            ends = {p: fluvio.fetch_offsets(topic, p).hw for p in range(PARTITIONS)}
-            wait_until(
-                lambda: not gaps([r for p in procs for r in p.output().records], ends),
-                30,
-                "every record read",
-            )
+            read_everything(procs, fluvio, topic, PARTITIONS)
             after_leaders = {i.partition: i.leader for i in fluvio.topic_partitions(topic)}
             assert status()["generation"] == before  # a leader change is no rebalance
             assert plan() == grants

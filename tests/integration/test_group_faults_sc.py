@@ -22,8 +22,8 @@ from tests.integration.group_faults import (
     Producer,
     assert_no_overlapping_grants,
     duplicates,
-    gaps,
     group_cluster,
+    read_everything,
 )
 from tests.integration.group_member_proc import members
 from tests.integration.helpers import make_topic, unique
@@ -81,12 +81,7 @@ def test_sc_sigkill_and_restart_is_invisible_to_the_group(
             sent = producer.sent
             wait_until(lambda: producer.sent > sent + 30, 30, "produce after the restart")
             producer.stop()
-            ends = {p: fluvio.fetch_offsets(topic, p).hw for p in range(PARTITIONS)}
-            wait_until(
-                lambda: not gaps([r for p in procs for r in p.output().records], ends),
-                30,
-                "every record read",
-            )
+            read_everything(procs, fluvio, topic, PARTITIONS)
             assert plan() == before  # no generation bump, no partition moved
             outputs = [p.output() for p in procs]
     assert duplicates([r for out in outputs for r in out.records]) == set()

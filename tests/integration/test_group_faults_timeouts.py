@@ -30,6 +30,7 @@ from tests.integration.group_faults import (
     duplicates,
     gaps,
     group_cluster,
+    read_everything,
 )
 from tests.integration.group_member_proc import MemberProc, Output, members
 from tests.integration.helpers import make_topic, unique
@@ -141,13 +142,7 @@ def test_sigstopped_member_is_replaced_after_the_session_timeout_and_fenced_when
             ), wake
         wait_until(lambda: owns(zombie, 3) and owns(survivor, 3), 30, "the zombie rejoining")
         producer.stop()
-        want = {p: fluvio.fetch_offsets(topic, p).hw for p in range(PARTITIONS)}
-        wait_until(
-            lambda: not gaps([r for p in procs for r in p.output().records], want),
-            30,
-            "every record read",
-        )
-        z, s = zombie.output(), survivor.output()
+        z, s = read_everything(procs, fluvio, topic, PARTITIONS)
     # Woken, the zombie hands out nothing before it joined again (a newer generation).
     awake = z.events[asleep:]
     rejoined = next(
