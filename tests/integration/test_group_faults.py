@@ -73,8 +73,8 @@ def test_three_members_split_six_partitions_two_each(
         Producer(fluvio, topic, PARTITIONS) as producer,
         members(cluster.endpoint, topic, group, tmp_path, 3) as procs,
     ):
-        parts = wait_until(lambda: split_among(procs, 3), 30, "a 2/2/2 split")
-        assert sorted(len(p) for p in parts) == [2, 2, 2]  # type: ignore[union-attr]
+        wait_until(lambda: split_among(procs, 3), 30, "a 2/2/2 split")
+        assert sorted(len(proc.output().parts()) for proc in procs) == [2, 2, 2]
         described = fluvio.admin().describe_group(group)
         holders = {(a["partition"], a["memberId"]) for a in described.group["status"]["assignment"]}
         by_member = {proc.output().member: proc.output().parts() for proc in procs}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,8 +51,9 @@ def test_leader_sigkill_moves_the_gates_without_a_rebalance(
         topic = make_topic(fluvio, partitions=PARTITIONS, replication=3, min_in_sync_replicas=2)
         group = unique("g")
 
-        def status() -> dict:  # type: ignore[type-arg]
-            return fluvio.admin().describe_group(group).group["status"]  # type: ignore[no-any-return]
+        def status() -> dict[str, Any]:
+            status: dict[str, Any] = fluvio.admin().describe_group(group).group["status"]
+            return status
 
         def plan() -> set[tuple[int, str, int]]:
             return {
@@ -65,7 +67,10 @@ def test_leader_sigkill_moves_the_gates_without_a_rebalance(
             wait_until(lambda: all(len(p.output().parts()) == 3 for p in procs), 30, "a 3/3 split")
             wait_until(lambda: all(len(p.output().records) > 20 for p in procs), 30, "both reading")
             before, grants = status()["generation"], plan()
-            leaders = {i.partition: i.leader for i in fluvio.topic_partitions(topic)}
+            leaders: dict[int, int] = {}
+            for info in fluvio.topic_partitions(topic):
+                assert info.leader is not None
+                leaders[info.partition] = info.leader
             victim = max(set(leaders.values()), key=list(leaders.values()).count)
             moved = {p for p, spu in leaders.items() if spu == victim}
             assert kill_spu(cluster, victim)
@@ -93,6 +98,7 @@ def test_leader_sigkill_moves_the_gates_without_a_rebalance(
     # The new leaders hold the same grants the old one did (audit of gate changes).
     for p in moved:
         new = after_leaders[p]
+        assert new is not None
         log = read_audit_file(cluster.spu_dir(new) / AUDIT, new)
         held = {
             (c.member, c.grant_epoch)
