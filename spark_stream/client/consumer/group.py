@@ -10,9 +10,11 @@ one bounded queue. ``stream_batches`` hands batches out and advances each partit
 position only when a batch is handed out, so a batch still queued when its partition is
 revoked is dropped, not counted. A revoke stops the pump, commits the position and sends
 ``GROUP_RELEASE``: the next owner starts exactly there (no duplicate, no gap). A pump
-ending with ``FencedMemberError`` drops its partition (its new owner has it). Heartbeats
-and auto-commit run as tasks on the client's loop; ``close`` commits (auto-commit only),
-leaves and closes the connection.
+ending with ``FencedMemberError`` drops its partition (its new owner has it). A member
+that may have outlived its session (stopped past it) confirms it with a heartbeat before
+handing out anything more (``_group_session``). Heartbeats and auto-commit run as tasks
+on the client's loop; ``close`` commits (auto-commit only), leaves and closes the
+connection.
 """
 
 from __future__ import annotations
@@ -401,36 +403,29 @@ class AsyncGroupConsumer:
                     raise FencedMemberError(f"{tp[0]}-{tp[1]} is not assigned to this member")
                 epochs[tp] = pump.grant_epoch
                 self._positions[tp] = offset
-            fenced = await self._commit_locked(epochs)
-            if fenced:
-                raise FencedMemberError(f"commit refused: {fenced} not this member's grants")
+            await self._commit_locked(epochs)
 
-    async def _commit_locked(self, epochs: dict[TopicPartition, int]) -> list[TopicPartition]:
-        """Commit the positions of ``epochs``' partitions; the ones the SC fenced."""
+    async def _commit_locked(self, epochs: dict[TopicPartition, int]) -> None:
         commits: list[dict[str, Any]] = [
             {"topic": t, "partition": p, "offset": self._positions[(t, p)], "grantEpoch": e}
             for (t, p), e in sorted(epochs.items())
             if (t, p) in self._positions and self._committed.get((t, p)) != self._positions[(t, p)]
         ]
         if not commits or self._conn is None:
-            return []
+            return
         request = c.OffsetCommitRequest(self.group, self.member_id, commits)
         reply = await self._conn.call(request, timeout=_TIMEOUT)
         assert isinstance(reply, c.OffsetCommitResponse)
-        fenced: list[TopicPartition] = []
         for sent, result in zip(commits, reply.results, strict=True):
             tp = (sent["topic"], sent["partition"])
             if result.get("errorCode", 0) == 0:
                 self._committed[tp] = int(sent["offset"])
             elif result.get("errorCode") == FencedMemberError.code:
-                log.info("group %s: commit of %s-%d fenced", self.group, *tp)
-                fenced.append(tp)
                 pump = self._pumps.get(tp)
                 if pump is not None and pump.grant_epoch == sent["grantEpoch"]:
                     pump.done = True
             else:
                 raise FluvioError(f"commit of {tp[0]}-{tp[1]} failed: {result.get('message')}")
-        return fenced
 
     # -- lifecycle ---------------------------------------------------------------------
 
