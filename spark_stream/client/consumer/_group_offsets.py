@@ -77,9 +77,14 @@ class GroupPartitions:
         start = pump.start if position is None else Offset.absolute(position)
         return Pump(pump.tp, pump.grant_epoch, start=start, paused=paused)
 
+    async def _stop_all(self, tps: list[TopicPartition]) -> None:
+        """Stop these partitions' pumps. Every one is unlisted before any is waited for:
+        a batch queued by a pump still listed would be handed out meanwhile."""
+        pumps = [pump for tp in tps if (pump := self._pumps.pop(tp, None)) is not None]
+        await asyncio.gather(*(self._halt(pump) for pump in pumps))
+
     async def _drop_all(self) -> None:
-        for tp in list(self._pumps):
-            await self._stop(tp)
+        await self._stop_all(list(self._pumps))
 
     # -- assignment, seek, pause ---------------------------------------------------------
 

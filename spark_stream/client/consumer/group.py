@@ -29,6 +29,10 @@ unknown member) drops everything and joins again with epoch 0.
 long (it is not waiting inside the stream), the member leaves like ``close`` does
 (``on_revoke``, commit with auto-commit, ``GROUP_LEAVE``) so the partitions move on; the
 next pull joins again as a new member.
+
+A member that may have outlived its session (stopped or starved past it) confirms it
+with a heartbeat before handing out anything more (``_group_session``): batches fetched
+before the stop must not reach the application after their partition moved on.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from spark_stream.client.consumer._group_parts import (
     call_back,
     with_topic,
 )
+from spark_stream.client.consumer._group_session import SessionClock
 from spark_stream.client.consumer.consumer import AsyncPartitionConsumer, batch_records
 from spark_stream.client.consumer.fetch import GroupFetch
 from spark_stream.client.consumer.offset import Offset
@@ -153,6 +158,7 @@ class AsyncGroupConsumer(GroupPartitions):
         self._connected = asyncio.Event()
         self._epoch = 0
         self._heartbeat_s = 1.0
+        self._session = SessionClock(session_s=10.0, margin_s=1.0, confirmed_at=0.0)
         self._pumps: dict[TopicPartition, Pump] = {}
         self._positions: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
@@ -206,8 +212,10 @@ class AsyncGroupConsumer(GroupPartitions):
             owned=owned,
             pattern=self.pattern,
         )
+        sent = time.monotonic()
         self._stream = await self._conn.stream(request)
         push = await self._stream.__anext__()
+        self._session.confirm(sent)
         await self._apply(c.GroupAssignment.from_meta(push.meta, b""))
 
     async def _follow(self) -> None:
@@ -273,7 +281,7 @@ class AsyncGroupConsumer(GroupPartitions):
     async def _forget(self, cause: FluvioError) -> None:
         """The SC does not know this member's grants any more (fenced, unknown member):
         lose them; the next join is a new member's (epoch 0)."""
-        log.info("group %s: member %s starts over (%s)", self.group, self.member_id, cause)
+        log.info("group %s: member %s starts over (%r)", self.group, self.member_id, cause)
         await self._lose(list(self._pumps))
         self.generation = -1
         self._epoch = 0
@@ -286,8 +294,31 @@ class AsyncGroupConsumer(GroupPartitions):
                 continue
             owned = _tp_list(list(self._pumps))
             request = c.GroupHeartbeatRequest(self.group, self.member_id, self._epoch, owned)
+            sent = time.monotonic()
             with contextlib.suppress(FluvioError):  # the push stream reports fencing
                 await conn.call(request, timeout=TIMEOUT)
+                self._session.confirm(sent)
+
+    async def _confirm_session(self) -> None:
+        """Hold hand-outs while the session may have expired at the SC (this process was
+        stopped or starved past it, see ``_group_session``): a heartbeat the SC answers
+        confirms it; a refused one means the push stream is ending with the fence and
+        ``_follow`` drops everything and joins again; while the SC is away, the resume
+        that reconnects confirms it (or drops everything).
+        """
+        while self._session.may_have_expired(time.monotonic()) and not self._closed:
+            conn = self._conn
+            if conn is None or not self._connected.is_set():
+                await asyncio.sleep(0.05)  # reconnecting
+                continue
+            owned = _tp_list(list(self._pumps))
+            request = c.GroupHeartbeatRequest(self.group, self.member_id, self._epoch, owned)
+            sent = time.monotonic()
+            try:
+                await conn.call(request, timeout=TIMEOUT)
+                self._session.confirm(sent)
+            except FluvioError:
+                await asyncio.sleep(0.05)  # let ``_follow`` take the fence and rejoin
 
     async def _auto_commits(self) -> None:
         while not self._closed:
@@ -361,8 +392,7 @@ class AsyncGroupConsumer(GroupPartitions):
         """Partitions no longer this member's (no commit): stop them, tell ``on_lost``
         (a pump fenced at the gate told it already)."""
         told = [tp for tp in tps if tp in self._pumps and not self._pumps[tp].done]
-        for tp in tps:
-            await self._stop(tp)
+        await self._stop_all(tps)
         if told and self._on_lost is not None:
             await self._callback(self._on_lost, sorted(told))
 
@@ -404,8 +434,9 @@ class AsyncGroupConsumer(GroupPartitions):
                     await self._queue.put(Item(pump, with_topic(batch, topic)))
         except asyncio.CancelledError:
             raise
-        except FencedMemberError:
+        except FencedMemberError as exc:
             pump.done = True  # the grant moved on: its new owner reads it
+            log.info("group %s: %s-%d fenced at the leader: %s", self.group, *pump.tp, exc)
             if self._pumps.get(pump.tp) is pump and self._on_lost is not None:
                 await self._callback(self._on_lost, [pump.tp])
         except BaseException as exc:
@@ -450,6 +481,9 @@ class AsyncGroupConsumer(GroupPartitions):
                 pump = item.pump
                 if self._pumps.get(pump.tp) is not pump or not pump.handing_out:
                     continue  # revoked, paused or superseded while queued
+                await self._confirm_session()
+                if self._pumps.get(pump.tp) is not pump or not pump.handing_out:
+                    continue  # the session had expired: the partition moved on
                 if item.error is not None:
                     raise item.error
                 batch = item.batch
