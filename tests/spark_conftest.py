@@ -20,6 +20,7 @@ import pytest
 
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
+from tests.integration.gate_audits import AUDIT_ENV, assert_no_overlapping_grants
 from tests.polling import wait_until
 
 __all__ = ["produce"]
@@ -29,7 +30,12 @@ SPUS = 3
 # to see the high watermark held back (eviction would advance it).
 # Frames up to 512 KiB (above the producer's default 256 KiB batches), so a topic may use
 # segments that small and a test can see retention at work.
-_ENV = {"FLUVIO_SPU_REPLICA_MAX_LAG_MS": "60000", "FLUVIO_SPU_MAX_BATCH_BYTES": "524288"}
+# Every gate change is audited, so group tests can check Z1 (``no_overlapping_grants``).
+_ENV = {
+    "FLUVIO_SPU_REPLICA_MAX_LAG_MS": "60000",
+    "FLUVIO_SPU_MAX_BATCH_BYTES": "524288",
+    **AUDIT_ENV,
+}
 
 
 @pytest.fixture(scope="session")
@@ -63,6 +69,13 @@ def fluvio(fluvio_cluster: LocalCluster) -> Iterator[Fluvio]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def no_overlapping_grants(fluvio_cluster: LocalCluster) -> Iterator[None]:
+    """After the test, Z1 over the session cluster's gate audits (every grant so far)."""
+    yield
+    assert_no_overlapping_grants(fluvio_cluster)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
-from spu.gate_audit import overlapping_grants, read_audit_file
+from tests.integration.gate_audits import AUDIT, AUDIT_ENV, assert_no_overlapping_grants
 from tests.integration.group_member_proc import MemberProc, Output
 from tests.integration.helpers import running_cluster
 from tests.polling import wait_until
@@ -39,11 +39,10 @@ __all__ = [
     "read_everything",
 ]
 
-AUDIT = "gate-audit.jsonl"
 SESSION_S = 3.0
 REBALANCE_S = 2.0
 _ENV = {
-    "FLUVIO_SPU_GATE_AUDIT_FILE": AUDIT,
+    **AUDIT_ENV,
     "FLUVIO_SC_GROUP_SESSION_TIMEOUT_MS": str(int(SESSION_S * 1000)),
     "FLUVIO_SC_GROUP_HEARTBEAT_INTERVAL_MS": "500",
     "FLUVIO_SC_GROUP_REBALANCE_TIMEOUT_MS": str(int(REBALANCE_S * 1000)),
@@ -55,27 +54,6 @@ def group_cluster(data_dir: Path, spus: int = 3) -> Iterator[LocalCluster]:
     """A started cluster for group faults (see the module doc); stopped on exit."""
     with running_cluster(data_dir, spus=spus, env=_ENV) as cluster:
         yield cluster
-
-
-def assert_no_overlapping_grants(
-    cluster: LocalCluster, ended_ns: dict[int, int] | None = None
-) -> int:
-    """Z1: no two grants of one partition were ever admitted at overlapping times.
-
-    Args:
-        ended_ns: SPUs that were killed, with the ``time.monotonic_ns()`` of the kill.
-
-    Returns:
-        How many gate changes the SPUs recorded (a test asserts it saw some).
-    """
-    ended = ended_ns or {}
-    logs = [
-        read_audit_file(cluster.spu_dir(i) / AUDIT, i, ended.get(i))
-        for i in cluster.layout.spu_ids
-        if (cluster.spu_dir(i) / AUDIT).exists()
-    ]
-    assert overlapping_grants(logs) == []
-    return sum(len(log.changes) for log in logs)
 
 
 class Producer:

@@ -17,6 +17,7 @@ from spark_stream.client import Fluvio, FluvioAsync
 from spark_stream.client.consumer.fetch import GroupFetch
 from spark_stream.errors import FencedMemberError
 from spark_stream.net.endpoint import parse_endpoint
+from tests.integration.gate_audits import AUDIT_ENV, assert_no_overlapping_grants
 from tests.integration.helpers import make_topic, running_cluster
 from tests.sc.groups.member import RawMember, settle
 
@@ -38,7 +39,7 @@ async def _values(
 
 
 def test_the_coordinator_plan_opens_the_gates_of_its_grant_holders(tmp_path: Path) -> None:
-    with running_cluster(tmp_path / "cluster", spus=2) as cluster:
+    with running_cluster(tmp_path / "cluster", spus=2, env=AUDIT_ENV) as cluster:
         with Fluvio.connect(cluster.endpoint) as fluvio:
             topic = make_topic(fluvio, partitions=2)
             producer = fluvio.topic_producer(topic, acks="all")
@@ -79,3 +80,4 @@ def test_the_coordinator_plan_opens_the_gates_of_its_grant_holders(tmp_path: Pat
                 await client.close()
 
         asyncio.run(body())
+        assert assert_no_overlapping_grants(cluster) > 0

@@ -12,6 +12,7 @@ import pytest
 from spark_stream.cli import main
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
+from tests.integration.gate_audits import AUDIT_ENV, assert_no_overlapping_grants
 from tests.integration.helpers import make_topic, running_cluster
 from tests.sc.groups.member import RawMember
 
@@ -20,8 +21,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path_factory.mktemp("groups"), spus=1) as running:
+    with running_cluster(tmp_path_factory.mktemp("groups"), spus=1, env=AUDIT_ENV) as running:
         yield running
+
+
+@pytest.fixture(autouse=True)
+def _no_overlapping_grants(cluster: LocalCluster) -> Iterator[None]:
+    yield
+    assert_no_overlapping_grants(cluster)
 
 
 def test_reset_to_datetime_and_by_duration(

@@ -20,7 +20,7 @@ from spark_stream.local.cluster import LocalCluster
 from tests.integration.helpers import make_topic, unique
 from tests.polling import until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_overlapping_grants")]
 
 PARTITIONS = 4
 Seen = list[tuple[int, int]]

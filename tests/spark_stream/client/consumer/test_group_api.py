@@ -22,7 +22,7 @@ from tests.spark_stream.client.consumer.test_group import (
     split,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("no_overlapping_grants")]
 
 NO_AUTO = {"auto_offset_reset": "earliest", "enable_auto_commit": False}
 
