@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import resource
 import statistics
 import sys
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pyarrow as pa
 
 from bench._group_control import ControlPlane, p99
@@ -49,6 +51,7 @@ from bench._group_procs import MemberProc, settled, wait_until
 from bench._records import make_batches
 from spark_stream.client import FluvioAsync, Offset
 from spark_stream.local.cluster import LocalCluster
+from spark_stream.supervision import read_pid_file
 
 PARTITIONS = 6
 GOALS = {
@@ -272,21 +275,35 @@ async def reassignment(
 # -- the SC control plane ------------------------------------------------------------------------
 
 
+def _cpu_s(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
 async def control_plane(
-    port: int, topic: str, members: int, committers: int, seconds: float
+    port: int, sc: psutil.Process, topic: str, members: int, committers: int, seconds: float
 ) -> dict[str, Any]:
+    """Heartbeat RTTs, then commits/s; the SC's CPU seconds per request show what a full
+    core would allow, whatever share of the shared machine the SC got."""
     plane = ControlPlane(port, topic, PARTITIONS, members, groups=max(1, members // 10))
     try:
         start = time.perf_counter()
         await plane.join(limit_s=300)
         progress(f"{members} members joined and settled in {time.perf_counter() - start:.1f} s")
+        cpu = _cpu_s(sc)
         rtts, errors = await plane.heartbeats(seconds)
+        beat_us = (_cpu_s(sc) - cpu) / max(1, len(rtts)) * 1e6
         progress(f"heartbeats: {len(rtts)} in {seconds} s, p99 {p99(rtts)} ms, {errors} failed")
+        cpu = _cpu_s(sc)
         rate, during = await plane.commits(committers, seconds)
+        commit_us = (_cpu_s(sc) - cpu) / seconds - len(during) / seconds * beat_us / 1e6
+        commit_us = commit_us / rate * 1e6
         progress(f"{committers} committers: {rate:,.0f} commits/s, heartbeat p99 {p99(during)} ms")
     finally:
         await plane.close()
     return {
+        "sc_cpu_us_per_heartbeat": round(beat_us),
+        "sc_cpu_us_per_commit": round(commit_us),
         "members": members,
         "heartbeats": len(rtts),
         "heartbeat_errors": errors,
@@ -321,7 +338,12 @@ async def measure(cluster: LocalCluster, args: argparse.Namespace, logs: Path) -
             results.update(await reassignment(client, endpoint, "live", logs, args.kills))
     if "ctl" in phases:
         port = int(endpoint.rsplit(":", 1)[1])
-        results.update(await control_plane(port, "ctl", args.members, args.committers, args.window))
+        record = read_pid_file(cluster.pid_file("sc"))
+        assert record is not None, "the SC has no pid file"
+        sc = psutil.Process(record.pid)
+        results.update(
+            await control_plane(port, sc, "ctl", args.members, args.committers, args.window)
+        )
     return results
 
 
@@ -357,7 +379,10 @@ def main() -> None:
             progress(f"cluster up at {cluster.endpoint}")
             logs = Path(tmp) / "members"
             logs.mkdir()
+            load = os.getloadavg()[0]
             results = asyncio.run(measure(cluster, args, logs))
+            # Other work on the machine shows in every figure: the load before and after.
+            results["loadavg_1m"] = [round(load, 2), round(os.getloadavg()[0], 2)]
         finally:
             cluster.stop()
     for key, (op, goal) in GOALS.items():
