@@ -155,13 +155,25 @@ class ControlPlane:
         owned = [(g["partition"]) for m in group for g in m.owned()]
         return len(owned) == self.partitions and len(set(owned)) == self.partitions
 
-    async def heartbeats(self, seconds: float) -> tuple[list[float], int]:
-        """Heartbeat RTTs (ms) of every member for ``seconds``, and the failed ones."""
+    async def heartbeats(self, seconds: float) -> tuple[list[float], int, list[float]]:
+        """Heartbeat RTTs (ms) of every member for ``seconds``, the failed ones, and this
+        process's own loop lag meanwhile (ms; a late wakeup here delays a reply's reading
+        as much as a slow SC does)."""
+        lags: list[float] = []
+
+        async def sample() -> None:
+            while True:
+                start = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lags.append((time.perf_counter() - start - 0.001) * 1000)
+
         self.samples, self.errors = [], 0
+        sampler = asyncio.get_running_loop().create_task(sample())
         await asyncio.sleep(seconds)
+        sampler.cancel()
         samples, errors = self.samples, self.errors
         self.samples = None
-        return samples, errors
+        return samples, errors, lags
 
     async def commits(self, committers: int, seconds: float) -> tuple[float, list[float]]:
         """(commits/s, heartbeat RTTs meanwhile) with ``committers`` members committing."""

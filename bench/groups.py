@@ -291,7 +291,7 @@ async def control_plane(
         await plane.join(limit_s=300)
         progress(f"{members} members joined and settled in {time.perf_counter() - start:.1f} s")
         cpu = _cpu_s(sc)
-        rtts, errors = await plane.heartbeats(seconds)
+        rtts, errors, lags = await plane.heartbeats(seconds)
         beat_us = (_cpu_s(sc) - cpu) / max(1, len(rtts)) * 1e6
         progress(f"heartbeats: {len(rtts)} in {seconds} s, p99 {p99(rtts)} ms, {errors} failed")
         cpu = _cpu_s(sc)
@@ -309,6 +309,7 @@ async def control_plane(
         "heartbeat_errors": errors,
         "heartbeat_rtt_p50_ms": round(statistics.median(rtts), 3),
         "heartbeat_rtt_p99_ms": p99(rtts),
+        "bench_loop_lag_p99_ms": p99(lags),
         "committers": committers,
         "commits_per_s": round(rate),
         "heartbeat_rtt_p99_ms_while_committing": p99(during),
