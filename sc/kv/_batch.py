@@ -66,12 +66,14 @@ class ScriptBatcher:
             batch, self._queue = self._queue, []
             try:
                 replies = await self._retry(functools.partial(self._send, batch))
-            except BaseException as exc:  # every caller of this pipeline gets the failure
+            except asyncio.CancelledError:  # the loop is going away: so are the callers
+                for _, future, _ in [*batch, *self._queue]:
+                    future.cancel()
+                raise
+            except Exception as exc:  # every caller of this pipeline gets the failure
                 for _, future, _ in batch:
                     if not future.done():
                         future.set_exception(exc)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
                 continue
             unknown: list[_Call] = []
             for (args, future, reloaded), reply in zip(batch, replies, strict=True):
