@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from spark_stream.client.timestamps import to_timestamp_us
-from spark_stream.errors import DataSourceOptionError, InvalidConfigError
+from spark_stream.errors import DataSourceOptionError, InvalidConfigError, InvalidRequestError
+from spark_stream.models import check_group_name
 from spark_stream.net.endpoint import parse_endpoint
 from spark_stream.records import Compression
 
@@ -64,20 +65,29 @@ _READER = (
     "includeHeaders",
     "fetchMaxBytes",
     "localReads",
+    "progressGroup",
 )
-_STREAM_ONLY = ("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger")
+_STREAM_ONLY = (
+    "maxRecordsPerTrigger",
+    "maxOffsetsPerTrigger",
+    "maxBytesPerTrigger",
+    "progressGroup",
+)
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp")
 _WRITER = ("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions")
 _SPARK_OWNED = ("checkpointLocation",)
 """Options Spark itself reads from the same map; accepted and ignored here."""
 
+_GROUP_PREFIX = "group:"
+"""``startingOffsets=group:NAME``: start at a consumer group's committed offsets."""
 _DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024
 _DEFAULT_BATCH_SIZE = 256 * 1024
 
 
 @dataclass(frozen=True)
 class OffsetSpec:
-    """Where to start or end: ``earliest``, ``latest``, per-partition offsets, or a time.
+    """Where to start or end: ``earliest``, ``latest``, per-partition offsets, a time, or
+    a consumer group's committed offsets.
 
     Attributes:
         default: ``EARLIEST`` or ``LATEST``, for every partition not named in ``specific``.
@@ -85,11 +95,15 @@ class OffsetSpec:
             may be ``EARLIEST`` or ``LATEST``.
         timestamp_ms: the time form (milliseconds since the epoch): the first record at
             or after it; when set, ``specific`` is empty.
+        group: the group form ``group:NAME`` (starting offsets only): each partition
+            starts at the group's committed offset, or at ``default`` (``EARLIEST``)
+            without one; resolved at query start, when ``specific`` is empty.
     """
 
     default: int = LATEST
     specific: tuple[tuple[str, int, int], ...] = ()
     timestamp_ms: int | None = None
+    group: str | None = None
 
     def for_partition(self, topic: str, partition: int) -> int:
         """The offset (or ``EARLIEST``/``LATEST``) this spec names for one partition."""
@@ -124,6 +138,8 @@ class ReaderOptions:
         fetch_max_bytes: bytes asked of a leader per fetch request.
         local_reads: read a leader's segment files directly when they are on the
             executor's host (``localReads``, default true).
+        progress_group: streams only: the progress-only consumer group each committed
+            micro-batch's end offsets are mirrored into (``progressGroup``).
     """
 
     endpoint: str | None
@@ -140,6 +156,7 @@ class ReaderOptions:
     include_headers: bool
     fetch_max_bytes: int
     local_reads: bool = True
+    progress_group: str | None = None
 
     def matches(self, topic: str) -> bool:
         """True when ``topic`` is one this reader subscribes to."""
@@ -250,16 +267,22 @@ def _topic_names(raw: str, name: str) -> tuple[str, ...]:
 
 
 def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
-    """Parse ``earliest``, ``latest`` or Kafka-style JSON ``{"topic": {"0": 23}}``.
+    """Parse ``earliest``, ``latest``, Kafka-style JSON ``{"topic": {"0": 23}}`` or, for
+    starting offsets, ``group:NAME``.
 
     In the JSON form -2 means earliest and -1 latest; partitions not named take the
-    default (earliest for starting, latest for ending offsets).
+    default (earliest for starting, latest for ending offsets). In the group form,
+    partitions without a committed offset start at the earliest.
 
     Raises:
         DataSourceOptionError: naming ``name``, on anything else.
     """
     text = raw.strip()
     lowered = text.lower()
+    if lowered.startswith(_GROUP_PREFIX):
+        if ending:
+            raise DataSourceOptionError(f"option '{name}' cannot be a group's offsets")
+        return OffsetSpec(default=EARLIEST, group=_group_name(text[len(_GROUP_PREFIX) :], name))
     if lowered == "earliest":
         if ending:
             raise DataSourceOptionError(f"option '{name}' cannot be 'earliest'")
@@ -269,9 +292,9 @@ def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError:
+        forms = "latest" if ending else "earliest, latest, group:NAME"
         raise DataSourceOptionError(
-            f"option '{name}' must be earliest, latest or JSON like "
-            f'{{"topic": {{"0": 23}}}}, got {raw!r}'
+            f'option \'{name}\' must be {forms} or JSON like {{"topic": {{"0": 23}}}}, got {raw!r}'
         ) from None
     if not isinstance(parsed, dict) or not parsed:
         raise DataSourceOptionError(f"option '{name}' JSON must be a non-empty object")
@@ -298,6 +321,14 @@ def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
             specific.append((topic, index, offset))
     default = LATEST if ending else EARLIEST
     return OffsetSpec(default=default, specific=tuple(sorted(specific)))
+
+
+def _group_name(raw: str, name: str) -> str:
+    """A consumer group's name, checked by the rule the SC applies (topic-name rules)."""
+    try:
+        return check_group_name(raw.strip(), f"option '{name}'")
+    except InvalidRequestError as exc:
+        raise DataSourceOptionError(str(exc)) from None
 
 
 def _timestamp_ms(raw: str, name: str) -> int:
@@ -417,6 +448,9 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         include_headers=_bool(opts, "includeHeaders", False),
         fetch_max_bytes=_int(opts, "fetchMaxBytes", 1024) or _DEFAULT_FETCH_MAX_BYTES,
         local_reads=_bool(opts, "localReads", True),
+        progress_group=(
+            _group_name(opts["progressGroup"], "progressGroup") if "progressGroup" in opts else None
+        ),
     )
 
 

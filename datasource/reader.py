@@ -10,9 +10,11 @@ each trigger, for ``latestOffset(start, limit)``: the visible end of every parti
 (``maxRecordsPerTrigger``/``maxBytesPerTrigger``, or the ``availableNow`` target), never
 below ``start``. Partitions that appear mid-query are read from their log start; a
 ``start`` below a partition's log start is data loss. Offsets are checkpointed by Spark
-as ``{"topic": {"0": next_offset}}``; ``commit`` has nothing to do. The only in-memory
-state (the ``availableNow`` target, the last latest offsets for progress reports) is an
-optimisation of the driver process, never needed for correctness, and pickles.
+as ``{"topic": {"0": next_offset}}``; with a ``progressGroup`` the committed position
+(``latestOffset``'s ``start``, ``commit``'s ``end``) is mirrored into that group
+(``progress.py``). The only in-memory state (the ``availableNow`` target, the last latest
+offsets for progress reports, a progress write to retry) is an optimisation of the
+driver process, never needed for correctness, and pickles.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from datasource.offsets import PartitionOffsetMap, TopicPartition, from_json_dic
 from datasource.options import OffsetSpec, ReaderOptions
 from datasource.partition import FluvioPartition, ReadSpec, read_partition
 from datasource.planning import OffsetRange, limit_rows, plan_ranges, prorate
+from datasource.progress import ProgressMirror
 from datasource.resolve import (
     fetch_all_offsets,
     resolve_offsets,
@@ -106,7 +109,8 @@ class FluvioBatchReader(DataSourceReader):
             name=_spec_name(opts.ending, "endingOffsets", "endingTimestamp"),
         )  # fmt: skip
         for tp in sorted(start):
-            if start[tp] > end[tp] and opts.ending.timestamp_ms is None:
+            # A group's committed offset may lie past the end: that range is empty.
+            if start[tp] > end[tp] and opts.ending.timestamp_ms is None and not opts.starting.group:
                 raise DataSourceOptionError(
                     f"options 'startingOffsets'/'endingOffsets': {tp} starts at {start[tp]} "
                     f"but ends at {end[tp]}"
@@ -126,6 +130,9 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         self._target: dict[str, dict[str, int]] | None = None
         self._last_latest: dict[str, dict[str, int]] | None = None
+        self._progress = (
+            ProgressMirror(opts.progress_group, opts.endpoint) if opts.progress_group else None
+        )
 
     # -- offsets ---------------------------------------------------------------------
 
@@ -148,9 +155,13 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Raises:
             DataLossError: a partition's log start passed ``start`` and
                 ``failOnDataLoss`` is on.
+            DataSourceOptionError: the ``progressGroup`` is a group of members.
         """
         opts = self.opts
         begin = from_json_dict(start)
+        if self._progress is not None:  # start: where the last committed batch ended
+            self._progress.claim()
+            self._progress.mirror(begin)
         client = client_for(opts.endpoint)
         offsets = self._visible(client)
         base: PartitionOffsetMap = {}
@@ -291,5 +302,10 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return read_partition(partition)
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: the query's offsets live in Spark's checkpoint."""
+        """Mirror the committed end into the ``progressGroup`` (if set); never fails.
+
+        The query's offsets live in Spark's checkpoint; the group only shows them.
+        """
         log.debug("micro-batch committed up to %s", end)
+        if self._progress is not None:
+            self._progress.mirror(from_json_dict(end))

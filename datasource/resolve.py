@@ -3,7 +3,8 @@
 This is the I/O half of planning (``planning.py`` is the pure half). Everything goes
 through one connected ``Fluvio`` client: topic discovery (fixed names or a pattern over
 the SC's topic list), each partition's ``(log_start, hw, leo)`` from its leader, and
-time-index lookups for ``startingTimestamp``/``endingTimestamp``. The *visible end* of a
+time-index lookups for ``startingTimestamp``/``endingTimestamp``, and a consumer group's
+committed offsets for ``startingOffsets=group:NAME``. The *visible end* of a
 partition is its high watermark for committed readers and its LEO for uncommitted ones;
 nothing here ever resolves an offset past it.
 """
@@ -20,6 +21,7 @@ from spark_stream.client import Fluvio, PartitionOffsets
 from spark_stream.errors import (
     DataLossError,
     DataSourceOptionError,
+    UnknownGroupError,
     UnknownTopicError,
 )
 
@@ -28,6 +30,7 @@ __all__ = [
     "subscribed_partitions",
     "fetch_all_offsets",
     "visible_end",
+    "group_offsets",
     "resolve_offsets",
 ]
 
@@ -101,6 +104,28 @@ def visible_end(offsets: PartitionOffsets, isolation: str) -> int:
     return offsets.hw if isolation == "committed" else offsets.leo
 
 
+def group_offsets(
+    client: Fluvio, group: str, tps: Iterable[TopicPartition], *, name: str
+) -> PartitionOffsetMap:
+    """The committed offsets of ``group`` for the partitions ``tps`` (those with one).
+
+    Raises:
+        DataSourceOptionError: naming ``name``, when the group does not exist.
+    """
+    admin = client.admin()
+    try:
+        admin.describe_group(group)
+    except UnknownGroupError:
+        raise DataSourceOptionError(
+            f"option '{name}': consumer group {group!r} does not exist"
+        ) from None
+    wanted = [(tp.topic, tp.partition) for tp in tps]
+    if not wanted:
+        return {}
+    committed = admin.fetch_offsets(group, wanted)
+    return {TopicPartition(t, p): offset for (t, p), offset in committed.items()}
+
+
 def resolve_offsets(
     client: Fluvio,
     spec: OffsetSpec,
@@ -118,16 +143,24 @@ def resolve_offsets(
         opts: for the isolation and ``failOnDataLoss``.
         name: the option name, for error messages.
 
+    A group's committed offset past the visible end is kept as it is (a stream waits
+    for the partition to reach it): starting lower would read again what the group
+    already consumed.
+
     Raises:
-        DataSourceOptionError: a JSON offset past the visible end of its partition, or
-            a JSON entry for a partition that does not exist.
-        DataLossError: a JSON offset below the log start while ``failOnDataLoss`` is on.
+        DataSourceOptionError: a JSON offset past the visible end of its partition, a
+            JSON entry for a partition that does not exist, or an unknown group.
+        DataLossError: a JSON or group offset below the log start while
+            ``failOnDataLoss`` is on.
     """
     for topic, partition, _ in spec.specific:
         if TopicPartition(topic, partition) not in offsets:
             raise DataSourceOptionError(
                 f"option '{name}' names {topic}/{partition}, which the query does not read"
             )
+    committed: PartitionOffsetMap = {}
+    if spec.group is not None:
+        committed = group_offsets(client, spec.group, offsets, name=name)
     out: PartitionOffsetMap = {}
     for tp, off in offsets.items():
         end = visible_end(off, opts.isolation)
@@ -135,12 +168,12 @@ def resolve_offsets(
             found = client.offset_for_timestamp(tp.topic, tp.partition, spec.timestamp_ms * 1000)
             out[tp] = end if found is None else min(max(found, off.log_start), end)
             continue
-        wanted = spec.for_partition(tp.topic, tp.partition)
+        wanted = committed.get(tp, spec.for_partition(tp.topic, tp.partition))
         if wanted == EARLIEST:
             out[tp] = off.log_start
         elif wanted == LATEST:
             out[tp] = end
-        elif wanted > end:
+        elif wanted > end and tp not in committed:
             raise DataSourceOptionError(
                 f"option '{name}': offset {wanted} of {tp} is past its end {end} ({opts.isolation})"
             )

@@ -198,11 +198,12 @@ class CmDeletePartition:
 
 @dataclass(frozen=True, slots=True)
 class CmLeaderChange:
-    """Tell a partition's replicas that ``leader`` now leads it."""
+    """Tell a partition's replicas that ``leader`` now leads it, at ``leader_epoch``."""
 
     name: str
     leader: int
     replicas: tuple[int, ...]
+    leader_epoch: int = 0
 
 
 CmAction = (

@@ -94,6 +94,7 @@ class ScApp:
             host=settings.host,
             port=settings.public_port,
             group_defaults=settings.group_defaults(),
+            gates=self.cm,
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False

@@ -4,6 +4,8 @@ Theory of operation (seed ``003``, "Connection Manager"):
 
 - **Cache.** The SPU and partition controllers hand the CM SPUs (spec and status) and
   partition specs as actions (``CmAddSpu``, ``CmAddPartition``, ``CmLeaderChange``...).
+  A replica entry carries the partition's leader epoch; the cache never takes an older
+  one than it holds (a spec change read from before an election keeps the new leader).
   The CM keeps them (SPUs by id, partitions as ``Replica`` entries, an index SPU id ->
   the partitions it holds) and queues the change for each connected SPU concerned: a
   partition change for the SPUs holding it, an SPU change (e.g. ``Online`` ->
@@ -48,7 +50,7 @@ import asyncio
 import hmac
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any
 
 from sc.actions import (
@@ -62,9 +64,15 @@ from sc.actions import (
     CmUpdateSpu,
 )
 from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected, SpuDisconnected
-from sc.gates import GateView, desired_gates, gate_changes
+from sc.gates import GateView, desired_gates, gate_changes, group_gates, group_topics
 from spark_stream.errors import UnauthorizedError
-from spark_stream.models import ConsumerGroup, Spu, parse_partition_name
+from spark_stream.models import (
+    ConsumerGroup,
+    Spu,
+    matching_topics,
+    parse_partition_name,
+    partition_name,
+)
 from spark_stream.protocol import GateEntry, Message, UpdateGates
 from spark_stream.protocol.control import (
     LrsStatus,
@@ -110,10 +118,13 @@ class SpuSession:
         self._purge: dict[ReplicaId, None] = {}  # an ordered set
         self._gates: list[GateEntry] = []
         self._deleted_groups: dict[str, None] = {}  # an ordered set
-        self.gates_sent: GateView = {}
-        """The gates this session pushed (what the SPU holds, as far as the SC knows)."""
+        self.gates_sent: dict[str, GateView] = {}
+        """Per group, the gates this session pushed (what the SPU holds, as far as the SC
+        knows)."""
         self.applied_generations: dict[str, int] = {}
         """Per group, the plan generation the SPU reported applying (heartbeat)."""
+        self.gate_rejections: dict[str, dict[str, int]] = {}
+        """Per group, the group fetches the SPU's gates refused, per reason (heartbeat)."""
         self._wakeup = asyncio.Event()
 
     def touch(self) -> None:
@@ -175,8 +186,11 @@ class SpuSession:
         self._purge.clear()
         self._gates.clear()
         self._deleted_groups.clear()
-        self.gates_sent = dict(cm.desired_gates().get(self.spu_id, {}))
-        gates = list(self.gates_sent.values())
+        full = cm.desired_gates().get(self.spu_id, {})
+        self.gates_sent = {}
+        for key, entry in full.items():
+            self.gates_sent.setdefault(key[0], {})[key] = entry
+        gates = list(full.values())
         revision = cm.revision()
         yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision)
         yield UpdateSpus.build(spus, full=True, revision=revision)
@@ -255,6 +269,11 @@ class ConnectionManager:
         self.sessions: dict[int, SpuSession] = {}
         self._last_lrs: dict[str, LrsStatus] = {}
         self.groups: dict[str, ConsumerGroup] = {}
+        self._topic_parts: dict[str, set[int]] = {}  # topic -> its partitions' indexes
+        self._group_topics: dict[str, set[str]] = {}  # group -> topics it has gates on
+        self._topic_groups: dict[str, set[str]] = {}  # topic -> groups with gates on it
+        self._pattern_groups: set[str] = set()  # groups with a pattern subscription
+        self._gate_acks = asyncio.Event()  # set (and replaced) at each applied report
 
     # -- cache, fed by controller actions ---------------------------------------------
 
@@ -278,14 +297,15 @@ class ConnectionManager:
                     other.queue_spu(spu_id, None)
             case CmAddPartition(partition=p) | CmUpdatePartition(partition=p):
                 self._last_lrs.pop(p.name, None)
-                self._set_replica(Replica.from_partition(p))
-                self.refresh_gates()
-            case CmLeaderChange(name=name, leader=leader):
+                self._set_replica(self._not_older(Replica.from_partition(p)))
+                self._topic_changed(p.name)
+            case CmLeaderChange(name=name, leader=leader, leader_epoch=epoch):
                 self._last_lrs.pop(name, None)
                 old = self.replicas.get(name)
                 if old is not None:
-                    self._set_replica(Replica(name, leader, old.spec, old.revision, old.uid))
-                    self.refresh_gates()
+                    replica = Replica(name, leader, old.spec, old.revision, old.uid, epoch)
+                    self._set_replica(replica)
+                    self._topic_changed(name)
             case CmDeletePartition(name=name):
                 old = self.replicas.pop(name, None)
                 self._last_lrs.pop(name, None)
@@ -297,14 +317,34 @@ class ConnectionManager:
                 purged = ReplicaId(name, action.uid)
                 for session in self.sessions.values():
                     session.queue_purge(purged)
-                self.refresh_gates()
+                topic, index = parse_partition_name(name)
+                left = self._topic_parts.get(topic, set())
+                left.discard(index)
+                if not left:
+                    self._topic_parts.pop(topic, None)
+                self._topic_changed(name)
             case _:
                 raise TypeError(f"not a connection-manager action: {action!r}")
+
+    def _not_older(self, replica: Replica) -> Replica:
+        """``replica`` with the cached leader and epoch when those are newer.
+
+        A spec change may be read from an object stored before an election's status
+        write landed; pushing its leader would roll the SPUs back to a deposed one.
+        """
+        old = self.replicas.get(replica.name)
+        if old is None or old.uid != replica.uid or old.leader_epoch <= replica.leader_epoch:
+            return replica
+        return Replica(
+            replica.name, old.leader, replica.spec, replica.revision, replica.uid, old.leader_epoch
+        )
 
     def _set_replica(self, replica: Replica) -> None:
         name = replica.name
         old = self.replicas.get(name)
         self.replicas[name] = replica
+        topic, index = parse_partition_name(name)
+        self._topic_parts.setdefault(topic, set()).add(index)
         before = set(old.replicas) if old is not None else set()
         after = set(replica.replicas)
         for spu_id in before - after:
@@ -324,37 +364,149 @@ class ConnectionManager:
         current = {group.name: group for group in groups}
         for name in sorted(set(self.groups) - set(current)):
             for session in self.sessions.values():
-                session.gates_sent = {k: g for k, g in session.gates_sent.items() if k[0] != name}
+                session.gates_sent.pop(name, None)
                 session.queue_gates([], deleted_groups=[name])
+            self._unindex(name)
+        changed = [
+            name
+            for name, group in current.items()
+            if (old := self.groups.get(name)) is not group and old != group
+        ]
         self.groups = current
-        self.refresh_gates()
+        self.refresh_gates(changed)
 
     def desired_gates(self) -> dict[int, GateView]:
         """The gates each leader SPU must hold now (see ``sc.gates``)."""
         leaders = {name: r.leader for name, r in self.replicas.items()}
         return desired_gates(self.groups.values(), leaders)
 
-    def refresh_gates(self) -> None:
-        """Queue, for every connected SPU, the gates it lacks (a plan or leader change).
+    def refresh_gates(self, names: Iterable[str] | None = None) -> None:
+        """Queue, for every connected SPU, the gates of groups ``names`` (default: all)
+        it lacks after a plan or leader change.
 
-        Recomputes every group's gates: cheap next to a plan change's KV round trips,
-        and one code path for plan and leader changes.
+        Only the named groups are recomputed: a partition's change touches the groups
+        with gates on its topic (``_topic_changed``), a plan change its own group.
         """
-        if not self.groups or not self.sessions:
+        chosen = sorted(self.groups if names is None else set(names) & set(self.groups))
+        for name in chosen:
+            self._index(name)
+        if not chosen or not self.sessions:
             return
-        desired = self.desired_gates()
-        generations = {name: g.status.generation for name, g in self.groups.items()}
+        desired: dict[int, dict[str, GateView]] = {}
+        for name in chosen:
+            parts = {t: sorted(self._topic_parts.get(t, ())) for t in self._group_topics[name]}
+            for (topic, index), entry in group_gates(self.groups[name], parts).items():
+                replica = self.replicas.get(partition_name(topic, index))
+                if replica is not None and replica.leader is not None:
+                    view = desired.setdefault(replica.leader, {}).setdefault(name, {})
+                    view[(name, topic, index)] = entry
         for spu_id, session in self.sessions.items():
-            want = desired.get(spu_id, {})
-            led = [
-                parse_partition_name(name)
-                for name in self._held.get(spu_id, ())
-                if self.replicas[name].leader == spu_id
-            ]
-            changes = gate_changes(session.gates_sent, want, generations, led)
-            session.gates_sent = dict(want)
+            mine = desired.get(spu_id, {})
+            led: set[tuple[str, int]] | None = None
+            changes: list[GateEntry] = []
+            for name in chosen:
+                want, sent = mine.get(name, {}), session.gates_sent.get(name, {})
+                if want == sent:
+                    continue
+                if led is None:
+                    led = self._led(spu_id)
+                generation = {name: self.groups[name].status.generation}
+                changes += gate_changes(sent, want, generation, led)
+                if want:
+                    session.gates_sent[name] = want
+                else:
+                    session.gates_sent.pop(name, None)
             if changes:
                 session.queue_gates(changes)
+
+    def _topic_changed(self, name: str) -> None:
+        """A partition of this topic changed (created, moved, deleted): its groups' gates."""
+        topic, _ = parse_partition_name(name)
+        names = set(self._topic_groups.get(topic, ()))
+        for group in self._pattern_groups:  # a new topic may match a pattern
+            if any(matching_topics(m.pattern, (topic,)) for m in self.groups[group].status.members):
+                names.add(group)
+        if names:
+            self.refresh_gates(names)
+
+    def _led(self, spu_id: int) -> set[tuple[str, int]]:
+        return {
+            parse_partition_name(name)
+            for name in self._held.get(spu_id, ())
+            if self.replicas[name].leader == spu_id
+        }
+
+    def _index(self, name: str) -> None:
+        group = self.groups[name]
+        old = self._group_topics.get(name, set())
+        new = group_topics(group, self._topic_parts.keys())
+        for topic in old - new:
+            self._topic_groups.get(topic, set()).discard(name)
+        for topic in new - old:
+            self._topic_groups.setdefault(topic, set()).add(name)
+        self._group_topics[name] = new
+        if any(m.pattern is not None for m in group.status.members):
+            self._pattern_groups.add(name)
+        else:
+            self._pattern_groups.discard(name)
+
+    def _unindex(self, name: str) -> None:
+        for topic in self._group_topics.pop(name, set()):
+            self._topic_groups.get(topic, set()).discard(name)
+        self._pattern_groups.discard(name)
+
+    def gates_applied(
+        self,
+        session: SpuSession,
+        generations: Mapping[str, int],
+        rejections: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """An SPU reported the plan generation it applied per group (and its gates'
+        refusals): wake the waiters."""
+        session.applied_generations = dict(generations)
+        session.gate_rejections = {g: dict(c) for g, c in (rejections or {}).items()}
+        acks, self._gate_acks = self._gate_acks, asyncio.Event()
+        acks.set()
+
+    def gates_held(self, group: str, needs: Mapping[tuple[str, int], int]) -> bool:
+        """Whether each partition's leader reported applying ``group``'s plan at least
+        at the generation ``needs`` gives for it (a grant's epoch).
+
+        A partition without a leader, or whose leader is not connected, cannot answer
+        and does not hold up the others (its fetches fail closed until it does).
+        """
+        for (topic, index), generation in needs.items():
+            replica = self.replicas.get(partition_name(topic, index))
+            leader = None if replica is None else replica.leader
+            session = None if leader is None else self.sessions.get(leader)
+            if session is not None and session.applied_generations.get(group, -1) < generation:
+                return False
+        return True
+
+    def group_rejections(self, group: str) -> dict[str, int]:
+        """``group``'s gate refusals per reason, summed over the connected SPUs."""
+        total = {"not_ready": 0, "fenced": 0}
+        for session in self.sessions.values():
+            for reason, count in session.gate_rejections.get(group, {}).items():
+                total[reason] = total.get(reason, 0) + count
+        return total
+
+    async def wait_gates(
+        self, group: str, needs: Mapping[tuple[str, int], int], timeout_s: float
+    ) -> bool:
+        """Wait until ``gates_held``, at most ``timeout_s``; return whether it holds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self.gates_held(group, needs):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._gate_acks.wait()
+            except TimeoutError:
+                return self.gates_held(group, needs)
+        return True
 
     def replicas_of(self, spu_id: int) -> list[Replica]:
         """The replicas ``spu_id`` holds, sorted by partition name."""

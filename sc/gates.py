@@ -22,18 +22,35 @@ a deleted group is sent as ``deleted_groups``. Everything here is pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from spark_stream.models import ConsumerGroup, parse_partition_name
 from spark_stream.protocol import GateEntry
 
-__all__ = ["GateKey", "GateView", "desired_gates", "gate_changes", "group_gates"]
+__all__ = [
+    "GateKey",
+    "GateView",
+    "desired_gates",
+    "gate_changes",
+    "group_gates",
+    "group_topics",
+]
 
 GateKey = tuple[str, str, int]
 """(group, topic, partition)."""
 
 GateView = dict[GateKey, GateEntry]
 """The gates one SPU holds (or must hold)."""
+
+
+def group_topics(group: ConsumerGroup, existing: Collection[str]) -> set[str]:
+    """The topics whose partitions get ``group``'s gates: those it holds grants on and
+    those its members subscribe to (named, or among ``existing`` by pattern)."""
+    status = group.status
+    topics = {grant.topic for grant in status.assignment}
+    for member in status.members:
+        topics.update(member.subscribed(existing))
+    return topics
 
 
 def group_gates(
@@ -50,10 +67,8 @@ def group_gates(
     """
     status = group.status
     generation = status.generation
-    topics = {grant.topic for grant in status.assignment}
-    topics.update(topic for member in status.members for topic in member.topics)
     gates: dict[tuple[str, int], GateEntry] = {}
-    for topic in sorted(topics):
+    for topic in sorted(group_topics(group, partitions)):
         for index in partitions.get(topic, ()):
             gates[(topic, index)] = GateEntry(group.name, topic, index, None, 0, generation)
     for grant in status.assignment:

@@ -207,7 +207,7 @@ class PrivateApi:
         msg = request.message()
         assert isinstance(msg, HeartbeatRequest)
         session = self._session(ctx, msg.spu_id)
-        session.applied_generations = dict(msg.applied_generations)
+        self.cm.gates_applied(session, msg.applied_generations, msg.gate_rejections)
         return HeartbeatResponse(self.dispatcher.store.revision)
 
     def _on_disconnect(self, ctx: ConnContext, cause: BaseException | None) -> None:

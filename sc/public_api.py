@@ -27,7 +27,7 @@ from typing import Any
 from sc.assignment import InsufficientSpus, InvalidAssignment
 from sc.controllers.topic.policy import missing_spus
 from sc.dispatcher import Dispatcher
-from sc.groups import GroupCoordinator
+from sc.groups import GateAcks, GroupCoordinator
 from sc.groups.api import GroupApi
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
@@ -195,6 +195,8 @@ class PublicApi:
         host: address to bind.
         port: port to bind (0: any free one).
         group_defaults: the spec of a consumer group a join creates (its timeouts).
+        gates: the SPUs' gate reports (the connection manager), so the coordinator
+            pushes a grant once the leader holds its gate.
     """
 
     def __init__(
@@ -205,6 +207,7 @@ class PublicApi:
         host: str = "127.0.0.1",
         port: int = 9003,
         group_defaults: ConsumerGroupSpec | None = None,
+        gates: GateAcks | None = None,
     ) -> None:
         self.kv = kv
         self.dispatcher = dispatcher
@@ -212,7 +215,7 @@ class PublicApi:
         self.feed = MetadataFeed(self.store)
         dispatcher.add_listener(self.feed.on_changes)
         self._spu_lock = asyncio.Lock()  # one SPU registration at a time: ids stay unique
-        self.groups = GroupCoordinator(kv, self.store, defaults=group_defaults)
+        self.groups = GroupCoordinator(kv, self.store, defaults=group_defaults, gates=gates)
         dispatcher.add_listener(self.groups.on_changes)
         group_api = GroupApi(kv, self.store, self.groups)
         self.server = Server(

@@ -32,6 +32,8 @@ __all__ = [
     "DuplicateSequenceError",
     "OutOfOrderSequenceError",
     "StorageError",
+    "FencedLeaderEpochError",
+    "UnknownLeaderEpochError",
     "ObjectExistsError",
     "KvUnavailableError",
     "ServerStartError",
@@ -178,6 +180,28 @@ class StorageError(FluvioError):
     """The storage engine cannot complete the operation (I/O, closed log)."""
 
     code = 22
+
+
+class FencedLeaderEpochError(FluvioError):
+    """The request's leader epoch is older than this replica's: refresh metadata and retry.
+
+    The partition has had a newer leader election than the requester knows of (KIP-320
+    ``FENCED_LEADER_EPOCH``); a deposed leader answers this instead of serving.
+    """
+
+    code = 23
+    retriable = True
+
+
+class UnknownLeaderEpochError(FluvioError):
+    """The request's leader epoch is newer than this replica's: it has not heard yet; retry.
+
+    The SC's push of the election has not reached this SPU (KIP-320
+    ``UNKNOWN_LEADER_EPOCH``); a short wait fixes it.
+    """
+
+    code = 24
+    retriable = True
 
 
 class ObjectExistsError(ConflictError):

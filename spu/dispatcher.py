@@ -60,7 +60,7 @@ from spu.follower import FollowerController
 from spu.gate_audit import AuditFile
 from spu.gates import GateKey, GateTable, GateUpdate
 from spu.housekeeping import Housekeeper
-from spu.leader import LeaderController, monotonic_ms
+from spu.leader import LeaderController, check_leader_epoch, monotonic_ms
 from spu.notify import Subscribers
 from spu.settings import SpuSettings
 from spu.storage import (
@@ -80,6 +80,14 @@ logger = logging.getLogger(__name__)
 def _report_interval_s(max_lag_ms: int) -> float:
     """A follower's idle LEO report period: well under the leader's max lag, 50 ms-1 s."""
     return min(max(max_lag_ms / 4000, 0.05), 1.0)
+
+
+def _stale(entry: Replica, held: Replica) -> bool:
+    """Whether an incremental entry is older than the one held: an older revision, or an
+    older leader epoch of the same incarnation (a push from before an election)."""
+    if entry.revision and entry.revision < held.revision:
+        return True
+    return entry.uid == held.uid and entry.leader_epoch < held.leader_epoch
 
 
 class SpuDispatcher:
@@ -141,16 +149,28 @@ class SpuDispatcher:
         """The replica entry held for ``name``."""
         return self._replicas.get(name)
 
-    def lookup(self, topic: str, partition: int) -> LeaderController:
+    def lookup(self, topic: str, partition: int, leader_epoch: int = -1) -> LeaderController:
         """The partition's leader controller here, or the typed reason there is none.
 
+        Args:
+            leader_epoch: the epoch the request carries (-1: not checked). It is checked
+                against the replica entry the SC pushed, before leadership (as Kafka
+                does), so a deposed leader that has heard of the election answers
+                ``FencedLeaderEpochError`` to a requester that has not; and a request
+                carrying an epoch is served only while that entry names this SPU leader.
+
         Raises:
+            FencedLeaderEpochError, UnknownLeaderEpochError: see ``check_leader_epoch``.
             NotLeaderError: this SPU holds the replica but does not lead it.
             UnknownPartitionError: it holds other partitions of the topic, not this one.
             UnknownTopicError: it holds no replica of the topic.
         """
         name = partition_name(topic, partition)
         leader = self._leaders.get(name)
+        if leader_epoch >= 0 and (entry := self._replicas.get(name)) is not None:
+            check_leader_epoch(name, entry.leader_epoch, leader_epoch)
+            if entry.leader != self.spu_id:
+                leader = None  # stepping down: its controller stops in this reconcile
         if leader is not None:
             return leader
         replica = self._replicas.get(name)
@@ -260,8 +280,8 @@ class SpuDispatcher:
                     self._replicas.pop(name, None)
                 for entry in entries:
                     held = self._replicas.get(entry.name)
-                    if held is not None and entry.revision and entry.revision < held.revision:
-                        continue  # stale incremental entry
+                    if held is not None and _stale(entry, held):
+                        continue
                     self._replicas[entry.name] = entry
             for gone in purge:
                 if (held := self._replicas.get(gone.name)) is not None and held.id == gone:

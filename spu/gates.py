@@ -158,6 +158,9 @@ class GateTable:
         self._on_change = on_change
         self.rejections: dict[str, int] = {"not_ready": 0, "fenced": 0}
         """Group fetches refused, per reason (for the SPU's metrics)."""
+        self.group_rejections: dict[str, dict[str, int]] = {}
+        """The same per group, for groups this table applied a plan of (the heartbeat
+        reports them; bounded by the groups the SC sent, dropped with the group)."""
         self._gates: dict[GateKey, Gate] = {}
         # The newest generation applied per group: the stale-plan fence and the heartbeat.
         self._generations: dict[str, int] = {}
@@ -206,11 +209,17 @@ class GateTable:
         try:
             self._refuse(gate, group, topic, partition, member_id, grant_epoch, version)
         except GateNotReadyError:
-            self.rejections["not_ready"] += 1
+            self._count(group, "not_ready")
             raise
         except FencedMemberError:
-            self.rejections["fenced"] += 1
+            self._count(group, "fenced")
             raise
+
+    def _count(self, group: str, reason: str) -> None:
+        self.rejections[reason] += 1
+        if group in self._generations:
+            counts = self.group_rejections.setdefault(group, {"not_ready": 0, "fenced": 0})
+            counts[reason] += 1
 
     @staticmethod
     def _refuse(
@@ -320,6 +329,7 @@ class GateTable:
             if not groups:
                 del self._by_partition[(key[1], key[2])]
         self._generations.pop(group, None)
+        self.group_rejections.pop(group, None)
         return keys
 
     # -- audit ---------------------------------------------------------------------

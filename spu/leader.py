@@ -22,7 +22,11 @@ only writer. It
   change truncates exactly what differs;
 - **serves reads** up to the high watermark (committed) or the LEO (uncommitted), and
   wakes subscribed streams on every change;
-- **reports** its live replica status through ``on_status`` (coalesced by the SC link).
+- **reports** its live replica status through ``on_status`` (coalesced by the SC link);
+- **knows its leader epoch** (``leader_epoch``, from the SC's replica entry): requests
+  that carry one are checked against it (``check_leader_epoch``), and a newer epoch
+  pushed while it keeps leading wakes the streams, which end if they were opened under
+  the older one.
 
 A new leader starts with the in-sync set of every follower whose SPU is online, each
 counted at the leader's checkpointed high watermark until it reports, and rebuilds the
@@ -39,11 +43,13 @@ import time
 from collections.abc import Callable
 
 from spark_stream.errors import (
+    FencedLeaderEpochError,
     FluvioError,
     NotEnoughReplicasError,
     NotLeaderError,
     RequestTimeoutError,
     StorageError,
+    UnknownLeaderEpochError,
 )
 from spark_stream.models import PartitionResolution, PartitionStatus, ReplicaStatus
 from spark_stream.protocol import Acks, Isolation, ProduceResponse
@@ -65,7 +71,7 @@ from spu.replication import (
 )
 from spu.storage import LogSlice, ReplicaLog
 
-__all__ = ["LeaderController", "monotonic_ms"]
+__all__ = ["LeaderController", "check_leader_epoch", "monotonic_ms"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +81,29 @@ _generations = itertools.count(1)
 def monotonic_ms() -> int:
     """Milliseconds of the monotonic clock."""
     return int(time.monotonic() * 1000)
+
+
+def check_leader_epoch(name: str, current: int, requested: int) -> None:
+    """Refuse a request whose leader epoch is not this replica's (KIP-320).
+
+    Args:
+        name: the partition, for the message.
+        current: the leader epoch this SPU holds for the partition.
+        requested: the epoch the request carries; -1 (an old client) is not checked.
+
+    Raises:
+        FencedLeaderEpochError: ``requested`` is older: the requester's metadata is stale.
+        UnknownLeaderEpochError: ``requested`` is newer: this SPU has not heard of it yet.
+    """
+    if requested < 0 or requested == current:
+        return
+    if requested < current:
+        raise FencedLeaderEpochError(
+            f"{name}: leader epoch {requested} is fenced, the current one is {current}"
+        )
+    raise UnknownLeaderEpochError(
+        f"{name}: leader epoch {requested} is not known here yet (holding {current})"
+    )
 
 
 class LeaderController:
@@ -167,11 +196,20 @@ class LeaderController:
         """True once this controller no longer leads."""
         return self._stopped
 
+    @property
+    def leader_epoch(self) -> int:
+        """The leader epoch this SPU leads the partition at."""
+        return self._replica.leader_epoch
+
     def update(self, replica: Replica) -> None:
-        """Apply a changed spec while still leading (replicas, min in-sync replicas)."""
+        """Apply a changed spec while still leading (replicas, min in-sync replicas, a
+        newer leader epoch: the streams wake to re-check it)."""
+        new_epoch = replica.leader_epoch != self._replica.leader_epoch
         self._replica = replica
         self._set_followers(replica, self._clock(), initial=False)
         self._refresh(self._clock(), force=True)
+        if new_epoch:
+            self._subscribers.notify()
 
     def check(self) -> None:
         """Re-evaluate the in-sync set and high watermark now (the timer does it too)."""

@@ -22,6 +22,13 @@ reply); a stream checks it on open and before every push against the version it 
 under, and since a gate change wakes the leader's subscribers, a changed gate ends the
 stream with ``FencedMemberError`` without waiting for data. Version 0 requests never
 look at gates.
+
+Fetches of version 2 carry the partition's ``leader_epoch`` as the requester's metadata
+has it (KIP-320). The leader lookup checks it first: older than this SPU's is
+``FencedLeaderEpochError``, newer ``UnknownLeaderEpochError`` (both retriable: the client
+refreshes its metadata), and a request with an epoch is served only while the SC's
+entry names this SPU leader. A stream checks it again before each push (an int compare),
+so one opened under an epoch that a later election replaced ends, even on this SPU.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from spark_stream.protocol import (
     StreamFetchRequest,
 )
 from spu.gates import Gate, GateTable
-from spu.leader import LeaderController
+from spu.leader import LeaderController, check_leader_epoch
 from spu.storage import LogSlice
 
 __all__ = ["LeaderLookup", "public_routes"]
@@ -59,11 +66,12 @@ __all__ = ["LeaderLookup", "public_routes"]
 class LeaderLookup(Protocol):
     """What the public handlers need from the dispatcher."""
 
-    def lookup(self, topic: str, partition: int) -> LeaderController:
-        """The partition's leader controller on this SPU.
+    def lookup(self, topic: str, partition: int, leader_epoch: int = -1) -> LeaderController:
+        """The partition's leader controller on this SPU, at ``leader_epoch`` if given.
 
         Raises:
-            NotLeaderError, UnknownPartitionError, UnknownTopicError.
+            FencedLeaderEpochError, UnknownLeaderEpochError, NotLeaderError,
+            UnknownPartitionError, UnknownTopicError.
         """
         ...
 
@@ -98,7 +106,7 @@ def public_routes(leaders: LeaderLookup, gates: GateTable) -> Mapping[int, Handl
     async def fetch(request: Request, ctx: ConnContext) -> FetchResponse:
         msg = request.message()
         assert isinstance(msg, FetchRequest)
-        leader = leaders.lookup(msg.topic, msg.partition)
+        leader = leaders.lookup(msg.topic, msg.partition, msg.leader_epoch)
         piece = await _visible(leader, msg, gates)
         # The slice is sent from the segment file with sendfile: no copy through Python.
         tail = [piece] if piece.length else b""
@@ -107,7 +115,7 @@ def public_routes(leaders: LeaderLookup, gates: GateTable) -> Mapping[int, Handl
     async def fetch_local(request: Request, ctx: ConnContext) -> FetchLocalResponse:
         msg = request.message()
         assert isinstance(msg, FetchLocalRequest)
-        leader = leaders.lookup(msg.topic, msg.partition)
+        leader = leaders.lookup(msg.topic, msg.partition, msg.leader_epoch)
         piece = await _visible(leader, msg, gates)
         if not piece.length or piece.path is None:
             return FetchLocalResponse(leader.hw, leader.leo, leader.log_start)
@@ -127,7 +135,7 @@ def public_routes(leaders: LeaderLookup, gates: GateTable) -> Mapping[int, Handl
     async def stream_fetch(request: Request, ctx: ConnContext) -> AsyncIterator[StreamFetchPush]:
         msg = request.message()
         assert isinstance(msg, StreamFetchRequest)
-        leader = leaders.lookup(msg.topic, msg.partition)
+        leader = leaders.lookup(msg.topic, msg.partition, msg.leader_epoch)
         opened = _admit(gates, msg)
         if not leader.log_start <= msg.offset <= leader.leo:
             raise OffsetOutOfRangeError(
@@ -187,7 +195,8 @@ async def _pushes(
     leader: LeaderController, msg: StreamFetchRequest, gates: GateTable, opened: Gate | None
 ) -> AsyncGenerator[StreamFetchPush, None]:
     """Frames from ``msg.offset`` on, pushed as they become visible, until leadership ends
-    (or, for a group stream, until its gate changes: ``FencedMemberError``)."""
+    (or, for a group stream, until its gate changes: ``FencedMemberError``; for a stream
+    with a leader epoch, until a newer one: ``FencedLeaderEpochError``)."""
     event = asyncio.Event()
     leader.subscribe(event)
     position = msg.offset
@@ -195,6 +204,8 @@ async def _pushes(
         while True:
             event.clear()
             piece = leader.read(position, msg.max_bytes, msg.isolation)  # NotLeaderError ends
+            if msg.leader_epoch >= 0:  # an election while this SPU kept (or regained) it
+                check_leader_epoch(leader.name, leader.leader_epoch, msg.leader_epoch)
             if opened is not None:  # before each push, and on each wake-up (a gate change)
                 _admit(gates, msg, opened.version)
             if piece.length:

@@ -13,7 +13,9 @@ new leader has its delivery gates when it starts serving). On the same connectio
   partition that changed meanwhile with its status at send time;
 - every heartbeat period (``heartbeat_interval_s``, at most a third of the SC's timeout),
   the status of every partition led here plus a ``HeartbeatRequest`` (with the plan
-  generation applied per consumer group).
+  generation applied per consumer group); and a ``HeartbeatRequest`` at once after each
+  applied ``UpdateGates``: the SC's group coordinator waits for that report before it
+  pushes a member its new grants.
 
 Whatever ends the connection (SC gone, token refused, a failed request), the loop waits
 with exponential backoff and connects again; the SC then pushes full specs, so nothing
@@ -24,6 +26,7 @@ while the SC is away.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from spark_stream.backoff import BackoffPolicy
@@ -81,6 +84,7 @@ class ScLink:
         self.connections = 0
         self._dirty: set[str] = set()
         self._dirty_event = asyncio.Event()
+        self._gates_applied = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -166,19 +170,31 @@ class ScLink:
                 # Pushed before the UpdateReplicas that makes this SPU leader: the gates
                 # are in place when it starts serving.
                 self.dispatcher.apply_gates(msg)
+                self._gates_applied.set()  # acknowledge at once (a heartbeat)
             else:
                 logger.debug("ignoring SC push %s", type(msg).__name__)
         raise FluvioError("the SC ended the SPU_CONNECT stream")
 
     async def _heartbeats(self, conn: Connection, interval: float) -> None:
+        loop = asyncio.get_running_loop()
+        period_end = loop.time()
         while True:
-            for leader in self.dispatcher.leaders():
-                self.lrs_changed(leader.name)
-            generations = self.dispatcher.gates.applied_generations()
-            await conn.call(
-                HeartbeatRequest(self.settings.id, generations), timeout=_REQUEST_TIMEOUT
+            if loop.time() >= period_end:  # the period: every led partition's status too
+                period_end = loop.time() + interval
+                for leader in self.dispatcher.leaders():
+                    self.lrs_changed(leader.name)
+            # Cleared before reading the table: gates applied during the call send again.
+            self._gates_applied.clear()
+            gates = self.dispatcher.gates
+            beat = HeartbeatRequest(
+                self.settings.id,
+                gates.applied_generations(),
+                {group: dict(counts) for group, counts in gates.group_rejections.items()},
             )
-            await asyncio.sleep(interval)
+            await conn.call(beat, timeout=_REQUEST_TIMEOUT)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, period_end - loop.time())):
+                    await self._gates_applied.wait()
 
     async def _send_lrs(self, conn: Connection) -> None:
         while True:

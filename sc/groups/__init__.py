@@ -1,11 +1,13 @@
 """The SC's consumer-group coordinator (seed ``004``): member sessions, plans, offsets.
 
 ``coordinator`` drives the pure reducer of ``sc.controllers.group`` and carries out its
-actions; ``sc.public_api`` routes the group apis (5001-5014) to it.
+actions; ``sc.public_api`` routes the group apis (5001-5014) to it; ``metrics`` holds
+its per-group counters.
 """
 
 from __future__ import annotations
 
-from sc.groups.coordinator import GroupCoordinator
+from sc.groups.coordinator import GateAcks, GroupCoordinator
+from sc.groups.metrics import GroupMetrics
 
-__all__ = ["GroupCoordinator"]
+__all__ = ["GateAcks", "GroupCoordinator", "GroupMetrics"]

@@ -1,9 +1,11 @@
-"""Handlers of the consumer-group apis on the SC public port (5001-5006, 5010-5014).
+"""Handlers of the consumer-group apis on the SC public port (5001-5006, 5010-5015).
 
 Members' requests go to the ``GroupCoordinator``; commits and offset reads go straight
 to the KV (``commit_group_offsets`` fences each partition); admin requests read the
 group objects and the partitions' status (HW, log start) from the local mirror.
 Every request's fields were checked when it was decoded (``InvalidRequestError``).
+``PROGRESS_COMMIT`` (a Spark query's ``progressGroup``) writes to a progress-only group
+(``kind: external``, created by its first request) and to no other kind.
 """
 
 from __future__ import annotations
@@ -13,16 +15,31 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sc.groups.coordinator import GroupCoordinator
-from sc.kv import OffsetCommit
+from sc.kv import GROUP_KIND, CommitOutcome, OffsetCommit
 from sc.kv.store import KvStore
 from sc.local_store import StoreView
-from spark_stream.errors import GroupNotEmptyError, UnknownGroupError
-from spark_stream.models import ConsumerGroup, Partition
+from spark_stream.errors import (
+    GroupNotEmptyError,
+    InvalidRequestError,
+    ObjectExistsError,
+    UnknownGroupError,
+)
+from spark_stream.models import (
+    ConsumerGroup,
+    ConsumerGroupSpec,
+    ConsumerGroupStatus,
+    GroupKind,
+    GroupState,
+    Partition,
+)
 from spark_stream.net.server import ConnContext
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
 
-__all__ = ["GroupApi"]
+__all__ = ["ASSIGNOR", "GroupApi"]
+
+#: The name ``describe`` gives the assignor (``sc.controllers.group.assignor``).
+ASSIGNOR = "sticky-balanced"
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +66,7 @@ class GroupApi:
             ApiKey.DELETE_GROUP: self._delete,
             ApiKey.RESET_OFFSETS: self._reset,
             ApiKey.DELETE_OFFSETS: self._delete_offsets,
+            ApiKey.PROGRESS_COMMIT: self._progress,
         }
 
     async def disconnected(self, ctx: ConnContext, cause: BaseException | None) -> None:
@@ -91,6 +109,8 @@ class GroupApi:
             for d in msg.commits
         ]
         results = await self.kv.commit_group_offsets(msg.group, msg.member_id, commits)
+        fenced = sum(r.outcome is CommitOutcome.FENCED for r in results)
+        self.coordinator.metrics(msg.group).fenced_commits += fenced
         out = []
         for r in results:
             error = r.error()
@@ -162,8 +182,13 @@ class GroupApi:
         assert isinstance(msg, c.DescribeGroupRequest)
         group = self._group(msg.group)
         rows = await self._rows(group)
+        metrics = self.coordinator.report(msg.group)
         return c.DescribeGroupResponse(
-            group.to_dict(), sorted(self.coordinator.live(msg.group)), rows
+            group.to_dict(),
+            sorted(self.coordinator.live(msg.group)),
+            rows,
+            assignor=ASSIGNOR,
+            metrics=metrics,
         )
 
     async def _rows(self, group: ConsumerGroup) -> list[dict[str, Any]]:
@@ -171,7 +196,8 @@ class GroupApi:
         offsets = await self.kv.fetch_group_offsets(group.name)
         owners = {g.tp: g.member_id for g in group.status.assignment}
         members = {m.member_id: m for m in group.status.members}
-        subscribed = {t for m in group.status.members for t in m.topics}
+        existing = [t.name for t in self.store.topics()]
+        subscribed = {t for m in group.status.members for t in m.subscribed(existing)}
         rows = []
         for topic in sorted(subscribed | {t for t, _ in offsets}):
             for tp, part in self._partitions(topic):
@@ -251,6 +277,44 @@ class GroupApi:
         assert isinstance(msg, c.DeleteOffsetsRequest)
         self._group(msg.group)
         return c.DeleteOffsetsResponse(await self.kv.delete_group_offsets(msg.group, msg.topic))
+
+    async def _progress(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.ProgressCommitRequest)
+        group = self.coordinator.group(msg.group) or await self._create_external(msg.group)
+        if group.status.members:
+            raise GroupNotEmptyError(
+                f"group {msg.group!r} has {len(group.status.members)} member(s): a progress "
+                "group (progressGroup) has none; name another group"
+            )
+        if group.spec.kind is not GroupKind.EXTERNAL:
+            raise InvalidRequestError(
+                f"group: {msg.group!r} is a group of members (kind members), not a progress "
+                "group (kind external); name another group or delete this one"
+            )
+        wanted = {(d["topic"], d["partition"]): d["offset"] for d in msg.offsets}
+        topics = {t for t, _ in wanted}
+        known = {tp for t in topics for tp, part in self._partitions(t) if part is not None}
+        offsets = {tp: o for tp, o in wanted.items() if tp in known}
+        if offsets:  # the KV refuses it while the group holds a grant: never mixed
+            await self.kv.write_group_offsets(msg.group, offsets)
+        skipped = [{"topic": t, "partition": p} for t, p in sorted(set(wanted) - known)]
+        return c.ProgressCommitResponse(len(offsets), skipped)
+
+    async def _create_external(self, name: str) -> ConsumerGroup:
+        """Create a progress-only group (or read the one a concurrent request made)."""
+        spec = ConsumerGroupSpec(kind=GroupKind.EXTERNAL)
+        status = ConsumerGroupStatus(state=GroupState.EXTERNAL)
+        stored: Any
+        try:
+            stored = await self.kv.create(ConsumerGroup.new(name, spec, status))
+            log.info("progress group created group=%s", name)
+        except ObjectExistsError:
+            stored = await self.kv.get(GROUP_KIND, name)
+            if stored is None:
+                raise UnknownGroupError(f"group {name!r} was deleted while being created") from None
+        assert isinstance(stored, ConsumerGroup)
+        return stored
 
 
 def _hw(part: Partition) -> int | None:

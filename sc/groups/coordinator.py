@@ -9,7 +9,11 @@ counts from the local store, and the live sessions (``member_id -> connection``)
 actions run in order: ``PublishPlan`` (compare-and-set; on ``ConflictError`` the group is
 re-read and the event reduced again), ``FenceMember`` (its ``GROUP_JOIN`` stream ends
 with ``FencedMemberError``), ``PushAssignment`` (queued on the member's stream). Gates
-are not sent from here: the SC's gate distribution reads the published plans.
+are not sent from here: the SC's gate distribution reads the published plans. Before it
+pushes grants, the coordinator waits (``GateAcks.wait_gates``, at most 200 ms) until the
+partitions' leaders report holding the plan's generation, so the member's first fetch
+finds its gate; past the bound it pushes anyway (the gate fails closed and the member
+retries on ``GateNotReadyError``).
 
 Liveness costs no KV write: heartbeats only move a deadline in memory. A sweeper task
 expires members whose deadline passed (``MemberExpired(SESSION_TIMEOUT)``) and members
@@ -22,9 +26,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sc.controllers.group import (
     ExpiryCause,
@@ -47,11 +51,12 @@ from sc.controllers.group import (
     reduce,
     view_of,
 )
+from sc.groups.metrics import GroupMetrics
 from sc.kv import GROUP_KIND, Grant
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from spark_stream.errors import ConflictError, FencedMemberError, UnknownMemberError
-from spark_stream.models import ConsumerGroup, ConsumerGroupSpec, Topic
+from spark_stream.models import ConsumerGroup, ConsumerGroupSpec, ConsumerGroupStatus, Topic
 from spark_stream.protocol import control as c
 
 __all__ = ["GroupCoordinator"]
@@ -60,6 +65,22 @@ log = logging.getLogger(__name__)
 
 _SWEEP_S = 0.1  # how often deadlines are checked
 _RETRIES = 20  # compare-and-set attempts per event before giving up
+GATE_WAIT_S = 0.2  # longest wait for the leaders' gates before pushing grants (brief 4.6)
+
+
+class GateAcks(Protocol):
+    """The SPUs' reports of applied gates (the SC's connection manager)."""
+
+    async def wait_gates(
+        self, group: str, needs: Mapping[tuple[str, int], int], timeout_s: float
+    ) -> bool:
+        """Wait until each partition's leader applied ``group``'s plan at the generation
+        ``needs`` gives it, at most ``timeout_s``; return whether they all did."""
+        ...
+
+    def group_rejections(self, group: str) -> dict[str, int]:
+        """The group fetches the leaders' gates refused, per reason."""
+        ...
 
 
 @dataclass
@@ -92,6 +113,7 @@ class GroupCoordinator:
         store: the SC's local mirror (topics and the stored group objects at start).
         defaults: the spec of a group a join creates (``ScSettings.group_defaults``).
         clock: monotonic seconds (deadlines).
+        gates: the SPUs' gate reports; ``None`` pushes grants without waiting.
     """
 
     def __init__(
@@ -101,8 +123,10 @@ class GroupCoordinator:
         *,
         defaults: ConsumerGroupSpec | None = None,
         clock: Callable[[], float] = time.monotonic,
+        gates: GateAcks | None = None,
     ) -> None:
         self.kv = kv
+        self.gates = gates
         self.defaults = defaults or ConsumerGroupSpec()
         self.store = store
         self.clock = clock
@@ -116,6 +140,7 @@ class GroupCoordinator:
         self._sweeper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()  # topic events being reduced
         self._stopping = False
+        self._metrics: dict[str, GroupMetrics] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -163,6 +188,19 @@ class GroupCoordinator:
         found = [self.group(n) for n in sorted(names)]
         return [g for g in found if g is not None]
 
+    def metrics(self, name: str) -> GroupMetrics:
+        """The group's counters since this SC started (see ``sc.groups.metrics``)."""
+        return self._metrics.setdefault(name, GroupMetrics())
+
+    def report(self, name: str) -> dict[str, Any]:
+        """The group's counters and its gates' refusals at the SPUs, for ``describe``."""
+        group = self.group(name)
+        members = 0 if group is None else len(group.status.members)
+        report = self.metrics(name).to_dict(members)
+        if self.gates is not None:
+            report["gateRejections"] = self.gates.group_rejections(name)
+        return report
+
     def live(self, name: str) -> dict[str, int]:
         """``member_id -> connection`` of the group's members with a session now."""
         return dict(self._sessions.get(name, {}))
@@ -182,6 +220,7 @@ class GroupCoordinator:
             connection=connection,
             member_epoch=msg.member_epoch,
             topics=tuple(msg.topics),
+            pattern=msg.pattern,
             instance_id=msg.instance_id,
             client_id=msg.client_id,
             host=host,
@@ -290,7 +329,9 @@ class GroupCoordinator:
             return
         loop = asyncio.get_running_loop()
         for name, obj in list(self._groups.items()):
-            topics = {t for m in obj.status.members for t in m.topics}
+            named = {getattr(event, "topic", "") for event in events}
+            topics = {g.topic for g in obj.status.assignment}
+            topics.update(t for m in obj.status.members for t in m.subscribed(named))
             for event in events:
                 if getattr(event, "topic", None) in topics:
                     task = loop.create_task(self._guarded(name, event), name=f"group-{name}")
@@ -335,22 +376,56 @@ class GroupCoordinator:
         raise ConflictError(f"group {name!r}: the plan kept changing; retry")
 
     async def _execute(self, name: str, actions: list[GroupAction]) -> None:
+        waited = False
         for action in actions:
             match action:
                 case PublishPlan():
                     owners = {tp: Grant(*grant) for tp, grant in action.owners().items()}
+                    before = self.group(name)
                     stored = await self.kv.publish_group_plan(
                         name, action.status, owners, action.revision
                     )
                     assert isinstance(stored, ConsumerGroup)
                     self._groups[name] = stored
                     self._sync_sessions(name)
+                    if before is not None:
+                        self._count_plan(name, before.status, stored.status)
                 case FenceMember():
                     self._fence(action)
                 case PushAssignment():
+                    if not waited:  # once per event, for every push's grants
+                        waited = True
+                        await self._wait_gates(name, actions)
                     self._push(action)
                 case _:
                     pass  # gates: the SC's gate distribution reads the published plan
+
+    async def _wait_gates(self, name: str, actions: list[GroupAction]) -> None:
+        """Let the leaders hold the gates of the grants about to be pushed (bounded)."""
+        needs: dict[tuple[str, int], int] = {}
+        for action in actions:
+            if isinstance(action, PushAssignment):
+                needs.update((g.tp, g.grant_epoch) for g in action.assigned)
+        if self.gates is None or not needs:
+            return
+        if not await self.gates.wait_gates(name, needs, GATE_WAIT_S):
+            self.metrics(name).gate_wait_timeouts += 1
+            log.info("pushing grants before the leaders hold their gates group=%s", name)
+
+    def _count_plan(self, name: str, old: ConsumerGroupStatus, new: ConsumerGroupStatus) -> None:
+        """Metrics of a published plan: a rebalance, and partitions losing their holder."""
+        metrics = self.metrics(name)
+        if new.generation != old.generation:
+            metrics.rebalances += 1
+        held = {g.tp: g.member_id for g in new.assignment if not g.revoking}
+        before = {g.tp: g.member_id for g in old.assignment}
+        counts = self._topics()
+        lost = {tp for tp in before if tp not in held}
+        lost |= {g.tp for g in new.assignment if g.revoking}
+        lost |= {tp for tp, m in held.items() if before.get(tp, m) != m}  # a dead holder
+        metrics.forget({tp for tp in lost if tp[1] >= counts.get(tp[0], 0)})
+        metrics.forget({tp for tp, m in held.items() if before.get(tp) == m})
+        metrics.lost_holder({tp for tp in lost if tp[1] < counts.get(tp[0], 0)}, self.clock())
 
     def _sync_sessions(self, name: str) -> None:
         """Sessions follow the published member list (joins bind, leaves unbind)."""
@@ -403,6 +478,7 @@ class GroupCoordinator:
         )
         stream.last = push
         stream.queue.put_nowait(push)
+        self.metrics(action.group).granted({g.tp for g in action.assigned}, self.clock())
         if action.revoke:
             deadline = self.clock() + group.spec.rebalance_timeout_ms / 1000
             self._rebalance[(action.group, action.member_id)] = (action.member_epoch, deadline)

@@ -45,7 +45,17 @@ TOPIC_COLUMNS = (
     "status",
     "reason",
 )
-PARTITION_COLUMNS = ("topic", "partition", "leader", "replicas", "resolution", "leo", "hw", "lrs")
+PARTITION_COLUMNS = (
+    "topic",
+    "partition",
+    "leader",
+    "leader_epoch",
+    "replicas",
+    "resolution",
+    "leo",
+    "hw",
+    "lrs",
+)
 SPU_COLUMNS = ("id", "name", "status", "type", "rack", "public", "private")
 SPG_COLUMNS = ("name", "status", "replicas", "min_id", "rack", "size", "reason")
 
@@ -66,13 +76,15 @@ def topic_row(topic: Topic) -> dict[str, Any]:
 
 
 def partition_row(part: Partition) -> dict[str, Any]:
-    """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync)."""
+    """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync; the
+    leader epoch counts the partition's elections)."""
     status = part.status
     lrs = [f"{r.spu_id}:{r.leo}/{r.hw}" + ("" if r.in_sync else "*") for r in status.lrs]
     return {
         "topic": part.topic,
         "partition": part.index,
         "leader": status.leader,
+        "leader_epoch": status.leader_epoch,
         "replicas": list(part.spec.replicas),
         "resolution": status.resolution.value,
         "leo": status.leo,
@@ -188,7 +200,7 @@ def topic_delete(args: argparse.Namespace, fluvio: Fluvio) -> int:
 
 
 def partition_list(args: argparse.Namespace, fluvio: Fluvio) -> int:
-    """List partitions: leader, replicas, resolution, LEO, HW, LRS."""
+    """List partitions: leader, leader epoch, replicas, resolution, LEO, HW, LRS."""
     parts = fluvio.admin().list_partitions(args.topic)
     parts.sort(key=lambda p: (p.topic, p.index))
     emit([partition_row(p) for p in parts], args.output, columns=PARTITION_COLUMNS)

@@ -167,7 +167,7 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     prod.add_argument("-v", "--verbose", action="store_true", help="print each offset")
 
     cons = _client(sub, "consume", data_cmds.consume, "print records of a topic")
-    cons.add_argument("topic")
+    cons.add_argument("topic", nargs="?", help="the topic (optional with -g and --pattern)")
     cons.add_argument(
         "-p", "--partition", type=int, action="append", help="partition (repeatable; default: all)"
     )
@@ -187,6 +187,11 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "--group",
         help="read as a member of this consumer group (its partitions, from its committed "
         "offsets; -B: earliest for partitions without one); commits as it goes",
+    )
+    cons.add_argument(
+        "--pattern",
+        help="with -g: also every topic this regular expression matches whole, including "
+        "topics created later",
     )
     cons.add_argument(
         "--isolation", default="read_committed", help="read_committed (default) or read_uncommitted"

@@ -248,6 +248,7 @@ def format_record(record: Record, args: argparse.Namespace, template: str | None
     if template is not None:
         time_text = datetime.fromtimestamp(record.timestamp_us / 1e6, UTC).isoformat()
         return template.format(
+            topic=record.topic or args.topic,
             offset=record.offset,
             partition=record.partition,
             key=_text(record.key),
@@ -268,6 +269,11 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     out: TextIO = sys.stdout
     end_offset = args.end + 1 if args.end is not None else None
     group = None
+    pattern = getattr(args, "pattern", None)
+    if pattern is not None and getattr(args, "group", None) is None:
+        raise InvalidConfigError("consume: --pattern needs -g GROUP (the SC resolves it)")
+    if args.topic is None and pattern is None:
+        raise InvalidConfigError("consume: give a TOPIC (or -g GROUP --pattern REGEX)")
     if getattr(args, "group", None) is not None:
         if (
             args.partition
@@ -279,7 +285,10 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
         group = fluvio.group_consumer(
             args.topic,
             group=args.group,
+            pattern=pattern,
             auto_offset_reset="earliest" if args.beginning else "latest",
+            # -n may stop inside a batch: commit only what was printed, at the end
+            enable_auto_commit=args.max_records is None,
             isolation=args.isolation,
         )
         stream: Iterable[Record] = group.stream(args.disable_continuous)
@@ -301,7 +310,7 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     try:
         for record in stream:
             out.write(format_record(record, args, template) + "\n")
-            printed[(args.topic, record.partition)] = record.offset + 1
+            printed[(record.topic or args.topic, record.partition)] = record.offset + 1
             count += 1
             if args.max_records is not None and count >= args.max_records:
                 break

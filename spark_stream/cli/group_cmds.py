@@ -2,12 +2,17 @@
 
 Each handler takes the parsed arguments and a connected ``Fluvio``, calls the admin API
 (``AdminClient`` group methods), and prints rows through ``output.emit``. ``reset`` is a
-dry run unless ``--execute`` is given.
+dry run unless ``--execute`` is given. Column names are ``kafka-consumer-groups``' where
+the meaning is the same (``CURRENT-OFFSET``, ``LOG-END-OFFSET``, ``CONSUMER-ID``...);
+``HIGH-WATERMARK`` is ours, and ``LAG`` is measured to it (what a member can read).
+``describe --state`` is one row per group (``-O json|yaml`` add the coordinator's
+counters under ``metrics``); ``describe --members`` one per member, with its ``STATE``.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -16,11 +21,13 @@ from spark_stream.cli.output import emit
 from spark_stream.cli.parsing import parse_duration
 from spark_stream.client import Fluvio
 from spark_stream.errors import InvalidConfigError
+from spark_stream.models import GroupState
 
 __all__ = [
     "LIST_COLUMNS",
     "DESCRIBE_COLUMNS",
     "MEMBER_COLUMNS",
+    "STATE_COLUMNS",
     "RESET_COLUMNS",
     "group_list",
     "group_describe",
@@ -35,16 +42,33 @@ DESCRIBE_COLUMNS = (
     "topic",
     "partition",
     "current-offset",
-    "hw",
-    "leo",
+    "high-watermark",
+    "log-end-offset",
     "lag",
-    "member-id",
-    "instance-id",
+    "consumer-id",
+    "group-instance-id",
     "host",
     "client-id",
     "last-commit",
 )
-MEMBER_COLUMNS = ("member-id", "instance-id", "host", "client-id", "#partitions", "epoch")
+MEMBER_COLUMNS = (
+    "group",
+    "consumer-id",
+    "group-instance-id",
+    "host",
+    "client-id",
+    "#partitions",
+    "epoch",
+    "state",
+)
+STATE_COLUMNS = (
+    "group",
+    "coordinator",
+    "assignment-strategy",
+    "state",
+    "#members",
+    "generation",
+)
 RESET_COLUMNS = ("topic", "partition", "old", "new")
 
 
@@ -66,25 +90,28 @@ def group_list(args: argparse.Namespace, fluvio: Fluvio) -> int:
 
 
 def group_describe(args: argparse.Namespace, fluvio: Fluvio) -> int:
-    """Per partition (or, with ``--members``, per member) of one group."""
+    """Per partition (or, with ``--members``, per member; ``--state``, the group)."""
+    if args.verbose and not args.members:
+        raise InvalidConfigError("describe: --verbose goes with --members")
     desc = fluvio.admin().describe_group(args.group)
     status = desc.group.get("status", {})
+    if args.state:
+        row = {
+            "group": args.group,
+            "coordinator": fluvio.endpoint,
+            "assignment-strategy": desc.assignor or None,
+            "state": status.get("state"),
+            "#members": len(status.get("members", [])),
+            "generation": status.get("generation"),
+        }
+        if args.output != "table":
+            row["metrics"] = desc.metrics
+        emit([row], args.output, columns=STATE_COLUMNS)
+        return 0
     if args.members:
-        grants: dict[str, int] = {}
-        for g in status.get("assignment", []):
-            grants[g["memberId"]] = grants.get(g["memberId"], 0) + 1
-        rows = [
-            {
-                "member-id": m["memberId"],
-                "instance-id": m.get("instanceId"),
-                "host": m.get("host"),
-                "client-id": m.get("clientId"),
-                "#partitions": grants.get(m["memberId"], 0),
-                "epoch": m.get("memberEpoch"),
-            }
-            for m in status.get("members", [])
-        ]
-        emit(rows, args.output, columns=MEMBER_COLUMNS)
+        rows = _member_rows(args.group, status, set(desc.live), verbose=args.verbose)
+        columns = (*MEMBER_COLUMNS, "assignment") if args.verbose else MEMBER_COLUMNS
+        emit(rows, args.output, columns=columns)
         return 0
     rows = [
         {
@@ -92,11 +119,11 @@ def group_describe(args: argparse.Namespace, fluvio: Fluvio) -> int:
             "topic": r["topic"],
             "partition": r["partition"],
             "current-offset": r["offset"],
-            "hw": r["hw"],
-            "leo": r["leo"],
+            "high-watermark": r["hw"],
+            "log-end-offset": r["leo"],
             "lag": r["lag"],
-            "member-id": r["memberId"],
-            "instance-id": r["instanceId"],
+            "consumer-id": r["memberId"],
+            "group-instance-id": r["instanceId"],
             "host": r["host"],
             "client-id": r["clientId"],
             "last-commit": r["lastCommitMs"],
@@ -107,15 +134,63 @@ def group_describe(args: argparse.Namespace, fluvio: Fluvio) -> int:
     return 0
 
 
+def member_state(member_id: str, grants: list[dict[str, Any]], live: set[str]) -> str:
+    """``Away`` (no session on the SC: a static member between connections, or not back
+    after an SC restart), ``Revoking`` (it still holds a partition being moved), or
+    ``Stable``."""
+    if member_id not in live:
+        return "Away"
+    if any(g.get("revoking") for g in grants):
+        return "Revoking"
+    return "Stable"
+
+
+def _member_rows(
+    group: str, status: dict[str, Any], live: set[str], *, verbose: bool
+) -> list[dict[str, Any]]:
+    grants: dict[str, list[dict[str, Any]]] = {}
+    for g in status.get("assignment", []):
+        grants.setdefault(g["memberId"], []).append(g)
+    rows = []
+    for m in status.get("members", []):
+        held = grants.get(m["memberId"], [])
+        row: dict[str, Any] = {
+            "group": group,
+            "consumer-id": m["memberId"],
+            "group-instance-id": m.get("instanceId"),
+            "host": m.get("host"),
+            "client-id": m.get("clientId"),
+            "#partitions": len(held),
+            "epoch": m.get("memberEpoch"),
+            "state": member_state(m["memberId"], held, live),
+        }
+        if verbose:  # Kafka's form: topic(0,1)
+            by_topic: dict[str, list[int]] = {}
+            for g in held:
+                by_topic.setdefault(g["topic"], []).append(g["partition"])
+            row["assignment"] = ",".join(
+                f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in sorted(by_topic.items())
+            )
+        rows.append(row)
+    return rows
+
+
 def group_delete(args: argparse.Namespace, fluvio: Fluvio) -> int:
     """Delete a group (or only its offsets of ``--topic``)."""
     admin = fluvio.admin()
+    row: dict[str, Any] = {"group": args.group, "topic": args.topic}
     if args.topic:
-        count = admin.delete_offsets(args.group, args.topic)
-        print(f'{count} offset(s) of topic "{args.topic}" deleted from group "{args.group}"')
+        row["offsets-deleted"] = admin.delete_offsets(args.group, args.topic)
+        count = row["offsets-deleted"]
+        text = f'{count} offset(s) of topic "{args.topic}" deleted from group "{args.group}"'
     else:
         admin.delete_group(args.group)
-        print(f'consumer group "{args.group}" deleted')
+        row["group-deleted"] = True
+        text = f'consumer group "{args.group}" deleted'
+    if args.output == "table":
+        print(text)
+    else:
+        emit(row, args.output)
     return 0
 
 
@@ -192,7 +267,20 @@ def group_reset(args: argparse.Namespace, fluvio: Fluvio) -> int:
     emit(rows, args.output, columns=RESET_COLUMNS)
     if not reply.executed and args.output == "table":
         print("dry run: nothing written (add --execute to write)")
+    if _is_progress_group(fluvio, args.group):
+        print(
+            f"warning: {args.group!r} is a Spark progress group (progressGroup): its offsets "
+            "mirror a query's checkpoint, which the query rewrites at its next trigger and "
+            "never reads; to move the query, restart it from another checkpoint",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _is_progress_group(fluvio: Fluvio, group: str) -> bool:
+    """The group only mirrors a Spark query's progress (``kind: external``)."""
+    status = fluvio.admin().describe_group(group).group.get("status", {})
+    return bool(status.get("state") == GroupState.EXTERNAL.value)
 
 
 def add_parsers(sub: Any, client: Any) -> None:
@@ -202,8 +290,17 @@ def add_parsers(sub: Any, client: Any) -> None:
     client(gsub, "list", group_list, "list consumer groups", output=True)
     desc = client(gsub, "describe", group_describe, "offsets and lag of a group", output=True)
     desc.add_argument("group")
-    desc.add_argument("--members", action="store_true", help="one row per member")
-    delete = client(gsub, "delete", group_delete, "delete a group (no live members)")
+    view = desc.add_mutually_exclusive_group()
+    view.add_argument("--members", action="store_true", help="one row per member")
+    view.add_argument(
+        "--state",
+        action="store_true",
+        help="the group: coordinator, assignor, state, members, generation (-O json: metrics)",
+    )
+    desc.add_argument(
+        "--verbose", action="store_true", help="with --members: each member's partitions"
+    )
+    delete = client(gsub, "delete", group_delete, "delete a group (no live members)", output=True)
     delete.add_argument("group")
     delete.add_argument("--topic", help="delete only this topic's offsets")
     reset = client(gsub, "reset", group_reset, "reset committed offsets (dry run)", output=True)

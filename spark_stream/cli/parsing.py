@@ -129,7 +129,7 @@ def record_template(text: str) -> str:
         InvalidConfigError: an unknown placeholder.
     """
     template = re.sub(r"\{\{\s*(\w+)\s*\}\}", r"{\1}", text)
-    known = {"offset", "partition", "key", "value", "timestamp", "time"}
+    known = {"topic", "offset", "partition", "key", "value", "timestamp", "time"}
     for name in re.findall(r"\{(\w*)\}", template):
         if name not in known:
             raise InvalidConfigError(

@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 C = TypeVar("C")  # the asyncio object a facade fronts
+# A facade of a subclass fronts its base's methods too (``blocking(Base.method)``).
+C_co = TypeVar("C_co", covariant=True)
 S = TypeVar("S")  # a facade
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -185,7 +187,7 @@ async def _anext(source: AsyncIterator[T]) -> T:
     return await source.__anext__()
 
 
-class Facade(Generic[C]):
+class Facade(Generic[C_co]):
     """The blocking face of ``core``, an asyncio object that lives on ``runner``'s loop.
 
     Args:
@@ -196,7 +198,7 @@ class Facade(Generic[C]):
     #: Bound on each forwarded call; None, as the core bounds its own requests already.
     _call_timeout: float | None = None
 
-    def __init__(self, core: C, runner: LoopThread) -> None:
+    def __init__(self, core: C_co, runner: LoopThread) -> None:
         self._core = core
         self._runner = runner
 

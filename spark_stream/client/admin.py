@@ -300,6 +300,22 @@ class AdminClient:
         reply = await self._call(c.OffsetFetchRequest(group, wanted), c.OffsetFetchResponse)
         return {(o["topic"], o["partition"]): o["offset"] for o in reply.offsets}
 
+    async def commit_progress(
+        self, group: str, offsets: dict[tuple[str, int], int]
+    ) -> c.ProgressCommitResponse:
+        """Write an outside reader's progress (a Spark query's) into a progress-only group.
+
+        The first call creates the group (``kind: external``); ``{}`` only claims it.
+        Offsets are stored as given, also below the stored ones; partitions that no
+        longer exist are skipped (listed in the reply).
+
+        Raises:
+            GroupNotEmptyError: the group has members.
+            InvalidRequestError: the group is a group of members, or a bad field (named).
+        """
+        given = [{"topic": t, "partition": p, "offset": o} for (t, p), o in offsets.items()]
+        return await self._call(c.ProgressCommitRequest(group, given), c.ProgressCommitResponse)
+
     async def delete_offsets(self, group: str, topic: str | None = None) -> int:
         """Delete a group's offsets (of one topic); returns how many."""
         reply = await self._call(c.DeleteOffsetsRequest(group, topic), c.DeleteOffsetsResponse)

@@ -23,7 +23,7 @@ from spark_stream.client.admin import AdminClient
 from spark_stream.client.config import ConsumerConfig, ProducerConfig, parse_isolation
 from spark_stream.client.consumer import fetch
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
-from spark_stream.client.consumer.group import AsyncGroupConsumer
+from spark_stream.client.consumer.group import AsyncGroupConsumer, RebalanceCallback
 from spark_stream.client.consumer.local_files import LocalFiles
 from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
@@ -148,13 +148,18 @@ class FluvioAsync:
 
     async def group_consumer(
         self,
-        topic_or_topics: str | list[str],
+        topic_or_topics: str | list[str] | None = None,
         *,
         group: str,
+        pattern: str | None = None,
         instance_id: str | None = None,
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 1000,
+        max_poll_interval_ms: int = 60_000,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
         **config: Any,
     ) -> AsyncGroupConsumer:
         """A member of consumer group ``group``, joined (see ``AsyncGroupConsumer``).
@@ -164,14 +169,25 @@ class FluvioAsync:
                 ``"earliest"`` (log start) or ``"latest"`` (its end when granted).
             enable_auto_commit: commit positions every ``auto_commit_interval_ms`` and
                 on ``close``.
+            max_poll_interval_ms: leave the group when the application has not pulled
+                from the stream for this long (1 s - 30 min; the next pull rejoins).
+            on_assign: called (sync or async) with new grants once they started.
+            on_revoke: called with revoked partitions before they are committed and
+                released (it may commit), and on ``close`` and a ``max_poll`` leave.
+            on_lost: called with partitions lost without a revoke (fenced, dropped by the
+                SC; not committed); default ``on_revoke``.
+            pattern: a regular expression; every topic it matches whole is subscribed
+                too, also topics created later (the SC resolves it).
             config: options as ``ConsumerConfig`` (e.g. ``isolation``).
 
         Raises:
             UnknownTopicError: a topic does not exist.
             InvalidConfigError: a bad option.
+            InvalidRequestError: ``pattern`` is not a regular expression.
         """
         cfg = ConsumerConfig.from_options(**config)
-        topics = [topic_or_topics] if isinstance(topic_or_topics, str) else list(topic_or_topics)
+        named = topic_or_topics if topic_or_topics is not None else []
+        topics = [named] if isinstance(named, str) else list(named)
         for topic in topics:
             await self._known_topic(topic)
         consumer = AsyncGroupConsumer(
@@ -185,6 +201,11 @@ class FluvioAsync:
             auto_offset_reset=auto_offset_reset,
             enable_auto_commit=enable_auto_commit,
             auto_commit_interval_ms=auto_commit_interval_ms,
+            max_poll_interval_ms=max_poll_interval_ms,
+            on_assign=on_assign,
+            on_revoke=on_revoke,
+            on_lost=on_lost,
+            pattern=pattern,
         )
         try:
             await consumer.start()
@@ -297,7 +318,8 @@ class FluvioAsync:
                 (no bytes through the leader or a socket); otherwise, or with False,
                 fetch over the network.
             group: a consumer-group member's grant: the reads are gated by the leader
-                (fetch version 1); ``FencedMemberError`` when the grant is not current.
+                and carry the partition's leader epoch (fetch version 2);
+                ``FencedMemberError`` when the grant is not current.
         """
         await self._known_topic(topic)
         async with contextlib.aclosing(

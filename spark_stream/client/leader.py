@@ -1,12 +1,16 @@
 """Requests to partition leaders with failover: find the leader, call, retry on retriable.
 
 Theory of operation. ``LeaderClient.call`` asks the metadata watcher for the leader,
-takes the pooled connection and sends the request. A typed error with ``retriable``
-set is retried after an exponential backoff until ``retries`` or the deadline run
-out: after ``NotLeaderError``, ``UnknownPartitionError`` or a dead connection the
-failed SPU is passed to the next leader lookup (which waits briefly for the SC to
-publish a new one, and waits out a partition whose replicas all went offline, which
-a fresh lookup refuses at once) and a dead connection is dropped from the pool.
+takes the pooled connection and sends the request (a factory builds it per attempt for
+the leader it goes to: a fetch carries that leader's epoch). A typed error with
+``retriable`` set is retried after an exponential backoff until ``retries`` or the
+deadline run out: after ``NotLeaderError``, ``UnknownPartitionError`` or a dead
+connection the failed SPU is passed to the next leader lookup (which waits briefly for
+the SC to publish a new one, and waits out a partition whose replicas all went offline,
+which a fresh lookup refuses at once) and a dead connection is dropped from the pool;
+after ``FencedLeaderEpochError`` the lookup waits briefly for metadata with a newer
+leader epoch; ``UnknownLeaderEpochError`` (the SPU has not heard of the election yet)
+and ``GateNotReadyError`` retry within 10-50 ms.
 Non-retriable errors surface at once, typed: among them the lookup's own verdicts on a
 partition that will not get a leader by itself (``MetadataView.no_leader_problem``).
 """
@@ -24,16 +28,18 @@ from spark_stream.client.metadata import Leader, MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.errors import (
     ConnectionClosedError,
+    FencedLeaderEpochError,
     FluvioError,
     GateNotReadyError,
     NotLeaderError,
     RequestTimeoutError,
+    UnknownLeaderEpochError,
     UnknownPartitionError,
 )
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import Message
 
-__all__ = ["RetryPolicy", "LeaderClient", "retry_backoff"]
+__all__ = ["RetryPolicy", "LeaderClient", "retry_backoff", "lookup_hints"]
 
 M = TypeVar("M", bound=Message)
 
@@ -43,6 +49,10 @@ LEADER_ERRORS = (NotLeaderError, UnknownPartitionError, ConnectionClosedError)
 #: Waits before retrying a group fetch the leader's delivery gate was not ready for:
 #: the SC's gate update is tens of milliseconds away, so 10 ms doubling up to 50 ms.
 GATE_RETRY_S = (0.01, 0.05)
+
+#: Errors whose cure is an SC push or a metadata update tens of milliseconds away: the
+#: retry waits ``GATE_RETRY_S`` (a fenced epoch's lookup waits for the metadata itself).
+SHORT_RETRY_ERRORS = (GateNotReadyError, FencedLeaderEpochError, UnknownLeaderEpochError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +74,25 @@ class RetryPolicy:
     def delay(self, attempt: int, error: FluvioError | None = None) -> float:
         """The wait before retry ``attempt`` (0 for the first retry) after ``error``.
 
-        A ``GateNotReadyError`` waits at most ``GATE_RETRY_S`` (10 ms doubling up to
-        50 ms): the gate is on its way and the member's fetch should not stall.
+        ``SHORT_RETRY_ERRORS`` (a gate or a leader epoch not there yet) wait at most
+        ``GATE_RETRY_S`` (10 ms doubling up to 50 ms): the cure is on its way and the
+        member's fetch should not stall.
         """
         wait = 0.0 if self.backoff is None else self.backoff.delay(attempt)
-        if isinstance(error, GateNotReadyError):
+        if isinstance(error, SHORT_RETRY_ERRORS):
             first, ceiling = GATE_RETRY_S
             return min(wait, first * 2 ** min(attempt, 8), ceiling)
         return wait
+
+
+def lookup_hints(exc: FluvioError, leader: Leader | None) -> tuple[int | None, int | None]:
+    """What the next leader lookup should avoid after ``leader`` failed with ``exc``:
+    ``(not_spu, stale_epoch)`` for ``MetadataWatcher.leader``."""
+    if leader is None:
+        return None, None
+    not_spu = leader.spu_id if isinstance(exc, LEADER_ERRORS) else None
+    stale = leader.leader_epoch if isinstance(exc, FencedLeaderEpochError) else None
+    return not_spu, stale
 
 
 def retry_backoff(initial_ms: float, maximum_ms: float) -> BackoffPolicy | None:
@@ -100,6 +121,7 @@ class LeaderClient:
         timeout: float,  # noqa: ASYNC109
         *,
         not_spu: int | None = None,
+        stale_epoch: int | None = None,
         failover: bool = False,
     ) -> tuple[Leader, Connection]:
         """The current leader and a connection to it (waits, bounded, for a leader).
@@ -107,7 +129,7 @@ class LeaderClient:
         Arguments as ``MetadataWatcher.leader``.
         """
         leader = await self.watcher.leader(
-            topic, partition, timeout, not_spu=not_spu, failover=failover
+            topic, partition, timeout, not_spu=not_spu, stale_epoch=stale_epoch, failover=failover
         )
         return leader, await self.pool.get(leader)
 
@@ -115,7 +137,7 @@ class LeaderClient:
         self,
         topic: str,
         partition: int,
-        request: Message | Callable[[], Message],
+        request: Message | Callable[[Leader], Message],
         policy: RetryPolicy,
         *,
         retriable: tuple[type[FluvioError], ...] = (),
@@ -125,7 +147,8 @@ class LeaderClient:
         """Send ``request`` to the leader and return the typed reply, retrying as above.
 
         Args:
-            request: the message, or a factory called per attempt.
+            request: the message, or a factory called per attempt with the leader it
+                goes to (e.g. to carry that leader's epoch).
             policy: retries, backoff and time bounds.
             retriable: more error types to retry in this context (e.g. an idempotent
                 producer's ``OutOfOrderSequenceError`` while an earlier batch retries).
@@ -141,6 +164,7 @@ class LeaderClient:
         """
         deadline = time.monotonic() + policy.timeout_s
         not_spu: int | None = None
+        stale_epoch: int | None = None
         attempt = 0
         while True:
             remaining = deadline - time.monotonic()
@@ -154,9 +178,14 @@ class LeaderClient:
                     conn = await self.pool.get(leader)
                 else:
                     leader, conn = await self.connection(
-                        topic, partition, remaining, not_spu=not_spu, failover=failover
+                        topic,
+                        partition,
+                        remaining,
+                        not_spu=not_spu,
+                        stale_epoch=stale_epoch,
+                        failover=failover,
                     )
-                msg = request() if callable(request) else request
+                msg = request(leader) if callable(request) else request
                 timeout = min(policy.request_timeout_s, max(0.001, deadline - time.monotonic()))
                 return await conn.call(msg, timeout=timeout)
             except FluvioError as exc:
@@ -164,7 +193,7 @@ class LeaderClient:
                     raise
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self.pool.discard(conn)
-                not_spu = leader.spu_id if isinstance(exc, LEADER_ERRORS) and leader else None
+                not_spu, stale_epoch = lookup_hints(exc, leader)
                 delay = policy.delay(attempt, exc)
                 attempt += 1
                 if time.monotonic() + delay >= deadline:

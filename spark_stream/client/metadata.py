@@ -66,11 +66,13 @@ WATCH_BACKOFF = BackoffPolicy(0.05, 2.0)
 
 @dataclass(frozen=True, slots=True)
 class Leader:
-    """A partition leader to send data requests to."""
+    """A partition leader to send data requests to, and the partition's leader epoch as
+    the metadata says (group fetches carry it; the SPU refuses a stale one)."""
 
     spu_id: int
     host: str
     port: int
+    leader_epoch: int = 0
 
 
 #: Topic states the SC leaves as they are until SPUs join: no partition, so no leader.
@@ -190,7 +192,7 @@ class MetadataView:
         if spu is None or spu.status.resolution is SpuResolution.OFFLINE:
             return None
         ep = spu.spec.public_endpoint
-        return Leader(spu.spu_id, ep.host, ep.port)
+        return Leader(spu.spu_id, ep.host, ep.port, part.status.leader_epoch)
 
     def _spu_state(self, spu_id: int) -> str:
         """``Online``/``Init``/``Offline`` as the SC sees the SPU, or ``unregistered``."""
@@ -436,6 +438,7 @@ class MetadataWatcher:
         timeout: float,  # noqa: ASYNC109
         *,
         not_spu: int | None = None,
+        stale_epoch: int | None = None,
         failover: bool = False,
     ) -> Leader:
         """The partition's leader, waiting (bounded) until one is online.
@@ -448,6 +451,9 @@ class MetadataWatcher:
             not_spu: an SPU that just refused or failed; prefer waiting for metadata
                 to name another leader, but accept it again after a short wait. Implies
                 ``failover``.
+            stale_epoch: a leader epoch an SPU just fenced (``FencedLeaderEpochError``):
+                prefer waiting for metadata with a newer one (the SC published it, the
+                watch is about to bring it), but take what it says after a short wait.
             failover: the caller just lost the partition's leader (its request failed
                 with a retriable error): replicas all offline are waited for too.
 
@@ -467,6 +473,14 @@ class MetadataWatcher:
             with contextlib.suppress(RequestTimeoutError):
                 await self.wait_for(
                     lambda v: (ld := v.leader(topic, index)) is not None and ld.spu_id != not_spu,
+                    min(timeout, 0.5),
+                )
+        if stale_epoch is not None:
+            with contextlib.suppress(RequestTimeoutError):
+                await self.wait_for(
+                    lambda v: (
+                        (ld := v.leader(topic, index)) is not None and ld.leader_epoch > stale_epoch
+                    ),
                     min(timeout, 0.5),
                 )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -34,7 +35,11 @@ from spark_stream.client.consumer.consumer import (
     AsyncPartitionConsumer,
     batch_records,
 )
-from spark_stream.client.consumer.group import AsyncGroupConsumer
+from spark_stream.client.consumer.group import (
+    AsyncGroupConsumer,
+    CommitCallback,
+    RebalanceCallback,
+)
 from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.producer import AsyncTopicProducer
@@ -89,6 +94,7 @@ class SyncAdmin(Facade[AdminClient]):
     reset_offsets = blocking(AdminClient.reset_offsets)
     fetch_offsets = blocking(AdminClient.fetch_offsets)
     delete_offsets = blocking(AdminClient.delete_offsets)
+    commit_progress = blocking(AdminClient.commit_progress)
     watch_metadata = blocking_stream(AdminClient.watch_metadata)
 
 
@@ -219,7 +225,11 @@ class GroupConsumer(Facade[AsyncGroupConsumer]):
         super().__init__(core, runner)
         self.group = core.group
         self.topics = core.topics
-        self.member_id = core.member_id
+
+    @property
+    def member_id(self) -> str:
+        """This member's id (a new one after a ``max_poll_interval_ms`` leave)."""
+        return self._core.member_id
 
     stream = blocking_stream_via(
         AsyncGroupConsumer.stream, AsyncGroupConsumer.stream_batches, batch_records
@@ -227,11 +237,33 @@ class GroupConsumer(Facade[AsyncGroupConsumer]):
     stream_batches = blocking_stream(AsyncGroupConsumer.stream_batches)
     commit = blocking(AsyncGroupConsumer.commit)
     committed = blocking(AsyncGroupConsumer.committed)
+    seek = blocking(AsyncGroupConsumer.seek)
+    pause = blocking(AsyncGroupConsumer.pause)
+    resume = blocking(AsyncGroupConsumer.resume)
     close = blocking(AsyncGroupConsumer.close)
 
+    def commit_async(
+        self,
+        offsets: dict[tuple[str, int], int] | None = None,
+        callback: CommitCallback | None = None,
+    ) -> concurrent.futures.Future[None]:
+        """``AsyncGroupConsumer.commit_async``: returns at once; a sync ``callback`` runs
+        in a worker thread (it may call this consumer's blocking methods)."""
+        wrapped = in_thread(callback)
+
+        async def start() -> asyncio.Task[None]:
+            return self._core.commit_async(offsets, wrapped)
+
+        task = self._runner.run(start())
+        return asyncio.run_coroutine_threadsafe(_awaited(task), self._runner.loop)
+
     def assignment(self) -> list[tuple[str, int]]:
-        """The partitions this member reads now, sorted."""
+        """The partitions this member holds now (paused ones too), sorted."""
         return self._runner.run(_on_loop(self._core.assignment))
+
+    def paused(self) -> list[tuple[str, int]]:
+        """The paused partitions, sorted."""
+        return self._runner.run(_on_loop(self._core.paused))
 
     def position(self, partition: int | tuple[str, int]) -> int | None:
         """The next offset the stream hands out for the partition (None: unknown)."""
@@ -247,6 +279,27 @@ class GroupConsumer(Facade[AsyncGroupConsumer]):
 async def _on_loop(read: Callable[[], T]) -> T:
     """``read()`` run on the loop thread (the core's state belongs to it)."""
     return read()
+
+
+async def _awaited(task: asyncio.Task[None]) -> None:
+    await task
+
+
+def in_thread(
+    callback: Callable[..., Any] | None,
+) -> Callable[..., Coroutine[Any, Any, None]] | None:
+    """A blocking application callback as an async one that runs it in a worker thread,
+    so it may call the blocking facade (which runs on the loop it would otherwise hold);
+    None stays None."""
+    if callback is None:
+        return None
+
+    async def call(*args: Any) -> None:
+        result = await asyncio.to_thread(callback, *args)
+        if inspect.isawaitable(result):
+            await result
+
+    return call
 
 
 class Fluvio(Facade[FluvioAsync]):
@@ -293,7 +346,46 @@ class Fluvio(Facade[FluvioAsync]):
     topic_producer = blocking_facade(FluvioAsync.topic_producer, TopicProducer)
     partition_consumer = blocking_facade(FluvioAsync.partition_consumer, PartitionConsumer)
     consumer = blocking_facade(FluvioAsync.consumer, Consumer)
-    group_consumer = blocking_facade(FluvioAsync.group_consumer, GroupConsumer)
+
+    def group_consumer(
+        self,
+        topic_or_topics: str | list[str] | None = None,
+        *,
+        group: str,
+        pattern: str | None = None,
+        instance_id: str | None = None,
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 1000,
+        max_poll_interval_ms: int = 60_000,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
+        **config: Any,
+    ) -> GroupConsumer:
+        """``FluvioAsync.group_consumer`` (same arguments), blocking. The rebalance
+        callbacks (``on_assign``, ``on_revoke``, ``on_lost``) run in a worker thread while
+        the member waits for them, so they may call the consumer's blocking methods
+        (``commit``, ``position``)."""
+        core = self._runner.run(
+            self._core.group_consumer(
+                topic_or_topics,
+                group=group,
+                pattern=pattern,
+                instance_id=instance_id,
+                auto_offset_reset=auto_offset_reset,
+                enable_auto_commit=enable_auto_commit,
+                auto_commit_interval_ms=auto_commit_interval_ms,
+                max_poll_interval_ms=max_poll_interval_ms,
+                on_assign=in_thread(on_assign),
+                on_revoke=in_thread(on_revoke),
+                on_lost=in_thread(on_lost),
+                **config,
+            ),
+            self._call_timeout,
+        )
+        return GroupConsumer(core, self._runner)
+
     topic_partitions = blocking(FluvioAsync.topic_partitions)
     fetch_offsets = blocking(FluvioAsync.fetch_offsets)
     offset_for_timestamp = blocking(FluvioAsync.offset_for_timestamp)

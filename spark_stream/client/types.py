@@ -107,6 +107,7 @@ class Record:
         value: the value.
         timestamp_us: producer timestamp, microseconds since the epoch (UTC).
         headers: ``(name, value)`` pairs.
+        topic: the topic, for records of a group consumer (None from the others).
     """
 
     partition: int
@@ -115,6 +116,7 @@ class Record:
     value: bytes
     timestamp_us: int
     headers: tuple[tuple[str, bytes | None], ...] = field(default=())
+    topic: str | None = None
 
     def value_str(self) -> str:
         """The value decoded as UTF-8 (invalid bytes replaced)."""

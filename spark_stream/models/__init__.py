@@ -40,6 +40,8 @@ from spark_stream.models.group import (
     check_instance_id,
     check_member_epoch,
     check_member_id,
+    check_pattern,
+    matching_topics,
 )
 from spark_stream.models.partition import (
     Partition,
@@ -154,6 +156,8 @@ __all__ = [
     "GroupState",
     "check_group_name",
     "check_instance_id",
+    "check_pattern",
+    "matching_topics",
     "check_member_epoch",
     "check_member_id",
 ]

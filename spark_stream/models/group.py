@@ -33,8 +33,9 @@ Every group entry point validates its fields with ``check_group_name``,
 
 from __future__ import annotations
 
+import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import ClassVar, Self
 
 from pydantic import Field, field_validator, model_validator
@@ -66,6 +67,8 @@ __all__ = [
     "check_instance_id",
     "check_member_id",
     "check_member_epoch",
+    "check_pattern",
+    "matching_topics",
 ]
 
 #: Group names and instance ids: the topic-name characters, up to Kafka's 249.
@@ -74,6 +77,8 @@ MAX_GROUP_NAME = 249
 MAX_EPOCH = 2**31 - 1
 #: ``client_id`` and ``host`` are free text up to this many characters.
 MAX_CLIENT_FIELD = 255
+#: A subscription pattern is a regular expression of at most this many characters.
+MAX_PATTERN = 1000
 #: ``member_epoch`` of a leave: the member is gone.
 LEAVE_EPOCH = -1
 #: ``member_epoch`` of a static member's temporary leave: it keeps its partitions.
@@ -135,6 +140,33 @@ def check_member_id(value: object, field: str = "member_id") -> str:
     if parsed.int == 0:
         raise InvalidRequestError(f"{field}: must not be the nil UUID")
     return value
+
+
+def check_pattern(value: object, field: str = "pattern") -> str:
+    """Return ``value`` if it is a subscription pattern: a Python regular expression that
+    a topic name must match whole (``re.fullmatch``, as Kafka's ``Pattern.matches``).
+
+    Raises:
+        InvalidRequestError: the message starts with ``field``.
+    """
+    if not isinstance(value, str):
+        raise InvalidRequestError(f"{field}: must be a string, got {type(value).__name__}")
+    if not value or len(value) > MAX_PATTERN:
+        raise InvalidRequestError(f"{field}: must be 1-{MAX_PATTERN} characters")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        msg = f"{field}: {value[:64]!r} is not a regular expression: {exc}"
+        raise InvalidRequestError(msg) from None
+    return value
+
+
+def matching_topics(pattern: str | None, topics: Iterable[str]) -> set[str]:
+    """The names in ``topics`` that ``pattern`` matches whole (none without a pattern)."""
+    if pattern is None:
+        return set()
+    compiled = re.compile(pattern)  # re caches compiled patterns
+    return {topic for topic in topics if compiled.fullmatch(topic)}
 
 
 def check_member_epoch(value: object, field: str = "member_epoch", *, leave: bool = False) -> int:
@@ -234,6 +266,9 @@ class GroupMember(FrozenModel):
     member_epoch: int = Field(default=1, ge=1, le=MAX_EPOCH)
     #: Subscribed topic names, sorted and distinct.
     topics: tuple[str, ...] = ()
+    #: A subscription pattern: every existing topic it matches whole is subscribed too
+    #: (resolved against the topics each time the plan is computed).
+    pattern: str | None = None
     #: When the member joined (Unix ms).
     joined_at: int = Field(default=0, ge=0)
 
@@ -249,6 +284,18 @@ class GroupMember(FrozenModel):
         if value is not None:
             _as_value_error(check_instance_id, value)
         return value
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            _as_value_error(check_pattern, value)
+        return value
+
+    def subscribed(self, topics: Iterable[str]) -> tuple[str, ...]:
+        """The topics this member reads among ``topics`` (the existing ones): those it
+        names, and those its pattern matches. Sorted."""
+        return tuple(sorted(set(self.topics) | matching_topics(self.pattern, topics)))
 
     @field_validator("topics")
     @classmethod

@@ -8,9 +8,14 @@ Spec (written by the SC, seed ``003``)::
 
 plus the topic's log settings (retention, segment size, compression, min in-sync
 replicas, unclean election), copied so an SPU needs nothing but the partition.
-Status (written by the SPU leader): ``resolution``, ``leader``, ``lrs`` (live replica
-status: SPU id, LEO and HW per replica), the leader's ``leo``/``hw``,
+Status (written by the SPU leader): ``resolution``, ``leader``, ``leaderEpoch``, ``lrs``
+(live replica status: SPU id, LEO and HW per replica), the leader's ``leo``/``hw``,
 ``logStartOffset`` and ``reason``. The seed's short form ``lrs: [101, 102]`` is accepted.
+
+``leaderEpoch`` counts the partition's leader elections: 0 for a new partition, bumped
+by the SC's partition controller each time it picks a leader (``with_leader``), never
+by the leader's own reports. It is stored with the status, so it only grows, across SC
+restarts too; SPUs get it with the replica and fetches may carry it (KIP-320).
 
 A partition's ``metadata.parent`` is its topic, filled in from the name when absent, so
 the KV store deletes the partitions together with the topic.
@@ -141,6 +146,7 @@ class PartitionStatus(FrozenModel):
 
     resolution: PartitionResolution = PartitionResolution.INIT
     leader: int | None = Field(default=None, ge=0, le=MAX_SPU_ID)
+    leader_epoch: int = Field(default=0, ge=0)
     lrs: tuple[ReplicaStatus, ...] = ()
     leo: int = Field(default=-1, ge=-1)
     hw: int = Field(default=-1, ge=-1)

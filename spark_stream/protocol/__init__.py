@@ -12,6 +12,8 @@ from spark_stream.protocol.api import API_VERSIONS, STREAM_APIS, ApiKey, api_nam
 from spark_stream.protocol.data import (
     DEFAULT_FETCH_MAX_BYTES,
     GROUP_FETCH_VERSION,
+    LEADER_EPOCH_VERSION,
+    NO_LEADER_EPOCH,
     Acks,
     FetchLocalRequest,
     FetchLocalResponse,
@@ -66,6 +68,8 @@ __all__ = [
     "api_name",
     "DEFAULT_FETCH_MAX_BYTES",
     "GROUP_FETCH_VERSION",
+    "LEADER_EPOCH_VERSION",
+    "NO_LEADER_EPOCH",
     "GateEntry",
     "UpdateGates",
     "Acks",

@@ -69,6 +69,9 @@ class Replica:
         uid: the partition object's ``metadata.uid``: a topic deleted and created again
             has partitions of the same names and new uids, and an SPU never attaches the
             storage of one uid to another.
+        leader_epoch: the partition's leader epoch (``PartitionStatus.leader_epoch``):
+            the leader checks fetches against it, and an SPU ignores an incremental
+            entry with an older one (a late push from before an election).
     """
 
     name: str
@@ -76,6 +79,7 @@ class Replica:
     spec: PartitionSpec
     revision: int = 0
     uid: str | None = None
+    leader_epoch: int = 0
     _wire: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -99,10 +103,18 @@ class Replica:
 
         An ``Offline`` partition whose status names no leader has none (``leader=None``).
         """
-        leader = partition.status.leader
-        if leader is None and partition.status.resolution is PartitionResolution.INIT:
+        status = partition.status
+        leader = status.leader
+        if leader is None and status.resolution is PartitionResolution.INIT:
             leader = partition.spec.initial_leader
-        return cls(partition.name, leader, partition.spec, partition.revision, partition.uid)
+        return cls(
+            partition.name,
+            leader,
+            partition.spec,
+            partition.revision,
+            partition.uid,
+            status.leader_epoch,
+        )
 
     @property
     def id(self) -> ReplicaId:
@@ -125,6 +137,7 @@ class Replica:
                 "replicas": list(self.spec.replicas),
                 "revision": self.revision,
                 "uid": self.uid,
+                "leader_epoch": self.leader_epoch,
                 "spec": self.spec.to_dict(),
             }
             object.__setattr__(self, "_wire", wire)
@@ -153,7 +166,10 @@ class Replica:
             raise InvalidRequestError(f"replica {name!r}.leader must be an integer or nil")
         if not isinstance(revision, int) or isinstance(revision, bool) or revision < 0:
             raise InvalidRequestError(f"replica {name!r}.revision must be an integer >= 0")
-        return cls(name, leader, spec, revision, uid)
+        epoch = data.get("leader_epoch", 0)  # an SC from before leader epochs: 0
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+            raise InvalidRequestError(f"replica {name!r}.leader_epoch must be an integer >= 0")
+        return cls(name, leader, spec, revision, uid, epoch)
 
 
 def _check_uid(owner: str, uid: Any) -> str | None:
@@ -458,10 +474,13 @@ class HeartbeatRequest(Message):
     Attributes:
         applied_generations: per consumer group, the newest plan generation whose
             delivery gates this SPU applied (an older SC ignores the key).
+        gate_rejections: per consumer group, the group fetches its gates refused since
+            the SPU started, per reason (``not_ready``, ``fenced``).
     """
 
     spu_id: int
     applied_generations: dict[str, int] = field(default_factory=dict)
+    gate_rejections: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_spu_id("HeartbeatRequest", self.spu_id)

@@ -1,4 +1,4 @@
-"""Consumer-group messages on the SC public port (9003): members (5001-5006), admin (5010-5014).
+"""Consumer-group messages on the SC public port (9003): members (5001-5006), admin (5010-5015).
 
 Theory of operation (``docs/consumer-groups.md``, "Coordinator"). A member opens a
 ``GROUP_JOIN`` stream; the SC pushes a ``GroupAssignment`` first and again each time
@@ -25,6 +25,7 @@ from spark_stream.models import (
     check_instance_id,
     check_member_epoch,
     check_member_id,
+    check_pattern,
 )
 from spark_stream.protocol._control_private import _PlainMeta
 from spark_stream.protocol.api import ApiKey
@@ -54,6 +55,8 @@ __all__ = [
     "ResetOffsetsResponse",
     "DeleteOffsetsRequest",
     "DeleteOffsetsResponse",
+    "ProgressCommitRequest",
+    "ProgressCommitResponse",
     "tp_list",
     "grant_list",
 ]
@@ -133,13 +136,15 @@ class GroupJoinRequest(_PlainMeta):
     Attributes:
         group: the group name (created on first join).
         member_id: the client-chosen member id, a canonical lowercase UUID.
-        topics: the topics subscribed to (at least one).
+        topics: the topics subscribed to (at least one, unless ``pattern`` is given).
         member_epoch: 0 for a new member; the last epoch received to resume.
         instance_id: a static member's instance id.
         client_id: free text shown by ``describe``.
         rebalance_timeout_ms: how long a revoke may take (set when the group is created).
         session_timeout_ms: how long without heartbeats ends the member (idem).
         owned: partitions a resuming member believes it holds.
+        pattern: a regular expression: every topic it matches whole is subscribed too,
+            including topics created later (resolved by the SC).
     """
 
     group: str
@@ -151,13 +156,16 @@ class GroupJoinRequest(_PlainMeta):
     rebalance_timeout_ms: int | None = None
     session_timeout_ms: int | None = None
     owned: list[dict[str, Any]] = field(default_factory=list)
+    pattern: str | None = None
 
     def __post_init__(self) -> None:
         _group(self.group)
         check_member_id(self.member_id)
         topics = _list(self.topics, "topics")
-        if not topics:
-            raise InvalidRequestError("topics: must name at least one topic")
+        if self.pattern is not None:
+            check_pattern(self.pattern)
+        elif not topics:
+            raise InvalidRequestError("topics: must name at least one topic (or give a pattern)")
         for i, t in enumerate(topics):
             _topic(t, f"topics[{i}]")
         if len(set(topics)) != len(topics):
@@ -384,11 +392,17 @@ class DescribeGroupResponse(_PlainMeta):
             "memberId", "instanceId", "clientId", "host", "offset", "hw", "leo", "lag",
             "lastCommitMs"}`` (``offset`` nil: none committed; ``lag`` = HW - offset,
             nil when either is unknown).
+        assignor: the assignment strategy's name.
+        metrics: the coordinator's counters for the group since the SC started
+            (``sc.groups.metrics``: ``members``, ``rebalances``, ``reassignments``,
+            ``reassignMsLast``, ``reassignMsMax``, ``fencedCommits``, ``gateWaitTimeouts``).
     """
 
     group: dict[str, Any]
     live: list[str]
     partitions: list[dict[str, Any]]
+    assignor: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 @message(ApiKey.DELETE_GROUP, Role.REQUEST)
@@ -479,3 +493,37 @@ class DeleteOffsetsResponse(_PlainMeta):
     """How many offsets were deleted."""
 
     deleted: int
+
+
+@message(ApiKey.PROGRESS_COMMIT, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class ProgressCommitRequest(_GroupRequest):
+    """Mirror an outside reader's progress (a Spark query) into a progress-only group.
+
+    The first request creates the group (``kind: external``); an empty ``offsets`` only
+    claims it. Offsets are written unfenced and may move back: the reader's own
+    checkpoint is the truth. Refused for a group of members.
+
+    Attributes:
+        group: the progress group.
+        offsets: ``{"topic", "partition", "offset"}`` maps (the next offset to read).
+    """
+
+    group: str
+    offsets: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _group(self.group)
+        tp_list(self.offsets, "offsets")
+        for i, item in enumerate(self.offsets):
+            _int(item.get("offset"), f"offsets[{i}].offset", 0, _MAX_I64)
+
+
+@message(ApiKey.PROGRESS_COMMIT, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ProgressCommitResponse(_PlainMeta):
+    """How many offsets were written; ``skipped``: ``{"topic", "partition"}`` of
+    partitions that no longer exist (a topic deleted while the query ran)."""
+
+    written: int
+    skipped: list[dict[str, Any]] = field(default_factory=list)

@@ -86,6 +86,8 @@ class ApiKey(IntEnum):
     DELETE_GROUP = 5012
     RESET_OFFSETS = 5013
     DELETE_OFFSETS = 5014
+    PROGRESS_COMMIT = 5015
+    """Unfenced offsets of a progress-only group (a Spark query's ``progressGroup``)."""
     # Consumer groups: delivery gates
     UPDATE_GATES = 5020
     """Push on the SPU_CONNECT stream: delivery gates of the partitions the SPU leads."""
@@ -94,10 +96,11 @@ class ApiKey(IntEnum):
 API_VERSIONS: Mapping[ApiKey, tuple[int, int]] = MappingProxyType(
     {key: (0, 0) for key in ApiKey}
     | {
-        # Version 1: the consumer-group fields (group, member_id, grant_epoch).
-        ApiKey.FETCH: (0, 1),
-        ApiKey.STREAM_FETCH: (0, 1),
-        ApiKey.FETCH_LOCAL: (0, 1),
+        # Version 1: the consumer-group fields (group, member_id, grant_epoch);
+        # version 2: leader_epoch (KIP-320), with or without them.
+        ApiKey.FETCH: (0, 2),
+        ApiKey.STREAM_FETCH: (0, 2),
+        ApiKey.FETCH_LOCAL: (0, 2),
     }
 )
 """The (lowest, highest) version of each api's message layout this build speaks."""

@@ -91,6 +91,8 @@ from spark_stream.protocol._groups import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    ProgressCommitRequest,
+    ProgressCommitResponse,
     ResetOffsetsRequest,
     ResetOffsetsResponse,
     grant_list,
@@ -159,6 +161,8 @@ __all__ = [
     "ResetOffsetsResponse",
     "DeleteOffsetsRequest",
     "DeleteOffsetsResponse",
+    "ProgressCommitRequest",
+    "ProgressCommitResponse",
     "tp_list",
     "grant_list",
 ]

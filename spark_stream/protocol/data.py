@@ -22,6 +22,8 @@ __all__ = [
     "Isolation",
     "DEFAULT_FETCH_MAX_BYTES",
     "GROUP_FETCH_VERSION",
+    "LEADER_EPOCH_VERSION",
+    "NO_LEADER_EPOCH",
     "ProduceRequest",
     "ProduceResponse",
     "FetchRequest",
@@ -90,23 +92,53 @@ def _group_fields(
 
 _GROUP_FIELDS = ("group", "member_id", "grant_epoch")
 
+LEADER_EPOCH_VERSION = 2
+"""The fetch version that carries ``leader_epoch`` (with or without the group fields)."""
 
-def _plain_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """A version 0 request's meta: exactly the v0 fields (no nil group fields)."""
+NO_LEADER_EPOCH = -1
+"""``leader_epoch`` of a request that does not check it (what versions 0 and 1 mean)."""
+
+
+def _leader_epoch(owner: str, leader_epoch: int) -> None:
+    if leader_epoch < NO_LEADER_EPOCH:
+        raise InvalidRequestError(
+            f"{owner}.leader_epoch must be >= 0, or -1 for none, got {leader_epoch}"
+        )
+
+
+def _fetch_version(group: str | None, leader_epoch: int) -> int:
+    """The lowest version that carries the fields set, so older SPUs understand the rest."""
+    if leader_epoch >= 0:
+        return LEADER_EPOCH_VERSION
+    return 0 if group is None else GROUP_FETCH_VERSION
+
+
+def _fetch_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """The meta of the version ``_fetch_version`` picks: no nil group fields, and no
+    ``leader_epoch`` below version 2."""
     if meta.get("group") is None:
         for name in _GROUP_FIELDS:
             meta.pop(name, None)
+    if meta.get("leader_epoch", NO_LEADER_EPOCH) < 0:
+        meta.pop("leader_epoch", None)
     return meta
 
 
-def _group_version(owner: str, group: str | None, version: int) -> None:
-    """Group fields travel at ``GROUP_FETCH_VERSION`` and only there."""
+def _check_fetch_version(owner: str, group: str | None, leader_epoch: int, version: int) -> None:
+    """Group fields from ``GROUP_FETCH_VERSION`` on (required at exactly that one), the
+    leader epoch at ``LEADER_EPOCH_VERSION`` and only there."""
     if group is not None and version < GROUP_FETCH_VERSION:
         raise InvalidRequestError(
             f"{owner}.group needs version {GROUP_FETCH_VERSION}, got {version}"
         )
-    if group is None and version >= GROUP_FETCH_VERSION:
+    if group is None and version == GROUP_FETCH_VERSION:
         raise InvalidRequestError(f"{owner}.group is required at version {version}")
+    if leader_epoch >= 0 and version < LEADER_EPOCH_VERSION:
+        raise InvalidRequestError(
+            f"{owner}.leader_epoch needs version {LEADER_EPOCH_VERSION}, got {version}"
+        )
+    if leader_epoch < 0 and version >= LEADER_EPOCH_VERSION:
+        raise InvalidRequestError(f"{owner}.leader_epoch is required at version {version}")
 
 
 @message(ApiKey.PRODUCE, Role.REQUEST)
@@ -150,15 +182,17 @@ class ProduceResponse(Message):
     hw: int
 
 
-@message(ApiKey.FETCH, Role.REQUEST, version=GROUP_FETCH_VERSION, min_version=0)
+@message(ApiKey.FETCH, Role.REQUEST, version=LEADER_EPOCH_VERSION, min_version=0)
 @dataclass(frozen=True, slots=True)
 class FetchRequest(Message):
     """Read batch frames from a partition leader, starting at an offset.
 
     Version 0 is a plain fetch; version 1 adds the consumer-group fields, checked by the
-    leader's delivery gate (``spu.gates``). A request is sent as version 1 only when it
-    names a group, so plain consumers speak version 0 to any SPU, and an SPU that knows
-    no gates refuses a group fetch (``UnsupportedVersionError``) instead of serving it.
+    leader's delivery gate (``spu.gates``); version 2 adds ``leader_epoch`` (with or
+    without a group). A request is sent at the lowest version its fields need, so plain
+    consumers speak version 0 to any SPU, and an SPU that knows no gates (or no leader
+    epochs) refuses the fields it would ignore (``UnsupportedVersionError``) instead of
+    serving without them.
 
     Attributes:
         offset: first offset wanted; the reply starts at the frame holding it.
@@ -168,6 +202,9 @@ class FetchRequest(Message):
         group: v1: the consumer group fetching; all three group fields or none.
         member_id: v1: the member fetching.
         grant_epoch: v1: the generation at which the member got the partition.
+        leader_epoch: v2: the partition's leader epoch in the requester's metadata; the
+            SPU refuses the request unless it is this SPU's, as leader (KIP-320). -1:
+            not checked (versions 0 and 1).
     """
 
     topic: str
@@ -179,6 +216,7 @@ class FetchRequest(Message):
     group: str | None = None
     member_id: str | None = None
     grant_epoch: int | None = None
+    leader_epoch: int = NO_LEADER_EPOCH
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -188,18 +226,20 @@ class FetchRequest(Message):
         )
         _positive(owner, max_bytes=self.max_bytes)
         _group_fields(owner, self.group, self.member_id, self.grant_epoch)
+        _leader_epoch(owner, self.leader_epoch)
 
     def wire_version(self) -> int:
-        """1 for a group fetch, else 0 (what every SPU understands)."""
-        return 0 if self.group is None else GROUP_FETCH_VERSION
+        """2 with a leader epoch, else 1 for a group fetch, else 0 (what every SPU
+        understands)."""
+        return _fetch_version(self.group, self.leader_epoch)
 
     def to_meta(self) -> dict[str, Any]:
-        """The meta; a plain fetch sends the version 0 fields only."""
-        return _plain_meta(Message.to_meta(self))
+        """The meta of ``wire_version``: a plain fetch sends the version 0 fields only."""
+        return _fetch_meta(Message.to_meta(self))
 
     def check_version(self, version: int) -> None:
-        """Group fields only at version 1, and always there."""
-        _group_version(type(self).__name__, self.group, version)
+        """Group fields from version 1 (always at 1), the leader epoch at 2 (always)."""
+        _check_fetch_version(type(self).__name__, self.group, self.leader_epoch, version)
 
 
 @message(ApiKey.FETCH, Role.RESPONSE)
@@ -220,7 +260,7 @@ class FetchResponse(Message):
     tail: Tail = b""
 
 
-@message(ApiKey.FETCH_LOCAL, Role.REQUEST, version=GROUP_FETCH_VERSION, min_version=0)
+@message(ApiKey.FETCH_LOCAL, Role.REQUEST, version=LEADER_EPOCH_VERSION, min_version=0)
 @dataclass(frozen=True, slots=True)
 class FetchLocalRequest(FetchRequest):
     """A fetch answered with where its frames lie in the leader's files, not the frames.
@@ -293,18 +333,21 @@ class FetchOffsetsResponse(Message):
     offset: int | None = None
 
 
-@message(ApiKey.STREAM_FETCH, Role.REQUEST, version=GROUP_FETCH_VERSION, min_version=0)
+@message(ApiKey.STREAM_FETCH, Role.REQUEST, version=LEADER_EPOCH_VERSION, min_version=0)
 @dataclass(frozen=True, slots=True)
 class StreamFetchRequest(Message):
     """Open a stream: the leader pushes frames from ``offset`` on as they become visible.
 
     Version 1 adds the group fields, as ``FetchRequest``'s: the stream ends with
     ``FencedMemberError`` once the partition's delivery gate stops admitting the member.
+    Version 2 adds ``leader_epoch``: checked on open, and before each push, so a stream
+    opened under an older epoch ends with ``FencedLeaderEpochError``.
 
     Attributes:
         max_bytes: soft limit on the tail of each push.
         isolation: committed (pushes up to HW) or uncommitted (up to LEO).
         group, member_id, grant_epoch: v1: who streams, as in ``FetchRequest``.
+        leader_epoch: v2: as in ``FetchRequest``.
     """
 
     topic: str
@@ -315,24 +358,26 @@ class StreamFetchRequest(Message):
     group: str | None = None
     member_id: str | None = None
     grant_epoch: int | None = None
+    leader_epoch: int = NO_LEADER_EPOCH
 
     def __post_init__(self) -> None:
         _topic("StreamFetchRequest", self.topic)
         _non_negative("StreamFetchRequest", partition=self.partition, offset=self.offset)
         _positive("StreamFetchRequest", max_bytes=self.max_bytes)
         _group_fields("StreamFetchRequest", self.group, self.member_id, self.grant_epoch)
+        _leader_epoch("StreamFetchRequest", self.leader_epoch)
 
     def wire_version(self) -> int:
-        """1 for a group stream, else 0."""
-        return 0 if self.group is None else GROUP_FETCH_VERSION
+        """As ``FetchRequest.wire_version``."""
+        return _fetch_version(self.group, self.leader_epoch)
 
     def to_meta(self) -> dict[str, Any]:
-        """The meta; a plain stream sends the version 0 fields only."""
-        return _plain_meta(Message.to_meta(self))
+        """The meta of ``wire_version``: a plain stream sends the version 0 fields only."""
+        return _fetch_meta(Message.to_meta(self))
 
     def check_version(self, version: int) -> None:
-        """Group fields only at version 1, and always there."""
-        _group_version("StreamFetchRequest", self.group, version)
+        """As ``FetchRequest.check_version``."""
+        _check_fetch_version("StreamFetchRequest", self.group, self.leader_epoch, version)
 
 
 @message(ApiKey.STREAM_FETCH, Role.PUSH)

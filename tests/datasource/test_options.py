@@ -92,9 +92,26 @@ def test_timestamps_are_milliseconds() -> None:
     assert opts.ending is not None and opts.ending.timestamp_ms == 1_700_000_001_000
 
 
+def test_group_options() -> None:
+    opts = parse_reader_options(
+        {"topic": "t", "startingOffsets": " Group:orders-app ", "progressGroup": "q-1"}, "stream"
+    )
+    assert opts.starting == OffsetSpec(default=EARLIEST, group="orders-app")
+    assert opts.progress_group == "q-1"
+    batch = parse_reader_options({"topic": "t", "startingOffsets": "group:g"}, "batch")
+    assert batch.starting.group == "g" and batch.progress_group is None
+
+
 @pytest.mark.parametrize(
     ("options", "mode", "names"),
     [
+        ({"topic": "t", "progressGroup": "g"}, "batch", "'progressGroup' only applies to stream"),
+        ({"topic": "t", "progressGroup": "No Caps"}, "stream", "option 'progressGroup': 'No Caps'"),
+        ({"topic": "t", "progressGroup": ""}, "stream", "option 'progressGroup'"),
+        ({"topic": "t", "startingOffsets": "group:"}, "stream", "option 'startingOffsets': ''"),
+        ({"topic": "t", "startingOffsets": "group:a/b"}, "batch", "option 'startingOffsets'"),
+        ({"topic": "t", "endingOffsets": "group:g"}, "batch", "'endingOffsets' cannot be a group"),
+        ({"topic": "t", "startingOffsets": "soon"}, "stream", "earliest, latest, group:NAME or"),
         ({"topic": "t", "topik": "x"}, "batch", "topik"),
         ({"topic": "t", "path": "x"}, "batch", "option('topic'"),
         ({}, "batch", "'topic', 'topics', 'topicPattern'"),

@@ -19,6 +19,7 @@ from datasource import (
     ReadSpec,
     parse_reader_options,
 )
+from datasource.offsets import TopicPartition
 from datasource.reader import FluvioBatchReader, FluvioStreamReader, read_spec
 from spark_stream.errors import NotFoundError
 
@@ -58,6 +59,16 @@ def test_readers(mode: str) -> None:
     again = _round_trip(reader)
     assert again.opts == opts
     assert vars(again) == vars(reader)
+
+
+def test_stream_reader_with_a_progress_group_and_a_write_to_retry() -> None:
+    opts = parse_reader_options({**OPTIONS, "progressGroup": "q1"}, "stream")
+    reader = FluvioStreamReader(opts)
+    assert reader._progress is not None
+    reader._progress.pending = {TopicPartition("t", 0): 12}
+    again = _round_trip(reader)
+    assert vars(again) == vars(reader)
+    assert again._progress.pending == {TopicPartition("t", 0): 12}
 
 
 def test_writers_resolve_nothing_when_the_endpoint_is_given() -> None:

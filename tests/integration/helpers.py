@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from spark_stream.client import Fluvio
@@ -22,9 +22,14 @@ __all__ = ["running_cluster", "make_topic", "unique"]
 
 @contextlib.contextmanager
 def running_cluster(
-    data_dir: Path, *, spus: int = 3, spu_mode: str = "custom"
+    data_dir: Path,
+    *,
+    spus: int = 3,
+    spu_mode: str = "custom",
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[LocalCluster]:
-    """A started local cluster, stopped (every process, by pid) on exit."""
+    """A started local cluster, stopped (every process, by pid) on exit; ``env`` is added
+    to every process it starts (``LocalCluster(env=)``)."""
     cluster = LocalCluster(
         data_dir,
         spus=spus,
@@ -33,6 +38,7 @@ def running_cluster(
         start_timeout=60.0,
         stop_timeout=10.0,
         profile=data_dir / "profile.json",
+        env=env,
     )
     try:
         cluster.start()

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+import sc.connection_manager as cm_module
+import sc.gates as gates_module
 from sc.actions import (
     CmAddPartition,
     CmAddSpu,
@@ -21,6 +23,11 @@ from sc.connection_manager import ConnectionManager
 from sc.controllers.events import LrsUpdate, SpuConnected, SpuDisconnected
 from spark_stream.errors import UnauthorizedError
 from spark_stream.models import (
+    ConsumerGroup,
+    ConsumerGroupStatus,
+    GroupGrant,
+    GroupMember,
+    GroupState,
     Partition,
     PartitionSpec,
     PartitionStatus,
@@ -215,6 +222,38 @@ def test_a_leader_change_keeps_the_partition_uid() -> None:
     run(body())
 
 
+def test_replicas_carry_the_leader_epoch_and_a_late_spec_never_rolls_it_back() -> None:
+    """The SPUs check fetches against the epoch they were pushed: the full push has the
+    stored one, a leader change its new one, and a spec change read from an object older
+    than the election keeps the elected leader and epoch."""
+
+    async def body() -> None:
+        cm, _, _ = make_cm()
+        cm.apply(CmAddPartition(part("u-0", (1, 2), uid="u1", leader=1, leader_epoch=3)))
+        pushes = cm.attach(2, lambda: None).pushes()
+        _, _, _, full = await take(pushes, 4)
+        assert isinstance(full, UpdateReplicas)
+        assert [(r.name, r.leader_epoch) for r in full.replica_entries()] == [
+            ("t-0", 0),
+            ("t-1", 0),
+            ("u-0", 3),
+        ]
+        cm.apply(CmLeaderChange("u-0", 2, (1, 2), 4))
+        (push,) = await take(pushes, 1)
+        assert isinstance(push, UpdateReplicas)
+        assert [(r.leader, r.leader_epoch) for r in push.replica_entries()] == [(2, 4)]
+        late = part("u-0", (1, 2), revision=7, uid="u1", leader=1, leader_epoch=3)
+        cm.apply(CmUpdatePartition(late))
+        (push,) = await take(pushes, 1)
+        assert isinstance(push, UpdateReplicas)
+        assert [(r.leader, r.leader_epoch, r.revision) for r in push.replica_entries()] == [
+            (2, 4, 7)
+        ]
+        await pushes.aclose()
+
+    run(body())
+
+
 def test_unregistering_a_connected_spu_closes_it_and_tells_the_others() -> None:
     async def body() -> None:
         cm, _, _ = make_cm()
@@ -343,3 +382,52 @@ def test_spu_status_changes_reach_every_connected_spu_coalesced() -> None:
             await pushes.aclose()
 
     run(body())
+
+
+def _reading(name: str, topic: str, generation: int = 1) -> ConsumerGroup:
+    member = "0b6c1a3e-6f0d-4f3c-9a51-6f8a1f1b0a01"
+    status = ConsumerGroupStatus(
+        state=GroupState.STABLE,
+        generation=generation,
+        group_epoch=generation,
+        members=(GroupMember(member_id=member, topics=(topic,)),),
+        assignment=(GroupGrant(topic=topic, partition=0, member_id=member, grant_epoch=1),),
+    )
+    return ConsumerGroup.new(name, status=status).with_revision(generation)
+
+
+def test_gates_are_recomputed_only_for_the_groups_a_change_concerns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A leader change recomputes the groups reading that topic; a plan change its own
+    group (not every group each time); the gates queued are the same as a full pass."""
+    computed: list[str] = []
+    real = gates_module.group_gates
+
+    def counting(group: ConsumerGroup, partitions: Any) -> Any:
+        computed.append(group.name)
+        return real(group, partitions)
+
+    monkeypatch.setattr(gates_module, "group_gates", counting)
+    monkeypatch.setattr(cm_module, "group_gates", counting, raising=False)
+    cm, _, _ = make_cm()
+    cm.apply(CmAddPartition(part("u-0", (1, 2))))
+    session = cm.attach(1, lambda: None)
+    groups = {"on-t": _reading("on-t", "t"), "on-u": _reading("on-u", "u")}
+    cm.sync_groups(groups.values())
+    assert sorted(computed) == ["on-t", "on-u"]
+
+    computed.clear()
+    cm.apply(CmLeaderChange("u-0", 2, (1, 2)))
+    assert computed == ["on-u"]
+    computed.clear()
+    groups["on-t"] = _reading("on-t", "t", generation=2)
+    cm.sync_groups(groups.values())
+    assert computed == ["on-t"]
+    computed.clear()
+    cm.sync_groups(groups.values())  # nothing changed
+    assert computed == []
+    # What SPU 1 was told adds up to what it must hold.
+    assert {k: g for view in session.gates_sent.values() for k, g in view.items()} == (
+        cm.desired_gates().get(1, {})
+    )

@@ -11,7 +11,13 @@ from typing import TypeVar
 import pytest
 
 from spark_stream.config import load_settings
-from spark_stream.errors import NotLeaderError, UnknownPartitionError, UnknownTopicError
+from spark_stream.errors import (
+    FencedLeaderEpochError,
+    NotLeaderError,
+    UnknownLeaderEpochError,
+    UnknownPartitionError,
+    UnknownTopicError,
+)
 from spark_stream.models import PartitionSpec, Spu, SpuResolution, SpuSpec, SpuStatus
 from spark_stream.protocol import Acks
 from spark_stream.protocol.control import Replica, ReplicaId, UpdateReplicas, UpdateSpus
@@ -38,11 +44,12 @@ def rep(
     replicas: tuple[int, ...],
     revision: int = 1,
     uid: str | None = None,
+    epoch: int = 0,
     **settings: object,
 ) -> Replica:
     first = leader if leader is not None else replicas[0]
     spec = PartitionSpec(initial_leader=first, replicas=replicas, **settings)  # type: ignore[arg-type]
-    return Replica(name, leader, spec, revision, uid)
+    return Replica(name, leader, spec, revision, uid, epoch)
 
 
 def replica_dirs(root: Path) -> list[str]:
@@ -186,6 +193,53 @@ def test_lookup_says_why_there_is_no_leader(tmp_path: Path) -> None:
             m.lookup("a", 1)
         with pytest.raises(UnknownTopicError):
             m.lookup("zzz", 0)
+        await m.stop()
+
+    run(body)
+
+
+def test_lookup_checks_the_leader_epoch_before_leadership(tmp_path: Path) -> None:
+    """KIP-320: an older epoch is fenced and a newer one unknown, on the leader and on a
+    deposed leader alike; -1 (an old client) is not checked."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas([rep("a-0", ME, (ME, 2), epoch=3)])
+        assert m.lookup("a", 0, 3) is m.lookup("a", 0) is m.lookup("a", 0, -1)
+        with pytest.raises(FencedLeaderEpochError, match="epoch 2 is fenced"):
+            m.lookup("a", 0, 2)
+        with pytest.raises(UnknownLeaderEpochError, match="epoch 4 is not known"):
+            m.lookup("a", 0, 4)
+        # Deposed: SPU 2 leads at epoch 4; this SPU follows and knows it.
+        await m.apply_replicas(UpdateReplicas.build([rep("a-0", 2, (ME, 2), epoch=4)], full=False))
+        assert m.leader("a-0") is None
+        with pytest.raises(FencedLeaderEpochError):
+            m.lookup("a", 0, 3)
+        with pytest.raises(NotLeaderError):
+            m.lookup("a", 0, 4)
+        with pytest.raises(NotLeaderError):
+            m.lookup("a", 0)
+        await m.stop()
+
+    run(body)
+
+
+def test_an_entry_from_before_an_election_is_ignored(tmp_path: Path) -> None:
+    """A late incremental push of an older epoch (same revision, same incarnation) must
+    not hand leadership back to a deposed leader."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas([rep("a-0", 2, (ME, 2), epoch=4)])
+        await m.apply_replicas(UpdateReplicas.build([rep("a-0", ME, (ME, 2), epoch=3)], full=False))
+        assert m.leader("a-0") is None
+        held = m.replica("a-0")
+        assert held is not None and (held.leader, held.leader_epoch) == (2, 4)
+        # A new incarnation (another uid) starts again at 0.
+        await m.apply_replicas(
+            UpdateReplicas.build([rep("a-0", ME, (ME, 2), uid="u2", epoch=0)], full=False)
+        )
+        assert m.leader("a-0") is not None
         await m.stop()
 
     run(body)

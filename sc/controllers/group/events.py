@@ -62,6 +62,7 @@ class MemberJoined:
         host: where the member connects from.
         owned: the partitions it believes it holds (a resuming member).
         now_ms: the coordinator's clock (Unix ms), recorded as ``joined_at``.
+        pattern: a subscription pattern (topics it matches whole are subscribed too).
     """
 
     member_id: str
@@ -73,6 +74,7 @@ class MemberJoined:
     host: str = ""
     owned: tuple[TopicPartition, ...] = ()
     now_ms: int = 0
+    pattern: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

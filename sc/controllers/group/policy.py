@@ -41,6 +41,7 @@ from spark_stream.models import (
     check_instance_id,
     check_member_epoch,
     check_member_id,
+    check_pattern,
 )
 
 __all__ = [
@@ -88,7 +89,9 @@ def _check_fields(snap: GroupSnapshot, join: MemberJoined) -> None:
     for name, value in (("client_id", join.client_id), ("host", join.host)):
         if len(value) > MAX_CLIENT_FIELD:
             raise InvalidRequestError(f"{name}: longer than {MAX_CLIENT_FIELD} characters")
-    if not join.topics:
+    if join.pattern is not None:
+        check_pattern(join.pattern)
+    elif not join.topics:
         raise InvalidRequestError("topics: a member subscribes to at least one topic")
     # A resuming member may keep a topic deleted since it subscribed (it gets nothing
     # from it until a topic of that name exists again); a new subscription may not.

@@ -131,6 +131,7 @@ def _on_join(snap: GroupSnapshot, join: MemberJoined) -> list[GroupAction]:
         host=join.host,
         member_epoch=epoch,
         topics=join.topics,
+        pattern=join.pattern,
         joined_at=joined_at,
     )
     members = [m for m in status.members if m.member_id not in gone | {join.member_id}]
@@ -285,7 +286,7 @@ def _replan(
     current = {tp: g.member_id for tp, g in kept.items()}
     for tp, member_id in (hints or {}).items():
         current.setdefault(tp, member_id)
-    target = assign(topics, {m.member_id: m.topics for m in roster}, current)
+    target = assign(topics, {m.member_id: m.subscribed(topics) for m in roster}, current)
 
     bumped = old.generation + 1
     rows: list[_Row] = []
@@ -392,9 +393,11 @@ def _views(rows: Iterable[_Row]) -> dict[str, list[_Row]]:
     return views
 
 
-def _roster(members: Iterable[GroupMember]) -> set[tuple[str, str | None, tuple[str, ...]]]:
+def _roster(
+    members: Iterable[GroupMember],
+) -> set[tuple[str, str | None, tuple[str, ...], str | None]]:
     """Membership and subscriptions: what bumps the group epoch."""
-    return {(m.member_id, m.instance_id, m.topics) for m in members}
+    return {(m.member_id, m.instance_id, m.topics, m.pattern) for m in members}
 
 
 def _gate_changes(

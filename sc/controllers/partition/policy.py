@@ -48,11 +48,20 @@ def elect(
 
 
 def with_leader(partition: Partition, leader: int) -> PartitionStatus:
-    """Status after the SC chose ``leader``: ``Online`` under that leader.
+    """Status after the SC chose ``leader``: ``Online`` under that leader, at the next
+    leader epoch.
 
-    The live replica list is kept until the new leader's first report replaces it.
+    Every election bumps ``leader_epoch`` (the SC elects only a leader other than the
+    current one), so a deposed leader's epoch is older than its successor's and a fetch
+    carrying the old epoch is fenced. The live replica list is kept until the new
+    leader's first report replaces it.
     """
-    update = {"leader": leader, "resolution": PartitionResolution.ONLINE, "reason": None}
+    update = {
+        "leader": leader,
+        "leader_epoch": partition.status.leader_epoch + 1,
+        "resolution": PartitionResolution.ONLINE,
+        "reason": None,
+    }
     return partition.status.model_copy(update=update)
 
 

@@ -10,15 +10,17 @@ Theory of operation (seed ``003``, "Partition Controller"):
   ``CmDeletePartition`` with the deleted object's uid (every SPU deletes that storage).
 - **SPU Online -> Offline** -> for every partition it led: elect a new leader among the
   online replicas (``sc.election``: in sync, highest LEO; unclean only if the topic
-  allows). Found -> status ``Online`` under the new leader (KV) and ``CmLeaderChange``
-  to the replicas. None -> status ``Offline`` (KV), the old leader kept.
+  allows). Found -> status ``Online`` under the new leader at the next leader epoch (KV)
+  and ``CmLeaderChange`` with that epoch to the replicas. None -> status ``Offline``
+  (KV), the old leader and its epoch kept.
 - **SPU Offline -> Online** -> for every ``Offline`` partition that has the SPU as a
   replica, is not led by it (a returning leader resumes by its own LRS) and has no live
   leader: if the SPU is eligible, it leads (same two actions as above).
 - **SPU deleted** -> as Online -> Offline: its partitions get a new leader.
-- **LRS change** -> status ``Online`` with the reported leader, replicas, LEO and HW.
-  A report from an SPU that is not the partition's leader is dropped: that fences a
-  deposed leader that comes back and still believes it leads.
+- **LRS change** -> status ``Online`` with the reported leader, replicas, LEO and HW,
+  the leader epoch kept (only an election changes it). A report from an SPU that is not
+  the partition's leader is dropped: that fences a deposed leader that comes back and
+  still believes it leads.
 - **Reconcile** -> the same rules as a sweep: ``Init`` partitions go ``Offline``,
   partitions whose leader is not online get an election.
 
@@ -109,8 +111,14 @@ def _elect_away(partition: Partition, online: frozenset[int], lost: int) -> list
     leader = elect(partition, online, exclude={lost})
     if leader is None:
         return _write(partition, offline(partition, _NO_LEADER))
-    change = CmLeaderChange(partition.name, leader, partition.spec.replicas)
-    return [*_write(partition, with_leader(partition, leader)), change]
+    return _elected(partition, leader)
+
+
+def _elected(partition: Partition, leader: int) -> list[Action]:
+    """The status under the elected ``leader`` (next epoch) and its push to the replicas."""
+    status = with_leader(partition, leader)
+    change = CmLeaderChange(partition.name, leader, partition.spec.replicas, status.leader_epoch)
+    return [*_write(partition, status), change]
 
 
 def _on_spu_offline(store: StoreView, spu_id: int) -> list[Action]:
@@ -132,8 +140,7 @@ def _take_over(partition: Partition, online: frozenset[int]) -> list[Action]:
     leader = elect(partition, online)
     if leader is None:
         return []
-    change = CmLeaderChange(partition.name, leader, partition.spec.replicas)
-    return [*_write(partition, with_leader(partition, leader)), change]
+    return _elected(partition, leader)
 
 
 def _on_spu_online(store: StoreView, spu_id: int) -> list[Action]:
@@ -155,6 +162,7 @@ def _on_lrs(store: StoreView, report: LrsUpdate) -> list[Action]:
     status = PartitionStatus(
         resolution=PartitionResolution.ONLINE,
         leader=report.leader,
+        leader_epoch=partition.status.leader_epoch,
         lrs=report.replicas,
         leo=report.leo,
         hw=report.hw,

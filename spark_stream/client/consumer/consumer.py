@@ -7,7 +7,9 @@ decodes each frame zero-copy, drops rows before its position (a frame may start
 earlier), cuts at the end offset, and advances its position past every frame it
 yielded. When the stream fails with a retriable error (leader moved, SPU died) it
 looks the leader up again and reopens the stream at that position, so records are
-neither repeated nor skipped across failover. ``stop_at_end`` fixes the end at the
+neither repeated nor skipped across failover. A group stream carries the partition's
+leader epoch from the metadata; a leader that fences it (its metadata was stale) makes
+the consumer wait briefly for newer metadata before it reopens. ``stop_at_end`` fixes the end at the
 offset visible when the stream starts (``fluvio consume -d``).
 
 The multi-partition consumer runs one such stream per partition into a bounded queue;
@@ -33,7 +35,8 @@ from spark_stream.client.consumer.fetch import (
 )
 from spark_stream.client.consumer.fetch import visible_end as _visible_end
 from spark_stream.client.consumer.offset import Offset
-from spark_stream.client.leader import LEADER_ERRORS, LeaderClient, RetryPolicy, retry_backoff
+from spark_stream.client.leader import LeaderClient, RetryPolicy, lookup_hints, retry_backoff
+from spark_stream.client.metadata import Leader
 from spark_stream.client.types import Record
 from spark_stream.errors import ConnectionClosedError, FluvioError, NotLeaderError
 from spark_stream.net.connection import Connection
@@ -59,7 +62,8 @@ def _with_partition(batch: pa.RecordBatch, partition: int) -> pa.RecordBatch:
 
 
 def batch_records(batch: pa.RecordBatch) -> list[Record]:
-    """The rows of a consumer batch as ``Record`` objects (columns converted once each)."""
+    """The rows of a consumer batch as ``Record`` objects (columns converted once each);
+    a group consumer's batch (``GROUP_SCHEMA``) also gives each its ``topic``."""
     parts = batch.column("partition").to_pylist()
     offsets = batch.column("offset").to_pylist()
     keys = batch.column("key").to_pylist()
@@ -73,9 +77,15 @@ def batch_records(batch: pa.RecordBatch) -> list[Record]:
             () if row is None else tuple((h["key"], h["value"]) for h in row)
             for row in headers.to_pylist()
         ]
+    names = batch.schema.names
+    topics: list[str | None] = (
+        batch.column("topic").to_pylist() if "topic" in names else [None] * len(parts)
+    )
     return [
-        Record(p, o, k, v, t, h)
-        for p, o, k, v, t, h in zip(parts, offsets, keys, values, stamps, hdrs, strict=True)
+        Record(p, o, k, v, t, h, topic)
+        for p, o, k, v, t, h, topic in zip(
+            parts, offsets, keys, values, stamps, hdrs, topics, strict=True
+        )
     ]
 
 
@@ -183,22 +193,22 @@ class AsyncPartitionConsumer:
         policy = self._policy()
         failures = 0
         not_spu: int | None = None
+        stale_epoch: int | None = None
         timeout = cfg.request_timeout_ms / 1000.0
         while True:
             conn: Connection | None = None
-            leader_id: int | None = None
+            leader: Leader | None = None
             try:
                 leader, conn = await self._leaders.connection(
-                    self.topic, self.partition, timeout, not_spu=not_spu
+                    self.topic, self.partition, timeout, not_spu=not_spu, stale_epoch=stale_epoch
                 )
-                leader_id = leader.spu_id
                 request = StreamFetchRequest(
                     self.topic,
                     self.partition,
                     position,
                     max_bytes=cfg.max_bytes,
                     isolation=isolation,
-                    **group_fields(group),
+                    **group_fields(group, leader),
                 )
                 async with await conn.stream(request, window=cfg.window) as stream:
                     async for push in stream:
@@ -225,7 +235,7 @@ class AsyncPartitionConsumer:
                     raise
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self._leaders.pool.discard(conn)
-                not_spu = leader_id if isinstance(exc, LEADER_ERRORS) else None
+                not_spu, stale_epoch = lookup_hints(exc, leader)
                 await asyncio.sleep(policy.delay(failures, exc))  # failover backoff
                 failures += 1
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from spark_stream.client.consumer.local_files import LocalFiles
 from spark_stream.client.leader import LeaderClient, RetryPolicy
+from spark_stream.client.metadata import Leader
 from spark_stream.client.types import PartitionOffsets
 from spark_stream.errors import (
     CorruptFrameError,
@@ -75,8 +76,9 @@ _EMPTY_WAIT_MS = 200
 
 @dataclass(frozen=True, slots=True)
 class GroupFetch:
-    """Who fetches, for a consumer-group member: sent as fetch version 1, checked by the
-    partition leader's delivery gate. Plain reads pass none and speak version 0.
+    """Who fetches, for a consumer-group member: sent with the leader epoch of the
+    leader fetched from (fetch version 2), checked by the partition leader's delivery
+    gate and leader epoch. Plain reads pass none and speak version 0.
 
     Attributes:
         group: the consumer group.
@@ -89,12 +91,21 @@ class GroupFetch:
     grant_epoch: int
 
 
-def group_fields(group: GroupFetch | None) -> dict[str, Any]:
-    """The fetch request fields of ``group`` (keyword arguments of ``FetchRequest`` and
-    ``StreamFetchRequest``), or none for a plain read (version 0)."""
+def group_fields(group: GroupFetch | None, leader: Leader) -> dict[str, Any]:
+    """The fetch request fields of ``group`` sent to ``leader`` (keyword arguments of
+    ``FetchRequest`` and ``StreamFetchRequest``), or none for a plain read (version 0).
+
+    A group read always carries the leader's epoch as the metadata has it, so a deposed
+    leader cannot serve the member (``FencedLeaderEpochError``, retried on the new one).
+    """
     if group is None:
         return {}
-    return {"group": group.group, "member_id": group.member_id, "grant_epoch": group.grant_epoch}
+    return {
+        "group": group.group,
+        "member_id": group.member_id,
+        "grant_epoch": group.grant_epoch,
+        "leader_epoch": leader.leader_epoch,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,15 +255,18 @@ async def _fetch(
     group: GroupFetch | None = None,
 ) -> _Read:
     """A plain fetch: the frames come in the reply."""
-    request = FetchRequest(
-        topic,
-        partition,
-        position,
-        max_bytes=max_bytes,
-        isolation=isolation,
-        max_wait_ms=_EMPTY_WAIT_MS,
-        **group_fields(group),
-    )
+
+    def request(leader: Leader) -> FetchRequest:
+        return FetchRequest(
+            topic,
+            partition,
+            position,
+            max_bytes=max_bytes,
+            isolation=isolation,
+            max_wait_ms=_EMPTY_WAIT_MS,
+            **group_fields(group, leader),
+        )
+
     reply = await leaders.call(topic, partition, request, policy)
     assert isinstance(reply, FetchResponse)
     return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(received_tail(reply.tail)))
@@ -271,15 +285,18 @@ async def _fetch_local(
 ) -> _Read | None:
     """A local fetch, or None when the leader's file cannot be read from here."""
     mapped = isolation is Isolation.COMMITTED  # committed frames are never truncated
-    request = FetchLocalRequest(
-        topic,
-        partition,
-        position,
-        max_bytes=max(max_bytes, LOCAL_MAPPED_MAX_BYTES) if mapped else max_bytes,
-        isolation=isolation,
-        max_wait_ms=_EMPTY_WAIT_MS,
-        **group_fields(group),
-    )
+
+    def request(leader: Leader) -> FetchLocalRequest:
+        return FetchLocalRequest(
+            topic,
+            partition,
+            position,
+            max_bytes=max(max_bytes, LOCAL_MAPPED_MAX_BYTES) if mapped else max_bytes,
+            isolation=isolation,
+            max_wait_ms=_EMPTY_WAIT_MS,
+            **group_fields(group, leader),
+        )
+
     try:
         reply = await leaders.call(topic, partition, request, policy)
     except UnsupportedVersionError:

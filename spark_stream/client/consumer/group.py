@@ -4,15 +4,35 @@ Theory of operation (the member state machine of ``docs/consumer-groups.md``). T
 opens a ``GROUP_JOIN`` stream on its own SC connection; every push is the member's whole
 assignment (``assigned``) plus the grants it must give back (``revoke``). A push of an
 older generation than one already applied is ignored. For each assigned partition a pump
-task resolves the start (the group's committed offset, else ``auto_offset_reset``) and
-streams the partition from its leader with the grant (fetch v1, gated by the leader) into
-one bounded queue. ``stream_batches`` hands batches out and advances each partition's
-position only when a batch is handed out, so a batch still queued when its partition is
-revoked is dropped, not counted. A revoke stops the pump, commits the position and sends
-``GROUP_RELEASE``: the next owner starts exactly there (no duplicate, no gap). A pump
-ending with ``FencedMemberError`` drops its partition (its new owner has it). Heartbeats
-and auto-commit run as tasks on the client's loop; ``close`` commits (auto-commit only),
-leaves and closes the connection.
+(``_group_parts.Pump``) resolves its start (a seek's offset, else the group's committed
+offset, else ``auto_offset_reset``) and streams the partition from its leader with the
+grant (fetch v1, gated by the leader) into one bounded queue. ``stream_batches`` hands
+batches out and advances a partition's position only when one is handed out; a batch of
+a pump that was replaced (seek, resume, regrant), paused or revoked is dropped, not
+counted. So positions stay exact and a revoked partition's next owner starts after what
+this member handed out.
+
+Rebalance: a partition the SC takes back cooperatively (``revoke``) stops handing out,
+``on_revoke`` runs (it may commit), the member commits its position and sends
+``GROUP_RELEASE``; new grants start their pumps, then ``on_assign`` runs. A partition lost
+without a revoke (fenced at the gate, dropped by the SC) goes to ``on_lost`` (default:
+``on_revoke``, as Kafka's ``onPartitionsLost``) and is not committed. Callbacks run on the
+client's loop with no lock held.
+
+The SC connection lost (SC restart): pumps keep delivering from the SPUs while the member
+reconnects with capped backoff and resumes with its last ``member_epoch`` and the
+partitions it holds; the coordinator hands them back unchanged. Commits wait for the
+reconnect (bounded); auto-commit retries at its next tick. A refused resume (fenced,
+unknown member) drops everything and joins again with epoch 0.
+
+``max_poll_interval_ms``: when the application has not pulled from the stream for that
+long (it is not waiting inside the stream), the member leaves like ``close`` does
+(``on_revoke``, commit with auto-commit, ``GROUP_LEAVE``) so the partitions move on; the
+next pull joins again as a new member.
+
+A member that may have outlived its session (stopped or starved past it) confirms it
+with a heartbeat before handing out anything more (``_group_session``): batches fetched
+before the stop must not reach the application after their partition moved on.
 """
 
 from __future__ import annotations
@@ -20,14 +40,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from spark_stream.client.config import ConsumerConfig, parse_isolation
+from spark_stream.client.consumer._group_offsets import RETRY_S, TIMEOUT, GroupPartitions
+from spark_stream.client.consumer._group_parts import (
+    GROUP_SCHEMA,
+    CommitCallback,
+    Item,
+    Pump,
+    RebalanceCallback,
+    TopicPartition,
+    call_back,
+    with_topic,
+)
+from spark_stream.client.consumer._group_session import SessionClock
 from spark_stream.client.consumer.consumer import AsyncPartitionConsumer, batch_records
 from spark_stream.client.consumer.fetch import GroupFetch
 from spark_stream.client.consumer.offset import Offset
@@ -42,41 +74,33 @@ from spark_stream.errors import (
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import control as c
 
-__all__ = ["AsyncGroupConsumer", "TopicPartition"]
+__all__ = [
+    "GROUP_SCHEMA",
+    "AsyncGroupConsumer",
+    "CommitCallback",
+    "RebalanceCallback",
+    "TopicPartition",
+]
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 _RESETS = ("earliest", "latest")
-_TIMEOUT = 10.0
+_BACKOFF_CAP = 1.0  # reconnect backoff: from RETRY_S, doubling up to this (seconds)
+_MAX_POLL_MS = (1_000, 1_800_000)  # bounds of max_poll_interval_ms (the brief's)
 
 
-@dataclass(eq=False)
-class _Pump:
-    """One partition's fetch task under one grant (identity = this object)."""
-
-    tp: TopicPartition
-    grant_epoch: int
-    task: asyncio.Task[None] | None = None
-    done: bool = False
-    end: int | None = None  # the end visible when the grant's start was resolved
+def _tp_list(tps: list[TopicPartition]) -> list[dict[str, Any]]:
+    return [{"topic": t, "partition": p} for t, p in sorted(tps)]
 
 
-@dataclass
-class _Item:
-    pump: _Pump | None  # None: the membership failed (``error``)
-    batch: pa.RecordBatch | None = None
-    error: BaseException | None = None
-
-
-class AsyncGroupConsumer:
+class AsyncGroupConsumer(GroupPartitions):
     """A member of consumer group ``group`` reading ``topics``. From
     ``FluvioAsync.group_consumer``; call ``start`` (done there) then ``stream_batches``.
 
     Attributes:
         group: the consumer group.
         topics: the topics subscribed.
-        member_id: this member's id (uuid4).
+        member_id: this member's id (uuid4; a new one after a ``max_poll_interval`` leave).
         generation: the generation of the last assignment applied (-1 before).
     """
 
@@ -93,17 +117,28 @@ class AsyncGroupConsumer:
         auto_offset_reset: str = "latest",
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: int = 1000,
+        max_poll_interval_ms: int = 60_000,
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
+        pattern: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise InvalidConfigError(
                 f"auto_offset_reset must be one of {_RESETS}, got {auto_offset_reset!r}"
             )
-        if not topics:
-            raise InvalidConfigError("group_consumer: no topic given")
+        if not topics and pattern is None:
+            raise InvalidConfigError("group_consumer: no topic (or pattern) given")
         if auto_commit_interval_ms <= 0:
             raise InvalidConfigError("auto_commit_interval_ms must be > 0")
+        low, high = _MAX_POLL_MS
+        if not low <= max_poll_interval_ms <= high:
+            raise InvalidConfigError(
+                f"max_poll_interval_ms must be in [{low}, {high}], got {max_poll_interval_ms}"
+            )
         self.group = group
         self.topics = topics
+        self.pattern = pattern  # topics it matches are subscribed too (resolved by the SC)
         self.member_id = str(uuid.uuid4())
         self.generation = -1
         self._host, self._port = host, port
@@ -114,199 +149,353 @@ class AsyncGroupConsumer:
         self._reset = auto_offset_reset
         self._auto_commit = enable_auto_commit
         self._commit_interval = auto_commit_interval_ms / 1000.0
+        self._max_poll_s = max_poll_interval_ms / 1000.0
+        self._on_assign = on_assign
+        self._on_revoke = on_revoke
+        self._on_lost = on_lost or on_revoke
         self._conn: Connection | None = None
         self._stream: Stream | None = None
+        self._connected = asyncio.Event()
         self._epoch = 0
         self._heartbeat_s = 1.0
-        self._pumps: dict[TopicPartition, _Pump] = {}
+        self._session = SessionClock(session_s=10.0, margin_s=1.0, confirmed_at=0.0)
+        self._pumps: dict[TopicPartition, Pump] = {}
         self._positions: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
-        self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=64)
-        self._tasks: list[asyncio.Task[None]] = []
+        self._queue: asyncio.Queue[Item] = asyncio.Queue(maxsize=64)
+        self._member_tasks: list[asyncio.Task[None]] = []  # end with the membership
+        self._tasks: list[asyncio.Task[None]] = []  # end with the consumer
         self._lock = asyncio.Lock()  # one push / commit at a time
-        self._error: BaseException | None = None
+        self._async_error: BaseException | None = None  # a failed commit_async
+        self._pulling = False  # the application waits inside stream_batches
+        self._last_pull = time.monotonic()
+        self._left = False  # left on max_poll_interval: the next pull rejoins
         self._closed = False
 
     # -- membership --------------------------------------------------------------------
 
+    @property
+    def member_epoch(self) -> int:
+        """This member's epoch, as last pushed by the coordinator (0 before joining)."""
+        return self._epoch
+
     async def start(self) -> None:
         """Join the group, apply the first assignment, start heartbeats (and auto-commit)."""
-        self._conn = await Connection.open(self._host, self._port, timeout=_TIMEOUT)
-        await self._join()
+        await self._begin_membership()
         loop = asyncio.get_running_loop()
-        self._tasks.append(loop.create_task(self._follow()))
-        self._tasks.append(loop.create_task(self._heartbeats()))
+        self._tasks.append(loop.create_task(self._poll_watchdog()))
         if self._auto_commit:
             self._tasks.append(loop.create_task(self._auto_commits()))
 
-    async def _join(self) -> None:
+    async def _begin_membership(self) -> None:
+        self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT)
+        await self._join(resume=False)
+        self._connected.set()
+        self._last_pull = time.monotonic()
+        loop = asyncio.get_running_loop()
+        self._member_tasks = [
+            loop.create_task(self._follow()),
+            loop.create_task(self._heartbeats()),
+        ]
+
+    async def _join(self, resume: bool) -> None:
+        """``GROUP_JOIN`` (new: epoch 0; resume: the last epoch and the partitions held)
+        and apply the first push."""
         assert self._conn is not None
+        owned = _tp_list(list(self._pumps)) if resume else []
         request = c.GroupJoinRequest(
-            self.group, self.member_id, self.topics, member_epoch=0, instance_id=self._instance_id
+            self.group,
+            self.member_id,
+            self.topics,
+            member_epoch=self._epoch if resume else 0,
+            instance_id=self._instance_id,
+            owned=owned,
+            pattern=self.pattern,
         )
+        sent = time.monotonic()
         self._stream = await self._conn.stream(request)
         push = await self._stream.__anext__()
+        self._session.confirm(sent)
         await self._apply(c.GroupAssignment.from_meta(push.meta, b""))
 
     async def _follow(self) -> None:
-        """Apply every assignment push; a fenced or unknown member rejoins with epoch 0.
+        """Apply every assignment push; reconnect when the SC connection is lost; a
+        fenced or unknown member loses everything and joins again with epoch 0.
 
-        Any other end of the membership (the SC connection lost) ends ``stream_batches``
-        with its error: this member's grants are no longer followed.
+        Anything else ends ``stream_batches`` with its error.
         """
         try:
-            await self._follow_pushes()
+            while not self._closed:
+                try:
+                    await self._apply(await self._next_push())
+                except FluvioError as exc:
+                    if self._closed:
+                        return
+                    if not exc.retriable:
+                        await self._forget(exc)
+                    await self._reconnect(exc)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
             if not self._closed:
-                await self._queue.put(_Item(None, error=exc))
+                await self._queue.put(Item(None, error=exc))
 
-    async def _follow_pushes(self) -> None:
+    async def _next_push(self) -> c.GroupAssignment:
+        assert self._stream is not None
+        try:
+            push = await self._stream.__anext__()
+        except StopAsyncIteration:
+            raise ConnectionClosedError(
+                f"group {self.group}: the SC ended the membership"
+            ) from None
+        return c.GroupAssignment.from_meta(push.meta, b"")
+
+    async def _reconnect(self, cause: FluvioError) -> None:
+        """Open a new SC connection and join on it: resume with the last epoch and the
+        partitions held, or (after ``_forget``) as a new member. Capped backoff, until
+        closed; a new member's join refused for good (a deleted topic) is raised.
+        """
+        self._connected.clear()
+        log.info("group %s: member %s reconnects (%s)", self.group, self.member_id, cause)
+        delay = RETRY_S
         while not self._closed:
-            assert self._stream is not None
             try:
-                push = await self._stream.__anext__()
-            except StopAsyncIteration:
-                raise ConnectionClosedError(
-                    f"group {self.group}: the SC ended the membership"
-                ) from None
+                if self._conn is not None:
+                    await self._conn.close()
+                self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT)
+                await self._join(resume=self._epoch > 0)
             except FluvioError as exc:
-                if self._closed or exc.retriable:
-                    raise
-                log.info("group %s: member %s rejoins (%s)", self.group, self.member_id, exc)
-                await self._drop_all()
-                self.generation = -1
-                await self._join()
-                continue
-            await self._apply(c.GroupAssignment.from_meta(push.meta, b""))
+                if not exc.retriable:
+                    if self._epoch == 0:
+                        raise
+                    await self._forget(exc)  # the resume was refused: join anew
+                    continue
+            except OSError:
+                pass
+            else:
+                self._connected.set()
+                return
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, _BACKOFF_CAP)
+
+    async def _forget(self, cause: FluvioError) -> None:
+        """The SC does not know this member's grants any more (fenced, unknown member):
+        lose them; the next join is a new member's (epoch 0)."""
+        log.info("group %s: member %s starts over (%r)", self.group, self.member_id, cause)
+        await self._lose(list(self._pumps))
+        self.generation = -1
+        self._epoch = 0
 
     async def _heartbeats(self) -> None:
         while not self._closed:
             await asyncio.sleep(self._heartbeat_s)
-            assert self._conn is not None
-            owned = [{"topic": t, "partition": p} for t, p in sorted(self._pumps)]
+            conn = self._conn
+            if conn is None or not self._connected.is_set():
+                continue
+            owned = _tp_list(list(self._pumps))
             request = c.GroupHeartbeatRequest(self.group, self.member_id, self._epoch, owned)
+            sent = time.monotonic()
             with contextlib.suppress(FluvioError):  # the push stream reports fencing
-                await self._conn.call(request, timeout=_TIMEOUT)
+                await conn.call(request, timeout=TIMEOUT)
+                self._session.confirm(sent)
+
+    async def _confirm_session(self) -> None:
+        """Hold hand-outs while the session may have expired at the SC (this process was
+        stopped or starved past it, see ``_group_session``): a heartbeat the SC answers
+        confirms it; a refused one means the push stream is ending with the fence and
+        ``_follow`` drops everything and joins again; while the SC is away, the resume
+        that reconnects confirms it (or drops everything).
+        """
+        while self._session.may_have_expired(time.monotonic()) and not self._closed:
+            conn = self._conn
+            if conn is None or not self._connected.is_set():
+                await asyncio.sleep(0.05)  # reconnecting
+                continue
+            owned = _tp_list(list(self._pumps))
+            request = c.GroupHeartbeatRequest(self.group, self.member_id, self._epoch, owned)
+            sent = time.monotonic()
+            try:
+                await conn.call(request, timeout=TIMEOUT)
+                self._session.confirm(sent)
+            except FluvioError:
+                await asyncio.sleep(0.05)  # let ``_follow`` take the fence and rejoin
 
     async def _auto_commits(self) -> None:
         while not self._closed:
             await asyncio.sleep(self._commit_interval)
+            if self._left or not self._connected.is_set():
+                continue  # retried at the next tick
             try:
-                await self.commit()
+                async with self._lock:
+                    await self._commit_locked(self._commit_plan())
             except FluvioError as exc:
                 log.warning("group %s: auto-commit failed: %s", self.group, exc)
 
     async def _apply(self, push: c.GroupAssignment) -> None:
+        """Apply one assignment push (see the module doc for the order of steps)."""
+        if push.generation < self.generation:
+            return  # an older plan than one applied
+        assigned = {(g["topic"], g["partition"]): int(g["grantEpoch"]) for g in push.assigned}
+        revoke = [(g["topic"], g["partition"]) for g in push.revoke]
         async with self._lock:
-            if push.generation < self.generation:
-                return  # an older plan than one applied
             self.generation = push.generation
             self._epoch = push.member_epoch
             self._heartbeat_s = max(0.05, push.heartbeat_ms / 1000.0)
-            assigned = {(g["topic"], g["partition"]): int(g["grantEpoch"]) for g in push.assigned}
-            revoke = [(g["topic"], g["partition"]) for g in push.revoke]
-            for tp in [tp for tp in self._pumps if tp not in assigned and tp not in revoke]:
-                await self._stop(tp)
+            # gone without a revoke, or granted again under another grant epoch (someone
+            # else may have held it meanwhile): lost, restarted from the committed offset
+            lost = [
+                tp
+                for tp, pump in self._pumps.items()
+                if assigned.get(tp, pump.grant_epoch) != pump.grant_epoch
+                or (tp not in assigned and tp not in revoke)
+            ]
+            held = sorted(tp for tp in revoke if tp in self._pumps)
+            for tp in held:
+                await self._halt(self._pumps[tp], revoking=True)
+        await self._lose(lost)
+        if held and self._on_revoke is not None:
+            await self._callback(self._on_revoke, held)
+        started: list[TopicPartition] = []
+        async with self._lock:
             if revoke:
-                held = [tp for tp in revoke if tp in self._pumps]
-                await self._commit_locked({tp: self._pumps[tp].grant_epoch for tp in held})
+                try:
+                    plan = self._commit_plan()
+                    await self._commit_locked({tp: plan[tp] for tp in held if tp in plan})
+                except FluvioError as exc:
+                    if exc.retriable:
+                        raise  # the SC is away: the resumed member gets the revoke again
+                    log.warning("group %s: commit on revoke failed: %s", self.group, exc)
                 for tp in held:
                     await self._stop(tp)
                 assert self._conn is not None
-                partitions = [{"topic": t, "partition": p} for t, p in revoke]
-                release = c.GroupReleaseRequest(self.group, self.member_id, self._epoch, partitions)
+                release = c.GroupReleaseRequest(
+                    self.group, self.member_id, self._epoch, _tp_list(revoke)
+                )
                 with contextlib.suppress(FencedMemberError):
-                    await self._conn.call(release, timeout=_TIMEOUT)
+                    await self._conn.call(release, timeout=TIMEOUT)
             for tp, epoch in assigned.items():
                 pump = self._pumps.get(tp)
-                if pump is None or pump.grant_epoch != epoch or pump.done:
+                if pump is not None and pump.revoking and pump.grant_epoch == epoch:
+                    # a revoke the SC cancelled: hand out again from the position
+                    self._launch(self._restarted(pump, paused=False))
+                elif pump is None or pump.grant_epoch != epoch or pump.done:
                     if pump is not None:
                         await self._stop(tp)
-                    await self._launch(tp, epoch)
+                    self._positions.pop(tp, None)  # known once this grant's start resolves
+                    self._committed.pop(tp, None)
+                    self._launch(Pump(tp, epoch))
+                    started.append(tp)
+        if started and self._on_assign is not None:
+            await self._callback(self._on_assign, sorted(started))
 
-    async def _launch(self, tp: TopicPartition, grant_epoch: int) -> None:
-        pump = _Pump(tp, grant_epoch)
-        self._pumps[tp] = pump
-        self._positions.pop(tp, None)  # known again once this grant's start is resolved
-        self._committed.pop(tp, None)
-        pump.task = asyncio.get_running_loop().create_task(self._run_pump(pump))
+    async def _lose(self, tps: list[TopicPartition]) -> None:
+        """Partitions no longer this member's (no commit): stop them, tell ``on_lost``
+        (a pump fenced at the gate told it already)."""
+        told = [tp for tp in tps if tp in self._pumps and not self._pumps[tp].done]
+        await self._stop_all(tps)
+        if told and self._on_lost is not None:
+            await self._callback(self._on_lost, sorted(told))
 
-    async def _stop(self, tp: TopicPartition) -> None:
-        pump = self._pumps.pop(tp, None)
-        if pump is not None and pump.task is not None:
-            pump.task.cancel()
-            await asyncio.gather(pump.task, return_exceptions=True)
+    async def _callback(self, callback: RebalanceCallback, tps: list[TopicPartition]) -> None:
+        """Run an application callback; its error is raised by the next pull."""
+        try:
+            await call_back(callback, tps)
+        except Exception as exc:
+            log.warning("group %s: rebalance callback failed: %s", self.group, exc)
+            await self._queue.put(Item(None, error=exc))
 
-    async def _drop_all(self) -> None:
-        for tp in list(self._pumps):
-            await self._stop(tp)
+    def _launch(self, pump: Pump) -> None:
+        """Make ``pump`` the partition's and start its task (unless paused)."""
+        self._pumps[pump.tp] = pump
+        if not pump.paused:
+            pump.task = asyncio.get_running_loop().create_task(self._run_pump(pump))
 
-    async def _start_offset(self, tp: TopicPartition) -> Offset:
-        committed = await self.committed(tp)
+    async def _start_offset(self, pump: Pump) -> Offset:
+        if pump.start is not None:
+            return pump.start
+        committed = await self.committed(pump.tp)
         if committed is not None:
+            self._committed[pump.tp] = committed
             return Offset.absolute(committed)
         return Offset.beginning() if self._reset == "earliest" else Offset.end()
 
-    async def _run_pump(self, pump: _Pump) -> None:
+    async def _run_pump(self, pump: Pump) -> None:
         topic, partition = pump.tp
         grant = GroupFetch(self.group, self.member_id, pump.grant_epoch)
         try:
             consumer = AsyncPartitionConsumer(topic, partition, self._config, self._leaders)
-            start, end = await consumer.resolve(await self._start_offset(pump.tp), self._isolation)
-            self._positions[pump.tp] = start  # nothing of this grant handed out yet
+            start, end = await consumer.resolve(await self._start_offset(pump), self._isolation)
+            self._positions[pump.tp] = start  # nothing of this pump handed out yet
             pump.end = max(start, end)
             async with contextlib.aclosing(
                 consumer.stream_batches(Offset.absolute(start), group=grant)
             ) as batches:
                 async for batch in batches:
-                    await self._queue.put(_Item(pump, batch))
+                    await self._queue.put(Item(pump, with_topic(batch, topic)))
         except asyncio.CancelledError:
             raise
-        except FencedMemberError:
+        except FencedMemberError as exc:
             pump.done = True  # the grant moved on: its new owner reads it
+            log.info("group %s: %s-%d fenced at the leader: %s", self.group, *pump.tp, exc)
+            if self._pumps.get(pump.tp) is pump and self._on_lost is not None:
+                await self._callback(self._on_lost, [pump.tp])
         except BaseException as exc:
             pump.done = True
-            await self._queue.put(_Item(pump, error=exc))
+            await self._queue.put(Item(pump, error=exc))
 
     # -- reading -----------------------------------------------------------------------
 
     async def stream_batches(
         self, stop_at_end: bool = False
     ) -> AsyncGenerator[pa.RecordBatch, None]:
-        """Arrow batches (``CONSUMER_SCHEMA``) of the assigned partitions, merged.
+        """Arrow batches (``GROUP_SCHEMA``: topic, partition, offset, record columns) of
+        the assigned partitions, merged.
 
-        Each batch is from one partition; a partition's batches come in order. Runs until
-        the caller stops iterating or ``close``.
+        Each batch is from one partition of one topic; a partition's batches come in
+        order. Runs until the caller stops iterating or ``close``. A pull after the member
+        left on ``max_poll_interval_ms`` joins the group again first.
 
         Args:
             stop_at_end: end once every assigned partition was read up to the end visible
                 when it was granted (``fluvio consume -g -d``).
 
         Raises:
-            FluvioError: a partition failed for good (not a fencing: that one is dropped).
+            FluvioError: a partition failed for good (not a fencing: that one is dropped),
+                or a rebalance callback raised (the membership goes on).
         """
-        while not self._closed:
-            if stop_at_end and self._at_end():
-                return
-            try:
-                async with asyncio.timeout(0.05 if stop_at_end else None):
-                    item = await self._queue.get()
-            except TimeoutError:
-                continue  # look at the ends again
-            if item.pump is None:
-                assert item.error is not None
-                raise item.error
-            if self._pumps.get(item.pump.tp) is not item.pump:
-                continue  # revoked or superseded while queued: the next owner reads it
-            if item.error is not None:
-                raise item.error
-            batch = item.batch
-            assert batch is not None
-            offsets = batch.column("offset")
-            self._positions[item.pump.tp] = int(offsets[len(offsets) - 1].as_py()) + 1
-            yield batch
+        try:
+            while not self._closed:
+                self._pulling = True
+                if self._left:
+                    await self._rejoin_after_leave()
+                if stop_at_end and self._at_end():
+                    return
+                try:
+                    async with asyncio.timeout(0.05 if stop_at_end else None):
+                        item = await self._queue.get()
+                except TimeoutError:
+                    continue  # look at the ends again
+                if item.pump is None:
+                    assert item.error is not None
+                    raise item.error
+                pump = item.pump
+                if self._pumps.get(pump.tp) is not pump or not pump.handing_out:
+                    continue  # revoked, paused or superseded while queued
+                await self._confirm_session()
+                if self._pumps.get(pump.tp) is not pump or not pump.handing_out:
+                    continue  # the session had expired: the partition moved on
+                if item.error is not None:
+                    raise item.error
+                batch = item.batch
+                assert batch is not None
+                offsets = batch.column("offset")
+                self._positions[pump.tp] = int(offsets[len(offsets) - 1].as_py()) + 1
+                self._pulling = False
+                self._last_pull = time.monotonic()
+                yield batch
+        finally:
+            self._pulling = False
+            self._last_pull = time.monotonic()
 
     def _at_end(self) -> bool:
         """Every assigned partition read up to the end visible when it was granted."""
@@ -316,102 +505,87 @@ class AsyncGroupConsumer:
         )
 
     async def stream(self, stop_at_end: bool = False) -> AsyncGenerator[Record, None]:
-        """The rows of ``stream_batches`` as ``Record`` objects."""
+        """The rows of ``stream_batches`` as ``Record`` objects (with their ``topic``)."""
         async with contextlib.aclosing(self.stream_batches(stop_at_end)) as batches:
             async for batch in batches:
                 for record in batch_records(batch):
                     yield record
 
-    # -- offsets -----------------------------------------------------------------------
+    # -- max_poll_interval ---------------------------------------------------------------
 
-    def assignment(self) -> list[TopicPartition]:
-        """The partitions this member reads now, sorted."""
-        return sorted(self._pumps)
+    async def _poll_watchdog(self) -> None:
+        """Leave the group when the application has not pulled for ``max_poll_interval``."""
+        tick = min(1.0, self._max_poll_s / 4)
+        while not self._closed:
+            await asyncio.sleep(tick)
+            idle = time.monotonic() - self._last_pull
+            if not self._left and not self._pulling and idle > self._max_poll_s:
+                log.warning(
+                    "group %s: no pull for %.1f s (max_poll_interval_ms): member %s leaves",
+                    self.group,
+                    idle,
+                    self.member_id,
+                )
+                await self._leave()
+                self._left = True
 
-    def _tp(self, partition: int | TopicPartition) -> TopicPartition:
-        return (self.topics[0], partition) if isinstance(partition, int) else partition
-
-    def position(self, partition: int | TopicPartition) -> int | None:
-        """The next offset ``stream_batches`` hands out for the partition (None: unknown)."""
-        return self._positions.get(self._tp(partition))
-
-    async def committed(self, partition: int | TopicPartition) -> int | None:
-        """The group's committed offset of the partition (None: none)."""
-        topic, p = self._tp(partition)
-        assert self._conn is not None
-        request = c.OffsetFetchRequest(self.group, [{"topic": topic, "partition": p}])
-        reply = await self._conn.call(request, timeout=_TIMEOUT)
-        assert isinstance(reply, c.OffsetFetchResponse)
-        for item in reply.offsets:
-            if (item["topic"], item["partition"]) == (topic, p):
-                return int(item["offset"])
-        return None
-
-    async def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
-        """Commit the positions of every assigned partition, or the offsets given.
-
-        Raises:
-            FencedMemberError: one of ``offsets`` is not this member's grant any more
-                (a partition fenced while committing positions is dropped instead).
-        """
-        async with self._lock:
-            if offsets is None:
-                await self._commit_locked({tp: p.grant_epoch for tp, p in self._pumps.items()})
-                return
-            epochs = {}
-            for tp, offset in offsets.items():
-                pump = self._pumps.get(tp)
-                if pump is None:
-                    raise FencedMemberError(f"{tp[0]}-{tp[1]} is not assigned to this member")
-                epochs[tp] = pump.grant_epoch
-                self._positions[tp] = offset
-            await self._commit_locked(epochs)
-
-    async def _commit_locked(self, epochs: dict[TopicPartition, int]) -> None:
-        commits: list[dict[str, Any]] = [
-            {"topic": t, "partition": p, "offset": self._positions[(t, p)], "grantEpoch": e}
-            for (t, p), e in sorted(epochs.items())
-            if (t, p) in self._positions and self._committed.get((t, p)) != self._positions[(t, p)]
-        ]
-        if not commits or self._conn is None:
-            return
-        request = c.OffsetCommitRequest(self.group, self.member_id, commits)
-        reply = await self._conn.call(request, timeout=_TIMEOUT)
-        assert isinstance(reply, c.OffsetCommitResponse)
-        for sent, result in zip(commits, reply.results, strict=True):
-            tp = (sent["topic"], sent["partition"])
-            if result.get("errorCode", 0) == 0:
-                self._committed[tp] = int(sent["offset"])
-            elif result.get("errorCode") == FencedMemberError.code:
-                pump = self._pumps.get(tp)
-                if pump is not None and pump.grant_epoch == sent["grantEpoch"]:
-                    pump.done = True
-            else:
-                raise FluvioError(f"commit of {tp[0]}-{tp[1]} failed: {result.get('message')}")
-
-    # -- lifecycle ---------------------------------------------------------------------
-
-    async def close(self) -> None:
-        """Commit (with auto-commit), leave the group, close the connection. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def _rejoin_after_leave(self) -> None:
+        """The next pull after a ``max_poll_interval`` leave: join as a new member."""
+        self.member_id = str(uuid.uuid4())
+        self.generation, self._epoch = -1, 0
         try:
-            if self._auto_commit:
+            await self._begin_membership()
+        except BaseException:
+            if self._conn is not None:
+                await self._conn.close()
+            raise
+        self._left = False
+
+    async def _leave(self) -> None:
+        """End the membership as ``close`` does: ``on_revoke``, commit (auto-commit),
+        stop the pumps, ``GROUP_LEAVE``, close the SC connection."""
+        for task in self._member_tasks:
+            task.cancel()
+        await asyncio.gather(*self._member_tasks, return_exceptions=True)
+        self._member_tasks = []
+        try:
+            async with self._lock:
+                for pump in self._pumps.values():
+                    await self._halt(pump, revoking=True)
+            held = sorted(self._pumps)
+            if held and self._on_revoke is not None:
+                await self._callback(self._on_revoke, held)
+            if self._auto_commit and self._connected.is_set():
                 async with self._lock:
-                    await self._commit_locked({tp: p.grant_epoch for tp, p in self._pumps.items()})
+                    with contextlib.suppress(FluvioError):
+                        await self._commit_locked(self._commit_plan())
             await self._drop_all()
             if self._conn is not None and not self._conn.closed:
                 leave = c.GroupLeaveRequest(self.group, self.member_id, -1)
                 with contextlib.suppress(FluvioError):
-                    await self._conn.call(leave, timeout=_TIMEOUT)
+                    await self._conn.call(leave, timeout=TIMEOUT)
         finally:
+            self._connected.clear()
             await self._drop_all()
             if self._conn is not None:
                 await self._conn.close()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """``on_revoke``, commit (with auto-commit), leave the group, close the connection.
+        Idempotent."""
+        if self._closed:
+            return
+        tasks = self._tasks
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            if not self._left:
+                await self._leave()
+        finally:
+            self._closed = True
 
     async def __aenter__(self) -> AsyncGroupConsumer:
         return self

@@ -69,10 +69,16 @@ def _status(p: Partition, **update: Any) -> KvUpdateStatus:
 
 
 def _elected(p: Partition, leader: int) -> list[Action]:
+    """An election: Online under ``leader`` at the next leader epoch, pushed with it."""
+    epoch = p.status.leader_epoch + 1
     return [
-        _status(p, leader=leader, resolution=P.ONLINE, reason=None),
-        CmLeaderChange(p.name, leader, p.spec.replicas),
+        _status(p, leader=leader, leader_epoch=epoch, resolution=P.ONLINE, reason=None),
+        CmLeaderChange(p.name, leader, p.spec.replicas, epoch),
     ]
+
+
+def _at_epoch(p: Partition, epoch: int) -> Partition:
+    return p.with_status(p.status.model_copy(update={"leader_epoch": epoch}))
 
 
 def _lrs(p: Partition, leader: int, leo: int = 12, hw: int = 11) -> LrsUpdate:
@@ -89,13 +95,16 @@ LED_ONLINE_AGAIN = PartitionStatus(
     log_start_offset=0,
 )
 NO_LEADER = "no in-sync replica is online"
+LED_AT_4 = _at_epoch(LED, 4)
+LONE_AT_4 = _at_epoch(LONE, 4)
+WAITING_AT_4 = _at_epoch(WAITING, 4)
 LED_MOVED = LED.with_spec(LED.spec.model_copy(update={"replicas": (1, 2, 3, 4)})).with_revision(2)
 LED_STATUS_ONLY = LED.with_status(LED_ONLINE_AGAIN).with_revision(2)
 
 ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
     # seed: "Add Partition -> add to the Connection Manager + status Offline"
     ("add partition", [*UP, NEW], added(NEW),
-     [CmAddPartition(NEW), _status(NEW, resolution=P.OFFLINE, leader=1)]),
+     [CmAddPartition(NEW), _status(NEW, resolution=P.OFFLINE, leader=1, leader_epoch=0)]),
     ("re-listed partition keeps its status", [*UP, LED], added(LED), [CmAddPartition(LED)]),
     # seed: "Modify Partition -> update Partition spec in the Connection Manager"
     ("modify partition spec", [*UP, LED_MOVED], modified(LED, LED_MOVED),
@@ -137,6 +146,20 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
     ("LRS from a deposed leader: dropped", [*UP, LED], _lrs(LED, 2), []),
     ("LRS for an unknown partition: dropped", [*UP], _lrs(LED, 1), []),
     ("topic events are not ours", [*UP, LED], added(make_topic("t")), []),
+    # leader epochs (KIP-320): every election bumps the epoch, nothing else changes it
+    ("failover bumps the leader epoch", [*S1_DOWN, LED_AT_4], S1_GOING_DOWN,
+     [_status(LED_AT_4, leader=3, leader_epoch=5, resolution=P.ONLINE, reason=None),
+      CmLeaderChange(LED.name, 3, REPS, 5)]),
+    ("SPU back and elected: the epoch bumps", [*S2_BACK, WAITING_AT_4], S2_COMING_BACK,
+     [_status(WAITING_AT_4, leader=2, leader_epoch=5, resolution=P.ONLINE, reason=None),
+      CmLeaderChange(WAITING.name, 2, REPS, 5)]),
+    ("no leader: Offline keeps the epoch", [*S1_DOWN, LONE_AT_4], S1_GOING_DOWN,
+     [_status(LONE_AT_4, resolution=P.OFFLINE, leader=1, leader_epoch=4, reason=NO_LEADER)]),
+    ("LRS keeps the epoch", [*UP, LED_AT_4], _lrs(LED_AT_4, 1),
+     [KvUpdateStatus("Partition", LED.name,
+                     LED_ONLINE_AGAIN.model_copy(update={"leader_epoch": 4}), LED.revision)]),
+    ("re-listed partition keeps its epoch", [*UP, LED_AT_4], added(LED_AT_4),
+     [CmAddPartition(LED_AT_4)]),
 ]  # fmt: skip
 
 
@@ -162,11 +185,9 @@ def test_spu_offline_elects_for_every_partition_it_led() -> None:
 def test_reconcile_sweeps_init_and_leaderless_partitions() -> None:
     store = LocalStore.of([*S1_DOWN, NEW, LED, FOLLOWED, WAITING])
     assert reduce(store, Reconcile()) == [
-        _status(LED, leader=3, resolution=P.ONLINE, reason=None),
-        CmLeaderChange(LED.name, 3, REPS),
+        *_elected(LED, 3),
         _status(NEW, resolution=P.OFFLINE, leader=1),
-        _status(WAITING, leader=2, resolution=P.ONLINE, reason=None),
-        CmLeaderChange(WAITING.name, 2, REPS),
+        *_elected(WAITING, 2),
     ]
 
 
@@ -199,3 +220,5 @@ def test_failover_and_return_end_to_end() -> None:
     led = cluster.store.partition(LED.name)
     assert led is not None
     assert (led.status.leader, led.status.resolution) == (3, P.ONLINE)
+    # One election in all (1 -> 3): 3's reports and its return kept epoch 1.
+    assert led.status.leader_epoch == 1

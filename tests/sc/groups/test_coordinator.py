@@ -401,13 +401,10 @@ def test_cli_list_describe_columns(capsys: pytest.CaptureFixture[str]) -> None:
             assert [list(r) for r in rows] == [list(group_cmds.DESCRIBE_COLUMNS)] * 6
             by_partition = {r["partition"]: r for r in rows}
             assert by_partition[1]["current-offset"] == 4
-            assert (by_partition[1]["hw"], by_partition[1]["leo"], by_partition[1]["lag"]) == (
-                10,
-                12,
-                6,
-            )
+            one = by_partition[1]
+            assert (one["high-watermark"], one["log-end-offset"], one["lag"]) == (10, 12, 6)
             assert by_partition[0]["current-offset"] is None
-            assert {r["member-id"] for r in rows} == {a.member_id}
+            assert {r["consumer-id"] for r in rows} == {a.member_id}
             assert {r["client-id"] for r in rows} == {"billing-1"}
             code = await asyncio.to_thread(
                 main, ["--endpoint", endpoint, "consumer-group", "describe", "nope"]

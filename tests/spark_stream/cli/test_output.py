@@ -7,7 +7,9 @@ import json
 
 import yaml
 
+from spark_stream.cli.admin_cmds import PARTITION_COLUMNS, partition_row
 from spark_stream.cli.output import ProgressBar, emit, render_table
+from spark_stream.models import Partition, PartitionSpec, PartitionStatus
 
 
 def test_table_aligns_columns_and_marks_missing_values() -> None:
@@ -44,3 +46,15 @@ def test_progress_draws_only_when_enabled() -> None:
     bar.close()
     assert "file.txt" in shown.getvalue() and " 50.0%" in shown.getvalue()
     assert shown.getvalue().endswith("\n")
+
+
+def test_partition_list_shows_the_leader_epoch_in_tables_and_json() -> None:
+    spec = PartitionSpec(initial_leader=1, replicas=(1, 2))
+    part = Partition.new("orders", 0, spec, PartitionStatus(leader=2, leader_epoch=3))
+    out = io.StringIO()
+    emit([partition_row(part)], "json", out=out)
+    (row,) = json.loads(out.getvalue())
+    assert (row["leader"], row["leader_epoch"]) == (2, 3)
+    header, line = render_table([partition_row(part)], PARTITION_COLUMNS).splitlines()
+    assert header.split()[:4] == ["TOPIC", "PARTITION", "LEADER", "LEADER_EPOCH"]
+    assert line.split()[:4] == ["orders", "0", "2", "3"]

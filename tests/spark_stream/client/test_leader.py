@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from spark_stream.backoff import BackoffPolicy
-from spark_stream.client.leader import RetryPolicy, retry_backoff
-from spark_stream.errors import GateNotReadyError, NotLeaderError
+from spark_stream.client.leader import RetryPolicy, lookup_hints, retry_backoff
+from spark_stream.client.metadata import Leader
+from spark_stream.errors import (
+    FencedLeaderEpochError,
+    GateNotReadyError,
+    NotLeaderError,
+    RequestTimeoutError,
+    UnknownLeaderEpochError,
+)
 
 
 @pytest.mark.parametrize(
@@ -40,3 +47,18 @@ def test_a_gate_not_ready_retries_within_10_to_50_ms_other_errors_keep_the_backo
     )
     assert policy.delay(3, NotLeaderError("moved")) == pytest.approx(0.4)
     assert RetryPolicy(backoff=None).delay(2, gate) == 0.0
+
+
+@pytest.mark.parametrize("error", [FencedLeaderEpochError("old"), UnknownLeaderEpochError("new")])
+def test_a_leader_epoch_refusal_retries_as_soon_as_a_gate(error: Exception) -> None:
+    policy = RetryPolicy(retries=8, backoff=retry_backoff(50, 2000))
+    assert [policy.delay(i, error) for i in range(3)] == pytest.approx([0.01, 0.02, 0.04])  # type: ignore[arg-type]
+
+
+def test_the_next_lookup_avoids_the_spu_or_the_epoch_that_failed() -> None:
+    leader = Leader(2, "h", 1, leader_epoch=7)
+    assert lookup_hints(NotLeaderError("moved"), leader) == (2, None)
+    assert lookup_hints(FencedLeaderEpochError("stale"), leader) == (None, 7)
+    assert lookup_hints(UnknownLeaderEpochError("behind"), leader) == (None, None)
+    assert lookup_hints(RequestTimeoutError("slow"), leader) == (None, None)
+    assert lookup_hints(NotLeaderError("moved"), None) == (None, None)

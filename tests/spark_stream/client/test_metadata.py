@@ -43,9 +43,10 @@ def partition(
     replicas: tuple[int, ...],
     leader: int | None,
     resolution: str = "Online",
+    epoch: int = 0,
 ) -> Partition:
     spec = PartitionSpec(initial_leader=replicas[0], replicas=replicas)
-    status = PartitionStatus(resolution=resolution, leader=leader, hw=3, leo=4)
+    status = PartitionStatus(resolution=resolution, leader=leader, leader_epoch=epoch, hw=3, leo=4)
     return Partition.new(topic, index, spec, status)
 
 
@@ -246,5 +247,25 @@ def test_leader_lookup_fails_at_once_or_times_out_naming_the_state() -> None:
         with pytest.raises(RequestTimeoutError, match=r"not created yet \(topic Pending\)"):
             await _watcher(UNPROVISIONED).leader("young", 0, 0.0)
         assert (await _watcher().leader("orders", 1, 30.0)).spu_id == 2
+
+    asyncio.run(body())
+
+
+def test_a_lookup_after_a_fenced_epoch_waits_for_newer_metadata() -> None:
+    """The SPU fenced epoch 0: the SC has elected again, so the watch is about to bring
+    the new leader and epoch; the lookup waits for it instead of retrying the old one."""
+
+    async def body() -> None:
+        watcher = _watcher()
+        assert await watcher.leader("orders", 0, 30.0) == Leader(1, "127.0.0.1", 9101, 0)
+
+        async def elect() -> None:  # runs once the lookup waits: the watch's next update
+            watcher.view.apply(update(False, 6, parts=[partition("orders", 0, (1, 2), 2, epoch=1)]))
+            await watcher._notify()
+
+        task = asyncio.ensure_future(elect())
+        found = await watcher.leader("orders", 0, 30.0, stale_epoch=0)
+        await task
+        assert found == Leader(2, "127.0.0.1", 9102, 1)
 
     asyncio.run(body())

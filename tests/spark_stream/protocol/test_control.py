@@ -118,6 +118,18 @@ def test_replica_carries_the_partition_uid() -> None:
     assert c.Replica.from_partition(partition()).uid is None  # built outside a store
 
 
+def test_replica_carries_the_leader_epoch_of_the_status() -> None:
+    entry = c.Replica.from_partition(
+        partition(status={"resolution": "Online", "leader": 3, "leaderEpoch": 5})
+    )
+    assert entry.leader_epoch == 5
+    assert entry.to_wire()["leader_epoch"] == 5
+    assert c.Replica.from_wire(entry.to_wire()) == entry
+    older_sc = {k: v for k, v in entry.to_wire().items() if k != "leader_epoch"}
+    assert c.Replica.from_wire(older_sc).leader_epoch == 0
+    assert c.Replica.from_partition(partition()).leader_epoch == 0  # a new partition
+
+
 @pytest.mark.parametrize(
     ("entry", "field"),
     [
@@ -150,6 +162,14 @@ def test_bad_replica_ids_raise_invalid_request_naming_the_field(entry: Any, fiel
             "revision",
         ),
         ({"name": "t-0", "uid": 5, "spec": {"initialLeader": 1, "replicas": [1]}}, "uid"),
+        (
+            {"name": "t-0", "leader_epoch": -1, "spec": {"initialLeader": 1, "replicas": [1]}},
+            "leader_epoch",
+        ),
+        (
+            {"name": "t-0", "leader_epoch": True, "spec": {"initialLeader": 1, "replicas": [1]}},
+            "leader_epoch",
+        ),
     ],
 )
 def test_bad_replica_entries_raise_invalid_request_naming_the_field(entry: Any, field: str) -> None:

@@ -1,4 +1,5 @@
-"""Fetch version 1 (consumer-group fields): sent only for group reads, v0 unchanged."""
+"""Fetch versions: 1 adds the consumer-group fields, 2 the leader epoch; each is sent only
+when its fields are set, so v0 is unchanged."""
 
 from __future__ import annotations
 
@@ -74,6 +75,50 @@ def test_malformed_group_fields_are_named(
         received(ApiKey.FETCH, meta, version)
 
 
+@pytest.mark.parametrize(
+    ("api", "cls"),
+    [
+        (ApiKey.FETCH, FetchRequest),
+        (ApiKey.FETCH_LOCAL, FetchLocalRequest),
+        (ApiKey.STREAM_FETCH, StreamFetchRequest),
+    ],
+)
+@pytest.mark.parametrize("group", [{}, {"group": "billing", "member_id": A, "grant_epoch": 3}])
+def test_a_read_with_a_leader_epoch_is_version_2_and_round_trips(
+    api: ApiKey, cls: type, group: dict[str, object]
+) -> None:
+    msg = cls("t", 0, 5, leader_epoch=4, **group)
+    assert msg.wire_version() == 2
+    assert msg.to_meta()["leader_epoch"] == 4
+    assert received(api, msg.to_meta(), 2) == msg
+
+
+def test_no_leader_epoch_is_minus_1_and_not_sent() -> None:
+    msg = FetchRequest("t", 0, 5, group="billing", member_id=A, grant_epoch=3)
+    assert msg.leader_epoch == -1
+    assert "leader_epoch" not in msg.to_meta()
+    assert "leader_epoch" not in StreamFetchRequest("t", 0, 5).to_meta()
+
+
+@pytest.mark.parametrize(
+    ("meta", "version", "named"),
+    [
+        ({**PLAIN, "leader_epoch": 1}, 0, "leader_epoch needs version 2"),
+        ({**PLAIN, "group": "g", "member_id": A, "grant_epoch": 1, "leader_epoch": 1}, 1,
+         "leader_epoch needs version 2"),
+        (PLAIN, 2, "leader_epoch is required at version 2"),
+        ({**PLAIN, "leader_epoch": -2}, 2, "leader_epoch must be >= 0, or -1"),
+        ({**PLAIN, "leader_epoch": "1"}, 2, "leader_epoch"),
+        ({**PLAIN, "group": "g", "leader_epoch": 1}, 2, "member_id is required"),
+    ],
+)  # fmt: skip
+def test_malformed_leader_epochs_are_named(
+    meta: dict[str, object], version: int, named: str
+) -> None:
+    with pytest.raises(InvalidRequestError, match=named):
+        received(ApiKey.FETCH, meta, version)
+
+
 def test_a_version_beyond_the_range_is_unsupported() -> None:
-    with pytest.raises(UnsupportedVersionError, match=r"speaks 0\.\.1"):
-        received(ApiKey.FETCH, PLAIN, 2)
+    with pytest.raises(UnsupportedVersionError, match=r"speaks 0\.\.2"):
+        received(ApiKey.FETCH, PLAIN, 3)

@@ -29,6 +29,8 @@ GOOD: list[Message] = [
     c.DeleteGroupRequest("g"),
     c.ResetOffsetsRequest("g", "shift-by", "orders", -5),
     c.DeleteOffsetsRequest("g", "orders"),
+    c.ProgressCommitRequest("g", [{**TP[0], "offset": 12}]),
+    c.ProgressCommitResponse(1, [TP[0]]),
 ]
 
 
@@ -85,6 +87,12 @@ BAD: list[tuple[type[Message], dict[str, Any], str]] = [
     (c.OffsetFetchRequest, {"group": "g/h"}, "group"),
     (c.ResetOffsetsRequest, {"group": "g", "mode": "offset", "value": -1}, "value"),
     (c.ResetOffsetsRequest, {"group": "g", "mode": "latest", "execute": "yes"}, "execute"),
+    (
+        c.ProgressCommitRequest,
+        {"group": "g", "offsets": [{**TP[0], "offset": -1}]},
+        "offsets[0].offset",
+    ),
+    (c.ProgressCommitRequest, {"group": "g", "offsets": [TP[0], TP[0]]}, "offsets"),
 ]
 
 

@@ -228,6 +228,36 @@ def test_cli_consume_with_group_resumes_where_it_stopped(
     assert sorted(first + rest) == sorted(f"n{p}-{i}" for p in range(PARTITIONS) for i in range(2))
 
 
+def test_cli_consume_with_a_pattern_reads_every_matching_topic(
+    fluvio: Fluvio, cluster: LocalCluster
+) -> None:
+    prefix = unique()
+    topics = [make_topic(fluvio, name=f"{prefix}-{n}", partitions=PARTITIONS) for n in (1, 2)]
+    for n, topic in enumerate(topics):
+        produce(fluvio, topic, 2, tag=f"t{n}-")
+    env = {**os.environ, "FLUVIO_ENDPOINT": cluster.endpoint}
+
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
+        args = [sys.executable, "-m", "spark_stream.cli", "consume", *flags]
+        return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+
+    group = ["-g", unique(), "-B", "-d"]
+    proc = run("--pattern", f"{prefix}-.*", *group, "-F", "{{topic}} {{value}}")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.splitlines()) == sorted(
+        f"{topic} t{n}-{p}-{i}"
+        for n, topic in enumerate(topics)
+        for p in range(PARTITIONS)
+        for i in range(2)
+    )
+    refused = run("--pattern", f"{prefix}-.*", "-B", "-d")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: consume: --pattern needs -g GROUP")
+    refused = run("-g", unique(), "-d")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: consume: give a TOPIC")
+
+
 @pytest.mark.parametrize(
     ("topic", "options", "error"),
     [
