@@ -37,6 +37,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sc.kv import _lua
 from sc.kv import groups as g
+from sc.kv._batch import ScriptBatcher
 from sc.kv.groups import (
     GROUP_KIND,
     CommitOutcome,
@@ -166,7 +167,10 @@ class RedisKvStore(KvStore):
         self._get = self._redis.register_script(_lua.GET)
         self._list = self._redis.register_script(_lua.LIST)
         self._publish = self._redis.register_script(_lua.PUBLISH_PLAN)
-        self._commit = self._redis.register_script(_lua.COMMIT)
+        # Concurrent commits (many members) share round trips: see ``sc.kv._batch``.
+        self._commits = ScriptBatcher(
+            self._redis, self._redis.register_script(_lua.COMMIT), self._call
+        )
         self._write_offsets = self._redis.register_script(_lua.WRITE_OFFSETS)
         self._delete_offsets = self._redis.register_script(_lua.DELETE_OFFSETS)
 
@@ -350,7 +354,7 @@ class RedisKvStore(KvStore):
         for c in checked:
             value = g.offset_value(StoredOffset(c.offset, c.grant_epoch, ts_ms, c.metadata))
             args += [g.field(c.topic, c.partition), value]
-        reply = await self._call(lambda: self._commit(args=args))
+        reply = await self._commits.call(args)
         return [
             CommitResult(
                 c.topic,

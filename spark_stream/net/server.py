@@ -576,6 +576,8 @@ class _Session:
 
 def _sendable(part: TailPart) -> TypeGuard[FileRegion]:
     """A tail part worth sending with ``sendfile``."""
+    if isinstance(part, bytes | bytearray | memoryview):
+        return False  # the common case, before the runtime Protocol check (~10 us a part)
     return isinstance(part, FileRegion) and memoryview(part.data).nbytes >= SENDFILE_MIN_BYTES
 
 

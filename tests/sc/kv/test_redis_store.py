@@ -6,11 +6,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
+import redis.asyncio as redis
 
-from sc.kv import ChangeEvent, ChangeType, RedisKvStore, Resync
+from sc.kv import ChangeEvent, ChangeType, Grant, OffsetCommit, RedisKvStore, Resync
 from spark_stream.errors import KvUnavailableError
 from spark_stream.local import RedisServer
-from tests.sc.kv.helpers import take, topic
+from tests.sc.kv.helpers import GROUP, MEMBER_A, group, plan, take, topic, topic_with_partitions
 
 pytestmark = pytest.mark.integration
 
@@ -113,3 +114,51 @@ def test_unreachable_redis_is_a_typed_error_in_bounded_time(tmp_path: Path) -> N
             await store.close()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_concurrent_commits_share_round_trips_and_survive_a_script_flush(tmp_path: Path) -> None:
+    """Commits of many members at once go out as pipelines on one connection (not one
+    pooled connection each); every reply reaches its caller; a flushed script is
+    reloaded."""
+    members = 40
+    with RedisServer(tmp_path / "redis") as server:
+
+        async def main() -> None:
+            store = _store(server.url)
+            probe = redis.Redis.from_url(server.url)
+            try:
+                await topic_with_partitions(store, "orders", members)
+                created = await store.create(group("billing"))
+                owners = {("orders", p): Grant(MEMBER_A, 1) for p in range(members)}
+                await store.publish_group_plan(
+                    "billing", plan(1), owners, created.revision, kind=GROUP
+                )
+                before = (await probe.info("stats"))["total_connections_received"]
+                results = await asyncio.gather(
+                    *(
+                        store.commit_group_offsets(
+                            "billing", MEMBER_A, [OffsetCommit("orders", p, 10 + p, 1)]
+                        )
+                        for p in range(members)
+                    )
+                )
+                opened = (await probe.info("stats"))["total_connections_received"] - before
+                assert opened <= 2, f"{members} concurrent commits opened {opened} connections"
+                assert [(r.partition, r.accepted) for [r] in results] == [
+                    (p, True) for p in range(members)
+                ]
+                stored = await store.fetch_group_offsets("billing")
+                assert {tp: o.offset for tp, o in stored.items()} == {
+                    ("orders", p): 10 + p for p in range(members)
+                }
+                await probe.script_flush()
+                [again] = await store.commit_group_offsets(
+                    "billing", MEMBER_A, [OffsetCommit("orders", 0, 99, 1)]
+                )
+                assert again.accepted
+                assert (await store.fetch_group_offsets("billing"))[("orders", 0)].offset == 99
+            finally:
+                await probe.aclose()
+                await store.close()
+
+        asyncio.run(asyncio.wait_for(main(), 60))
