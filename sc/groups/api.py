@@ -15,21 +15,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sc.groups.coordinator import GroupCoordinator
-from sc.kv import GROUP_KIND, CommitOutcome, OffsetCommit
+from sc.kv import CommitOutcome, OffsetCommit
 from sc.kv.store import KvStore
 from sc.local_store import StoreView
 from spark_stream.errors import (
     GroupNotEmptyError,
     InvalidRequestError,
-    ObjectExistsError,
     UnknownGroupError,
 )
 from spark_stream.models import (
     ConsumerGroup,
-    ConsumerGroupSpec,
-    ConsumerGroupStatus,
     GroupKind,
-    GroupState,
     Partition,
 )
 from spark_stream.net.server import ConnContext
@@ -281,7 +277,9 @@ class GroupApi:
     async def _progress(self, request: Request, ctx: ConnContext) -> Message:
         msg = request.message()
         assert isinstance(msg, c.ProgressCommitRequest)
-        group = self.coordinator.group(msg.group) or await self._create_external(msg.group)
+        group = self.coordinator.group(msg.group) or await self.coordinator.create_external(
+            msg.group
+        )
         if group.status.members:
             raise GroupNotEmptyError(
                 f"group {msg.group!r} has {len(group.status.members)} member(s): a progress "
@@ -300,21 +298,6 @@ class GroupApi:
             await self.kv.write_group_offsets(msg.group, offsets)
         skipped = [{"topic": t, "partition": p} for t, p in sorted(set(wanted) - known)]
         return c.ProgressCommitResponse(len(offsets), skipped)
-
-    async def _create_external(self, name: str) -> ConsumerGroup:
-        """Create a progress-only group (or read the one a concurrent request made)."""
-        spec = ConsumerGroupSpec(kind=GroupKind.EXTERNAL)
-        status = ConsumerGroupStatus(state=GroupState.EXTERNAL)
-        stored: Any
-        try:
-            stored = await self.kv.create(ConsumerGroup.new(name, spec, status))
-            log.info("progress group created group=%s", name)
-        except ObjectExistsError:
-            stored = await self.kv.get(GROUP_KIND, name)
-            if stored is None:
-                raise UnknownGroupError(f"group {name!r} was deleted while being created") from None
-        assert isinstance(stored, ConsumerGroup)
-        return stored
 
 
 def _hw(part: Partition) -> int | None:

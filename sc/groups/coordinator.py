@@ -55,8 +55,20 @@ from sc.groups.metrics import GroupMetrics
 from sc.kv import GROUP_KIND, Grant
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
-from spark_stream.errors import ConflictError, FencedMemberError, UnknownMemberError
-from spark_stream.models import ConsumerGroup, ConsumerGroupSpec, ConsumerGroupStatus, Topic
+from spark_stream.errors import (
+    ConflictError,
+    FencedMemberError,
+    UnknownGroupError,
+    UnknownMemberError,
+)
+from spark_stream.models import (
+    ConsumerGroup,
+    ConsumerGroupSpec,
+    ConsumerGroupStatus,
+    GroupKind,
+    GroupState,
+    Topic,
+)
 from spark_stream.protocol import control as c
 
 __all__ = ["GroupCoordinator"]
@@ -545,14 +557,32 @@ class GroupCoordinator:
             )
         if msg.rebalance_timeout_ms is not None:
             spec["rebalance_timeout_ms"] = msg.rebalance_timeout_ms
+        await self._create_group(ConsumerGroup.new(msg.group, ConsumerGroupSpec(**spec)))
+
+    async def create_external(self, name: str) -> ConsumerGroup:
+        """Create a progress-only group (a Spark query's ``progressGroup``), or return the
+        group of that name a concurrent request created."""
+        spec = ConsumerGroupSpec(kind=GroupKind.EXTERNAL)
+        status = ConsumerGroupStatus(state=GroupState.EXTERNAL)
+        return await self._create_group(ConsumerGroup.new(name, spec, status))
+
+    async def _create_group(self, group: ConsumerGroup) -> ConsumerGroup:
+        """Store a new group (or read the one that exists) and know it at once, before the
+        local store's mirror of the KV sees it (a describe right after must find it)."""
         stored: Any
         try:
-            stored = await self.kv.create(ConsumerGroup.new(msg.group, ConsumerGroupSpec(**spec)))
+            stored = await self.kv.create(group)
+            log.info("group created group=%s kind=%s", group.name, group.spec.kind.value)
         except ConflictError:
-            stored = await self.kv.get(GROUP_KIND, msg.group)
+            stored = await self.kv.get(GROUP_KIND, group.name)
+            if stored is None:
+                raise UnknownGroupError(
+                    f"group {group.name!r} was deleted while being created"
+                ) from None
         assert isinstance(stored, ConsumerGroup)
-        self._groups[msg.group] = stored
-        self._deleted.pop(msg.group, None)
+        self._groups[group.name] = stored
+        self._deleted.pop(group.name, None)
+        return stored
 
     def _known(self, name: str, member_id: str, connection: int) -> ConsumerGroup:
         group = self.group(name)
