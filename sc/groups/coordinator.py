@@ -147,6 +147,9 @@ class GroupCoordinator:
         self._locks: dict[str, asyncio.Lock] = {}
         self._sessions: dict[str, dict[str, int]] = {}  # group -> member -> connection
         self._streams: dict[tuple[str, int], _Stream] = {}  # (group, connection)
+        # connection -> groups joined on it (a superset of where its sessions are), so a
+        # closed connection looks at its own groups, not at every session
+        self._conn_groups: dict[int, set[str]] = {}
         self._deadlines: dict[tuple[str, str], float] = {}  # session deadlines
         self._rebalance: dict[tuple[str, str], tuple[int, float]] = {}  # (epoch, deadline)
         self._sweeper: asyncio.Task[None] | None = None
@@ -244,6 +247,7 @@ class GroupCoordinator:
                 await self._create(msg)
             previous = self._streams.get(key)
             self._streams[key] = stream
+            self._conn_groups.setdefault(connection, set()).add(msg.group)
             try:
                 await self._reduce_locked(msg.group, event)
             except BaseException:
@@ -314,7 +318,8 @@ class GroupCoordinator:
         """A client connection closed: each member session on it expires now."""
         if self._stopping:
             return
-        for group, sessions in list(self._sessions.items()):
+        for group in sorted(self._conn_groups.pop(connection, set())):
+            sessions = self._sessions.get(group, {})
             for member_id, conn in list(sessions.items()):
                 if conn == connection:
                     event = MemberExpired(member_id, connection, ExpiryCause.CONNECTION_CLOSED)
