@@ -34,7 +34,19 @@ from spark_stream.records import decode_frames, encode_records
 
 T = TypeVar("T")
 
+
+def run(body: Callable[[], Awaitable[T]], timeout: float = 120) -> T:
+    """Run ``body()`` on a new event loop, bounded against hangs."""
+
+    async def bounded() -> T:
+        async with asyncio.timeout(timeout):
+            return await body()
+
+    return asyncio.run(bounded())
+
+
 __all__ = [
+    "run",
     "until",
     "produce",
     "fetch_values",

@@ -6,10 +6,7 @@ scenarios with real processes and SIGKILL are in ``tests/spu/integration``.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -17,19 +14,9 @@ from spark_stream.errors import NotLeaderError
 from spark_stream.protocol import Acks, Isolation
 from spark_stream.records import encode_records
 from tests.spu.cluster_inproc import InProcessCluster
-from tests.spu.helpers import fetch_values, leader_of, produce, until, values
+from tests.spu.helpers import fetch_values, leader_of, produce, run, until, values
 
 pytestmark = pytest.mark.integration
-
-T = TypeVar("T")
-
-
-def run(body: Callable[[], Awaitable[T]], timeout: float = 60) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(timeout):
-            return await body()
-
-    return asyncio.run(bounded())
 
 
 def test_replicated_produce_and_consume_both_isolations(tmp_path: Path) -> None:

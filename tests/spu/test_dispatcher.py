@@ -4,9 +4,7 @@ replica that moves away, deleted for a partition that is deleted or created agai
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -25,17 +23,9 @@ from spark_stream.records import encode_records
 from spu.dispatcher import SpuDispatcher
 from spu.settings import SpuSettings
 from spu.storage import ReplicaLog, replica_dir
+from tests.spu.helpers import run
 
-T = TypeVar("T")
 ME = 1
-
-
-def run(body: Callable[[], Awaitable[T]]) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(20):
-            return await body()
-
-    return asyncio.run(bounded())
 
 
 def rep(

@@ -8,11 +8,8 @@ coordinator does. Every test ends with the Z1 check over the SPUs' gate audit.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -41,21 +38,12 @@ from spark_stream.protocol import (
 from spark_stream.records import decode_frames
 from spu.gate_audit import AuditLog, overlapping_grants, read_audit_file
 from tests.spu.cluster_inproc import HOST, InProcessCluster
-from tests.spu.helpers import fetch_values, leader_of, produce, until, values
+from tests.spu.helpers import fetch_values, leader_of, produce, run, until, values
 
 pytestmark = pytest.mark.integration
 
-T = TypeVar("T")
 A = "0b6c1a3e-6f0d-4f3c-9a51-6f8a1f1b0a01"
 B = "0b6c1a3e-6f0d-4f3c-9a51-6f8a1f1b0a02"
-
-
-def run(body: Callable[[], Awaitable[T]], timeout: float = 60) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(timeout):
-            return await body()
-
-    return asyncio.run(bounded())
 
 
 async def publish(

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -26,17 +25,9 @@ from spu.frames import tail_signature
 from spu.leader import LeaderController
 from spu.private_messages import ReplicaOffsets
 from spu.storage import ReplicaLog
+from tests.spu.helpers import run
 
-T = TypeVar("T")
 LEADER, F1, F2 = 1, 2, 3
-
-
-def run(body: Callable[[], Awaitable[T]]) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(20):
-            return await body()
-
-    return asyncio.run(bounded())
 
 
 class Clock:

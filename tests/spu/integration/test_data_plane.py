@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable
+from typing import Any
 
 import pytest
 
@@ -35,6 +35,7 @@ from tests.spu.helpers import (
     local_values,
     offsets,
     produce,
+    run,
     stream_values,
     until,
     values,
@@ -42,16 +43,6 @@ from tests.spu.helpers import (
 from tests.spu.integration.client import RetryingProducer
 
 pytestmark = pytest.mark.integration
-
-T = TypeVar("T")
-
-
-def run(body: Callable[[], Awaitable[T]], within: float = 120) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(within):
-            return await body()
-
-    return asyncio.run(bounded())
 
 
 async def partition_status(cluster: Any, name: str) -> Any:

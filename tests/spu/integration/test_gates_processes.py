@@ -9,10 +9,7 @@ outlive the kill) show no overlapping grants (Z1).
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
@@ -24,23 +21,14 @@ from spark_stream.net.connection import Connection
 from spark_stream.protocol import Acks, FetchRequest, FetchResponse
 from spark_stream.records import decode_frames
 from spu.gate_audit import overlapping_grants, read_audit_file
+from tests.integration.gate_audits import AUDIT
 from tests.spu.conftest import ClusterFactory
-from tests.spu.helpers import fetch_values, produce, until, values
+from tests.spu.helpers import fetch_values, produce, run, until, values
 
 pytestmark = pytest.mark.integration
 
-T = TypeVar("T")
 A = "0b6c1a3e-6f0d-4f3c-9a51-6f8a1f1b0a01"
 B = "0b6c1a3e-6f0d-4f3c-9a51-6f8a1f1b0a02"
-AUDIT = "gate-audit.jsonl"
-
-
-def run(body: Callable[[], Awaitable[T]], timeout: float = 120) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(timeout):
-            return await body()
-
-    return asyncio.run(bounded())
 
 
 def group_fetch(offset: int, member: str) -> FetchRequest:

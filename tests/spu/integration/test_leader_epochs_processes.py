@@ -16,8 +16,6 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
@@ -39,23 +37,14 @@ from spark_stream.protocol import Acks, FetchRequest, FetchResponse
 from spark_stream.records import decode_frames
 from spu.gate_audit import overlapping_grants, read_audit_file
 from tests.harness.processes import ProcessCluster
+from tests.integration.gate_audits import AUDIT
 from tests.spu.conftest import ClusterFactory
-from tests.spu.helpers import fetch_values, produce, until, values
+from tests.spu.helpers import fetch_values, produce, run, until, values
 
 pytestmark = pytest.mark.integration
 
-T = TypeVar("T")
 A = "0b6c1a3e-6f0d-4f3c-9a51-6f8a1f1b0a01"
-AUDIT = "gate-audit.jsonl"
 HOST = "127.0.0.1"
-
-
-def run(body: Callable[[], Awaitable[T]], timeout: float = 120) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(timeout):
-            return await body()
-
-    return asyncio.run(bounded())
 
 
 def member_fetch(offset: int, leader_epoch: int) -> FetchRequest:

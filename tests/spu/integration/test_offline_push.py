@@ -10,29 +10,18 @@ so neither can be what unblocks the ``acks=all`` produce within the 15 s bound.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
 from spark_stream.protocol import Acks
 from tests.spu.conftest import ClusterFactory
-from tests.spu.helpers import fetch_values, produce, values
+from tests.spu.helpers import fetch_values, produce, run, values
 
 pytestmark = pytest.mark.integration
 
-T = TypeVar("T")
 
 LAG_MS = 30_000
 BOUND_S = LAG_MS / 1000 / 2  # generous, yet well before the lag could evict anyone
-
-
-def run(body: Callable[[], Awaitable[T]], within: float = 120) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(within):
-            return await body()
-
-    return asyncio.run(bounded())
 
 
 def test_follower_sigkill_releases_acks_all_before_the_replica_lag(
