@@ -40,7 +40,7 @@ def _client(
     handler: Handler,
     help_text: str,
     output: bool = False,
-) -> argparse.ArgumentParser:
+) -> CommandParser:
     parents = [_output_parent()] if output else []
     parser = sub.add_parser(name, help=help_text, description=help_text, parents=parents)
     parser.set_defaults(client_handler=handler)
@@ -193,6 +193,7 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         help="with -g: also every topic this regular expression matches whole, including "
         "topics created later",
     )
+    cons.add_check(_consume_needs_a_topic)
     cons.add_argument(
         "--isolation", default="read_committed", help="read_committed (default) or read_uncommitted"
     )
@@ -210,6 +211,14 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         default="text",
         help="text (default) or JSON lines (timestamp: microseconds since the epoch)",
     )
+
+
+def _consume_needs_a_topic(args: argparse.Namespace) -> str | None:
+    if args.pattern is not None and args.group is None:
+        return "--pattern needs -g GROUP (the SC resolves it for the group)"
+    if args.topic is None and args.pattern is None:
+        return "the following arguments are required: topic (or -g GROUP --pattern REGEX)"
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -269,11 +269,7 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     out: TextIO = sys.stdout
     end_offset = args.end + 1 if args.end is not None else None
     group = None
-    pattern = getattr(args, "pattern", None)
-    if pattern is not None and getattr(args, "group", None) is None:
-        raise InvalidConfigError("consume: --pattern needs -g GROUP (the SC resolves it)")
-    if args.topic is None and pattern is None:
-        raise InvalidConfigError("consume: give a TOPIC (or -g GROUP --pattern REGEX)")
+    pattern = getattr(args, "pattern", None)  # the parser checked it goes with -g
     if getattr(args, "group", None) is not None:
         if (
             args.partition

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +41,27 @@ class CommandParser(argparse.ArgumentParser):
     (``add_subparsers`` builds them with ``type(self)``).
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._checks: list[Callable[[argparse.Namespace], str | None]] = []
+
+    def add_check(self, check: Callable[[argparse.Namespace], str | None]) -> None:
+        """A rule across arguments (argparse has none): ``check`` returns what is wrong,
+        reported with this parser's usage (exit 2), or None."""
+        self._checks.append(check)
+
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        """Parse ``args``; unknown arguments are an error of this parser (exit 2)."""
+        """Parse ``args``; unknown arguments and broken rules are an error of this parser
+        (exit 2)."""
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
+        for check in self._checks:
+            problem = check(parsed)
+            if problem is not None:
+                self.error(problem)
         return parsed, extras
 
 

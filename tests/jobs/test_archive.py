@@ -91,7 +91,7 @@ def test_errors_raised_inside_spark_print_the_typed_message(
     cases = [
         (["--topic", "nosuch"], "error: option 'topic(s)': topic 'nosuch' does not exist\n"),
         (["--topic", new_topic(), "--starting-offsets", "{bad"],
-         "error: option 'startingOffsets' must be earliest, latest or JSON"),
+         "error: option 'startingOffsets' must be earliest, latest, group:NAME or JSON"),
     ]  # fmt: skip
     for args, start in cases:
         assert main([*args, "--table", table, "--endpoint", fluvio_cluster.endpoint]) == 1
