@@ -19,6 +19,7 @@ are the opt-ins (see docs/jvm-connector.md).
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,7 @@ _STAMP_SUFFIX = ".sources"
 _BUILT_JAR = "target/fluvio-spark-connector-0.1.0.jar"
 _MVN_TIMEOUT_S = 900
 _OFFLINE_MISS = "in offline mode"  # Maven's words when -o lacks an artifact
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Maven 3.8 colours even in batch mode
 
 
 def package_jar_dir() -> Path:
@@ -189,14 +191,15 @@ def _mvn(goals: list[str], cwd: Path, what: str, *, echo: bool = False) -> None:
             f"Maven is needed to {what}: install 'mvn' and a JDK 17 (e.g. apt-get install "
             "maven openjdk-17-jdk-headless)"
         )
-    done = _run([mvn, "-B", "-q", "-Dstyle.color=never", "-o", *goals], cwd, what)
+    done = _run([mvn, "-B", "-q", "-o", *goals], cwd, what)
     if done.returncode != 0 and _OFFLINE_MISS in done.stdout + done.stderr:
-        done = _run([mvn, "-B", "-q", "-Dstyle.color=never", *goals], cwd, what)
+        done = _run([mvn, "-B", "-q", *goals], cwd, what)
+    out, err = _ANSI.sub("", done.stdout), _ANSI.sub("", done.stderr)
     if echo or done.returncode != 0:
-        sys.stdout.write(done.stdout)
-        sys.stderr.write(done.stderr)
+        sys.stdout.write(out)
+        sys.stderr.write(err)
     if done.returncode != 0:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+        tail = (out + err).strip().splitlines()[-5:]
         raise JarFetchError(f"mvn could not {what}: {' | '.join(tail)}")
 
 
