@@ -1,0 +1,18 @@
+package io.sparkstream.fluvio.client;
+
+/** The api keys the connector speaks ({@code spark_stream/protocol/api.py}). */
+public final class ApiKeys {
+  private ApiKeys() {}
+
+  /** SC: one topic and its partitions. */
+  public static final int DESCRIBE_TOPIC = 1004;
+
+  /** SC: every SPU and its endpoints. */
+  public static final int LIST_SPUS = 1012;
+
+  /** SPU: read batch frames from a partition leader. */
+  public static final int FETCH = 3002;
+
+  /** SPU: a partition's log start, LEO and HW (and the offset for a time). */
+  public static final int FETCH_OFFSETS = 3004;
+}

@@ -1,0 +1,127 @@
+package io.sparkstream.fluvio.datasource;
+
+import io.sparkstream.fluvio.client.FetchResult;
+import io.sparkstream.fluvio.client.LeaderClient;
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.records.BatchFrames;
+import io.sparkstream.fluvio.records.FrameSlice;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * Reads one input partition's records {@code [start, end)} as columnar batches, one per
+ * batch frame: fetches frames from the leader (with failover), checks each frame's crc and
+ * Arrow validity, trims the first and last frame to the range, and exposes the stored
+ * columns as {@link ArrowColumnVector}s and the computed ones as {@link ValueColumn}s.
+ *
+ * <p>Each batch's Arrow buffers live until the next call to {@link #next()} or {@link
+ * #close()}, which Spark makes after it is done with the batch.
+ */
+final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
+  private final ReaderOptions options;
+  private final StructType schema;
+  private final FluvioInputPartition range;
+  private final BufferAllocator allocator = new RootAllocator();
+  private final LeaderClient client;
+  private final Deque<FrameSlice> pending = new ArrayDeque<>();
+  private long next;
+  private VectorSchemaRoot current;
+  private ColumnarBatch batch;
+
+  FluvioColumnarReader(ReaderOptions options, StructType schema, FluvioInputPartition range) {
+    this.options = options;
+    this.schema = schema;
+    this.range = range;
+    this.next = range.start();
+    this.client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS);
+  }
+
+  @Override
+  public boolean next() {
+    release();
+    while (next < range.end()) {
+      if (pending.isEmpty()) {
+        fetch();
+      }
+      FrameSlice frame = pending.poll();
+      long base = frame.header().baseOffset();
+      if (frame.header().nextOffset() <= next) {
+        continue; // a frame wholly before the range (the fetch starts at the one holding it)
+      }
+      VectorSchemaRoot root = BatchFrames.decode(frame, allocator);
+      int from = (int) Math.max(0, next - base);
+      int to = (int) Math.min(root.getRowCount(), range.end() - base);
+      if (from > 0 || to < root.getRowCount()) {
+        VectorSchemaRoot sliced = root.slice(from, to - from);
+        root.close();
+        root = sliced;
+      }
+      current = root;
+      batch = columns(root, base + from);
+      next = base + to;
+      return true;
+    }
+    return false;
+  }
+
+  private void fetch() {
+    FetchResult result =
+        client.fetch(range.topic(), range.partition(), next, options.fetchMaxBytes(), options.isolation());
+    pending.addAll(BatchFrames.split(result.frames(), true));
+    if (pending.isEmpty()) {
+      throw new FluvioException(
+          ErrorCode.DATA_LOSS,
+          "%s/%d: the leader returned no records at offset %d, below the planned end %d (hw %d, leo %d)"
+              .formatted(range.topic(), range.partition(), next, range.end(),
+                  result.offsets().hw(), result.offsets().leo()));
+    }
+  }
+
+  private ColumnarBatch columns(VectorSchemaRoot root, long firstOffset) {
+    StructField[] fields = schema.fields();
+    ColumnVector[] vectors = new ColumnVector[fields.length];
+    for (int i = 0; i < fields.length; i++) {
+      vectors[i] =
+          switch (fields[i].name()) {
+            case "key", "value", "timestamp", "headers" -> new ArrowColumnVector(root.getVector(fields[i].name()));
+            case "topic" -> ValueColumn.constant(range.topic());
+            case "partition" -> ValueColumn.constant(range.partition());
+            case "offset" -> ValueColumn.offsets(firstOffset);
+            case "timestampType" -> ValueColumn.constant(ReadSchema.TIMESTAMP_TYPE_CREATE);
+            default -> throw new IllegalStateException("no column " + fields[i].name());
+          };
+    }
+    return new ColumnarBatch(vectors, root.getRowCount());
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  private void release() {
+    if (current != null) {
+      current.close();
+      current = null;
+      batch = null;
+    }
+  }
+
+  @Override
+  public void close() {
+    release();
+    pending.clear();
+    client.close();
+    allocator.close();
+  }
+}

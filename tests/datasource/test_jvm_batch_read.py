@@ -1,0 +1,164 @@
+"""Batch reads through the JVM connector (``connector/``) against a real local cluster.
+
+Each test runs its queries in a child interpreter whose SparkSession has the connector
+jar (``local_session(jvm_connector=True)``): the suite's shared session must keep the
+Python source, and a JVM's classpath is fixed once it runs. The child prints one JSON
+line of results; the assertions are here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from datasource.connector_jar import build_jar, jar_path
+from spark_stream.client import Fluvio
+from spark_stream.errors import JarFetchError
+from spark_stream.local.cluster import LocalCluster
+from tests.spark_conftest import produce
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+_CHILD = """
+import json, sys
+from pyspark.sql import functions as F
+from datasource.session import local_session
+
+endpoint, topic = sys.argv[1], sys.argv[2]
+spark = local_session("jvm-batch-read", jvm_connector=True)
+out = {}
+
+def read(**options):
+    reader = spark.read.format("fluvio").option("endpoint", endpoint).option("topic", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+def error_of(run):
+    try:
+        run()
+    except Exception as exc:
+        return str(exc)
+    return None
+"""
+
+
+@pytest.fixture(scope="module")
+def connector_jar() -> Path:
+    """The connector jar, built when missing or stale (needs Maven, as ./dev test has)."""
+    if shutil.which("mvn") is None and jar_path() is None:
+        pytest.skip("the JVM connector jar is not built and Maven is not installed")
+    try:
+        return build_jar()
+    except JarFetchError as exc:
+        pytest.fail(f"cannot build the connector jar: {exc}")
+
+
+def _run_child(body: str, endpoint: str, topic: str) -> dict[str, Any]:
+    script = _CHILD + textwrap.dedent(body) + "\nprint('RESULT ' + json.dumps(out))\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, endpoint, topic],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    return result
+
+
+def test_jvm_read_equals_what_was_produced(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(partitions=3, replicas=2)
+    keys = [f"k{i % 7}" for i in range(300)]
+    values = [f"value-{i}" for i in range(300)]
+    # Several frames per partition, so ranges below start and end inside frames.
+    for start in range(0, 300, 50):
+        produce(fluvio, topic, values[start : start + 50], keys=keys[start : start + 50])
+    out = _run_child(
+        """
+        df = read()
+        out["plan"] = df._jdf.queryExecution().executedPlan().toString()
+        out["schema"] = df.schema.simpleString()
+        out["partitions"] = df.rdd.getNumPartitions()
+        rows = df.collect()
+        out["rows"] = [
+            [r["key"].decode(), r["value"].decode(), r["topic"], r["partition"], r["offset"],
+             r["timestampType"]]
+            for r in rows
+        ]
+        out["ts_ok"] = all(r["timestamp"].year >= 2024 for r in rows)
+        out["pruned"] = [r[0].decode() for r in read().select("value").collect()]
+        ranged = read(startingOffsets=json.dumps({topic: {"0": 5}}),
+                      endingOffsets=json.dumps({topic: {"0": 17, "1": 3, "2": 0}}))
+        out["ranged"] = sorted([r["partition"], r["offset"]] for r in ranged.collect())
+        out["unknown"] = error_of(lambda: read(topik="x"))
+        out["latest"] = error_of(lambda: read(startingOffsets="latest").collect())
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert f"fluvio JVM scan of [{topic}]" in out["plan"], out["plan"]  # not the Python source
+    assert out["schema"] == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+        "timestamp:timestamp,timestampType:int>"
+    )
+    assert out["partitions"] == 3
+    assert sorted((r[0], r[1]) for r in out["rows"]) == sorted(zip(keys, values, strict=True))
+    assert {r[2] for r in out["rows"]} == {topic}
+    assert {r[5] for r in out["rows"]} == {0}
+    for p in range(3):
+        offsets = sorted(r[4] for r in out["rows"] if r[3] == p)
+        assert offsets == list(range(len(offsets)))
+    key_partitions: dict[str, set[int]] = {}
+    for r in out["rows"]:
+        key_partitions.setdefault(r[0], set()).add(r[3])
+    assert all(len(ps) == 1 for ps in key_partitions.values())  # one partition per key
+    assert out["ts_ok"]
+    assert sorted(out["pruned"]) == sorted(values)
+    assert out["ranged"] == [[0, o] for o in range(5, 17)] + [[1, o] for o in range(3)]
+    assert "unknown option 'topik' for format('fluvio')" in out["unknown"]
+    assert "option 'startingOffsets' cannot be 'latest' for batch reads" in out["latest"]
+
+
+@pytest.mark.parametrize("compression", ["lz4", "zstd"])
+def test_jvm_read_of_compressed_frames_with_headers(
+    connector_jar: Path,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    compression: str,
+) -> None:
+    topic = new_topic(partitions=1, compression=compression)
+    values = [f"{compression}-{i}" * 5 for i in range(200)]
+    produce(fluvio, topic, values)
+    out = _run_child(
+        """
+        df = read(includeHeaders="true")
+        out["schema"] = df.schema.simpleString()
+        out["values"] = [r["value"].decode() for r in df.orderBy("offset").collect()]
+        out["headers"] = [r["headers"] for r in df.collect()][:3]
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["schema"].endswith(",headers:array<struct<key:string,value:binary>>>")
+    assert out["values"] == values
+    assert out["headers"] == [None, None, None]
