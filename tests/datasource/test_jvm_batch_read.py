@@ -24,6 +24,8 @@ from datasource.connector_jar import build_jar, jar_path
 from spark_stream.client import Fluvio
 from spark_stream.errors import JarFetchError
 from spark_stream.local.cluster import LocalCluster
+from tests.harness.local_cluster import kill_spu
+from tests.polling import wait_until
 from tests.spark_conftest import produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -162,3 +164,81 @@ def test_jvm_read_of_compressed_frames_with_headers(
     assert out["schema"].endswith(",headers:array<struct<key:string,value:binary>>>")
     assert out["values"] == values
     assert out["headers"] == [None, None, None]
+
+
+def test_jvm_options_and_ranges_against_the_cluster(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """The errors and ranges of ``test_batch_read.py``'s tests, through the JVM."""
+    topic = new_topic(partitions=2)
+    base = 1_700_000_000_000_000
+    stamps = [base + i * 1_000_000 for i in range(50)]
+    produce(fluvio, topic, [f"a{i}" for i in range(50)], partition=0, timestamps_us=stamps)
+    produce(fluvio, topic, [f"b{i}" for i in range(50)], partition=1)
+    out = _run_child(
+        f"""
+        ranged = read(startingOffsets=json.dumps({{topic: {{"0": 10, "1": -2}}}}),
+                      endingOffsets=json.dumps({{topic: {{"0": 20}}}}))
+        out["ranged"] = sorted([r["partition"], r["offset"]] for r in ranged.collect())
+        timed = read(partitions="0", startingTimestamp=str({base} // 1000 + 30_000),
+                     endingTimestamp=str({base} // 1000 + 40_000))
+        out["timed"] = sorted(r["offset"] for r in timed.collect())
+        out["errors"] = [
+            error_of(lambda: spark.read.format("fluvio").option("endpoint", endpoint)
+                     .option("topic", "no-such-topic").load().collect()),
+            error_of(lambda: read(partitions="0,9").collect()),
+            error_of(lambda: read(startingOffsets=json.dumps({{topic: {{"0": 999}}}})).collect()),
+            error_of(lambda: read(partitions="0",
+                                  endingOffsets=json.dumps({{topic: {{"1": 1}}}})).collect()),
+            error_of(lambda: read(isolation="sometimes").collect()),
+            error_of(lambda: read(maxRecordsPerTrigger="5").collect()),
+        ]
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["ranged"] == [[0, o] for o in range(10, 20)] + [[1, o] for o in range(50)]
+    assert out["timed"] == list(range(30, 40))
+    expected = [
+        "option 'topic(s)': topic 'no-such-topic' does not exist",
+        f"option 'partitions': topic '{topic}' has no partition(s) 9 (it has 2)",
+        f"option 'startingOffsets': offset 999 of {topic}/0 is past its end 50 (committed)",
+        f"option 'endingOffsets' names {topic}/1, which the query does not read",
+        "option 'isolation' must be one of committed, uncommitted, got 'sometimes'",
+        "option 'maxRecordsPerTrigger' only applies to streaming reads",
+    ]
+    for message, error in zip(expected, out["errors"], strict=True):
+        assert error is not None and message in error, (message, error)
+
+
+def test_jvm_read_rides_out_a_killed_leader(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """SIGKILL the leader right before a read (from the child, after its JVM is warm):
+    the read is served by the new leader and nothing is lost. (The SC elects within
+    milliseconds here, so this rarely needs the client's retry; the retry on
+    ``NotLeaderError`` itself is tested deterministically by ``LeaderClientTest``.)"""
+    topic = new_topic(partitions=1, replicas=2)
+    values = [f"v{i}" for i in range(120)]
+    produce(fluvio, topic, values)
+    wait_until(lambda: fluvio.fetch_offsets(topic, 0).hw == 120, 30, "HW to reach 120")
+    leader = fluvio.topic_partitions(topic)[0].leader
+    assert leader is not None
+    pid = fluvio_cluster.spu_pid(leader)
+    assert pid is not None
+    try:
+        out = _run_child(
+            f"""
+            import os, signal
+            out["before"] = read().count()
+            os.kill({pid}, signal.SIGKILL)
+            out["values"] = [r["value"].decode() for r in read().orderBy("offset").collect()]
+            """,
+            fluvio_cluster.endpoint,
+            topic,
+        )
+    finally:
+        kill_spu(fluvio_cluster, leader)  # waits until it is gone (already, normally)
+        fluvio_cluster.start()  # brings the killed SPU back for the next tests
+    assert out["before"] == 120
+    assert out["values"] == values

@@ -13,12 +13,13 @@ import java.util.function.Function;
  * Requests to partition leaders with failover ({@code spark_stream/client/leader.py}): it
  * looks the leader up in the SC's metadata, sends the request, and on a retriable error
  * ({@code NotLeaderError}, a lost connection, an unknown leader epoch...) drops the cached
- * metadata and connection, backs off and tries again, up to a bounded number of attempts.
+ * metadata and closed connections, backs off (doubling, up to 2 s) and tries again until
+ * the client's timeout has passed since the first attempt; an election after a leader
+ * died takes the SC a few seconds, which this rides out.
  *
  * <p>Not serializable: a Spark task builds one on the executor and closes it.
  */
 public final class LeaderClient implements Closeable {
-  private static final int ATTEMPTS = 8;
   private static final long FIRST_BACKOFF_MS = 50;
   private static final long MAX_BACKOFF_MS = 2_000;
 
@@ -99,11 +100,12 @@ public final class LeaderClient implements Closeable {
 
   private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
     long backoff = FIRST_BACKOFF_MS;
-    for (int attempt = 1; ; attempt++) {
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    while (true) {
       try {
         return call.apply(connection(metadata(topic).leader(partition)));
       } catch (FluvioException e) {
-        if (!e.retriable() || attempt >= ATTEMPTS) {
+        if (!e.retriable() || System.nanoTime() + backoff * 1_000_000L > deadline) {
           throw e;
         }
         metadata.remove(topic);

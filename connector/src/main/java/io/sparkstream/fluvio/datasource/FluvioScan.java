@@ -6,7 +6,9 @@ import io.sparkstream.fluvio.client.PartitionOffsets;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -53,46 +55,52 @@ final class FluvioScan implements Scan, Batch {
   public InputPartition[] planInputPartitions() {
     List<InputPartition> planned = new ArrayList<>();
     try (LeaderClient client = new LeaderClient(options.endpoint(), TIMEOUT_MS)) {
+      Map<String, PartitionOffsets> offsets = new LinkedHashMap<>();
       for (String topic : options.topics()) {
-        Metadata metadata = client.metadata(topic);
-        for (int p = 0; p < metadata.partitionCount(); p++) {
-          if (options.partitions() != null && !options.partitions().contains(p)) {
-            continue;
-          }
-          PartitionOffsets now = client.fetchOffsets(topic, p, null);
-          long start = resolve(client, options.starting(), topic, p, now);
-          long end = resolve(client, options.ending(), topic, p, now);
-          if (start < now.logStart() && options.failOnDataLoss()) {
-            throw new FluvioException(
-                ErrorCode.DATA_LOSS,
-                "%s/%d: offsets %d..%d were removed by retention (log starts at %d); "
-                        .formatted(topic, p, start, now.logStart() - 1, now.logStart())
-                    + "set failOnDataLoss=false to read what remains");
-          }
-          start = Math.max(start, now.logStart());
-          if (start < end) {
-            planned.add(new FluvioInputPartition(topic, p, start, end));
-          }
+        Metadata metadata = metadataOf(client, topic);
+        for (int p : Planning.partitions(topic, metadata.partitionCount(), options.partitions())) {
+          offsets.put(topic + "/" + p, client.fetchOffsets(topic, p, null));
+        }
+      }
+      Planning.checkNamed(options.starting(), "startingOffsets", offsets.keySet());
+      Planning.checkNamed(options.ending(), "endingOffsets", offsets.keySet());
+      for (Map.Entry<String, PartitionOffsets> e : offsets.entrySet()) {
+        int slash = e.getKey().lastIndexOf('/');
+        String topic = e.getKey().substring(0, slash);
+        int p = Integer.parseInt(e.getKey().substring(slash + 1));
+        PartitionOffsets now = e.getValue();
+        long start = resolve(client, options.starting(), "startingOffsets", topic, p, now);
+        long end = resolve(client, options.ending(), "endingOffsets", topic, p, now);
+        if (start < end) {
+          planned.add(new FluvioInputPartition(topic, p, start, end));
         }
       }
     }
     return planned.toArray(new InputPartition[0]);
   }
 
-  private long resolve(LeaderClient client, OffsetSpec spec, String topic, int p, PartitionOffsets now) {
-    long end = now.end(options.isolation());
+  private static Metadata metadataOf(LeaderClient client, String topic) {
+    try {
+      return client.metadata(topic);
+    } catch (FluvioException e) {
+      if (e.code() == ErrorCode.UNKNOWN_TOPIC) {
+        throw new FluvioException(
+            ErrorCode.DATA_SOURCE_OPTION,
+            "option 'topic(s)': topic %s does not exist".formatted(ReaderOptions.pyRepr(topic)));
+      }
+      throw e;
+    }
+  }
+
+  private long resolve(
+      LeaderClient client, OffsetSpec spec, String name, String topic, int p, PartitionOffsets now) {
+    long atTime = -1;
     if (spec.timestampMs() != null) {
-      PartitionOffsets at = client.fetchOffsets(topic, p, spec.timestampMs() * 1000);
-      return at.offset() < 0 ? end : Math.min(at.offset(), end);
+      atTime = client.fetchOffsets(topic, p, spec.timestampMs() * 1000).offset();
     }
-    long offset = spec.forPartition(topic, p);
-    if (offset == OffsetSpec.EARLIEST) {
-      return now.logStart();
-    }
-    if (offset == OffsetSpec.LATEST) {
-      return end;
-    }
-    return Math.min(offset, end);
+    return Planning.resolve(
+        spec, name, topic, p, now, now.end(options.isolation()), atTime,
+        options.failOnDataLoss(), options.isolation().wireName());
   }
 
   @Override
