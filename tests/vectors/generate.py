@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from datasource.options import OffsetSpec, parse_reader_options
 from spark_stream.client.config import MAX_PRODUCER_ID, producer_id_for
 from spark_stream.client.producer.partitioner import fnv1a_32
 from spark_stream.errors import FluvioError
@@ -338,6 +339,92 @@ def producer_ids() -> dict[str, Any]:
     }
 
 
+_EP = {"endpoint": "127.0.0.1:9003"}
+_OPTION_CASES: list[dict[str, str]] = [
+    {"topic": "t", **_EP},
+    {"TOPIC": "t", "Endpoint": "[::1]:9003", "checkpointLocation": "/x"},
+    {"topik": "t", **_EP},
+    {"path": "x", "topic": "t", **_EP},
+    {"topic": "a,b", **_EP},
+    {"topics": "a,,b", **_EP},
+    {"topics": "b, a,b", **_EP},
+    {"topic": "t", "topics": "a", **_EP},
+    {**_EP},
+    {"topic": "t", "partitions": "0,x", **_EP},
+    {"topic": "t", "partitions": "2,0,2", **_EP},
+    {"topic": "t", "partitions": "-1", **_EP},
+    {"topic": "t", "startingOffsets": "latest", **_EP},
+    {"topic": "t", "startingOffsets": "bogus", **_EP},
+    {"topic": "t", "endingOffsets": "bogus", **_EP},
+    {"topic": "t", "startingOffsets": "[]", **_EP},
+    {"topic": "t", "startingOffsets": '{"t": 5}', **_EP},
+    {"topic": "t", "startingOffsets": '{"t": {"x": 5}}', **_EP},
+    {"topic": "t", "startingOffsets": '{"t": {"0": "5"}}', **_EP},
+    {"topic": "t", "startingOffsets": '{"t": {"0": true}}', **_EP},
+    {"topic": "t", "startingOffsets": '{"t": {"0": -3}}', **_EP},
+    {"topic": "t", "endingOffsets": "earliest", **_EP},
+    {"topic": "t", "endingOffsets": '{"t": {"0": -2}}', **_EP},
+    {"topic": "t", "startingOffsets": '{"u": {"0": 1}}', **_EP},
+    {
+        "topic": "t",
+        "startingOffsets": '{"t": {"1": 5, "0": -2}}',
+        "endingOffsets": '{"t": {"0": 9}}',
+        **_EP,
+    },
+    {"topic": "t", "startingOffsets": "earliest", "startingTimestamp": "5", **_EP},
+    {"topic": "t", "startingTimestamp": "abc", **_EP},
+    {"topic": "t", "startingTimestamp": "1700000000000", **_EP},
+    {"topic": "t", "isolation": " Uncommitted", **_EP},
+    {"topic": "t", "isolation": "sometimes", **_EP},
+    {"topic": "t", "includeHeaders": "yes", **_EP},
+    {"topic": "t", "includeHeaders": "TRUE", "failOnDataLoss": "false", **_EP},
+    {"topic": "t", "fetchMaxBytes": "10", **_EP},
+    {"topic": "t", "fetchMaxBytes": "x", **_EP},
+    {"topic": "t", "fetchMaxBytes": "4096", "localReads": "false", **_EP},
+    {"topic": "t", "minPartitions": "0", **_EP},
+    {"topic": "t", "maxOffsetsPerTrigger": "5", **_EP},
+    {"topic": "t", "progressGroup": "g", **_EP},
+    {"topic": "t", "endpoint": "nohost"},
+    {"topic": "t", "endpoint": "h:99999"},
+]
+
+
+def _spec_json(spec: OffsetSpec | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    return {
+        "default": spec.default,
+        "specific": [list(s) for s in spec.specific],
+        "timestamp_ms": spec.timestamp_ms,
+    }
+
+
+def reader_options() -> dict[str, Any]:
+    """Batch reader options and what ``parse_reader_options`` makes of them: the parsed
+    values the JVM connector also uses, or the error message it must give word for word."""
+    cases = []
+    for options in _OPTION_CASES:
+        case: dict[str, Any] = {"options": options}
+        try:
+            opts = parse_reader_options(options, "batch")
+        except FluvioError as exc:
+            case["error"] = f"{type(exc).__name__}: {exc}"
+        else:
+            case["parsed"] = {
+                "endpoint": opts.endpoint,
+                "topics": list(opts.topics),
+                "partitions": None if opts.partitions is None else list(opts.partitions),
+                "starting": _spec_json(opts.starting),
+                "ending": _spec_json(opts.ending),
+                "isolation": opts.isolation,
+                "include_headers": opts.include_headers,
+                "fetch_max_bytes": opts.fetch_max_bytes,
+                "fail_on_data_loss": opts.fail_on_data_loss,
+            }
+        cases.append(case)
+    return {"batch": cases}
+
+
 def error_codes() -> dict[str, Any]:
     """The wire error codes: code, Python type name, retriable."""
     return {
@@ -357,6 +444,7 @@ def generate() -> dict[str, str]:
         "key_hashes.json": key_hashes(),
         "producer_ids.json": producer_ids(),
         "error_codes.json": error_codes(),
+        "reader_options.json": reader_options(),
     }
     return {name: json.dumps(body, indent=1) + "\n" for name, body in files.items()}
 

@@ -128,16 +128,19 @@ public record ReaderOptions(
       }
     }
     Endpoint endpoint = endpoint(opts);
-    integer(opts, "minPartitions", 1); // checked as in Python; one Spark partition per topic partition here
-    Integer fetchMax = integer(opts, "fetchMaxBytes", 1024);
+    // The rest in Python's order, so a case with two faults names the same one.
     Isolation isolation =
         Isolation.valueOf(choice(opts, "isolation", List.of("committed", "uncommitted"), "committed")
             .toUpperCase(Locale.ROOT));
+    integer(opts, "minPartitions", 1); // checked; one Spark partition per topic partition here
+    boolean failOnDataLoss = bool(opts, "failOnDataLoss", true);
+    boolean includeHeaders = bool(opts, "includeHeaders", false);
+    Integer fetchMax = integer(opts, "fetchMaxBytes", 1024);
     bool(opts, "localReads", true); // accepted; this connector reads over the network
     return new ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
-        starting, ending, isolation, bool(opts, "includeHeaders", false),
-        fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, bool(opts, "failOnDataLoss", true));
+        starting, ending, isolation, includeHeaders,
+        fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss);
   }
 
   private static Map<String, String> canonical(Map<String, String> options) {
@@ -264,7 +267,7 @@ public record ReaderOptions(
         JsonNode offset = part.getValue();
         if (index < 0 || !offset.isIntegralNumber()) {
           throw error("option '%s': %s/%s -> %s is not a partition number mapped to an integer offset"
-              .formatted(name, topic.getKey(), part.getKey(), offset));
+              .formatted(name, topic.getKey(), part.getKey(), pyRepr(offset)));
         }
         long value = offset.longValue();
         if (value < OffsetSpec.EARLIEST || (ending && value == OffsetSpec.EARLIEST)) {
@@ -351,6 +354,20 @@ public record ReaderOptions(
     }
     throw error("option '%s' must be one of %s, got %s"
         .formatted(name, String.join(", ", choices), pyRepr(opts.get(name))));
+  }
+
+  /** Python's {@code repr} of a JSON value as {@code json.loads} gives it. */
+  static String pyRepr(JsonNode v) {
+    if (v.isTextual()) {
+      return pyRepr(v.textValue());
+    }
+    if (v.isBoolean()) {
+      return v.booleanValue() ? "True" : "False";
+    }
+    if (v.isNull()) {
+      return "None";
+    }
+    return v.toString();
   }
 
   /** Python's {@code repr} of a str (single quotes unless the text holds one). */
