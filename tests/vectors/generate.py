@@ -374,6 +374,10 @@ _OPTION_CASES: list[dict[str, str]] = [
     {"topic": "t", "startingOffsets": "earliest", "startingTimestamp": "5", **_EP},
     {"topic": "t", "startingTimestamp": "abc", **_EP},
     {"topic": "t", "startingTimestamp": "1700000000000", **_EP},
+    {"topic": "t", "startingTimestamp": "-5", **_EP},
+    {"topic": "t", "endingTimestamp": "1700000000123000", **_EP},  # microseconds
+    {"topic": "t", "endingTimestamp": "1700000000000000000", **_EP},  # nanoseconds
+    {"topic": "t", "endingTimestamp": "99999999999999999999999", **_EP},
     {"topic": "t", "isolation": " Uncommitted", **_EP},
     {"topic": "t", "isolation": "sometimes", **_EP},
     {"topic": "t", "includeHeaders": "yes", **_EP},

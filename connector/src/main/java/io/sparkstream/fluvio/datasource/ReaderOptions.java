@@ -7,6 +7,7 @@ import io.sparkstream.fluvio.client.Isolation;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import java.io.Serializable;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.Iterator;
@@ -281,19 +282,46 @@ public record ReaderOptions(
         List.copyOf(specific.values()), null);
   }
 
+  /**
+   * A time option in milliseconds, checked as {@code to_timestamp_us(ms, "ms", ...)} of
+   * {@code spark_stream/client/timestamps.py} checks it: a value past the year 9999 was
+   * written in a finer unit and would read nothing, so it is refused naming that unit.
+   */
   private static long timestampMs(String raw, String name) {
-    long ms;
+    BigInteger ms;
     try {
-      ms = Long.parseLong(raw.strip());
+      ms = new BigInteger(raw.strip());
     } catch (NumberFormatException e) {
       throw error("option '%s' must be an integer (milliseconds since the epoch), got %s"
           .formatted(name, pyRepr(raw)));
     }
-    if (ms < 0 || ms > MAX_MS) {
-      throw error("option '%s' must be milliseconds since the epoch between 0 and %d, got %d"
-          .formatted(name, MAX_MS, ms));
+    String what = "option '" + name + "'";
+    if (ms.signum() < 0) {
+      throw error("%s is milliseconds since the epoch and must be >= 0, got %s".formatted(what, ms));
     }
-    return ms;
+    BigInteger limit = BigInteger.valueOf(MAX_MS);
+    if (ms.compareTo(limit) <= 0) {
+      return ms.longValueExact();
+    }
+    String[][] finer = {{"microseconds", "1000"}, {"nanoseconds", "1000000"}};
+    for (String[] unit : finer) {
+      BigInteger converted = ms.divide(new BigInteger(unit[1]));
+      if (converted.compareTo(limit) <= 0) {
+        throw error(("%s is milliseconds since the epoch, and %s ms is after the year 9999: it "
+                + "looks like %s; in milliseconds that is %s (%s)")
+            .formatted(what, ms, unit[0], converted, iso(converted.longValueExact())));
+      }
+    }
+    throw error("%s is milliseconds since the epoch, and %s ms is after the year 9999".formatted(what, ms));
+  }
+
+  /** Python's {@code datetime.isoformat()} of a UTC time in ms, with {@code Z}. */
+  private static String iso(long ms) {
+    java.time.LocalDateTime t =
+        java.time.LocalDateTime.ofEpochSecond(Math.floorDiv(ms, 1000), (int) Math.floorMod(ms, 1000) * 1_000_000,
+            java.time.ZoneOffset.UTC);
+    String base = t.format(java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss"));
+    return (ms % 1000 == 0 ? base : base + ".%06d".formatted(Math.floorMod(ms, 1000) * 1000)) + "Z";
   }
 
   private static Endpoint endpoint(Map<String, String> opts) {
