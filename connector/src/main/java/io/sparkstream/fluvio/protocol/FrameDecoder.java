@@ -41,12 +41,24 @@ public final class FrameDecoder {
   /**
    * Add received bytes (copied).
    *
+   * <p>Bytes are appended after the unread ones; when the array is full, the unread bytes
+   * move to a new array of at least twice the size (amortised linear copying). The array
+   * is never compacted in place: frames already handed out are slices of it and must keep
+   * their bytes.
+   *
    * @param data the bytes, position to limit (not consumed)
    */
   public void feed(ByteBuffer data) {
-    ByteBuffer joined = ByteBuffer.allocate(buffer.remaining() + data.remaining());
-    joined.put(buffer).put(data.duplicate()).flip();
-    buffer = joined;
+    int incoming = data.remaining();
+    if (buffer.capacity() - buffer.limit() < incoming) {
+      int needed = buffer.remaining() + incoming;
+      ByteBuffer grown = ByteBuffer.allocate(Math.max(needed, Math.max(4096, buffer.capacity() * 2)));
+      grown.put(buffer.duplicate()).flip();
+      buffer = grown;
+    }
+    int at = buffer.limit();
+    buffer.limit(at + incoming);
+    buffer.duplicate().position(at).put(data.duplicate());
   }
 
   /**

@@ -108,6 +108,31 @@ class FramesTest {
   }
 
   @Test
+  void framesHandedOutKeepTheirBytesWhileMoreArrives() {
+    // Frame A is taken, then a large frame B arrives byte by byte (the buffer grows and
+    // appends many times): A's meta and tail must still read as they did.
+    JsonNode a = VECTORS.get("frames").get(3); // fetch_response, with a tail
+    JsonNode b = VECTORS.get("frames").get(4); // produce, with a larger tail
+    FrameDecoder decoder = new FrameDecoder();
+    decoder.feed(ByteBuffer.wrap(Vectors.hex(a.get("bytes"))));
+    Frame first = decoder.next();
+    byte[] second = Vectors.hex(b.get("bytes"));
+    Frame got = null;
+    for (int i = 0; i < second.length && got == null; i++) {
+      decoder.feed(ByteBuffer.wrap(second, i, 1));
+      got = decoder.next();
+    }
+    assertNotNull(got);
+    byte[] tail = new byte[first.tail().remaining()];
+    first.tail().duplicate().get(tail);
+    assertEquals(a.get("tail").asText(), Vectors.hex(tail));
+    assertEquals(Vectors.comparable(meta(a)), Vectors.comparable(first.decodeMeta()));
+    byte[] secondTail = new byte[got.tail().remaining()];
+    got.tail().duplicate().get(secondTail);
+    assertEquals(b.get("tail").asText(), Vectors.hex(secondTail));
+  }
+
+  @Test
   void halfAFrameIsNotAFrameYet() {
     byte[] frame = Vectors.hex(VECTORS.get("frames").get(1).get("bytes"));
     FrameDecoder decoder = new FrameDecoder();
