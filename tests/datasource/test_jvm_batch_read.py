@@ -111,6 +111,8 @@ def test_jvm_read_equals_what_was_produced(
         ranged = read(startingOffsets=json.dumps({topic: {"0": 5}}),
                       endingOffsets=json.dumps({topic: {"0": 17, "1": 3, "2": 0}}))
         out["ranged"] = sorted([r["partition"], r["offset"]] for r in ranged.collect())
+        split = read(minPartitions="7")
+        out["split"] = [split.rdd.getNumPartitions(), split.count()]
         out["unknown"] = error_of(lambda: read(topik="x"))
         out["latest"] = error_of(lambda: read(startingOffsets="latest").collect())
         """,
@@ -136,6 +138,7 @@ def test_jvm_read_equals_what_was_produced(
     assert out["ts_ok"]
     assert sorted(out["pruned"]) == sorted(values)
     assert out["ranged"] == [[0, o] for o in range(5, 17)] + [[1, o] for o in range(3)]
+    assert out["split"] == [7, 300]
     assert "unknown option 'topik' for format('fluvio')" in out["unknown"]
     assert "option 'startingOffsets' cannot be 'latest' for batch reads" in out["latest"]
 

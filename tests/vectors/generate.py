@@ -386,6 +386,7 @@ _OPTION_CASES: list[dict[str, str]] = [
     {"topic": "t", "fetchMaxBytes": "x", **_EP},
     {"topic": "t", "fetchMaxBytes": "4096", "localReads": "false", **_EP},
     {"topic": "t", "minPartitions": "0", **_EP},
+    {"topic": "t", "minPartitions": "7", **_EP},
     {"topic": "t", "maxOffsetsPerTrigger": "5", **_EP},
     {"topic": "t", "progressGroup": "g", **_EP},
     {"topic": "t", "endpoint": "nohost"},
@@ -424,6 +425,7 @@ def reader_options() -> dict[str, Any]:
                 "include_headers": opts.include_headers,
                 "fetch_max_bytes": opts.fetch_max_bytes,
                 "fail_on_data_loss": opts.fail_on_data_loss,
+                "min_partitions": opts.min_partitions,
             }
         cases.append(case)
     return {"batch": cases}

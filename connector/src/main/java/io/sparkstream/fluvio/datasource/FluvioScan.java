@@ -53,7 +53,7 @@ final class FluvioScan implements Scan, Batch {
 
   @Override
   public InputPartition[] planInputPartitions() {
-    List<InputPartition> planned = new ArrayList<>();
+    List<FluvioInputPartition> planned = new ArrayList<>();
     try (LeaderClient client = new LeaderClient(options.endpoint(), TIMEOUT_MS)) {
       Map<String, PartitionOffsets> offsets = new LinkedHashMap<>();
       for (String topic : options.topics()) {
@@ -76,7 +76,7 @@ final class FluvioScan implements Scan, Batch {
         }
       }
     }
-    return planned.toArray(new InputPartition[0]);
+    return Planning.ranges(planned, options.minPartitions()).toArray(new InputPartition[0]);
   }
 
   private static Metadata metadataOf(LeaderClient client, String topic) {

@@ -108,4 +108,38 @@ final class Planning {
       }
     }
   }
+
+  /**
+   * The ranges to read, ordered by topic and partition, split when there are fewer than
+   * {@code minPartitions}: each into {@code round(size / total * minPartitions)} parts (at
+   * least one, half to even as Python's {@code round}), as {@code plan_ranges} of {@code
+   * datasource/planning.py}.
+   *
+   * @param ranges one non-empty range per topic partition
+   * @param minPartitions the option, or null
+   * @return the input partitions
+   */
+  static List<FluvioInputPartition> ranges(List<FluvioInputPartition> ranges, Integer minPartitions) {
+    List<FluvioInputPartition> sorted =
+        ranges.stream()
+            .sorted(java.util.Comparator.comparing(FluvioInputPartition::topic)
+                .thenComparingInt(FluvioInputPartition::partition))
+            .toList();
+    if (minPartitions == null || sorted.size() >= minPartitions) {
+      return sorted;
+    }
+    long total = sorted.stream().mapToLong(r -> r.end() - r.start()).sum();
+    List<FluvioInputPartition> out = new java.util.ArrayList<>();
+    for (FluvioInputPartition r : sorted) {
+      long size = r.end() - r.start();
+      long parts = Math.max(1, (long) Math.rint((double) size / total * minPartitions));
+      parts = Math.max(1, Math.min(parts, size));
+      for (long i = 0; i < parts; i++) {
+        long a = r.start() + size * i / parts;
+        long b = r.start() + size * (i + 1) / parts;
+        out.add(new FluvioInputPartition(r.topic(), r.partition(), a, b));
+      }
+    }
+    return out;
+  }
 }

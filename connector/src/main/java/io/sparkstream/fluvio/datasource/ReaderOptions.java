@@ -38,6 +38,7 @@ import java.util.TreeSet;
  * @param includeHeaders add the {@code headers} column
  * @param fetchMaxBytes bytes asked of a leader per fetch
  * @param failOnDataLoss fail when retention removed records the read must return
+ * @param minPartitions split ranges until there are at least this many; null = no split
  */
 public record ReaderOptions(
     Endpoint endpoint,
@@ -48,7 +49,8 @@ public record ReaderOptions(
     Isolation isolation,
     boolean includeHeaders,
     int fetchMaxBytes,
-    boolean failOnDataLoss)
+    boolean failOnDataLoss,
+    Integer minPartitions)
     implements Serializable {
 
   /** Every reader option name, as in Python (the unknown-option message lists them). */
@@ -133,7 +135,7 @@ public record ReaderOptions(
     Isolation isolation =
         Isolation.valueOf(choice(opts, "isolation", List.of("committed", "uncommitted"), "committed")
             .toUpperCase(Locale.ROOT));
-    integer(opts, "minPartitions", 1); // checked; one Spark partition per topic partition here
+    Integer minPartitions = integer(opts, "minPartitions", 1);
     boolean failOnDataLoss = bool(opts, "failOnDataLoss", true);
     boolean includeHeaders = bool(opts, "includeHeaders", false);
     Integer fetchMax = integer(opts, "fetchMaxBytes", 1024);
@@ -141,7 +143,7 @@ public record ReaderOptions(
     return new ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
         starting, ending, isolation, includeHeaders,
-        fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss);
+        fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss, minPartitions);
   }
 
   private static Map<String, String> canonical(Map<String, String> options) {

@@ -74,6 +74,23 @@ class PlanningTest {
   }
 
   @Test
+  void minPartitionsSplitsRangesAsPlanRangesDoes() {
+    // Values from datasource.planning.plan_ranges on the same input.
+    List<FluvioInputPartition> ranges =
+        List.of(new FluvioInputPartition("b", 0, 0, 10), new FluvioInputPartition("a", 1, 5, 35));
+    List<FluvioInputPartition> split = Planning.ranges(ranges, 4);
+    assertEquals(
+        List.of(
+            new FluvioInputPartition("a", 1, 5, 15),
+            new FluvioInputPartition("a", 1, 15, 25),
+            new FluvioInputPartition("a", 1, 25, 35),
+            new FluvioInputPartition("b", 0, 0, 10)),
+        split);
+    assertEquals(List.of(ranges.get(1), ranges.get(0)), Planning.ranges(ranges, 2));
+    assertEquals(List.of(ranges.get(1), ranges.get(0)), Planning.ranges(ranges, null));
+  }
+
+  @Test
   void whatTravelsToExecutorsSerializes() throws Exception {
     ReaderOptions options =
         ReaderOptions.parseBatch(Map.of("topic", "t", "endpoint", "127.0.0.1:9003", "partitions", "0,1"));

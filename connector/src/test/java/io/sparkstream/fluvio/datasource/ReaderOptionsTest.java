@@ -52,6 +52,7 @@ class ReaderOptionsTest {
     out.put("include_headers", o.includeHeaders());
     out.put("fetch_max_bytes", o.fetchMaxBytes());
     out.put("fail_on_data_loss", o.failOnDataLoss());
+    out.put("min_partitions", o.minPartitions());
     return JSON.valueToTree(out);
   }
 
