@@ -42,13 +42,17 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
     this.options = options;
     this.schema = schema;
     this.range = range;
-    this.next = range.start();
     this.client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS);
+    this.next = -1; // checked against the log start at the first next()
   }
 
   @Override
   public boolean next() {
     release();
+    if (next < 0) {
+      long logStart = client.fetchOffsets(range.topic(), range.partition(), null).logStart();
+      next = Planning.checkedStart(range, logStart, options.failOnDataLoss());
+    }
     while (next < range.end()) {
       if (pending.isEmpty()) {
         fetch();

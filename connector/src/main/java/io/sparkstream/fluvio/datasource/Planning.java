@@ -137,9 +137,35 @@ final class Planning {
       for (long i = 0; i < parts; i++) {
         long a = r.start() + size * i / parts;
         long b = r.start() + size * (i + 1) / parts;
-        out.add(new FluvioInputPartition(r.topic(), r.partition(), a, b));
+        out.add(new FluvioInputPartition(r.topic(), r.partition(), a, b, i == 0 && r.fromLogStart()));
       }
     }
     return out;
+  }
+
+  /**
+   * Where a task starts reading its range, given the log start when it runs ({@code
+   * _checked_start} of {@code datasource/partition.py}): its planned start, or the log start
+   * when retention removed records meanwhile, which is data loss unless the range was
+   * planned from the log start.
+   *
+   * @param range the range
+   * @param logStart the partition's log start now
+   * @param failOnDataLoss the option
+   * @return the first offset to read (at most {@code range.end()})
+   * @throws FluvioException {@code DATA_LOSS} when records are gone and the option is on
+   */
+  static long checkedStart(FluvioInputPartition range, long logStart, boolean failOnDataLoss) {
+    if (range.start() >= logStart) {
+      return range.start();
+    }
+    if (range.fromLogStart() || !failOnDataLoss) {
+      return Math.min(logStart, range.end());
+    }
+    throw new FluvioException(
+        ErrorCode.DATA_LOSS,
+        "%s/%d: offsets %d..%d were removed by retention before they were read; "
+                .formatted(range.topic(), range.partition(), range.start(), logStart - 1)
+            + "set failOnDataLoss=false to skip them");
   }
 }

@@ -91,6 +91,22 @@ class PlanningTest {
   }
 
   @Test
+  void aTaskStartsWhereRetentionLeftItsRange() {
+    FluvioInputPartition planned = new FluvioInputPartition("t", 0, 20, 40, false);
+    FluvioInputPartition earliest = new FluvioInputPartition("t", 0, 20, 40, true);
+    assertEquals(20, Planning.checkedStart(planned, 20, true));
+    assertEquals(30, Planning.checkedStart(earliest, 30, true));
+    assertEquals(40, Planning.checkedStart(earliest, 45, true));
+    assertEquals(30, Planning.checkedStart(planned, 30, false));
+    FluvioException e = assertThrows(FluvioException.class, () -> Planning.checkedStart(planned, 30, true));
+    assertEquals(
+        "t/0: offsets 20..29 were removed by retention before they were read; "
+            + "set failOnDataLoss=false to skip them",
+        e.getMessage());
+    assertEquals(ErrorCode.DATA_LOSS, e.code());
+  }
+
+  @Test
   void whatTravelsToExecutorsSerializes() throws Exception {
     ReaderOptions options =
         ReaderOptions.parseBatch(Map.of("topic", "t", "endpoint", "127.0.0.1:9003", "partitions", "0,1"));
