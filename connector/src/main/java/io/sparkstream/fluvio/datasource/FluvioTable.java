@@ -21,7 +21,9 @@ final class FluvioTable implements SupportsRead {
     return "fluvio";
   }
 
+  // Deprecated in favour of columns(), whose default Spark derives from this.
   @Override
+  @SuppressWarnings("deprecation")
   public StructType schema() {
     return schema;
   }

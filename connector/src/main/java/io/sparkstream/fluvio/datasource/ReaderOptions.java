@@ -253,13 +253,13 @@ public record ReaderOptions(
       throw error("option '%s' JSON must be a non-empty object".formatted(name));
     }
     TreeMap<String, OffsetSpec.Specific> specific = new TreeMap<>();
-    for (Iterator<Map.Entry<String, JsonNode>> it = parsed.fields(); it.hasNext(); ) {
+    for (Iterator<Map.Entry<String, JsonNode>> it = parsed.properties().iterator(); it.hasNext(); ) {
       Map.Entry<String, JsonNode> topic = it.next();
       if (!topic.getValue().isObject()) {
         throw error("option '%s': topic %s must map partition numbers to offsets"
             .formatted(name, pyRepr(topic.getKey())));
       }
-      for (Iterator<Map.Entry<String, JsonNode>> ps = topic.getValue().fields(); ps.hasNext(); ) {
+      for (Iterator<Map.Entry<String, JsonNode>> ps = topic.getValue().properties().iterator(); ps.hasNext(); ) {
         Map.Entry<String, JsonNode> part = ps.next();
         int index;
         try {
@@ -320,7 +320,7 @@ public record ReaderOptions(
   /** Python's {@code datetime.isoformat()} of a UTC time in ms, with {@code Z}. */
   private static String iso(long ms) {
     java.time.LocalDateTime t =
-        java.time.LocalDateTime.ofEpochSecond(Math.floorDiv(ms, 1000), (int) Math.floorMod(ms, 1000) * 1_000_000,
+        java.time.LocalDateTime.ofEpochSecond(Math.floorDiv(ms, 1000), Math.floorMod(ms, 1000) * 1_000_000,
             java.time.ZoneOffset.UTC);
     String base = t.format(java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss"));
     return (ms % 1000 == 0 ? base : base + ".%06d".formatted(Math.floorMod(ms, 1000) * 1000)) + "Z";

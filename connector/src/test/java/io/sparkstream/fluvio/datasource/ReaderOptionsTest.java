@@ -22,7 +22,7 @@ class ReaderOptionsTest {
     int checked = 0;
     for (JsonNode c : Vectors.load("reader_options.json").get("batch")) {
       Map<String, String> options = new LinkedHashMap<>();
-      c.get("options").fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
+      c.get("options").properties().forEach(e -> options.put(e.getKey(), e.getValue().asText()));
       String name = options.toString();
       if (c.has("error")) {
         String got;
