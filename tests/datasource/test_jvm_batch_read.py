@@ -154,19 +154,25 @@ def test_jvm_read_of_compressed_frames_with_headers(
     topic = new_topic(partitions=1, compression=compression)
     values = [f"{compression}-{i}" * 5 for i in range(200)]
     produce(fluvio, topic, values)
+    producer = fluvio.topic_producer(topic, acks="all", linger_ms=0)
+    producer.send(b"k", b"with-headers", headers=[("trace", b"abc"), ("n", b"")]).result(timeout=30)
+    producer.close()
     out = _run_child(
         """
-        df = read(includeHeaders="true")
+        df = read(includeHeaders="true").orderBy("offset")
         out["schema"] = df.schema.simpleString()
-        out["values"] = [r["value"].decode() for r in df.orderBy("offset").collect()]
-        out["headers"] = [r["headers"] for r in df.collect()][:3]
+        rows = df.collect()
+        out["values"] = [r["value"].decode() for r in rows]
+        def pairs(headers):
+            return [[h["key"], bytes(h["value"]).hex()] for h in headers]
+        out["headers"] = [None if r["headers"] is None else pairs(r["headers"]) for r in rows]
         """,
         fluvio_cluster.endpoint,
         topic,
     )
     assert out["schema"].endswith(",headers:array<struct<key:string,value:binary>>>")
-    assert out["values"] == values
-    assert out["headers"] == [None, None, None]
+    assert out["values"] == [*values, "with-headers"]
+    assert out["headers"] == [None] * 200 + [[["trace", b"abc".hex()], ["n", ""]]]
 
 
 def test_jvm_options_and_ranges_against_the_cluster(
