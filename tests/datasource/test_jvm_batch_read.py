@@ -111,6 +111,10 @@ def test_jvm_read_equals_what_was_produced(
         ranged = read(startingOffsets=json.dumps({topic: {"0": 5}}),
                       endingOffsets=json.dumps({topic: {"0": 17, "1": 3, "2": 0}}))
         out["ranged"] = sorted([r["partition"], r["offset"]] for r in ranged.collect())
+        client = spark._jvm.io.sparkstream.fluvio.client
+        sc = client.Connection.open(client.Endpoint.parse(endpoint, "sc"), 10000)
+        out["sc_apis"] = sorted(int(k) for k in sc.apiVersions().keySet())
+        sc.close()
         split = read(minPartitions="7")
         out["split"] = [split.rdd.getNumPartitions(), split.count()]
         out["unknown"] = error_of(lambda: read(topik="x"))
@@ -138,6 +142,7 @@ def test_jvm_read_equals_what_was_produced(
     assert out["ts_ok"]
     assert sorted(out["pruned"]) == sorted(values)
     assert out["ranged"] == [[0, o] for o in range(5, 17)] + [[1, o] for o in range(3)]
+    assert {1, 1004, 1012} <= set(out["sc_apis"])  # the Java client against the real SC
     assert out["split"] == [7, 300]
     assert "unknown option 'topik' for format('fluvio')" in out["unknown"]
     assert "option 'startingOffsets' cannot be 'latest' for batch reads" in out["latest"]

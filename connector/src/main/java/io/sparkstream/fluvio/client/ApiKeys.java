@@ -4,6 +4,9 @@ package io.sparkstream.fluvio.client;
 public final class ApiKeys {
   private ApiKeys() {}
 
+  /** Any server: the api keys and version ranges it accepts. */
+  public static final int API_VERSIONS = 1;
+
   /** SC: one topic and its partitions. */
   public static final int DESCRIBE_TOPIC = 1004;
 

@@ -128,6 +128,46 @@ public final class Connection implements Closeable {
     }
   }
 
+  /**
+   * The api versions the peer accepts ({@code API_VERSIONS}, answered by every server).
+   *
+   * @return version range {@code [min, max]} by api key
+   * @throws FluvioException as {@link #request}
+   */
+  public Map<Integer, int[]> apiVersions() {
+    Object apis = request(ApiKeys.API_VERSIONS, 0, Map.of()).decodeMeta().get("apis");
+    Map<Integer, int[]> out = new java.util.TreeMap<>();
+    if (apis instanceof java.util.List<?> list) {
+      for (Object entry : list) {
+        if (entry instanceof java.util.List<?> t && t.size() == 3) {
+          out.put(
+              ((Number) t.get(0)).intValue(),
+              new int[] {((Number) t.get(1)).intValue(), ((Number) t.get(2)).intValue()});
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Check that the peer accepts {@code version} of {@code apiKey}, before relying on it.
+   *
+   * @param apiKey the api
+   * @param version the version this client would send
+   * @throws FluvioException {@code UNSUPPORTED_VERSION}, naming the api and what the peer
+   *     accepts
+   */
+  public void requireVersion(int apiKey, int version) {
+    int[] range = apiVersions().get(apiKey);
+    if (range == null || version < range[0] || version > range[1]) {
+      throw new FluvioException(
+          ErrorCode.UNSUPPORTED_VERSION,
+          "%s does not accept version %d of api %d (it accepts %s)"
+              .formatted(endpoint, version, apiKey,
+                  range == null ? "none" : range[0] + ".." + range[1]));
+    }
+  }
+
   private static FluvioException errorOf(Frame reply) {
     Map<String, Object> meta = reply.decodeMeta();
     Object code = meta.get("code");

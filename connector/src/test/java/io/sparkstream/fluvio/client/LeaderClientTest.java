@@ -82,6 +82,18 @@ class LeaderClientTest {
   }
 
   @Test
+  void apiVersionsAreReadAndChecked() throws Exception {
+    try (FakePeer peer = new FakePeer(f -> Map.of("apis", List.of(List.of(1, 0, 0), List.of(3002, 0, 2))));
+        Connection c = Connection.open(peer.endpoint(), 5_000)) {
+      assertEquals(List.of(1, 3002), List.copyOf(c.apiVersions().keySet()));
+      c.requireVersion(ApiKeys.FETCH, 2);
+      FluvioException e = assertThrows(FluvioException.class, () -> c.requireVersion(ApiKeys.FETCH, 3));
+      assertEquals(ErrorCode.UNSUPPORTED_VERSION, e.code());
+      assertEquals(peer.endpoint() + " does not accept version 3 of api 3002 (it accepts 0..2)", e.getMessage());
+    }
+  }
+
+  @Test
   void anUnreachableScIsAConnectionError() throws Exception {
     Endpoint closed;
     try (FakePeer gone = new FakePeer(f -> Map.of())) {
