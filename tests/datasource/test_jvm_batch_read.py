@@ -115,6 +115,17 @@ def test_jvm_read_equals_what_was_produced(
         sc = client.Connection.open(client.Endpoint.parse(endpoint, "sc"), 10000)
         out["sc_apis"] = sorted(int(k) for k in sc.apiVersions().keySet())
         sc.close()
+        # The local-read path piece by piece, against the real leader: FETCH_LOCAL names
+        # its segment file, which this host can read.
+        leaders = client.LeaderClient(client.Endpoint.parse(endpoint, "sc"), 10000)
+        named = leaders.fetchLocal(topic, 0, 0, 1 << 20, client.Isolation.COMMITTED)
+        data = client.LocalFiles.read(named.path(), named.position(), named.length(),
+                                      named.device(), named.inode(), True)
+        frames = spark._jvm.io.sparkstream.fluvio.records.BatchFrames.split(data, True)
+        out["local"] = [named.baseOffset(), frames.size() > 0, frames.get(0).header().baseOffset()]
+        leaders.close()
+        network = read(localReads="false").orderBy("partition", "offset").collect()
+        out["same_both_ways"] = network == read().orderBy("partition", "offset").collect()
         split = read(minPartitions="7")
         out["split"] = [split.rdd.getNumPartitions(), split.count()]
         out["unknown"] = error_of(lambda: read(topik="x"))
@@ -143,6 +154,8 @@ def test_jvm_read_equals_what_was_produced(
     assert sorted(out["pruned"]) == sorted(values)
     assert out["ranged"] == [[0, o] for o in range(5, 17)] + [[1, o] for o in range(3)]
     assert {1, 1004, 1012} <= set(out["sc_apis"])  # the Java client against the real SC
+    assert out["local"] == [0, True, 0]
+    assert out["same_both_ways"]
     assert out["split"] == [7, 300]
     assert "unknown option 'topik' for format('fluvio')" in out["unknown"]
     assert "option 'startingOffsets' cannot be 'latest' for batch reads" in out["latest"]

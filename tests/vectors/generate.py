@@ -426,6 +426,7 @@ def reader_options() -> dict[str, Any]:
                 "fetch_max_bytes": opts.fetch_max_bytes,
                 "fail_on_data_loss": opts.fail_on_data_loss,
                 "min_partitions": opts.min_partitions,
+                "local_reads": opts.local_reads,
             }
         cases.append(case)
     return {"batch": cases}

@@ -16,6 +16,9 @@ public final class ApiKeys {
   /** SPU: read batch frames from a partition leader. */
   public static final int FETCH = 3002;
 
+  /** SPU: where a fetch's frames lie in the leader's segment file. */
+  public static final int FETCH_LOCAL = 3005;
+
   /** SPU: a partition's log start, LEO and HW (and the offset for a time). */
   public static final int FETCH_OFFSETS = 3004;
 }

@@ -98,6 +98,35 @@ public final class LeaderClient implements Closeable {
     return new FetchResult(offsets, reply.tail());
   }
 
+  /**
+   * Ask the leader where the frames from {@code offset} on lie in its segment file.
+   *
+   * @param topic the topic
+   * @param partition the partition
+   * @param offset the first offset wanted
+   * @param maxBytes soft limit on the range named
+   * @param isolation committed or uncommitted
+   * @return the reply
+   * @throws FluvioException {@code UNSUPPORTED_VERSION} from a leader that predates local
+   *     fetches (the caller then fetches over the network), and as {@link #fetch}
+   */
+  public LocalFetch fetchLocal(String topic, int partition, long offset, int maxBytes, Isolation isolation) {
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("topic", topic);
+    meta.put("partition", partition);
+    meta.put("offset", offset);
+    meta.put("max_bytes", maxBytes);
+    meta.put("isolation", isolation.wireName());
+    meta.put("max_wait_ms", 0);
+    Map<String, Object> m =
+        withLeader(topic, partition, c -> c.request(ApiKeys.FETCH_LOCAL, 0, meta)).decodeMeta();
+    PartitionOffsets offsets = new PartitionOffsets(num(m, "log_start"), num(m, "leo"), num(m, "hw"), -1);
+    Object path = m.get("path");
+    return new LocalFetch(
+        offsets, path == null ? "" : path.toString(), num(m, "base_offset"), num(m, "position"),
+        num(m, "length"), num(m, "device"), num(m, "inode"));
+  }
+
   private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
     long backoff = FIRST_BACKOFF_MS;
     long deadline = System.nanoTime() + timeoutMs * 1_000_000L;

@@ -39,6 +39,7 @@ import java.util.TreeSet;
  * @param fetchMaxBytes bytes asked of a leader per fetch
  * @param failOnDataLoss fail when retention removed records the read must return
  * @param minPartitions split ranges until there are at least this many; null = no split
+ * @param localReads read a leader's segment files directly when they are on this host
  */
 public record ReaderOptions(
     Endpoint endpoint,
@@ -50,7 +51,8 @@ public record ReaderOptions(
     boolean includeHeaders,
     int fetchMaxBytes,
     boolean failOnDataLoss,
-    Integer minPartitions)
+    Integer minPartitions,
+    boolean localReads)
     implements Serializable {
 
   /** Every reader option name, as in Python (the unknown-option message lists them). */
@@ -139,11 +141,12 @@ public record ReaderOptions(
     boolean failOnDataLoss = bool(opts, "failOnDataLoss", true);
     boolean includeHeaders = bool(opts, "includeHeaders", false);
     Integer fetchMax = integer(opts, "fetchMaxBytes", 1024);
-    bool(opts, "localReads", true); // accepted; this connector reads over the network
+    boolean localReads = bool(opts, "localReads", true);
     return new ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
         starting, ending, isolation, includeHeaders,
-        fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss, minPartitions);
+        fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss, minPartitions,
+        localReads);
   }
 
   private static Map<String, String> canonical(Map<String, String> options) {

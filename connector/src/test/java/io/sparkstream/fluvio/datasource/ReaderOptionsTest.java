@@ -53,6 +53,7 @@ class ReaderOptionsTest {
     out.put("fetch_max_bytes", o.fetchMaxBytes());
     out.put("fail_on_data_loss", o.failOnDataLoss());
     out.put("min_partitions", o.minPartitions());
+    out.put("local_reads", o.localReads());
     return JSON.valueToTree(out);
   }
 
