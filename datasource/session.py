@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from datasource.connector_jar import add_jar, jar_path
 from spark_stream.errors import InvalidConfigError, JarFetchError
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ __all__ = [
     "delta_jars",
     "local_session",
     "delta_conf",
+    "session_settings",
 ]
 
 DELTA_ARTIFACTS = (
@@ -185,6 +187,7 @@ def local_session(
     *,
     master: str = "local[2]",
     delta: bool = False,
+    jvm_connector: bool = False,
     conf: dict[str, str] | None = None,
 ) -> SparkSession:
     """A local SparkSession tuned for this machine (no UI, 2 shuffle partitions).
@@ -193,18 +196,46 @@ def local_session(
         app_name: the application name.
         master: the Spark master URL.
         delta: enable Delta Lake (fetches its jars on first use).
-        conf: extra settings, applied last.
+        jvm_connector: put the JVM connector's jar on the classpath, so ``format("fluvio")``
+            resolves to it instead of the Python source. Off by default until the
+            connector serves every mode the Python source serves (docs/jvm-connector.md).
+        conf: extra settings, applied last; a ``spark.jars`` there is kept, with the
+            Delta and connector jars appended.
 
     Raises:
         InvalidConfigError: ``PYSPARK_PYTHON`` or ``PYSPARK_DRIVER_PYTHON`` names an
             interpreter that cannot import the project (see the module doc).
-        JarFetchError: with ``delta``, the Delta jars cannot be fetched.
+        JarFetchError: with ``delta``, the Delta jars cannot be fetched; with
+            ``jvm_connector``, the connector jar is not built.
     """
     from pyspark.sql import SparkSession
 
     for variable in WORKER_PYTHON_VARIABLES:
         os.environ.setdefault(variable, sys.executable)
     check_worker_python()
+    settings = session_settings(delta=delta, jvm_connector=jvm_connector, conf=conf)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def session_settings(
+    *,
+    delta: bool = False,
+    jvm_connector: bool = False,
+    conf: dict[str, str] | None = None,
+    connector_jar_dir: Path | None = None,
+) -> dict[str, str]:
+    """The settings ``local_session`` starts Spark with (arguments as there).
+
+    Every jar lands in one ``spark.jars``: ``conf``'s first, then Delta's, then the
+    connector's. ``connector_jar_dir`` is where the connector jar is looked for (default
+    the package's, see ``datasource.connector_jar``).
+
+    Raises:
+        JarFetchError: as ``local_session``.
+    """
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -214,10 +245,20 @@ def local_session(
         "spark.driver.host": "127.0.0.1",
         "spark.sql.streaming.stopActiveRunOnRestart": "true",
     }
+    jars = (conf or {}).get("spark.jars")
     if delta:
-        settings.update(delta_conf())
+        delta_settings = delta_conf()
+        for delta_jar in delta_settings.pop("spark.jars").split(","):
+            jars = add_jar(jars, Path(delta_jar))
+        settings.update(delta_settings)
+    if jvm_connector:
+        connector = jar_path(connector_jar_dir)
+        if connector is None:
+            raise JarFetchError(
+                "local_session(jvm_connector=True) needs the JVM connector jar: run ./dev setup"
+            )
+        jars = add_jar(jars, connector)
     settings.update(conf or {})
-    builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    return builder.getOrCreate()
+    if jars:
+        settings["spark.jars"] = jars
+    return settings

@@ -260,7 +260,7 @@ class SinkSchemaError(InvalidRequestError):
 
 
 class JarFetchError(FluvioError):
-    """Spark's Delta jars could not be fetched (Maven missing, offline, or it failed)."""
+    """A jar Spark needs (Delta's, the JVM connector's) could not be fetched or built."""
 
     code = 103
 

@@ -3,8 +3,9 @@
 A copy of ``dev`` runs in a temporary directory whose ``.venv`` holds logging stand-ins
 for python, ruff, mypy and lint-imports (its install stamp is current, so nothing is
 installed), with a ``PATH`` of a few core tools and no ``mvn``. The log shows which
-steps a command takes; the demo must not fetch the Delta jars (it needs no Maven),
-while ``setup`` and ``test`` (what ``.ci/run`` runs) must.
+steps a command takes; the demo must not fetch the Delta jars nor build the JVM
+connector jar (it needs no Maven), while ``setup`` and ``test`` (what ``.ci/run`` runs)
+must, and ``test`` also runs the connector's JUnit tests.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ COMMANDS = [
 ]
 
 
+BUILD_JAR = "python -m datasource.connector_jar build"
+JUNIT = "python -m datasource.connector_jar test"
+
+
 def test_only_setup_and_test_fetch_the_delta_jars(run_dev: RunDev) -> None:
     """The demo and the benchmarks run with no Maven on PATH and no jars cached."""
     for args, fetches, last in COMMANDS:
@@ -79,8 +84,13 @@ def test_only_setup_and_test_fetch_the_delta_jars(run_dev: RunDev) -> None:
         assert code == 0, args
         fetched = bool(steps) and steps[0].startswith("python -c") and "delta_jars()" in steps[0]
         assert fetched == fetches, (args, steps)
+        assert (BUILD_JAR in steps) == fetches, (args, steps)
         if last is not None:
             assert steps[-1] == last
     _, steps = run_dev("test")
     programs = [s.split(" ")[0] for s in steps]
-    assert programs == ["python", "ruff", "ruff", "mypy", "lint-imports", "python"]
+    assert programs == [
+        "python", "python", "ruff", "ruff", "mypy", "lint-imports", "python", "python"
+    ]  # fmt: skip
+    assert steps[1] == BUILD_JAR
+    assert steps[6] == JUNIT

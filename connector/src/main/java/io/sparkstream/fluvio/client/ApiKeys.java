@@ -1,0 +1,24 @@
+package io.sparkstream.fluvio.client;
+
+/** The api keys the connector speaks ({@code spark_stream/protocol/api.py}). */
+public final class ApiKeys {
+  private ApiKeys() {}
+
+  /** Any server: the api keys and version ranges it accepts. */
+  public static final int API_VERSIONS = 1;
+
+  /** SC: one topic and its partitions. */
+  public static final int DESCRIBE_TOPIC = 1004;
+
+  /** SC: every SPU and its endpoints. */
+  public static final int LIST_SPUS = 1012;
+
+  /** SPU: read batch frames from a partition leader. */
+  public static final int FETCH = 3002;
+
+  /** SPU: where a fetch's frames lie in the leader's segment file. */
+  public static final int FETCH_LOCAL = 3005;
+
+  /** SPU: a partition's log start, LEO and HW (and the offset for a time). */
+  public static final int FETCH_OFFSETS = 3004;
+}

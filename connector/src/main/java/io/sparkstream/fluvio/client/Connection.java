@@ -1,0 +1,193 @@
+package io.sparkstream.fluvio.client;
+
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.protocol.Frame;
+import io.sparkstream.fluvio.protocol.FrameDecoder;
+import io.sparkstream.fluvio.protocol.FrameKind;
+import io.sparkstream.fluvio.protocol.Frames;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.util.Map;
+
+/**
+ * One blocking connection to a peer (SC or SPU) that sends a request and reads its reply.
+ *
+ * <p>The Python client multiplexes many requests over one connection with a reader task;
+ * a Spark task reads one partition at a time, so here one request is in flight per
+ * connection ({@code request} is synchronized) and frames of other correlation ids (none
+ * are expected) are skipped. A reply of kind {@code ERROR} becomes the typed {@link
+ * FluvioException} of its code, as in Python; a closed socket or a timeout are {@code
+ * CONNECTION_CLOSED} and {@code REQUEST_TIMEOUT}, both retriable. After any I/O error the
+ * connection is closed and must be replaced.
+ */
+public final class Connection implements Closeable {
+  private final Endpoint endpoint;
+  private final Socket socket;
+  private final InputStream in;
+  private final OutputStream out;
+  private final FrameDecoder decoder = new FrameDecoder();
+  private final byte[] readBuffer = new byte[256 * 1024];
+  private long nextCorrelationId = 1;
+  private boolean closed;
+
+  private Connection(Endpoint endpoint, Socket socket) throws IOException {
+    this.endpoint = endpoint;
+    this.socket = socket;
+    this.in = socket.getInputStream();
+    this.out = socket.getOutputStream();
+  }
+
+  /**
+   * Connect to a peer.
+   *
+   * @param endpoint where
+   * @param timeoutMs bound on connecting and on each request
+   * @return the connection
+   * @throws FluvioException {@code CONNECTION_CLOSED}: the peer cannot be reached
+   */
+  public static Connection open(Endpoint endpoint, int timeoutMs) {
+    Socket socket = new Socket();
+    try {
+      socket.setTcpNoDelay(true);
+      socket.connect(new InetSocketAddress(endpoint.host(), endpoint.port()), timeoutMs);
+      socket.setSoTimeout(timeoutMs);
+      return new Connection(endpoint, socket);
+    } catch (IOException e) {
+      closeQuietly(socket);
+      throw new FluvioException(
+          ErrorCode.CONNECTION_CLOSED, "cannot connect to %s: %s".formatted(endpoint, e), e);
+    }
+  }
+
+  /** The peer's address. */
+  public Endpoint endpoint() {
+    return endpoint;
+  }
+
+  /** True once closed (by the caller or after an I/O error). */
+  public synchronized boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * Send a request and wait for its reply.
+   *
+   * @param apiKey the api
+   * @param version the api version of {@code meta}'s layout
+   * @param meta the request fields
+   * @return the reply frame (kind {@code RESPONSE})
+   * @throws FluvioException the server's typed error, or {@code CONNECTION_CLOSED} /
+   *     {@code REQUEST_TIMEOUT}
+   */
+  public synchronized Frame request(int apiKey, int version, Map<String, ?> meta) {
+    if (closed) {
+      throw new FluvioException(ErrorCode.CONNECTION_CLOSED, "connection to %s is closed".formatted(endpoint));
+    }
+    long cid = nextCorrelationId++;
+    byte[] frame =
+        Frames.encode(FrameKind.REQUEST, apiKey, cid, meta, ByteBuffer.allocate(0), version, 0);
+    try {
+      out.write(frame);
+      out.flush();
+      while (true) {
+        Frame reply = decoder.next();
+        if (reply == null) {
+          int n = in.read(readBuffer);
+          if (n < 0) {
+            throw new IOException("the peer closed the connection");
+          }
+          decoder.feed(ByteBuffer.wrap(readBuffer, 0, n));
+          continue;
+        }
+        if (reply.header().correlationId() == 0 && reply.header().kind() == FrameKind.ERROR) {
+          throw errorOf(reply); // connection-level error: the peer is closing
+        }
+        if (reply.header().correlationId() != cid) {
+          continue;
+        }
+        if (reply.header().kind() == FrameKind.ERROR) {
+          throw errorOf(reply);
+        }
+        return reply;
+      }
+    } catch (SocketTimeoutException e) {
+      close();
+      throw new FluvioException(
+          ErrorCode.REQUEST_TIMEOUT, "no reply from %s to api %d in time".formatted(endpoint, apiKey), e);
+    } catch (IOException e) {
+      close();
+      throw new FluvioException(
+          ErrorCode.CONNECTION_CLOSED, "connection to %s failed: %s".formatted(endpoint, e.getMessage()), e);
+    }
+  }
+
+  /**
+   * The api versions the peer accepts ({@code API_VERSIONS}, answered by every server).
+   *
+   * @return version range {@code [min, max]} by api key
+   * @throws FluvioException as {@link #request}
+   */
+  public Map<Integer, int[]> apiVersions() {
+    Object apis = request(ApiKeys.API_VERSIONS, 0, Map.of()).decodeMeta().get("apis");
+    Map<Integer, int[]> out = new java.util.TreeMap<>();
+    if (apis instanceof java.util.List<?> list) {
+      for (Object entry : list) {
+        if (entry instanceof java.util.List<?> t && t.size() == 3) {
+          out.put(
+              ((Number) t.get(0)).intValue(),
+              new int[] {((Number) t.get(1)).intValue(), ((Number) t.get(2)).intValue()});
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Check that the peer accepts {@code version} of {@code apiKey}, before relying on it.
+   *
+   * @param apiKey the api
+   * @param version the version this client would send
+   * @throws FluvioException {@code UNSUPPORTED_VERSION}, naming the api and what the peer
+   *     accepts
+   */
+  public void requireVersion(int apiKey, int version) {
+    int[] range = apiVersions().get(apiKey);
+    if (range == null || version < range[0] || version > range[1]) {
+      throw new FluvioException(
+          ErrorCode.UNSUPPORTED_VERSION,
+          "%s does not accept version %d of api %d (it accepts %s)"
+              .formatted(endpoint, version, apiKey,
+                  range == null ? "none" : range[0] + ".." + range[1]));
+    }
+  }
+
+  private static FluvioException errorOf(Frame reply) {
+    Map<String, Object> meta = reply.decodeMeta();
+    Object code = meta.get("code");
+    Object message = meta.get("message");
+    return FluvioException.forCode(
+        code instanceof Number n ? n.intValue() : ErrorCode.FLUVIO.code(),
+        message == null ? "" : message.toString());
+  }
+
+  @Override
+  public synchronized void close() {
+    closed = true;
+    closeQuietly(socket);
+  }
+
+  private static void closeQuietly(Socket socket) {
+    try {
+      socket.close();
+    } catch (IOException ignored) {
+      // closing: nothing left to do with the error
+    }
+  }
+}

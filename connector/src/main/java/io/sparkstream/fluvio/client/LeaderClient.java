@@ -1,0 +1,179 @@
+package io.sparkstream.fluvio.client;
+
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.protocol.Frame;
+import java.io.Closeable;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * Requests to partition leaders with failover ({@code spark_stream/client/leader.py}): it
+ * looks the leader up in the SC's metadata, sends the request, and on a retriable error
+ * ({@code NotLeaderError}, a lost connection, an unknown leader epoch...) drops the cached
+ * metadata and closed connections, backs off (doubling, up to 2 s) and tries again until
+ * the client's timeout has passed since the first attempt; an election after a leader
+ * died takes the SC a few seconds, which this rides out.
+ *
+ * <p>Not serializable: a Spark task builds one on the executor and closes it.
+ */
+public final class LeaderClient implements Closeable {
+  private static final long FIRST_BACKOFF_MS = 50;
+  private static final long MAX_BACKOFF_MS = 2_000;
+
+  private final Endpoint scEndpoint;
+  private final int timeoutMs;
+  private final Map<Endpoint, Connection> connections = new HashMap<>();
+  private final Map<String, Metadata> metadata = new HashMap<>();
+
+  /**
+   * A client of the cluster whose SC is at {@code scEndpoint}.
+   *
+   * @param scEndpoint the SC's public endpoint
+   * @param timeoutMs bound on connecting and on each request
+   */
+  public LeaderClient(Endpoint scEndpoint, int timeoutMs) {
+    this.scEndpoint = scEndpoint;
+    this.timeoutMs = timeoutMs;
+  }
+
+  /**
+   * The topic's metadata, from the cache or the SC.
+   *
+   * @param topic the topic
+   * @return the snapshot
+   */
+  public Metadata metadata(String topic) {
+    Metadata cached = metadata.get(topic);
+    if (cached == null) {
+      cached = Metadata.load(connection(scEndpoint), topic);
+      metadata.put(topic, cached);
+    }
+    return cached;
+  }
+
+  /**
+   * A partition's log start, LEO and HW, and optionally the first offset at a time.
+   *
+   * @param topic the topic
+   * @param partition the partition
+   * @param timestampUs a time in microseconds since the epoch, or null
+   * @return the offsets; {@code offset} is -1 when no time was asked or no record is as new
+   */
+  public PartitionOffsets fetchOffsets(String topic, int partition, Long timestampUs) {
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("topic", topic);
+    meta.put("partition", partition);
+    meta.put("timestamp_us", timestampUs);
+    Frame reply = withLeader(topic, partition, c -> c.request(ApiKeys.FETCH_OFFSETS, 0, meta));
+    Map<String, Object> m = reply.decodeMeta();
+    Object offset = m.get("offset");
+    return new PartitionOffsets(
+        num(m, "log_start"), num(m, "leo"), num(m, "hw"), offset == null ? -1 : ((Number) offset).longValue());
+  }
+
+  /**
+   * Read batch frames from the frame holding {@code offset} on.
+   *
+   * @param topic the topic
+   * @param partition the partition
+   * @param offset the first offset wanted
+   * @param maxBytes soft limit on the reply's frames (at least one is returned)
+   * @param isolation committed or uncommitted
+   * @return the offsets at read time and the frames
+   */
+  public FetchResult fetch(String topic, int partition, long offset, int maxBytes, Isolation isolation) {
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("topic", topic);
+    meta.put("partition", partition);
+    meta.put("offset", offset);
+    meta.put("max_bytes", maxBytes);
+    meta.put("isolation", isolation.wireName());
+    meta.put("max_wait_ms", 0);
+    Frame reply = withLeader(topic, partition, c -> c.request(ApiKeys.FETCH, 0, meta));
+    Map<String, Object> m = reply.decodeMeta();
+    PartitionOffsets offsets = new PartitionOffsets(num(m, "log_start"), num(m, "leo"), num(m, "hw"), -1);
+    return new FetchResult(offsets, reply.tail());
+  }
+
+  /**
+   * Ask the leader where the frames from {@code offset} on lie in its segment file.
+   *
+   * @param topic the topic
+   * @param partition the partition
+   * @param offset the first offset wanted
+   * @param maxBytes soft limit on the range named
+   * @param isolation committed or uncommitted
+   * @return the reply
+   * @throws FluvioException {@code UNSUPPORTED_VERSION} from a leader that predates local
+   *     fetches (the caller then fetches over the network), and as {@link #fetch}
+   */
+  public LocalFetch fetchLocal(String topic, int partition, long offset, int maxBytes, Isolation isolation) {
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("topic", topic);
+    meta.put("partition", partition);
+    meta.put("offset", offset);
+    meta.put("max_bytes", maxBytes);
+    meta.put("isolation", isolation.wireName());
+    meta.put("max_wait_ms", 0);
+    Map<String, Object> m =
+        withLeader(topic, partition, c -> c.request(ApiKeys.FETCH_LOCAL, 0, meta)).decodeMeta();
+    PartitionOffsets offsets = new PartitionOffsets(num(m, "log_start"), num(m, "leo"), num(m, "hw"), -1);
+    Object path = m.get("path");
+    return new LocalFetch(
+        offsets, path == null ? "" : path.toString(), num(m, "base_offset"), num(m, "position"),
+        num(m, "length"), num(m, "device"), num(m, "inode"));
+  }
+
+  private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
+    long backoff = FIRST_BACKOFF_MS;
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    while (true) {
+      try {
+        return call.apply(connection(metadata(topic).leader(partition)));
+      } catch (FluvioException e) {
+        if (!e.retriable() || System.nanoTime() + backoff * 1_000_000L > deadline) {
+          throw e;
+        }
+        metadata.remove(topic);
+        connections.values().removeIf(Connection::isClosed);
+        sleep(backoff);
+        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+      }
+    }
+  }
+
+  private Connection connection(Endpoint endpoint) {
+    Connection c = connections.get(endpoint);
+    if (c == null || c.isClosed()) {
+      c = Connection.open(endpoint, timeoutMs);
+      connections.put(endpoint, c);
+    }
+    return c;
+  }
+
+  private static long num(Map<String, Object> meta, String name) {
+    Object v = meta.get(name);
+    if (v instanceof Number n) {
+      return n.longValue();
+    }
+    throw new FluvioException(ErrorCode.INVALID_REQUEST, "reply lacks an integer '%s': %s".formatted(name, meta));
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new FluvioException(ErrorCode.CLIENT_CLOSED, "interrupted while retrying", e);
+    }
+  }
+
+  @Override
+  public void close() {
+    connections.values().forEach(Connection::close);
+    connections.clear();
+  }
+}

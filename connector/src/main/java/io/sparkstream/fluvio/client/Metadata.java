@@ -1,0 +1,104 @@
+package io.sparkstream.fluvio.client;
+
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A snapshot of what the SC knows about one topic: its partitions' leaders and the SPUs'
+ * public endpoints ({@code DESCRIBE_TOPIC} and {@code LIST_SPUS}; the Python client
+ * watches the same objects with {@code WATCH_METADATA}).
+ *
+ * @param topic the topic
+ * @param leaders leader SPU id by partition index; -1 when the partition has none
+ * @param spus public endpoint by SPU id
+ */
+public record Metadata(String topic, List<Integer> leaders, Map<Integer, Endpoint> spus) {
+
+  /**
+   * Ask the SC.
+   *
+   * @param sc a connection to the SC
+   * @param topic the topic
+   * @return the snapshot
+   * @throws FluvioException {@code UNKNOWN_TOPIC} and the other errors of the SC
+   */
+  public static Metadata load(Connection sc, String topic) {
+    Map<String, Object> described =
+        sc.request(ApiKeys.DESCRIBE_TOPIC, 0, Map.of("name", topic)).decodeMeta();
+    List<Integer> leaders = new ArrayList<>();
+    for (Object p : list(described.get("partitions"))) {
+      Object leader = map(map(p).get("status")).get("leader");
+      leaders.add(leader instanceof Number n ? n.intValue() : -1);
+    }
+    Map<String, Object> listed = sc.request(ApiKeys.LIST_SPUS, 0, Map.of()).decodeMeta();
+    Map<Integer, Endpoint> spus = new HashMap<>();
+    for (Object s : list(listed.get("spus"))) {
+      Map<String, Object> spec = map(map(s).get("spec"));
+      Map<String, Object> pub = map(spec.get("publicEndpoint"));
+      int id = ((Number) spec.get("spuId")).intValue();
+      int port = ((Number) pub.get("port")).intValue();
+      spus.put(id, new Endpoint(host(pub), port));
+    }
+    return new Metadata(topic, List.copyOf(leaders), Map.copyOf(spus));
+  }
+
+  /** Partitions of the topic. */
+  public int partitionCount() {
+    return leaders.size();
+  }
+
+  /**
+   * The endpoint of a partition's leader.
+   *
+   * @param partition the index
+   * @return the leader's public endpoint
+   * @throws FluvioException {@code UNKNOWN_PARTITION} (no such index) or {@code NOT_LEADER}
+   *     (no leader now, or its SPU is unknown): both retriable after a refresh
+   */
+  public Endpoint leader(int partition) {
+    if (partition < 0 || partition >= leaders.size()) {
+      throw new FluvioException(
+          ErrorCode.UNKNOWN_PARTITION,
+          "topic %s has no partition %d (it has %d)".formatted(topic, partition, leaders.size()));
+    }
+    Endpoint endpoint = spus.get(leaders.get(partition));
+    if (endpoint == null) {
+      throw new FluvioException(
+          ErrorCode.NOT_LEADER, "partition %s/%d has no leader now".formatted(topic, partition));
+    }
+    return endpoint;
+  }
+
+  /** The first ingress address (hostname preferred), else localhost, as the Python model. */
+  private static String host(Map<String, Object> publicEndpoint) {
+    for (Object addr : list(publicEndpoint.getOrDefault("ingress", List.of()))) {
+      Map<String, Object> a = map(addr);
+      if (a.get("hostname") != null) {
+        return a.get("hostname").toString();
+      }
+      if (a.get("ip") != null) {
+        return a.get("ip").toString();
+      }
+    }
+    return "localhost";
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> map(Object o) {
+    if (o instanceof Map<?, ?> m) {
+      return (Map<String, Object>) m;
+    }
+    throw new FluvioException(ErrorCode.INVALID_REQUEST, "metadata reply: expected a map, got " + o);
+  }
+
+  private static List<?> list(Object o) {
+    if (o instanceof List<?> l) {
+      return l;
+    }
+    throw new FluvioException(ErrorCode.INVALID_REQUEST, "metadata reply: expected a list, got " + o);
+  }
+}

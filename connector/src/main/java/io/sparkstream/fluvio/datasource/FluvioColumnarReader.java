@@ -1,0 +1,183 @@
+package io.sparkstream.fluvio.datasource;
+
+import io.sparkstream.fluvio.client.FetchResult;
+import io.sparkstream.fluvio.client.Isolation;
+import io.sparkstream.fluvio.client.LeaderClient;
+import io.sparkstream.fluvio.client.LocalFetch;
+import io.sparkstream.fluvio.client.LocalFiles;
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.records.BatchFrames;
+import io.sparkstream.fluvio.records.BatchHeader;
+import io.sparkstream.fluvio.records.FrameSlice;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * Reads one input partition's records {@code [start, end)} as columnar batches, one per
+ * batch frame: fetches frames from the leader (with failover), from its segment file when
+ * that is on this host ({@code localReads}, {@link LocalFiles}) and over the network
+ * otherwise; checks each frame's crc and Arrow validity, trims the first and last frame
+ * to the range, and exposes the stored columns as {@link ArrowColumnVector}s and the
+ * computed ones as {@link ValueColumn}s.
+ *
+ * <p>Each batch's Arrow buffers live until the next call to {@link #next()} or {@link
+ * #close()}, which Spark makes after it is done with the batch.
+ */
+final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
+  /** Bytes a committed local fetch may name at once, as in Python (mapped, not copied). */
+  static final int LOCAL_MAPPED_MAX_BYTES = 256 * 1024 * 1024;
+
+  private final ReaderOptions options;
+  private final StructType schema;
+  private final FluvioInputPartition range;
+  private final BufferAllocator allocator = new RootAllocator();
+  private final LeaderClient client;
+  private final Deque<FrameSlice> pending = new ArrayDeque<>();
+  private long next;
+  private boolean local;
+  private VectorSchemaRoot current;
+  private ColumnarBatch batch;
+
+  FluvioColumnarReader(ReaderOptions options, StructType schema, FluvioInputPartition range) {
+    this.options = options;
+    this.schema = schema;
+    this.range = range;
+    this.client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS);
+    this.next = -1; // checked against the log start at the first next()
+    this.local = options.localReads();
+  }
+
+  @Override
+  public boolean next() {
+    release();
+    if (next < 0) {
+      long logStart = client.fetchOffsets(range.topic(), range.partition(), null).logStart();
+      next = Planning.checkedStart(range, logStart, options.failOnDataLoss());
+    }
+    while (next < range.end()) {
+      if (pending.isEmpty()) {
+        fetch();
+      }
+      FrameSlice frame = pending.poll();
+      long base = frame.header().baseOffset();
+      if (frame.header().nextOffset() <= next) {
+        continue; // a frame wholly before the range (the fetch starts at the one holding it)
+      }
+      VectorSchemaRoot root = BatchFrames.decode(frame, allocator);
+      int from = (int) Math.max(0, next - base);
+      int to = (int) Math.min(root.getRowCount(), range.end() - base);
+      if (from > 0 || to < root.getRowCount()) {
+        VectorSchemaRoot sliced = root.slice(from, to - from);
+        root.close();
+        root = sliced;
+      }
+      current = root;
+      batch = columns(root, base + from);
+      next = base + to;
+      return true;
+    }
+    return false;
+  }
+
+  private void fetch() {
+    FetchResult result = local ? fetchLocal() : null;
+    if (result == null) {
+      local = false; // not readable from here: the rest of this range goes over the network
+      result =
+          client.fetch(range.topic(), range.partition(), next, options.fetchMaxBytes(), options.isolation());
+    }
+    pending.addAll(BatchFrames.split(result.frames(), true));
+    if (pending.isEmpty()) {
+      throw new FluvioException(
+          ErrorCode.DATA_LOSS,
+          "%s/%d: the leader returned no records at offset %d, below the planned end %d (hw %d, leo %d)"
+              .formatted(range.topic(), range.partition(), next, range.end(),
+                  result.offsets().hw(), result.offsets().leo()));
+    }
+  }
+
+  /**
+   * A local fetch ({@code FETCH_LOCAL}, then the segment file read here), or null when
+   * the leader's file cannot be read from this host or does not hold what was named.
+   */
+  private FetchResult fetchLocal() {
+    boolean committed = options.isolation() == Isolation.COMMITTED;
+    LocalFetch reply;
+    try {
+      reply =
+          client.fetchLocal(range.topic(), range.partition(), next,
+              committed ? Math.max(options.fetchMaxBytes(), LOCAL_MAPPED_MAX_BYTES) : options.fetchMaxBytes(),
+              options.isolation());
+    } catch (FluvioException e) {
+      if (e.code() == ErrorCode.UNSUPPORTED_VERSION) {
+        return null; // a leader from before local fetches
+      }
+      throw e;
+    }
+    if (reply.path().isEmpty()) {
+      return new FetchResult(reply.offsets(), ByteBuffer.allocate(0));
+    }
+    ByteBuffer data =
+        LocalFiles.read(reply.path(), reply.position(), reply.length(), reply.device(), reply.inode(), committed);
+    if (data == null || data.remaining() < BatchHeader.SIZE) {
+      return null;
+    }
+    try {
+      if (BatchHeader.read(data, 0).baseOffset() != reply.baseOffset()) {
+        return null; // the file does not hold the frames named
+      }
+    } catch (FluvioException e) {
+      return null;
+    }
+    return new FetchResult(reply.offsets(), data);
+  }
+
+  private ColumnarBatch columns(VectorSchemaRoot root, long firstOffset) {
+    StructField[] fields = schema.fields();
+    ColumnVector[] vectors = new ColumnVector[fields.length];
+    for (int i = 0; i < fields.length; i++) {
+      vectors[i] =
+          switch (fields[i].name()) {
+            case "key", "value", "timestamp", "headers" -> new ArrowColumnVector(root.getVector(fields[i].name()));
+            case "topic" -> ValueColumn.constant(range.topic());
+            case "partition" -> ValueColumn.constant(range.partition());
+            case "offset" -> ValueColumn.offsets(firstOffset);
+            case "timestampType" -> ValueColumn.constant(ReadSchema.TIMESTAMP_TYPE_CREATE);
+            default -> throw new IllegalStateException("no column " + fields[i].name());
+          };
+    }
+    return new ColumnarBatch(vectors, root.getRowCount());
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  private void release() {
+    if (current != null) {
+      current.close();
+      current = null;
+      batch = null;
+    }
+  }
+
+  @Override
+  public void close() {
+    release();
+    pending.clear();
+    client.close();
+    allocator.close();
+  }
+}

@@ -1,0 +1,94 @@
+package io.sparkstream.fluvio.records;
+
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.arrow.compression.CommonsCompressionFactory;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ReadChannel;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.util.ValueVectorUtility;
+
+/**
+ * Walking and decoding batch frames: Python's {@code iter_frames} and {@code
+ * decode_frame(s)}.
+ *
+ * <p>Decoding reads the payload's encapsulated IPC message into Arrow buffers owned by
+ * the caller's allocator (lz4 and zstd buffers are decompressed by Arrow's commons
+ * codecs), loads them into a {@link VectorSchemaRoot} of {@link RecordSchema#SCHEMA}, and
+ * validates it fully: a frame from the network or a file is untrusted input, and a
+ * damaged one must fail as {@code CorruptFrameError}, never reach Spark.
+ */
+public final class BatchFrames {
+  private BatchFrames() {}
+
+  /**
+   * Split a buffer of back-to-back frames (as a fetch returns them) into frames.
+   *
+   * @param buf the frames, from position 0 to the limit
+   * @param checkCrc verify each frame's crc
+   * @return the frames, in order
+   * @throws FluvioException {@code CORRUPT_FRAME} at the first torn or damaged frame
+   */
+  public static List<FrameSlice> split(ByteBuffer buf, boolean checkCrc) {
+    List<FrameSlice> out = new ArrayList<>();
+    int pos = 0;
+    while (pos < buf.limit()) {
+      BatchHeader header = checkCrc ? BatchHeader.verify(buf, pos) : BatchHeader.read(buf, pos);
+      long end = pos + header.frameLength();
+      if (end > buf.limit()) {
+        throw new FluvioException(ErrorCode.CORRUPT_FRAME, "truncated payload at byte " + pos);
+      }
+      out.add(new FrameSlice(header, buf.duplicate().limit((int) end).position(pos).slice()));
+      pos = (int) end;
+    }
+    return out;
+  }
+
+  /**
+   * Decode one frame's payload into a new root of {@link RecordSchema#SCHEMA}; the caller
+   * closes it.
+   *
+   * @param slice the frame
+   * @param allocator where the Arrow buffers are allocated
+   * @return the records; row {@code i} has offset {@code header.baseOffset() + i}
+   * @throws FluvioException {@code CORRUPT_FRAME}: the payload is not a valid record batch
+   *     of the schema, or its row count differs from the header's
+   */
+  public static VectorSchemaRoot decode(FrameSlice slice, BufferAllocator allocator) {
+    BatchHeader header = slice.header();
+    VectorSchemaRoot root = VectorSchemaRoot.create(RecordSchema.SCHEMA, allocator);
+    try (ReadChannel in = new ReadChannel(new ByteBufferChannel(slice.payload()));
+        ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(in, allocator)) {
+      if (batch == null) {
+        throw new IOException("no record batch message");
+      }
+      new VectorLoader(root, CommonsCompressionFactory.INSTANCE).load(batch);
+      ValueVectorUtility.validateFull(root);
+    } catch (IOException | RuntimeException e) {
+      root.close();
+      if (e instanceof FluvioException f) {
+        throw f;
+      }
+      throw new FluvioException(
+          ErrorCode.CORRUPT_FRAME,
+          "payload at offset %d is not a record batch of the schema: %s"
+              .formatted(header.baseOffset(), e.getMessage()),
+          e);
+    }
+    if (root.getRowCount() != header.recordCount()) {
+      int rows = root.getRowCount();
+      root.close();
+      throw new FluvioException(
+          ErrorCode.CORRUPT_FRAME,
+          "payload has %d rows but the header says %d".formatted(rows, header.recordCount()));
+    }
+    return root;
+  }
+}

@@ -1,0 +1,107 @@
+package io.sparkstream.fluvio.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/** Leader routing against real loopback peers: an SC and two SPUs speaking the protocol. */
+class LeaderClientTest {
+  private static final Map<String, Object> OFFSETS = Map.of("log_start", 0, "leo", 9, "hw", 7);
+
+  private static Map<String, Object> describe(int leader) {
+    return Map.of(
+        "topic", Map.of(),
+        "partitions", List.of(Map.of("status", Map.of("leader", leader))),
+        "revision", 1);
+  }
+
+  private static Map<String, Object> spus(FakePeer a, FakePeer b) {
+    return Map.of(
+        "spus",
+        List.of(spu(1, a), spu(2, b)),
+        "revision", 1);
+  }
+
+  private static Map<String, Object> spu(int id, FakePeer peer) {
+    return Map.of(
+        "spec",
+        Map.of(
+            "spuId", id,
+            "publicEndpoint",
+            Map.of("port", peer.endpoint().port(), "ingress", List.of(Map.of("hostname", "127.0.0.1")))));
+  }
+
+  @Test
+  void notLeaderRefreshesMetadataAndRetriesOnTheNewLeader() throws Exception {
+    AtomicInteger describes = new AtomicInteger();
+    try (FakePeer deposed = new FakePeer(f -> new FakePeer.Error(10, "spu 1 is not the leader of t/0"));
+        FakePeer leader = new FakePeer(f -> OFFSETS)) {
+      FakePeer sc =
+          new FakePeer(
+              f ->
+                  f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC
+                      // The first answer still names the deposed leader.
+                      ? describe(describes.getAndIncrement() == 0 ? 1 : 2)
+                      : spus(deposed, leader));
+      try (sc; LeaderClient client = new LeaderClient(sc.endpoint(), 10_000)) {
+        PartitionOffsets offsets = client.fetchOffsets("t", 0, null);
+        assertEquals(new PartitionOffsets(0, 9, 7, -1), offsets);
+        assertEquals(List.of(ApiKeys.FETCH_OFFSETS), deposed.asked);
+        assertEquals(List.of(ApiKeys.FETCH_OFFSETS), leader.asked);
+        assertEquals(2, describes.get());
+      }
+    }
+  }
+
+  @Test
+  void aNonRetriableErrorIsRaisedTypedAtOnce() throws Exception {
+    try (FakePeer spu = new FakePeer(f -> new FakePeer.Error(6, "offset 99 is past the end"));
+        FakePeer sc =
+            new FakePeer(f -> f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC ? describe(1) : spus(spu, spu));
+        LeaderClient client = new LeaderClient(sc.endpoint(), 10_000)) {
+      FluvioException e = assertThrows(FluvioException.class, () -> client.fetchOffsets("t", 0, null));
+      assertEquals(ErrorCode.OFFSET_OUT_OF_RANGE, e.code());
+      assertEquals("OffsetOutOfRangeError: offset 99 is past the end", e.toString());
+      assertEquals(1, spu.asked.size());
+    }
+  }
+
+  @Test
+  void anUnknownTopicFromTheScIsTyped() throws Exception {
+    try (FakePeer sc = new FakePeer(f -> new FakePeer.Error(8, "topic nope does not exist"));
+        LeaderClient client = new LeaderClient(sc.endpoint(), 10_000)) {
+      FluvioException e = assertThrows(FluvioException.class, () -> client.metadata("nope"));
+      assertEquals(ErrorCode.UNKNOWN_TOPIC, e.code());
+    }
+  }
+
+  @Test
+  void apiVersionsAreReadAndChecked() throws Exception {
+    try (FakePeer peer = new FakePeer(f -> Map.of("apis", List.of(List.of(1, 0, 0), List.of(3002, 0, 2))));
+        Connection c = Connection.open(peer.endpoint(), 5_000)) {
+      assertEquals(List.of(1, 3002), List.copyOf(c.apiVersions().keySet()));
+      c.requireVersion(ApiKeys.FETCH, 2);
+      FluvioException e = assertThrows(FluvioException.class, () -> c.requireVersion(ApiKeys.FETCH, 3));
+      assertEquals(ErrorCode.UNSUPPORTED_VERSION, e.code());
+      assertEquals(peer.endpoint() + " does not accept version 3 of api 3002 (it accepts 0..2)", e.getMessage());
+    }
+  }
+
+  @Test
+  void anUnreachableScIsAConnectionError() throws Exception {
+    Endpoint closed;
+    try (FakePeer gone = new FakePeer(f -> Map.of())) {
+      closed = gone.endpoint();
+    }
+    try (LeaderClient client = new LeaderClient(closed, 2_000)) {
+      FluvioException e = assertThrows(FluvioException.class, () -> client.metadata("t"));
+      assertEquals(ErrorCode.CONNECTION_CLOSED, e.code());
+    }
+  }
+}

@@ -1,0 +1,271 @@
+"""Batch reads through the JVM connector (``connector/``) against a real local cluster.
+
+Each test runs its queries in a child interpreter whose SparkSession has the connector
+jar (``local_session(jvm_connector=True)``): the suite's shared session must keep the
+Python source, and a JVM's classpath is fixed once it runs. The child prints one JSON
+line of results; the assertions are here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from datasource.connector_jar import build_jar, jar_path
+from spark_stream.client import Fluvio
+from spark_stream.errors import JarFetchError
+from spark_stream.local.cluster import LocalCluster
+from tests.harness.local_cluster import kill_spu
+from tests.polling import wait_until
+from tests.spark_conftest import produce
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+_CHILD = """
+import json, sys
+from pyspark.sql import functions as F
+from datasource.session import local_session
+
+endpoint, topic = sys.argv[1], sys.argv[2]
+spark = local_session("jvm-batch-read", jvm_connector=True)
+out = {}
+
+def read(**options):
+    reader = spark.read.format("fluvio").option("endpoint", endpoint).option("topic", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+def error_of(run):
+    try:
+        run()
+    except Exception as exc:
+        return str(exc)
+    return None
+"""
+
+
+@pytest.fixture(scope="module")
+def connector_jar() -> Path:
+    """The connector jar, built when missing or stale (needs Maven, as ./dev test has)."""
+    if shutil.which("mvn") is None and jar_path() is None:
+        pytest.skip("the JVM connector jar is not built and Maven is not installed")
+    try:
+        return build_jar()
+    except JarFetchError as exc:
+        pytest.fail(f"cannot build the connector jar: {exc}")
+
+
+def _run_child(body: str, endpoint: str, topic: str) -> dict[str, Any]:
+    script = _CHILD + textwrap.dedent(body) + "\nprint('RESULT ' + json.dumps(out))\n"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, endpoint, topic],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    return result
+
+
+def test_jvm_read_equals_what_was_produced(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(partitions=3, replicas=2)
+    keys = [f"k{i % 7}" for i in range(300)]
+    values = [f"value-{i}" for i in range(300)]
+    # Several frames per partition, so ranges below start and end inside frames.
+    for start in range(0, 300, 50):
+        produce(fluvio, topic, values[start : start + 50], keys=keys[start : start + 50])
+    out = _run_child(
+        """
+        df = read()
+        out["plan"] = df._jdf.queryExecution().executedPlan().toString()
+        out["schema"] = df.schema.simpleString()
+        out["partitions"] = df.rdd.getNumPartitions()
+        rows = df.collect()
+        out["rows"] = [
+            [r["key"].decode(), r["value"].decode(), r["topic"], r["partition"], r["offset"],
+             r["timestampType"]]
+            for r in rows
+        ]
+        out["ts_ok"] = all(r["timestamp"].year >= 2024 for r in rows)
+        out["pruned"] = [r[0].decode() for r in read().select("value").collect()]
+        ranged = read(startingOffsets=json.dumps({topic: {"0": 5}}),
+                      endingOffsets=json.dumps({topic: {"0": 17, "1": 3, "2": 0}}))
+        out["ranged"] = sorted([r["partition"], r["offset"]] for r in ranged.collect())
+        client = spark._jvm.io.sparkstream.fluvio.client
+        sc = client.Connection.open(client.Endpoint.parse(endpoint, "sc"), 10000)
+        out["sc_apis"] = sorted(int(k) for k in sc.apiVersions().keySet())
+        sc.close()
+        # The local-read path piece by piece, against the real leader: FETCH_LOCAL names
+        # its segment file, which this host can read.
+        leaders = client.LeaderClient(client.Endpoint.parse(endpoint, "sc"), 10000)
+        named = leaders.fetchLocal(topic, 0, 0, 1 << 20, client.Isolation.COMMITTED)
+        data = client.LocalFiles.read(named.path(), named.position(), named.length(),
+                                      named.device(), named.inode(), True)
+        frames = spark._jvm.io.sparkstream.fluvio.records.BatchFrames.split(data, True)
+        out["local"] = [named.baseOffset(), frames.size() > 0, frames.get(0).header().baseOffset()]
+        leaders.close()
+        network = read(localReads="false").orderBy("partition", "offset").collect()
+        out["same_both_ways"] = network == read().orderBy("partition", "offset").collect()
+        split = read(minPartitions="7")
+        out["split"] = [split.rdd.getNumPartitions(), split.count()]
+        out["unknown"] = error_of(lambda: read(topik="x"))
+        out["latest"] = error_of(lambda: read(startingOffsets="latest").collect())
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert f"fluvio JVM scan of [{topic}]" in out["plan"], out["plan"]  # not the Python source
+    assert out["schema"] == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+        "timestamp:timestamp,timestampType:int>"
+    )
+    assert out["partitions"] == 3
+    assert sorted((r[0], r[1]) for r in out["rows"]) == sorted(zip(keys, values, strict=True))
+    assert {r[2] for r in out["rows"]} == {topic}
+    assert {r[5] for r in out["rows"]} == {0}
+    for p in range(3):
+        offsets = sorted(r[4] for r in out["rows"] if r[3] == p)
+        assert offsets == list(range(len(offsets)))
+    key_partitions: dict[str, set[int]] = {}
+    for r in out["rows"]:
+        key_partitions.setdefault(r[0], set()).add(r[3])
+    assert all(len(ps) == 1 for ps in key_partitions.values())  # one partition per key
+    assert out["ts_ok"]
+    assert sorted(out["pruned"]) == sorted(values)
+    assert out["ranged"] == [[0, o] for o in range(5, 17)] + [[1, o] for o in range(3)]
+    assert {1, 1004, 1012} <= set(out["sc_apis"])  # the Java client against the real SC
+    assert out["local"] == [0, True, 0]
+    assert out["same_both_ways"]
+    assert out["split"] == [7, 300]
+    assert "unknown option 'topik' for format('fluvio')" in out["unknown"]
+    assert "option 'startingOffsets' cannot be 'latest' for batch reads" in out["latest"]
+
+
+@pytest.mark.parametrize("compression", ["lz4", "zstd"])
+def test_jvm_read_of_compressed_frames_with_headers(
+    connector_jar: Path,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    compression: str,
+) -> None:
+    topic = new_topic(partitions=1, compression=compression)
+    values = [f"{compression}-{i}" * 5 for i in range(200)]
+    produce(fluvio, topic, values)
+    producer = fluvio.topic_producer(topic, acks="all", linger_ms=0)
+    producer.send(b"k", b"with-headers", headers=[("trace", b"abc"), ("n", b"")]).result(timeout=30)
+    producer.close()
+    out = _run_child(
+        """
+        df = read(includeHeaders="true").orderBy("offset")
+        out["schema"] = df.schema.simpleString()
+        rows = df.collect()
+        out["values"] = [r["value"].decode() for r in rows]
+        def pairs(headers):
+            return [[h["key"], bytes(h["value"]).hex()] for h in headers]
+        out["headers"] = [None if r["headers"] is None else pairs(r["headers"]) for r in rows]
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["schema"].endswith(",headers:array<struct<key:string,value:binary>>>")
+    assert out["values"] == [*values, "with-headers"]
+    assert out["headers"] == [None] * 200 + [[["trace", b"abc".hex()], ["n", ""]]]
+
+
+def test_jvm_options_and_ranges_against_the_cluster(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """The errors and ranges of ``test_batch_read.py``'s tests, through the JVM."""
+    topic = new_topic(partitions=2)
+    base = 1_700_000_000_000_000
+    stamps = [base + i * 1_000_000 for i in range(50)]
+    produce(fluvio, topic, [f"a{i}" for i in range(50)], partition=0, timestamps_us=stamps)
+    produce(fluvio, topic, [f"b{i}" for i in range(50)], partition=1)
+    out = _run_child(
+        f"""
+        ranged = read(startingOffsets=json.dumps({{topic: {{"0": 10, "1": -2}}}}),
+                      endingOffsets=json.dumps({{topic: {{"0": 20}}}}))
+        out["ranged"] = sorted([r["partition"], r["offset"]] for r in ranged.collect())
+        timed = read(partitions="0", startingTimestamp=str({base} // 1000 + 30_000),
+                     endingTimestamp=str({base} // 1000 + 40_000))
+        out["timed"] = sorted(r["offset"] for r in timed.collect())
+        out["errors"] = [
+            error_of(lambda: spark.read.format("fluvio").option("endpoint", endpoint)
+                     .option("topic", "no-such-topic").load().collect()),
+            error_of(lambda: read(partitions="0,9").collect()),
+            error_of(lambda: read(startingOffsets=json.dumps({{topic: {{"0": 999}}}})).collect()),
+            error_of(lambda: read(partitions="0",
+                                  endingOffsets=json.dumps({{topic: {{"1": 1}}}})).collect()),
+            error_of(lambda: read(isolation="sometimes").collect()),
+            error_of(lambda: read(maxRecordsPerTrigger="5").collect()),
+        ]
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["ranged"] == [[0, o] for o in range(10, 20)] + [[1, o] for o in range(50)]
+    assert out["timed"] == list(range(30, 40))
+    expected = [
+        "option 'topic(s)': topic 'no-such-topic' does not exist",
+        f"option 'partitions': topic '{topic}' has no partition(s) 9 (it has 2)",
+        f"option 'startingOffsets': offset 999 of {topic}/0 is past its end 50 (committed)",
+        f"option 'endingOffsets' names {topic}/1, which the query does not read",
+        "option 'isolation' must be one of committed, uncommitted, got 'sometimes'",
+        "option 'maxRecordsPerTrigger' only applies to streaming reads",
+    ]
+    for message, error in zip(expected, out["errors"], strict=True):
+        assert error is not None and message in error, (message, error)
+
+
+def test_jvm_read_rides_out_a_killed_leader(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """SIGKILL the leader right before a read (from the child, after its JVM is warm):
+    the read is served by the new leader and nothing is lost. (The SC elects within
+    milliseconds here, so this rarely needs the client's retry; the retry on
+    ``NotLeaderError`` itself is tested deterministically by ``LeaderClientTest``.)"""
+    topic = new_topic(partitions=1, replicas=2)
+    values = [f"v{i}" for i in range(120)]
+    produce(fluvio, topic, values)
+    wait_until(lambda: fluvio.fetch_offsets(topic, 0).hw == 120, 30, "HW to reach 120")
+    leader = fluvio.topic_partitions(topic)[0].leader
+    assert leader is not None
+    pid = fluvio_cluster.spu_pid(leader)
+    assert pid is not None
+    try:
+        out = _run_child(
+            f"""
+            import os, signal
+            out["before"] = read().count()
+            os.kill({pid}, signal.SIGKILL)
+            out["values"] = [r["value"].decode() for r in read().orderBy("offset").collect()]
+            """,
+            fluvio_cluster.endpoint,
+            topic,
+        )
+    finally:
+        kill_spu(fluvio_cluster, leader)  # waits until it is gone (already, normally)
+        fluvio_cluster.start()  # brings the killed SPU back for the next tests
+    assert out["before"] == 120
+    assert out["values"] == values
