@@ -18,9 +18,10 @@ import org.apache.arrow.memory.BufferAllocator;
  * <p>Theory of operation. Records are routed as Python's default partitioner routes
  * them (an explicit partition wins; a key goes to {@code fnv1a32(key) % partitions}; a
  * record without a key goes round robin, the counter starting at 0 and counting keyless
- * records only), queued per partition, and cut into frames by <em>record count</em>:
- * a partition's queue is sent as one frame once it holds {@code frameRecords} records,
- * and the rest on {@link #flush}. Each frame carries the producer id and the partition's
+ * records only), queued per partition, and cut into frames by the records alone: a
+ * partition's queue is sent as one frame once it holds {@code frameRecords} records or
+ * {@code frameBytes} bytes of record data (keys, values, header names and values), and
+ * the rest on {@link #flush}. No cut depends on time or on encoded sizes. Each frame carries the producer id and the partition's
  * record-based sequence (0 for the first record this producer sends to the partition,
  * then advanced by each frame's count), and goes alone in one {@code PRODUCE} request,
  * synchronously, so a partition has one frame in flight and frames reach the leader in
@@ -43,6 +44,8 @@ public final class IdempotentProducer {
   private final Compression compression;
   private final int acks;
   private final int frameRecords;
+  private final long frameBytes;
+  private final Map<Integer, Long> queuedBytes = new TreeMap<>();
   private final BufferAllocator allocator;
   private final int partitions;
   private final Map<Integer, List<Record>> queues = new TreeMap<>();
@@ -59,7 +62,8 @@ public final class IdempotentProducer {
    * @param producerId the idempotent producer id (derived, see {@link ProducerIds})
    * @param compression the frames' Arrow buffer compression
    * @param acks 0 none, 1 leader, -1 all
-   * @param frameRecords records per frame, at least 1
+   * @param frameRecords records per frame at most, at least 1
+   * @param frameBytes record data bytes at which a frame is cut, at least 1
    * @param allocator for the frames' temporary Arrow buffers
    * @throws FluvioException the topic's metadata cannot be had
    */
@@ -70,10 +74,12 @@ public final class IdempotentProducer {
       Compression compression,
       int acks,
       int frameRecords,
+      long frameBytes,
       BufferAllocator allocator) {
-    if (frameRecords < 1) {
-      throw new IllegalArgumentException("frameRecords must be at least 1");
+    if (frameRecords < 1 || frameBytes < 1) {
+      throw new IllegalArgumentException("frameRecords and frameBytes must be at least 1");
     }
+    this.frameBytes = frameBytes;
     this.client = client;
     this.topic = topic;
     this.producerId = producerId;
@@ -108,9 +114,11 @@ public final class IdempotentProducer {
     }
     List<Record> queue = queues.computeIfAbsent(p, k -> new ArrayList<>());
     queue.add(record);
-    if (queue.size() >= frameRecords) {
+    long bytes = queuedBytes.merge(p, dataBytes(record), Long::sum);
+    if (queue.size() >= frameRecords || bytes >= frameBytes) {
       sendFrame(p, queue);
       queue.clear();
+      queuedBytes.put(p, 0L);
     }
   }
 
@@ -120,6 +128,7 @@ public final class IdempotentProducer {
       if (!e.getValue().isEmpty()) {
         sendFrame(e.getKey(), e.getValue());
         e.getValue().clear();
+        queuedBytes.put(e.getKey(), 0L);
       }
     }
   }
@@ -137,6 +146,16 @@ public final class IdempotentProducer {
   /** The topic's partition count, as read when the producer was made. */
   public int partitionCount() {
     return partitions;
+  }
+
+  private static long dataBytes(Record r) {
+    long n = r.value().length + (r.key() == null ? 0 : r.key().length);
+    if (r.headers() != null) {
+      for (Record.Header h : r.headers()) {
+        n += h.key().getBytes(java.nio.charset.StandardCharsets.UTF_8).length + (h.value() == null ? 0 : h.value().length);
+      }
+    }
+    return n;
   }
 
   private void sendFrame(int partition, List<Record> records) {

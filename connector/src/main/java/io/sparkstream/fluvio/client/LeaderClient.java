@@ -55,6 +55,21 @@ public final class LeaderClient implements Closeable {
   }
 
   /**
+   * The topic's {@code compression} setting ({@code any}, {@code none}, {@code lz4} or
+   * {@code zstd}), asked of the SC: a producer with no codec of its own adopts it.
+   *
+   * @param topic the topic
+   * @return the setting, {@code any} when the SC names none
+   */
+  public String topicCompression(String topic) {
+    Map<String, Object> described =
+        connection(scEndpoint).request(ApiKeys.DESCRIBE_TOPIC, 0, Map.of("name", topic)).decodeMeta();
+    Object spec = described.get("topic");
+    Object setting = spec instanceof Map<?, ?> m ? m.get("compression") : null;
+    return setting == null ? "any" : setting.toString();
+  }
+
+  /**
    * A partition's log start, LEO and HW, and optionally the first offset at a time.
    *
    * @param topic the topic

@@ -71,7 +71,7 @@ class IdempotentProducerTest {
         LeaderClient client = new LeaderClient(sc.endpoint(), 10_000);
         BufferAllocator allocator = new RootAllocator()) {
       IdempotentProducer p =
-          new IdempotentProducer(client, "t", 42L, Compression.NONE, 1, frameRecords, allocator);
+          new IdempotentProducer(client, "t", 42L, Compression.NONE, 1, frameRecords, Long.MAX_VALUE, allocator);
       for (Record r : records) {
         p.send(r, null);
       }
@@ -135,7 +135,7 @@ class IdempotentProducerTest {
         FakePeer sc = new FakePeer(f -> f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC ? describe(3) : spus(spu));
         LeaderClient client = new LeaderClient(sc.endpoint(), 10_000);
         BufferAllocator allocator = new RootAllocator()) {
-      IdempotentProducer p = new IdempotentProducer(client, "t", 1L, Compression.NONE, 1, 10, allocator);
+      IdempotentProducer p = new IdempotentProducer(client, "t", 1L, Compression.NONE, 1, 10, Long.MAX_VALUE, allocator);
       FluvioException e = assertThrows(FluvioException.class, () -> p.send(rec(null, "x"), 3));
       assertEquals(ErrorCode.UNKNOWN_PARTITION, e.code());
       assertEquals("partition column holds values outside 0..2", e.getMessage());

@@ -1,0 +1,248 @@
+"""Writes through the JVM connector (``connector/``) against a real local cluster.
+
+As in ``test_jvm_batch_read.py``, the queries run in a child interpreter whose session has
+the connector jar, and the assertions are here. What the child writes is read back with
+the Python source of the suite's shared session, so these tests also show that Python
+reads the frames Java encodes. The streaming sources are file sources: the JVM connector
+does not serve streaming reads yet, and a file source replays a batch with the same rows
+in the same tasks, which the exactly-once test needs.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_stream.client import Fluvio
+from spark_stream.client.producer.partitioner import fnv1a_32
+from spark_stream.local.cluster import LocalCluster
+from tests.datasource.test_jvm_batch_read import _run_child, connector_jar
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+__all__ = ["connector_jar"]  # the fixture, shared with the read tests
+
+
+def _total(fluvio: Fluvio, topic: str) -> int:
+    return sum(fluvio.fetch_offsets(topic, p.partition).hw for p in fluvio.topic_partitions(topic))
+
+
+def _python_read(spark: SparkSession, cluster: LocalCluster, topic: str, **options: str):  # type: ignore[no-untyped-def]
+    reader = spark.read.format("fluvio").option("endpoint", cluster.endpoint).option("topic", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def test_jvm_batch_write_reads_back_equal(
+    connector_jar: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    new_topic: Callable[..., str],
+) -> None:
+    topic = new_topic(partitions=3, replicas=2)
+    out = _run_child(
+        """
+        from datetime import datetime, timezone
+        when = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+        rows = [(f"k{i % 5}" if i % 4 else None, f"v{i}", when,
+                 [("h", bytes([i % 256]))] if i % 3 else None) for i in range(200)]
+        df = spark.createDataFrame(
+            rows, "key string, value string, timestamp timestamp, "
+                  "headers array<struct<key: string, value: binary>>")
+        writer = df.write.format("fluvio").option("endpoint", endpoint).option("topic", topic)
+        writer.save()  # no mode: appends, as with the Python source
+        out["jvm"] = spark._jvm.org.apache.spark.sql.execution.datasources.DataSource \\
+            .lookupDataSource("fluvio", spark._jsparkSession.sessionState().conf()).getName()
+        def w(frame, **options):
+            wr = frame.write.format("fluvio").option("endpoint", endpoint)
+            for key, value in options.items():
+                wr = wr.option(key, value)
+            return wr
+        out["errors"] = [
+            error_of(lambda: w(df, topic=topic).mode("overwrite").save()),
+            error_of(lambda: w(df, topic=topic, acks="some").mode("append").save()),
+            error_of(lambda: w(df, topic=topic, topik="x").mode("append").save()),
+            error_of(lambda: w(df.select("key"), topic=topic).mode("append").save()),
+            error_of(lambda: w(df.withColumn("extra", F.lit(1)), topic=topic).mode("append").save()),
+            error_of(lambda: w(df).mode("append").save()),
+            error_of(lambda: w(df, topic=topic, compression="zstd").mode("append").save()),
+        ]
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["jvm"] == "io.sparkstream.fluvio.datasource.FluvioProvider"
+    back = _python_read(spark, fluvio_cluster, topic, includeHeaders="true").collect()
+    when = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    got = sorted(
+        (
+            (
+                None if r["key"] is None else bytes(r["key"]).decode(),
+                bytes(r["value"]).decode(),
+                r["timestamp"].astimezone(UTC),
+                None
+                if r["headers"] is None
+                else [(h["key"], bytes(h["value"])) for h in r["headers"]],
+            )
+            for r in back
+        ),
+        key=repr,
+    )
+    expected = sorted(
+        (  # written twice: without a mode, then with compression=zstd
+            (
+                f"k{i % 5}" if i % 4 else None,
+                f"v{i}",
+                when,
+                [("h", bytes([i % 256]))] if i % 3 else None,
+            )
+            for i in [*range(200), *range(200)]
+        ),
+        key=repr,
+    )
+    assert got == expected
+    for r in back:  # keys go where Python's partitioner sends them
+        if r["key"] is not None:
+            assert r["partition"] == fnv1a_32(bytes(r["key"])) % 3
+    keyless = [r["partition"] for r in back if r["key"] is None]
+    spread = [keyless.count(p) for p in range(3)]  # round robin in each task
+    assert sum(spread) == 100 and max(spread) - min(spread) <= 4, spread
+    expected_errors = [
+        "mode('overwrite') is not supported: topics are append-only; use mode('append')",
+        "option 'acks' must be one of all, leader, got 'some'",
+        "unknown option 'topik' for format('fluvio'); known options: acks, batchSize, "
+        "compression, endpoint, preservePartitions, topic",
+        "the DataFrame needs a 'value' column (binary or string)",
+        "cannot write column(s) extra to a topic",
+        "set the 'topic' option or give the DataFrame a 'topic' column",
+        None,  # the topic accepts any codec
+    ]
+    for message, error in zip(expected_errors, out["errors"], strict=True):
+        if message is None:
+            assert error is None, error
+        else:
+            assert error is not None and message in error, (message, error)
+
+
+def test_jvm_streaming_write_reads_back_equal(
+    connector_jar: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    topic = new_topic(partitions=2)
+    source = tmp_path / "in"
+    source.mkdir()
+    for f in range(3):
+        (source / f"part-{f}.txt").write_text("".join(f"f{f}-{i}\n" for i in range(40)))
+    out = _run_child(
+        f"""
+        stream = (spark.readStream.format("text").option("maxFilesPerTrigger", "1")
+                  .load({str(source)!r}).select(F.upper("value").alias("value")))
+        query = (stream.writeStream.format("fluvio").option("endpoint", endpoint)
+                 .option("topic", topic).option("checkpointLocation", {str(tmp_path / "c")!r})
+                 .trigger(availableNow=True).start())
+        out["done"] = query.awaitTermination(120)
+        out["error"] = None if query.exception() is None else str(query.exception())
+        out["batches"] = len(query.recentProgress)
+        out["sink"] = query.lastProgress["sink"]["description"]
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["done"] and out["error"] is None
+    assert out["batches"] == 3
+    values = sorted(
+        bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
+    )
+    assert values == sorted(f"F{f}-{i}" for f in range(3) for i in range(40))
+
+
+_FAIL_ONCE = """
+import os, time
+from pyspark.sql.types import StringType
+from spark_stream.client import Fluvio as Client
+
+def value_of(value):
+    # On the first run, the task holding file b waits until the other task's 300
+    # records are in the sink, then fails: the batch dies half written.
+    if value.startswith("b-") and not os.path.exists(marker):
+        with Client.connect(endpoint) as client:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                written = sum(client.fetch_offsets(topic, p.partition).hw
+                              for p in client.topic_partitions(topic))
+                if written >= 300:
+                    break
+                time.sleep(0.05)  # polling another task's progress, bounded
+        open(marker, "w").close()
+        raise RuntimeError("injected failure in the middle of a micro-batch")
+    return value
+
+udf = F.udf(value_of, StringType())
+# One file a task: a file is never packed with another into one partition.
+spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 30))
+
+def start():
+    df = spark.readStream.format("text").load(source).select(udf("value").alias("value"))
+    return (df.writeStream.format("fluvio").option("endpoint", endpoint)
+            .option("topic", topic).option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True).start())
+"""
+
+
+def test_jvm_sink_is_exactly_once_when_a_failed_batch_is_rerun(
+    connector_jar: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """The Python sink's exactly-once test with the jar: a micro-batch fails after one of
+    its tasks wrote everything; the query restarts from its checkpoint, the batch re-runs
+    under the same producer ids, and each record is in the topic once."""
+    topic = new_topic(partitions=2, replicas=2)
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a.txt").write_text("".join(f"a-{i}\n" for i in range(300)))
+    (source / "b.txt").write_text("".join(f"b-{i}\n" for i in range(200)))
+    out = _run_child(
+        textwrap.dedent(
+            f"""
+            source, checkpoint = {str(source)!r}, {str(tmp_path / "c")!r}
+            marker = {str(tmp_path / "failed-once")!r}
+            """
+        )
+        + _FAIL_ONCE
+        + textwrap.dedent(
+            """
+        first = start()
+        out["first"] = error_of(lambda: first.awaitTermination(120))
+        with Client.connect(endpoint) as client:
+            out["partial"] = sum(client.fetch_offsets(topic, p.partition).hw
+                                 for p in client.topic_partitions(topic))
+        second = start()
+        out["second"] = second.awaitTermination(120)
+        out["second_error"] = None if second.exception() is None else str(second.exception())
+        """
+        ),
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["first"] is not None and "injected failure" in out["first"]
+    assert out["partial"] == 300  # file a's task wrote everything before the batch died
+    assert out["second"] and out["second_error"] is None
+    assert _total(fluvio, topic) == 500  # the re-run batch added only what was missing
+    values = [
+        bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
+    ]
+    assert sorted(values) == sorted([f"a-{i}" for i in range(300)] + [f"b-{i}" for i in range(200)])
