@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from spark_stream.client import Fluvio
 from spark_stream.client.producer.partitioner import fnv1a_32
@@ -70,7 +69,8 @@ def test_jvm_batch_write_reads_back_equal(
             error_of(lambda: w(df, topic=topic, acks="some").mode("append").save()),
             error_of(lambda: w(df, topic=topic, topik="x").mode("append").save()),
             error_of(lambda: w(df.select("key"), topic=topic).mode("append").save()),
-            error_of(lambda: w(df.withColumn("extra", F.lit(1)), topic=topic).mode("append").save()),
+            error_of(lambda: w(df.withColumn("extra", F.lit(1)), topic=topic)
+                     .mode("append").save()),
             error_of(lambda: w(df).mode("append").save()),
             error_of(lambda: w(df, topic=topic, compression="zstd").mode("append").save()),
         ]
