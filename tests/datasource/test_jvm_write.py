@@ -11,12 +11,15 @@ in the same tasks, which the exactly-once test needs.
 from __future__ import annotations
 
 import textwrap
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from spark_stream.client import Fluvio
 from spark_stream.client.producer.partitioner import fnv1a_32
@@ -166,36 +169,74 @@ def test_jvm_streaming_write_reads_back_equal(
     assert values == sorted(f"F{f}-{i}" for f in range(3) for i in range(40))
 
 
-_FAIL_ONCE = """
-import os, time
-from pyspark.sql.types import StringType
-from spark_stream.client import Fluvio as Client
+def _fail_once(marker: str, endpoint: str, topic: str) -> Callable[..., str]:
+    """A UDF that, on its first run, lets the task of file ``a`` write its 300 records,
+    then fails the task of file ``b``: the micro-batch dies half written."""
 
-def value_of(value):
-    # On the first run, the task holding file b waits until the other task's 300
-    # records are in the sink, then fails: the batch dies half written.
-    if value.startswith("b-") and not os.path.exists(marker):
-        with Client.connect(endpoint) as client:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                written = sum(client.fetch_offsets(topic, p.partition).hw
-                              for p in client.topic_partitions(topic))
-                if written >= 300:
-                    break
-                time.sleep(0.05)  # polling another task's progress, bounded
-        open(marker, "w").close()
-        raise RuntimeError("injected failure in the middle of a micro-batch")
-    return value
+    # No annotations: Spark would read type hints as a request for an Arrow UDF.
+    def value_of(value):  # type: ignore[no-untyped-def]
+        import os
 
-udf = F.udf(value_of, StringType())
-# One file a task: a file is never packed with another into one partition.
-spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 30))
+        if value.startswith("b-") and not os.path.exists(marker):
+            from spark_stream.client import Fluvio as Client
 
-def start():
-    df = spark.readStream.format("text").load(source).select(udf("value").alias("value"))
-    return (df.writeStream.format("fluvio").option("endpoint", endpoint)
-            .option("topic", topic).option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True).start())
+            with Client.connect(endpoint) as client:
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    written = sum(
+                        client.fetch_offsets(topic, p.partition).hw
+                        for p in client.topic_partitions(topic)
+                    )
+                    if written >= 300:
+                        break
+                    time.sleep(0.05)  # polling another task's progress, bounded
+            open(marker, "w").close()
+            raise RuntimeError("injected failure in the middle of a micro-batch")
+        return value
+
+    return value_of
+
+
+def _start_sink(spark: SparkSession, endpoint: str, topic: str, tmp_path: Path) -> Any:
+    """The file stream of ``tmp_path/in`` through ``_fail_once`` into ``topic``, one file
+    a task (``openCostInBytes`` keeps Spark from packing both files into one task)."""
+    from pyspark.sql.types import StringType
+
+    udf = F.udf(_fail_once(str(tmp_path / "failed-once"), endpoint, topic), StringType())
+    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 30))
+    try:
+        df = spark.readStream.format("text").load(str(tmp_path / "in"))
+        return (
+            df.select(udf("value").alias("value"))
+            .writeStream.format("fluvio").option("endpoint", endpoint)
+            .option("topic", topic).option("checkpointLocation", str(tmp_path / "c"))
+            .trigger(availableNow=True).start()
+        )  # fmt: skip
+    finally:
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+
+
+def _files(tmp_path: Path) -> list[str]:
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a.txt").write_text("".join(f"a-{i}\n" for i in range(300)))
+    (source / "b.txt").write_text("".join(f"b-{i}\n" for i in range(200)))
+    return [f"a-{i}" for i in range(300)] + [f"b-{i}" for i in range(200)]
+
+
+_CHILD_FIRST_RUN = """
+    from pathlib import Path
+    from tests.datasource.test_jvm_write import _start_sink
+    first = _start_sink(spark, endpoint, topic, Path(tmp))
+    out["first"] = error_of(lambda: first.awaitTermination(120))
+"""
+
+_CHILD_SECOND_RUN = """
+    from pathlib import Path
+    from tests.datasource.test_jvm_write import _start_sink
+    second = _start_sink(spark, endpoint, topic, Path(tmp))
+    out["second"] = second.awaitTermination(120)
+    out["second_error"] = None if second.exception() is None else str(second.exception())
 """
 
 
@@ -211,30 +252,15 @@ def test_jvm_sink_is_exactly_once_when_a_failed_batch_is_rerun(
     its tasks wrote everything; the query restarts from its checkpoint, the batch re-runs
     under the same producer ids, and each record is in the topic once."""
     topic = new_topic(partitions=2, replicas=2)
-    source = tmp_path / "in"
-    source.mkdir()
-    (source / "a.txt").write_text("".join(f"a-{i}\n" for i in range(300)))
-    (source / "b.txt").write_text("".join(f"b-{i}\n" for i in range(200)))
+    expected = _files(tmp_path)
     out = _run_child(
-        textwrap.dedent(
-            f"""
-            source, checkpoint = {str(source)!r}, {str(tmp_path / "c")!r}
-            marker = {str(tmp_path / "failed-once")!r}
-            """
-        )
-        + _FAIL_ONCE
-        + textwrap.dedent(
-            """
-        first = start()
-        out["first"] = error_of(lambda: first.awaitTermination(120))
-        with Client.connect(endpoint) as client:
-            out["partial"] = sum(client.fetch_offsets(topic, p.partition).hw
-                                 for p in client.topic_partitions(topic))
-        second = start()
-        out["second"] = second.awaitTermination(120)
-        out["second_error"] = None if second.exception() is None else str(second.exception())
-        """
-        ),
+        f"tmp = {str(tmp_path)!r}\n"
+        + textwrap.dedent(_CHILD_FIRST_RUN)
+        + "from spark_stream.client import Fluvio as Client\n"
+        + "with Client.connect(endpoint) as c:\n"
+        + "    out['partial'] = sum(c.fetch_offsets(topic, p.partition).hw"
+        + " for p in c.topic_partitions(topic))\n"
+        + textwrap.dedent(_CHILD_SECOND_RUN),
         fluvio_cluster.endpoint,
         topic,
     )
@@ -245,4 +271,46 @@ def test_jvm_sink_is_exactly_once_when_a_failed_batch_is_rerun(
     values = [
         bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
     ]
-    assert sorted(values) == sorted([f"a-{i}" for i in range(300)] + [f"b-{i}" for i in range(200)])
+    assert sorted(values) == sorted(expected)
+
+
+@pytest.mark.parametrize("first_side", ["python", "jvm"])
+def test_a_half_written_batch_is_resumed_by_the_other_sink_exactly_once(
+    connector_jar: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+    first_side: str,
+) -> None:
+    """One sink dies half way through a micro-batch; the other (Python after JVM, or JVM
+    after Python) resumes the query from the same checkpoint. Both derive the same
+    producer ids from (query id, batch id, task) and cut these frames alike, so the
+    leaders drop what the first run wrote and each record is in the topic once."""
+    topic = new_topic(partitions=2, replicas=2)
+    expected = _files(tmp_path)
+    preamble = f"tmp = {str(tmp_path)!r}\n"
+    if first_side == "python":
+        first = _start_sink(spark, fluvio_cluster.endpoint, topic, tmp_path)
+        with pytest.raises(Exception, match="injected failure"):
+            first.awaitTermination(120)
+        assert _total(fluvio, topic) == 300
+        out = _run_child(
+            preamble + textwrap.dedent(_CHILD_SECOND_RUN), fluvio_cluster.endpoint, topic
+        )
+        assert out["second"] and out["second_error"] is None
+    else:
+        out = _run_child(
+            preamble + textwrap.dedent(_CHILD_FIRST_RUN), fluvio_cluster.endpoint, topic
+        )
+        assert out["first"] is not None and "injected failure" in out["first"]
+        assert _total(fluvio, topic) == 300
+        second = _start_sink(spark, fluvio_cluster.endpoint, topic, tmp_path)
+        assert second.awaitTermination(120)
+        assert second.exception() is None
+    assert _total(fluvio, topic) == 500
+    values = [
+        bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
+    ]
+    assert sorted(values) == sorted(expected)
