@@ -314,3 +314,43 @@ def test_a_half_written_batch_is_resumed_by_the_other_sink_exactly_once(
         bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
     ]
     assert sorted(values) == sorted(expected)
+
+
+def test_jvm_sink_under_a_continuous_trigger_writes_each_row_once(
+    connector_jar: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """``Trigger.Continuous`` into the fluvio sink (the rate source serves continuous
+    reads): each epoch's rows are produced under (query id, epoch, task) and appear once;
+    each rate partition's values arrive as a gapless prefix, in order."""
+    topic = new_topic(partitions=1)
+    out = _run_child(
+        f"""
+        from tests.polling import wait_until
+        from spark_stream.client import Fluvio as Client
+        stream = (spark.readStream.format("rate").option("rowsPerSecond", "200")
+                  .option("numPartitions", "2").load()
+                  .select(F.col("value").cast("string").alias("value")))
+        query = (stream.writeStream.format("fluvio").option("endpoint", endpoint)
+                 .option("topic", topic).option("checkpointLocation", {str(tmp_path / "c")!r})
+                 .trigger(continuous="1 second").start())
+        with Client.connect(endpoint) as client:
+            wait_until(lambda: client.fetch_offsets(topic, 0).hw >= 400, 120, "400 records")
+        query.stop()
+        out["error"] = None if query.exception() is None else str(query.exception())
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["error"] is None
+    rows = _python_read(spark, fluvio_cluster, topic).orderBy("offset").collect()
+    values = [int(bytes(r["value"])) for r in rows]
+    assert len(values) >= 400
+    assert len(set(values)) == len(values)  # no row twice
+    for part in (0, 1):  # the rate source's partition p makes p, p + 2, p + 4, ...
+        mine = [v for v in values if v % 2 == part]
+        assert mine == list(range(part, part + 2 * len(mine), 2))
