@@ -354,3 +354,54 @@ def test_jvm_sink_under_a_continuous_trigger_writes_each_row_once(
     for part in (0, 1):  # the rate source's partition p makes p, p + 2, p + 4, ...
         mine = [v for v in values if v % 2 == part]
         assert mine == list(range(part, part + 2 * len(mine), 2))
+
+
+def test_jvm_sink_in_real_time_mode_needs_the_allowlist_setting(
+    connector_jar: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """Real-time mode (``trigger(realTime=...)``) into the fluvio sink. Spark's sink
+    allowlist refuses it until ``spark.sql.streaming.realTimeMode.allowlistCheck=false``;
+    then each row lands once. The source is Spark's own real-time memory stream
+    (``LowLatencyMemoryStream``), as the JVM connector has no real-time read yet."""
+    topic = new_topic(partitions=2)
+    out = _run_child(
+        f"""
+        from pyspark.sql import DataFrame
+        from tests.polling import wait_until
+        from spark_stream.client import Fluvio as Client
+        jvm = spark._jvm
+        memory = jvm.org.apache.spark.sql.execution.streaming.sources.LowLatencyMemoryStream
+        stream = memory.apply(spark._jsparkSession, 2, jvm.org.apache.spark.sql.Encoders.STRING())
+        df = DataFrame(stream.toDF(), spark)
+        def start(name):
+            return (df.writeStream.format("fluvio").option("endpoint", endpoint)
+                    .option("topic", topic).outputMode("update")
+                    .option("checkpointLocation", {str(tmp_path)!r} + "/" + name)
+                    .trigger(realTime="5 seconds").start())
+        out["refused"] = error_of(lambda: start("a"))
+        spark.conf.set("spark.sql.streaming.realTimeMode.allowlistCheck", "false")
+        query = start("b")
+        rows = jvm.java.util.ArrayList()
+        for i in range(300):
+            rows.add(f"rt-{{i}}")
+        stream.addData(jvm.scala.jdk.javaapi.CollectionConverters.asScala(rows))
+        with Client.connect(endpoint) as client:
+            def landed():
+                return sum(client.fetch_offsets(topic, p).hw for p in (0, 1)) >= 300
+            wait_until(landed, 120, "300 records")
+        query.stop()
+        out["error"] = None if query.exception() is None else str(query.exception())
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["refused"] is not None and "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST" in out["refused"]
+    assert out["error"] is None
+    values = [
+        bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
+    ]
+    assert sorted(values) == sorted(f"rt-{i}" for i in range(300))

@@ -31,9 +31,10 @@ import org.apache.arrow.memory.BufferAllocator;
  * micro-batch lands once.
  *
  * <p>Errors: retriable ones (a leader change) are retried by {@link LeaderClient};
- * {@code OutOfOrderSequenceError} too, as the Python sender does while a new leader
- * settles; {@code DuplicateSequenceError} (a frame older than the leader remembers)
- * counts as delivered. Anything else fails the send.
+ * {@code DuplicateSequenceError} (a frame older than the leader remembers) counts as
+ * delivered; {@code OutOfOrderSequenceError} splits a frame that straddles what the
+ * leader holds (see {@link #sendRange}) and is retried for a single record, as the
+ * Python sender retries it while a new leader settles. Anything else fails the send.
  *
  * <p>Not thread-safe and not serializable: a task makes one and closes its client.
  */
@@ -160,17 +161,35 @@ public final class IdempotentProducer {
 
   private void sendFrame(int partition, List<Record> records) {
     int sequence = sequences.getOrDefault(partition, 0);
-    byte[] frame = FrameEncoder.encode(records, compression, producerId, sequence, allocator);
-    try {
-      client.produce(topic, partition, acks, frame, true);
-    } catch (FluvioException e) {
-      if (e.code() != ErrorCode.DUPLICATE_SEQUENCE) {
-        throw e;
-      }
-      // Older than the leader remembers: an earlier attempt appended it.
-    }
+    sendRange(partition, records, sequence);
     sequences.put(partition, sequence + records.size());
     sent += records.size();
     frames++;
+  }
+
+  /**
+   * Send records as one frame from {@code sequence}. A re-run whose frames are cut
+   * differently from the first run's (another batch duration in real-time mode, the
+   * other side's writer) can straddle the leader's next expected sequence, which it
+   * refuses with {@code OutOfOrderSequenceError}; the frame is then halved and each half
+   * sent, so the part the leader holds is dropped as a duplicate and the rest appended.
+   * A single record cannot straddle: its out-of-order error is retried (a new leader
+   * settling), as Python does.
+   */
+  private void sendRange(int partition, List<Record> records, int sequence) {
+    byte[] frame = FrameEncoder.encode(records, compression, producerId, sequence, allocator);
+    try {
+      client.produce(topic, partition, acks, frame, records.size() == 1);
+    } catch (FluvioException e) {
+      if (e.code() == ErrorCode.DUPLICATE_SEQUENCE) {
+        return; // older than the leader remembers: an earlier attempt appended it
+      }
+      if (e.code() != ErrorCode.OUT_OF_ORDER_SEQUENCE || records.size() == 1) {
+        throw e;
+      }
+      int half = records.size() / 2;
+      sendRange(partition, records.subList(0, half), sequence);
+      sendRange(partition, records.subList(half, records.size()), sequence + half);
+    }
   }
 }
