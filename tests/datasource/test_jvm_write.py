@@ -405,3 +405,65 @@ def test_jvm_sink_in_real_time_mode_needs_the_allowlist_setting(
         bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
     ]
     assert sorted(values) == sorted(f"rt-{i}" for i in range(300))
+
+
+def test_jvm_sink_in_real_time_mode_is_exactly_once_when_a_batch_is_rerun(
+    connector_jar: Path,
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """The exactly-once test in real-time mode: one frame a record (``batchSize=1``), so
+    the task of source partition 0 has appended its 300 records when the task of
+    partition 1 fails; the query restarts from its checkpoint, the batch re-runs under
+    the same producer ids, and each record is in the topic once."""
+    topic = new_topic(partitions=2, replicas=2)
+    out = _run_child(
+        f"""
+        from pyspark.sql import DataFrame
+        from pyspark.sql.types import StringType
+        from spark_stream.client import Fluvio as Client
+        from tests.datasource.test_jvm_write import _fail_once
+        from tests.polling import wait_until
+        jvm = spark._jvm
+        spark.conf.set("spark.sql.streaming.realTimeMode.allowlistCheck", "false")
+        memory = jvm.org.apache.spark.sql.execution.streaming.sources.LowLatencyMemoryStream
+        stream = memory.apply(spark._jsparkSession, 2, jvm.org.apache.spark.sql.Encoders.STRING())
+        udf = F.udf(_fail_once({str(tmp_path / "failed-once")!r}, endpoint, topic), StringType())
+        df = DataFrame(stream.toDF(), spark).select(udf("value").alias("value"))
+        def start():
+            return (df.writeStream.format("fluvio").option("endpoint", endpoint)
+                    .option("topic", topic).option("batchSize", "1").outputMode("update")
+                    .option("checkpointLocation", {str(tmp_path / "c")!r})
+                    .trigger(realTime="5 seconds").start())
+        def rows(prefix, n):
+            out = jvm.java.util.ArrayList()
+            for i in range(n):
+                out.add(f"{{prefix}}-{{i}}")
+            return jvm.scala.jdk.javaapi.CollectionConverters.asScala(out)
+        def total():
+            with Client.connect(endpoint) as client:
+                return sum(client.fetch_offsets(topic, p).hw for p in (0, 1))
+        first = start()
+        stream.addData(0, rows("a", 300))
+        stream.addData(1, rows("b", 200))
+        out["first"] = error_of(lambda: first.awaitTermination(120))
+        out["partial"] = total()
+        second = start()
+        wait_until(lambda: total() >= 500, 120, "500 records")
+        second.stop()
+        out["second_error"] = None if second.exception() is None else str(second.exception())
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["first"] is not None and "injected failure" in out["first"]
+    assert out["partial"] == 300
+    assert out["second_error"] is None
+    assert _total(fluvio, topic) == 500
+    values = [
+        bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
+    ]
+    assert sorted(values) == sorted([f"a-{i}" for i in range(300)] + [f"b-{i}" for i in range(200)])
