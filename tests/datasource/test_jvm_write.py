@@ -452,7 +452,9 @@ def test_jvm_sink_in_real_time_mode_is_exactly_once_when_a_batch_is_rerun(
         out["first"] = error_of(lambda: first.awaitTermination(120))
         out["partial"] = total()
         second = start()
-        wait_until(lambda: total() >= 500, 120, "500 records")
+        # Until the re-run batch has ended (its progress is reported at its end).
+        wait_until(lambda: second.recentProgress, 120, "the re-run batch to end")
+        out["rerun"] = [[p["batchId"], p["numInputRows"]] for p in second.recentProgress]
         second.stop()
         out["second_error"] = None if second.exception() is None else str(second.exception())
         """,
@@ -462,6 +464,7 @@ def test_jvm_sink_in_real_time_mode_is_exactly_once_when_a_batch_is_rerun(
     assert out["first"] is not None and "injected failure" in out["first"]
     assert out["partial"] == 300
     assert out["second_error"] is None
+    assert out["rerun"][0] == [0, 500]  # batch 0 again, with every row of both partitions
     assert _total(fluvio, topic) == 500
     values = [
         bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
