@@ -157,12 +157,20 @@ def test_jvm_streaming_write_reads_back_equal(
         out["error"] = None if query.exception() is None else str(query.exception())
         out["batches"] = len(query.recentProgress)
         out["sink"] = query.lastProgress["sink"]["description"]
+        bad = (stream.writeStream.format("fluvio").option("endpoint", endpoint)
+               .option("topic", topic).option("acks", "x")
+               .option("checkpointLocation", {str(tmp_path / "bad")!r}).start())
+        out["bad"] = error_of(lambda: bad.awaitTermination(120))
         """,
         fluvio_cluster.endpoint,
         topic,
     )
     assert out["done"] and out["error"] is None
     assert out["batches"] == 3
+    assert out["sink"].startswith("io.sparkstream.fluvio.datasource.FluvioTable")  # JVM sink
+    assert (
+        out["bad"] is not None and "option 'acks' must be one of all, leader, got 'x'" in out["bad"]
+    )
     values = sorted(
         bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
     )
