@@ -25,10 +25,18 @@ final class FluvioScan implements Scan, Batch {
 
   private final ReaderOptions options;
   private final StructType readSchema;
+  private final RangeFilter filter;
+  private final String pushedDescription;
 
   FluvioScan(ReaderOptions options, StructType readSchema) {
+    this(options, readSchema, RangeFilter.split(new org.apache.spark.sql.connector.expressions.filter.Predicate[0]));
+  }
+
+  FluvioScan(ReaderOptions options, StructType readSchema, RangeFilter.Split pushed) {
     this.options = options;
     this.readSchema = readSchema;
+    this.filter = pushed.filter();
+    this.pushedDescription = pushed.pushed().isEmpty() ? "" : " where " + pushed.pushed();
   }
 
   @Override
@@ -38,7 +46,7 @@ final class FluvioScan implements Scan, Batch {
 
   @Override
   public String description() {
-    return "fluvio JVM scan of " + options.topics();
+    return "fluvio JVM scan of " + options.topics() + pushedDescription;
   }
 
   @Override
@@ -68,9 +76,16 @@ final class FluvioScan implements Scan, Batch {
         int slash = e.getKey().lastIndexOf('/');
         String topic = e.getKey().substring(0, slash);
         int p = Integer.parseInt(e.getKey().substring(slash + 1));
+        if (!filter.readsPartition(p)) {
+          continue; // after the option checks, so a pushed predicate hides no bad option
+        }
         PartitionOffsets now = e.getValue();
-        long start = resolve(client, options.starting(), "startingOffsets", topic, p, now);
-        long end = resolve(client, options.ending(), "endingOffsets", topic, p, now);
+        long start = Math.max(resolve(client, options.starting(), "startingOffsets", topic, p, now), filter.offsetFrom());
+        long end = Math.min(resolve(client, options.ending(), "endingOffsets", topic, p, now), filter.offsetTo());
+        if (start < end && filter.timestampFromUs() != null) {
+          long atTime = client.fetchOffsets(topic, p, filter.timestampFromUs()).offset();
+          start = atTime < 0 ? end : Math.max(start, atTime); // none that new: nothing to read
+        }
         if (start < end) {
           planned.add(new FluvioInputPartition(topic, p, start, end));
         }
