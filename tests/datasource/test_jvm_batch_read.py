@@ -269,3 +269,67 @@ def test_jvm_read_rides_out_a_killed_leader(
         fluvio_cluster.start()  # brings the killed SPU back for the next tests
     assert out["before"] == 120
     assert out["values"] == values
+
+
+def test_jvm_predicates_become_ranges(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """Partition, offset and timestamp predicates shrink what the scan reads, and a
+    filtered query returns what filtering every record gives."""
+    topic = new_topic(partitions=3)
+    base = 1_700_000_000_000_000
+    for p in range(3):
+        # Partition 2's times run backwards: a time bound must not skip its older records.
+        stamps = [base + (99 - i if p == 2 else i) * 1_000_000 for i in range(100)]
+        for start in range(0, 100, 10):  # ten frames per partition
+            produce(
+                fluvio, topic, [f"{p}-{i}" for i in range(start, start + 10)], partition=p,
+                timestamps_us=stamps[start : start + 10],
+            )  # fmt: skip
+    out = _run_child(
+        f"""
+        spark.conf.set("spark.sql.adaptive.enabled", "false")  # a fixed plan holds the metrics
+
+        def scan(where):
+            df = read().where(where)
+            rows = sorted([r["partition"], r["offset"]] for r in df.collect())
+            plan = df._jdf.queryExecution().executedPlan()
+            leaves = plan.collectLeaves().iterator()
+            scanned = None
+            while leaves.hasNext():
+                node = leaves.next()
+                if node.nodeName().startswith("BatchScan"):
+                    scanned = node.metrics().apply("numOutputRows").value()
+            return {{"rows": rows, "scanned": scanned, "plan": plan.toString()}}
+
+        out["all"] = sorted(
+            [r["partition"], r["offset"], r["timestamp"].timestamp()] for r in read().collect()
+        )
+        out["offsets"] = scan("offset >= 35 AND offset < 62 AND partition IN (0, 2)")
+        out["partition"] = scan("partition = 1")
+        out["time"] = scan("timestamp >= timestamp_micros({base + 70_000_000})")
+        out["none"] = scan("offset > 1000")
+        out["residual"] = scan("offset < 20 AND value = CAST('1-5' AS BINARY)")
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    rows = out["all"]
+    assert len(rows) == 300
+
+    def where(keep: Callable[[list[Any]], bool]) -> list[list[int]]:
+        return [[r[0], r[1]] for r in rows if keep(r)]
+
+    offsets = out["offsets"]
+    assert offsets["rows"] == where(lambda r: 35 <= r[1] < 62 and r[0] in (0, 2))
+    assert offsets["scanned"] == 2 * 27  # only the range, trimmed inside frames
+    assert "where" in offsets["plan"], offsets["plan"]  # the predicates reached the scan
+    assert out["partition"]["rows"] == where(lambda r: r[0] == 1)
+    assert out["partition"]["scanned"] == 100
+    cut = (base + 70_000_000) / 1e6
+    assert out["time"]["rows"] == where(lambda r: r[2] >= cut)
+    assert len(out["time"]["rows"]) == 90
+    assert out["time"]["scanned"] == 30 + 30 + 100  # partition 2 read whole, then filtered
+    assert out["none"] == {**out["none"], "rows": [], "scanned": 0}
+    assert out["residual"]["rows"] == [[1, 5]]
+    assert out["residual"]["scanned"] == 3 * 20
