@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -333,3 +334,30 @@ def test_jvm_predicates_become_ranges(
     assert out["none"] == {**out["none"], "rows": [], "scanned": 0}
     assert out["residual"]["rows"] == [[1, 5]]
     assert out["residual"]["scanned"] == 3 * 20
+
+
+def test_jvm_read_from_a_groups_committed_offsets(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """``startingOffsets=group:NAME`` as ``test_progress.py`` checks it in Python: the
+    committed offsets, the earliest where there is none, nothing past the end."""
+    topic = new_topic(partitions=3)
+    for p in range(3):
+        produce(fluvio, topic, ["r"] * 4, partition=p)
+    group = f"q-{uuid.uuid4().hex[:8]}"
+    # 1 past its end (a progress write may run ahead of this reader's view), 2 none.
+    fluvio.admin().commit_progress(group, {(topic, 0): 1, (topic, 1): 9})
+    out = _run_child(
+        f"""
+        rows = read(startingOffsets="group:{group}").collect()
+        out["rows"] = sorted([r["partition"], r["offset"]] for r in rows)
+        out["unknown"] = error_of(lambda: read(startingOffsets="group:no-such-group").collect())
+        out["bad"] = error_of(lambda: read(startingOffsets="group:No").collect())
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["rows"] == [[0, o] for o in range(1, 4)] + [[2, o] for o in range(4)]
+    unknown = "option 'startingOffsets': consumer group 'no-such-group' does not exist"
+    assert unknown in out["unknown"]
+    assert "option 'startingOffsets': 'No' must be lowercase letters" in out["bad"]

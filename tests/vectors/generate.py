@@ -389,6 +389,12 @@ _OPTION_CASES: list[dict[str, str]] = [
     {"topic": "t", "minPartitions": "7", **_EP},
     {"topic": "t", "maxOffsetsPerTrigger": "5", **_EP},
     {"topic": "t", "progressGroup": "g", **_EP},
+    {"topic": "t", "startingOffsets": "group:g-1", **_EP},
+    {"topic": "t", "startingOffsets": " GROUP: g2 ", **_EP},
+    {"topic": "t", "startingOffsets": "group:", **_EP},
+    {"topic": "t", "startingOffsets": "group:a/b", **_EP},
+    {"topic": "t", "startingOffsets": "group:" + "x" * 250, **_EP},
+    {"topic": "t", "endingOffsets": "group:g", **_EP},
     {"topic": "t", "endpoint": "nohost"},
     {"topic": "t", "endpoint": "h:99999"},
 ]
@@ -397,11 +403,14 @@ _OPTION_CASES: list[dict[str, str]] = [
 def _spec_json(spec: OffsetSpec | None) -> dict[str, Any] | None:
     if spec is None:
         return None
-    return {
+    out = {
         "default": spec.default,
         "specific": [list(s) for s in spec.specific],
         "timestamp_ms": spec.timestamp_ms,
     }
+    if spec.group is not None:
+        out["group"] = spec.group
+    return out
 
 
 def reader_options() -> dict[str, Any]:

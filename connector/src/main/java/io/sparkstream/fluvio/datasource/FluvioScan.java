@@ -72,6 +72,7 @@ final class FluvioScan implements Scan, Batch {
       }
       Planning.checkNamed(options.starting(), "startingOffsets", offsets.keySet());
       Planning.checkNamed(options.ending(), "endingOffsets", offsets.keySet());
+      Map<String, Long> committed = groupOffsets(client, options.starting(), offsets.keySet());
       for (Map.Entry<String, PartitionOffsets> e : offsets.entrySet()) {
         int slash = e.getKey().lastIndexOf('/');
         String topic = e.getKey().substring(0, slash);
@@ -80,7 +81,16 @@ final class FluvioScan implements Scan, Batch {
           continue; // after the option checks, so a pushed predicate hides no bad option
         }
         PartitionOffsets now = e.getValue();
-        long start = Math.max(resolve(client, options.starting(), "startingOffsets", topic, p, now), filter.offsetFrom());
+        OffsetSpec starting = options.starting();
+        Long fromGroup = committed.get(e.getKey());
+        if (fromGroup != null) { // the group's offset, checked as a JSON one would be
+          starting = new OffsetSpec(OffsetSpec.EARLIEST, List.of(new OffsetSpec.Specific(topic, p, fromGroup)), null);
+        }
+        long start =
+            fromGroup != null && fromGroup > now.end(options.isolation())
+                ? fromGroup // past the end: kept (nothing to read yet), as in Python
+                : resolve(client, starting, "startingOffsets", topic, p, now);
+        start = Math.max(start, filter.offsetFrom());
         long end = Math.min(resolve(client, options.ending(), "endingOffsets", topic, p, now), filter.offsetTo());
         if (start < end && filter.timestampFromUs() != null) {
           long atTime = client.fetchOffsets(topic, p, filter.timestampFromUs()).offset();
@@ -92,6 +102,28 @@ final class FluvioScan implements Scan, Batch {
       }
     }
     return Planning.ranges(planned, options.minPartitions()).toArray(new InputPartition[0]);
+  }
+
+  /**
+   * The committed offsets of the group {@code startingOffsets=group:NAME} names ({@code
+   * group_offsets} of {@code datasource/resolve.py}); empty for other specs.
+   */
+  private static Map<String, Long> groupOffsets(
+      LeaderClient client, OffsetSpec spec, java.util.Set<String> partitions) {
+    if (spec.group() == null) {
+      return Map.of();
+    }
+    try {
+      return client.committedOffsets(spec.group(), partitions);
+    } catch (FluvioException e) {
+      if (e.code() == ErrorCode.UNKNOWN_GROUP) {
+        throw new FluvioException(
+            ErrorCode.DATA_SOURCE_OPTION,
+            "option 'startingOffsets': consumer group %s does not exist"
+                .formatted(ReaderOptions.pyRepr(spec.group())));
+      }
+      throw e;
+    }
   }
 
   private static Metadata metadataOf(LeaderClient client, String topic) {

@@ -25,9 +25,9 @@ import java.util.TreeSet;
  * contradictory option fails at query start with {@code DataSourceOptionError} naming
  * it).
  *
- * <p>Options this connector does not serve yet ({@code topicPattern}, {@code
- * startingOffsets=group:NAME}, streaming options) are refused with a message that says
- * so; the Python source serves them in a session without the jar.
+ * <p>Options this connector does not serve yet ({@code topicPattern}, streaming options)
+ * are refused with a message that says so; the Python source serves them in a session
+ * without the jar.
  *
  * @param endpoint the SC's endpoint
  * @param topics the topics read
@@ -66,6 +66,10 @@ public record ReaderOptions(
   private static final List<String> STREAM_ONLY =
       List.of("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "progressGroup");
   private static final List<String> SPARK_OWNED = List.of("checkpointlocation");
+  private static final String GROUP_PREFIX = "group:";
+  private static final int MAX_GROUP_NAME = 249;
+  private static final java.util.regex.Pattern NAME_RULE =
+      java.util.regex.Pattern.compile("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
   private static final int DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024;
   private static final long MAX_MS = 253_402_300_799_999L; // 9999-12-31T23:59:59.999Z
 
@@ -149,6 +153,22 @@ public record ReaderOptions(
         localReads);
   }
 
+  /**
+   * A consumer group's name, by the rule the SC applies ({@code check_group_name} of
+   * {@code spark_stream/models/group.py}, with its messages).
+   */
+  static String groupName(String value, String field) {
+    if (value.length() > MAX_GROUP_NAME) {
+      throw error("%s: %s... is longer than %d characters"
+          .formatted(field, pyRepr(value.substring(0, 40)), MAX_GROUP_NAME));
+    }
+    if (!NAME_RULE.matcher(value).matches()) {
+      throw error("%s: %s must be lowercase letters, digits and '-', starting and ending with a letter or digit"
+          .formatted(field, pyRepr(value)));
+    }
+    return value;
+  }
+
   private static Map<String, String> canonical(Map<String, String> options) {
     Map<String, String> byLower = new LinkedHashMap<>();
     READER.forEach(n -> byLower.put(n.toLowerCase(Locale.ROOT), n));
@@ -222,15 +242,16 @@ public record ReaderOptions(
     return new OffsetSpec(dflt, List.of(), null);
   }
 
-  /** {@code parse_offset_spec} of Python, without the group form (refused here). */
+  /** {@code parse_offset_spec} of Python. */
   static OffsetSpec offsetSpec(String raw, String name, boolean ending) {
     String text = raw.strip();
     String lowered = text.toLowerCase(Locale.ROOT);
-    if (lowered.startsWith("group:")) {
+    if (lowered.startsWith(GROUP_PREFIX)) {
       if (ending) {
         throw error("option '%s' cannot be a group's offsets".formatted(name));
       }
-      throw error("option '%s' = group:NAME is not served by the JVM connector yet".formatted(name));
+      String group = groupName(text.substring(GROUP_PREFIX.length()).strip(), "option '%s'".formatted(name));
+      return new OffsetSpec(OffsetSpec.EARLIEST, List.of(), null, group);
     }
     if (lowered.equals("earliest")) {
       if (ending) {

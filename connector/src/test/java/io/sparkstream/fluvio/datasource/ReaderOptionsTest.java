@@ -66,6 +66,9 @@ class ReaderOptionsTest {
     }
     out.put("specific", specific);
     out.put("timestamp_ms", s.timestampMs());
+    if (s.group() != null) {
+      out.put("group", s.group());
+    }
     return out;
   }
 }
