@@ -68,9 +68,11 @@ def connector_jar() -> Path:
         pytest.fail(f"cannot build the connector jar: {exc}")
 
 
-def _run_child(body: str, endpoint: str, topic: str) -> dict[str, Any]:
+def _run_child(
+    body: str, endpoint: str, topic: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     script = _CHILD + textwrap.dedent(body) + "\nprint('RESULT ' + json.dumps(out))\n"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     done = subprocess.run(
         [sys.executable, "-c", script, endpoint, topic],
         cwd=ROOT,
@@ -361,3 +363,37 @@ def test_jvm_read_from_a_groups_committed_offsets(
     unknown = "option 'startingOffsets': consumer group 'no-such-group' does not exist"
     assert unknown in out["unknown"]
     assert "option 'startingOffsets': 'No' must be lowercase letters" in out["bad"]
+
+
+def test_jvm_endpoint_from_the_client_profile(
+    connector_jar: Path,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """Without the endpoint option or FLUVIO_ENDPOINT, the JVM connector finds the SC in
+    the client profile, as ``resolve_endpoint`` does; without a profile it says how to
+    give one."""
+    topic = new_topic(partitions=1)
+    produce(fluvio, topic, ["a", "b", "c"])
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"endpoint": fluvio_cluster.endpoint, "name": "local"}))
+    body = """
+        def values():
+            df = spark.read.format("fluvio").option("topic", topic).load()
+            return sorted(r["value"].decode() for r in df.collect())
+        out["values"] = error_of(values) or values()
+        """
+    found = _run_child(
+        body, "unused:1", topic, env={"FLUVIO_PROFILE": str(profile), "FLUVIO_ENDPOINT": ""}
+    )
+    missing = _run_child(
+        body,
+        "unused:1",
+        topic,
+        env={"FLUVIO_PROFILE": str(tmp_path / "none.json"), "FLUVIO_ENDPOINT": ""},
+    )
+    assert found["values"] == ["a", "b", "c"]
+    assert "NotFoundError: no cluster endpoint: give one" in missing["values"]
+    assert str(tmp_path / "none.json") in missing["values"]

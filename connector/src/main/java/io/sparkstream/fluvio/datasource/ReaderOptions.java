@@ -355,8 +355,7 @@ public record ReaderOptions(
     if (raw == null) {
       raw = System.getenv("FLUVIO_ENDPOINT");
       if (raw == null || raw.isBlank()) {
-        throw error("option 'endpoint' is required by the JVM connector (it reads no profile):"
-            + " set it, or FLUVIO_ENDPOINT");
+        return ClientProfile.endpoint();
       }
       return wrap(() -> Endpoint.parse(System.getenv("FLUVIO_ENDPOINT"), "FLUVIO_ENDPOINT"));
     }
