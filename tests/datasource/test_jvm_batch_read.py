@@ -397,3 +397,38 @@ def test_jvm_endpoint_from_the_client_profile(
     assert found["values"] == ["a", "b", "c"]
     assert "NotFoundError: no cluster endpoint: give one" in missing["values"]
     assert str(tmp_path / "none.json") in missing["values"]
+
+
+def test_jvm_read_by_topic_pattern(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """``topicPattern`` reads every topic whose whole name matches, as in Python."""
+    prefix = f"pat{uuid.uuid4().hex[:6]}"
+    one = new_topic(partitions=1, prefix=prefix)
+    two = new_topic(partitions=2, prefix=prefix)
+    other = new_topic(partitions=1, prefix=f"x{prefix}")  # contains the prefix, not at the start
+    produce(fluvio, one, ["a"])
+    produce(fluvio, two, ["b"], partition=1)
+    produce(fluvio, other, ["c"])
+    out = _run_child(
+        f"""
+        def by_pattern(**options):
+            reader = spark.read.format("fluvio").option("endpoint", endpoint)
+            reader = reader.option("topicPattern", "{prefix}-.*")
+            for key, value in options.items():
+                reader = reader.option(key, value)
+            return reader.load()
+        df = by_pattern()
+        out["plan"] = df._jdf.queryExecution().executedPlan().toString()
+        out["rows"] = sorted([r.topic, r.partition, r.value.decode()] for r in df.collect())
+        out["p1"] = sorted(r["topic"] for r in by_pattern(partitions="1").collect())
+        out["bad"] = error_of(lambda: spark.read.format("fluvio").option("endpoint", endpoint)
+                              .option("topicPattern", "(").load().collect())
+        """,
+        fluvio_cluster.endpoint,
+        one,
+    )
+    assert f"fluvio JVM scan of pattern {prefix}-.*" in out["plan"], out["plan"]
+    assert out["rows"] == sorted([[one, 0, "a"], [two, 1, "b"]])
+    assert out["p1"] == [two]  # partition 1 of the topics that have one
+    assert "option 'topicPattern' is not a regex" in out["bad"]

@@ -395,6 +395,9 @@ _OPTION_CASES: list[dict[str, str]] = [
     {"topic": "t", "startingOffsets": "group:a/b", **_EP},
     {"topic": "t", "startingOffsets": "group:" + "x" * 250, **_EP},
     {"topic": "t", "endingOffsets": "group:g", **_EP},
+    {"topicPattern": "orders-.*", **_EP},
+    {"topicPattern": "o.*", "startingOffsets": '{"orders": {"0": 1}}', **_EP},
+    {"topicPattern": "o.*", "startingOffsets": '{"x": {"0": 1}}', **_EP},
     {"topic": "t", "endpoint": "nohost"},
     {"topic": "t", "endpoint": "h:99999"},
 ]
@@ -437,6 +440,8 @@ def reader_options() -> dict[str, Any]:
                 "min_partitions": opts.min_partitions,
                 "local_reads": opts.local_reads,
             }
+            if opts.topic_pattern is not None:
+                case["parsed"]["topic_pattern"] = opts.topic_pattern
         cases.append(case)
     return {"batch": cases}
 

@@ -161,6 +161,30 @@ public final class LeaderClient implements Closeable {
     return out;
   }
 
+  /**
+   * Every topic name the SC knows ({@code LIST_TOPICS}), sorted ({@code list_topic_names}
+   * of {@code datasource/resolve.py}).
+   *
+   * @return the names
+   */
+  public java.util.List<String> topicNames() {
+    Object topics =
+        connection(scEndpoint).request(ApiKeys.LIST_TOPICS, 0, Map.of("names", java.util.List.of()))
+            .decodeMeta().get("topics");
+    java.util.TreeSet<String> names = new java.util.TreeSet<>();
+    if (topics instanceof java.util.List<?> list) {
+      for (Object t : list) {
+        if (t instanceof Map<?, ?> m) {
+          Object name = m.get("metadata") instanceof Map<?, ?> meta ? meta.get("name") : m.get("name");
+          if (name != null) {
+            names.add(name.toString());
+          }
+        }
+      }
+    }
+    return java.util.List.copyOf(names);
+  }
+
   private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
     long backoff = FIRST_BACKOFF_MS;
     long deadline = System.nanoTime() + timeoutMs * 1_000_000L;

@@ -46,7 +46,9 @@ final class FluvioScan implements Scan, Batch {
 
   @Override
   public String description() {
-    return "fluvio JVM scan of " + options.topics() + pushedDescription;
+    String topics =
+        options.topicPattern() == null ? options.topics().toString() : "pattern " + options.topicPattern();
+    return "fluvio JVM scan of " + topics + pushedDescription;
   }
 
   @Override
@@ -64,9 +66,24 @@ final class FluvioScan implements Scan, Batch {
     List<FluvioInputPartition> planned = new ArrayList<>();
     try (LeaderClient client = new LeaderClient(options.endpoint(), TIMEOUT_MS)) {
       Map<String, PartitionOffsets> offsets = new LinkedHashMap<>();
-      for (String topic : options.topics()) {
-        Metadata metadata = metadataOf(client, topic);
-        for (int p : Planning.partitions(topic, metadata.partitionCount(), options.partitions())) {
+      boolean byPattern = options.topicPattern() != null;
+      List<String> topics =
+          byPattern ? client.topicNames().stream().filter(options::matches).toList() : options.topics();
+      for (String topic : topics) {
+        Metadata metadata;
+        try {
+          metadata = metadataOf(client, topic);
+        } catch (FluvioException e) {
+          if (byPattern && e.code() == ErrorCode.DATA_SOURCE_OPTION) {
+            continue; // deleted since it was listed: a pattern does not insist on it
+          }
+          throw e;
+        }
+        List<Integer> wanted = options.partitions();
+        if (byPattern && wanted != null) { // a pattern reads what each match has of them
+          wanted = wanted.stream().filter(p -> p < metadata.partitionCount()).toList();
+        }
+        for (int p : Planning.partitions(topic, metadata.partitionCount(), wanted)) {
           offsets.put(topic + "/" + p, client.fetchOffsets(topic, p, null));
         }
       }
