@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -68,24 +69,37 @@ def connector_jar() -> Path:
         pytest.fail(f"cannot build the connector jar: {exc}")
 
 
+def _start_child(
+    body: str, endpoint: str, topic: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    script = _CHILD + textwrap.dedent(body) + "\nprint('RESULT ' + json.dumps(out))\n"
+    return subprocess.Popen(
+        [sys.executable, "-c", script, endpoint, topic],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _child_result(child: subprocess.Popen[str]) -> dict[str, Any]:
+    try:
+        stdout, stderr = child.communicate(timeout=300)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+    assert child.returncode == 0 and lines, stderr[-3000:]
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    return result
+
+
 def _run_child(
     body: str, endpoint: str, topic: str, env: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    script = _CHILD + textwrap.dedent(body) + "\nprint('RESULT ' + json.dumps(out))\n"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    done = subprocess.run(
-        [sys.executable, "-c", script, endpoint, topic],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
-    return result
+    return _child_result(_start_child(body, endpoint, topic, env))
 
 
 def test_jvm_read_equals_what_was_produced(
@@ -432,3 +446,62 @@ def test_jvm_read_by_topic_pattern(
     assert out["rows"] == sorted([[one, 0, "a"], [two, 1, "b"]])
     assert out["p1"] == [two]  # partition 1 of the topics that have one
     assert "option 'topicPattern' is not a regex" in out["bad"]
+
+
+def test_jvm_isolation_committed_hides_what_a_paused_follower_has_not_copied(
+    connector_jar: Path,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """``isolation`` as ``test_batch_read.py`` checks it in Python, with local reads (the
+    uncommitted range is copied, the committed one mapped) and over the network. The
+    child starts its session first and reads once told to, so the follower is paused
+    only for the reads (long enough, and the SC would drop it from the in-sync set)."""
+    topic = new_topic(replicas=2)
+    produce(fluvio, topic, ["before"] * 10)
+    info = fluvio.topic_partitions(topic)[0]
+    follower = next(r for r in info.replicas if r != info.leader)
+    wait_until(lambda: fluvio.fetch_offsets(topic, 0).hw == 10, 30, "HW to reach 10")
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    child = _start_child(
+        f"""
+        import os, time
+        read().count()  # the session and the JVM are warm before the follower pauses
+        open({str(ready)!r}, "w").close()
+        deadline = time.monotonic() + 120
+        while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for local in ("true", "false"):
+            for isolation in ("committed", "uncommitted"):
+                rows = read(isolation=isolation, localReads=local).orderBy("offset").collect()
+                out[f"{{isolation}}-{{local}}"] = [r["value"].decode() for r in rows]
+        out["hw"] = spark._jvm.io.sparkstream.fluvio.client.LeaderClient(
+            spark._jvm.io.sparkstream.fluvio.client.Endpoint.parse(endpoint, "sc"), 10000
+        ).fetchOffsets(topic, 0, None).hw()
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    pid = fluvio_cluster.spu_pid(follower)
+    assert pid is not None
+    try:
+        wait_until(lambda: ready.exists() or child.poll() is not None, 120, "the child session")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            produce(fluvio, topic, ["after"] * 5, acks="leader")
+            offsets = fluvio.fetch_offsets(topic, 0)
+            assert (offsets.hw, offsets.leo) == (10, 15)
+            go.touch()
+            out = _child_result(child)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert out["hw"] == 10, "the follower was dropped before the reads ended: no check made"
+    for local in ("true", "false"):
+        assert out[f"committed-{local}"] == ["before"] * 10
+        assert out[f"uncommitted-{local}"] == ["before"] * 10 + ["after"] * 5
