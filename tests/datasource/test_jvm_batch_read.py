@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,22 +69,37 @@ def connector_jar() -> Path:
         pytest.fail(f"cannot build the connector jar: {exc}")
 
 
-def _run_child(body: str, endpoint: str, topic: str) -> dict[str, Any]:
+def _start_child(
+    body: str, endpoint: str, topic: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     script = _CHILD + textwrap.dedent(body) + "\nprint('RESULT ' + json.dumps(out))\n"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-c", script, endpoint, topic],
         cwd=ROOT,
-        env=env,
-        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
-        check=False,
     )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
+
+
+def _child_result(child: subprocess.Popen[str]) -> dict[str, Any]:
+    try:
+        stdout, stderr = child.communicate(timeout=300)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+    assert child.returncode == 0 and lines, stderr[-3000:]
     result: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
     return result
+
+
+def _run_child(
+    body: str, endpoint: str, topic: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return _child_result(_start_child(body, endpoint, topic, env))
 
 
 def test_jvm_read_equals_what_was_produced(
@@ -269,3 +286,222 @@ def test_jvm_read_rides_out_a_killed_leader(
         fluvio_cluster.start()  # brings the killed SPU back for the next tests
     assert out["before"] == 120
     assert out["values"] == values
+
+
+def test_jvm_predicates_become_ranges(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """Partition, offset and timestamp predicates shrink what the scan reads, and a
+    filtered query returns what filtering every record gives."""
+    topic = new_topic(partitions=3)
+    base = 1_700_000_000_000_000
+    for p in range(3):
+        # Partition 2's times run backwards: a time bound must not skip its older records.
+        stamps = [base + (99 - i if p == 2 else i) * 1_000_000 for i in range(100)]
+        for start in range(0, 100, 10):  # ten frames per partition
+            produce(
+                fluvio, topic, [f"{p}-{i}" for i in range(start, start + 10)], partition=p,
+                timestamps_us=stamps[start : start + 10],
+            )  # fmt: skip
+    out = _run_child(
+        f"""
+        spark.conf.set("spark.sql.adaptive.enabled", "false")  # a fixed plan holds the metrics
+
+        def scan(where):
+            df = read().where(where)
+            rows = sorted([r["partition"], r["offset"]] for r in df.collect())
+            plan = df._jdf.queryExecution().executedPlan()
+            leaves = plan.collectLeaves().iterator()
+            scanned = None
+            while leaves.hasNext():
+                node = leaves.next()
+                if node.nodeName().startswith("BatchScan"):
+                    scanned = node.metrics().apply("numOutputRows").value()
+            return {{"rows": rows, "scanned": scanned, "plan": plan.toString()}}
+
+        out["all"] = sorted(
+            [r["partition"], r["offset"], r["timestamp"].timestamp()] for r in read().collect()
+        )
+        out["offsets"] = scan("offset >= 35 AND offset < 62 AND partition IN (0, 2)")
+        out["partition"] = scan("partition = 1")
+        out["time"] = scan("timestamp >= timestamp_micros({base + 70_000_000})")
+        out["none"] = scan("offset > 1000")
+        out["residual"] = scan("offset < 20 AND value = CAST('1-5' AS BINARY)")
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    rows = out["all"]
+    assert len(rows) == 300
+
+    def where(keep: Callable[[list[Any]], bool]) -> list[list[int]]:
+        return [[r[0], r[1]] for r in rows if keep(r)]
+
+    offsets = out["offsets"]
+    assert offsets["rows"] == where(lambda r: 35 <= r[1] < 62 and r[0] in (0, 2))
+    assert offsets["scanned"] == 2 * 27  # only the range, trimmed inside frames
+    assert "where" in offsets["plan"], offsets["plan"]  # the predicates reached the scan
+    assert out["partition"]["rows"] == where(lambda r: r[0] == 1)
+    assert out["partition"]["scanned"] == 100
+    cut = (base + 70_000_000) / 1e6
+    assert out["time"]["rows"] == where(lambda r: r[2] >= cut)
+    assert len(out["time"]["rows"]) == 90
+    assert out["time"]["scanned"] == 30 + 30 + 100  # partition 2 read whole, then filtered
+    assert out["none"] == {**out["none"], "rows": [], "scanned": 0}
+    assert out["residual"]["rows"] == [[1, 5]]
+    assert out["residual"]["scanned"] == 3 * 20
+
+
+def test_jvm_read_from_a_groups_committed_offsets(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """``startingOffsets=group:NAME`` as ``test_progress.py`` checks it in Python: the
+    committed offsets, the earliest where there is none, nothing past the end."""
+    topic = new_topic(partitions=3)
+    for p in range(3):
+        produce(fluvio, topic, ["r"] * 4, partition=p)
+    group = f"q-{uuid.uuid4().hex[:8]}"
+    # 1 past its end (a progress write may run ahead of this reader's view), 2 none.
+    fluvio.admin().commit_progress(group, {(topic, 0): 1, (topic, 1): 9})
+    out = _run_child(
+        f"""
+        rows = read(startingOffsets="group:{group}").collect()
+        out["rows"] = sorted([r["partition"], r["offset"]] for r in rows)
+        out["unknown"] = error_of(lambda: read(startingOffsets="group:no-such-group").collect())
+        out["bad"] = error_of(lambda: read(startingOffsets="group:No").collect())
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["rows"] == [[0, o] for o in range(1, 4)] + [[2, o] for o in range(4)]
+    unknown = "option 'startingOffsets': consumer group 'no-such-group' does not exist"
+    assert unknown in out["unknown"]
+    assert "option 'startingOffsets': 'No' must be lowercase letters" in out["bad"]
+
+
+def test_jvm_endpoint_from_the_client_profile(
+    connector_jar: Path,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """Without the endpoint option or FLUVIO_ENDPOINT, the JVM connector finds the SC in
+    the client profile, as ``resolve_endpoint`` does; without a profile it says how to
+    give one."""
+    topic = new_topic(partitions=1)
+    produce(fluvio, topic, ["a", "b", "c"])
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"endpoint": fluvio_cluster.endpoint, "name": "local"}))
+    body = """
+        def values():
+            df = spark.read.format("fluvio").option("topic", topic).load()
+            return sorted(r["value"].decode() for r in df.collect())
+        out["values"] = error_of(values) or values()
+        """
+    found = _run_child(
+        body, "unused:1", topic, env={"FLUVIO_PROFILE": str(profile), "FLUVIO_ENDPOINT": ""}
+    )
+    missing = _run_child(
+        body,
+        "unused:1",
+        topic,
+        env={"FLUVIO_PROFILE": str(tmp_path / "none.json"), "FLUVIO_ENDPOINT": ""},
+    )
+    assert found["values"] == ["a", "b", "c"]
+    assert "NotFoundError: no cluster endpoint: give one" in missing["values"]
+    assert str(tmp_path / "none.json") in missing["values"]
+
+
+def test_jvm_read_by_topic_pattern(
+    connector_jar: Path, fluvio_cluster: LocalCluster, fluvio: Fluvio, new_topic: Callable[..., str]
+) -> None:
+    """``topicPattern`` reads every topic whose whole name matches, as in Python."""
+    prefix = f"pat{uuid.uuid4().hex[:6]}"
+    one = new_topic(partitions=1, prefix=prefix)
+    two = new_topic(partitions=2, prefix=prefix)
+    other = new_topic(partitions=1, prefix=f"x{prefix}")  # contains the prefix, not at the start
+    produce(fluvio, one, ["a"])
+    produce(fluvio, two, ["b"], partition=1)
+    produce(fluvio, other, ["c"])
+    out = _run_child(
+        f"""
+        def by_pattern(**options):
+            reader = spark.read.format("fluvio").option("endpoint", endpoint)
+            reader = reader.option("topicPattern", "{prefix}-.*")
+            for key, value in options.items():
+                reader = reader.option(key, value)
+            return reader.load()
+        df = by_pattern()
+        out["plan"] = df._jdf.queryExecution().executedPlan().toString()
+        out["rows"] = sorted([r.topic, r.partition, r.value.decode()] for r in df.collect())
+        out["p1"] = sorted(r["topic"] for r in by_pattern(partitions="1").collect())
+        out["bad"] = error_of(lambda: spark.read.format("fluvio").option("endpoint", endpoint)
+                              .option("topicPattern", "(").load().collect())
+        """,
+        fluvio_cluster.endpoint,
+        one,
+    )
+    assert f"fluvio JVM scan of pattern {prefix}-.*" in out["plan"], out["plan"]
+    assert out["rows"] == sorted([[one, 0, "a"], [two, 1, "b"]])
+    assert out["p1"] == [two]  # partition 1 of the topics that have one
+    assert "option 'topicPattern' is not a regex" in out["bad"]
+
+
+def test_jvm_isolation_committed_hides_what_a_paused_follower_has_not_copied(
+    connector_jar: Path,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """``isolation`` as ``test_batch_read.py`` checks it in Python, with local reads (the
+    uncommitted range is copied, the committed one mapped) and over the network. The
+    child starts its session first and reads once told to, so the follower is paused
+    only for the reads (long enough, and the SC would drop it from the in-sync set)."""
+    topic = new_topic(replicas=2)
+    produce(fluvio, topic, ["before"] * 10)
+    info = fluvio.topic_partitions(topic)[0]
+    follower = next(r for r in info.replicas if r != info.leader)
+    wait_until(lambda: fluvio.fetch_offsets(topic, 0).hw == 10, 30, "HW to reach 10")
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    child = _start_child(
+        f"""
+        import os, time
+        read().count()  # the session and the JVM are warm before the follower pauses
+        open({str(ready)!r}, "w").close()
+        deadline = time.monotonic() + 120
+        while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for local in ("true", "false"):
+            for isolation in ("committed", "uncommitted"):
+                rows = read(isolation=isolation, localReads=local).orderBy("offset").collect()
+                out[f"{{isolation}}-{{local}}"] = [r["value"].decode() for r in rows]
+        out["hw"] = spark._jvm.io.sparkstream.fluvio.client.LeaderClient(
+            spark._jvm.io.sparkstream.fluvio.client.Endpoint.parse(endpoint, "sc"), 10000
+        ).fetchOffsets(topic, 0, None).hw()
+        """,
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    pid = fluvio_cluster.spu_pid(follower)
+    assert pid is not None
+    try:
+        wait_until(lambda: ready.exists() or child.poll() is not None, 120, "the child session")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            produce(fluvio, topic, ["after"] * 5, acks="leader")
+            offsets = fluvio.fetch_offsets(topic, 0)
+            assert (offsets.hw, offsets.leo) == (10, 15)
+            go.touch()
+            out = _child_result(child)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert out["hw"] == 10, "the follower was dropped before the reads ended: no check made"
+    for local in ("true", "false"):
+        assert out[f"committed-{local}"] == ["before"] * 10
+        assert out[f"uncommitted-{local}"] == ["before"] * 10 + ["after"] * 5

@@ -390,6 +390,15 @@ _OPTION_CASES: list[dict[str, str]] = [
     {"topic": "t", "minPartitions": "7", **_EP},
     {"topic": "t", "maxOffsetsPerTrigger": "5", **_EP},
     {"topic": "t", "progressGroup": "g", **_EP},
+    {"topic": "t", "startingOffsets": "group:g-1", **_EP},
+    {"topic": "t", "startingOffsets": " GROUP: g2 ", **_EP},
+    {"topic": "t", "startingOffsets": "group:", **_EP},
+    {"topic": "t", "startingOffsets": "group:a/b", **_EP},
+    {"topic": "t", "startingOffsets": "group:" + "x" * 250, **_EP},
+    {"topic": "t", "endingOffsets": "group:g", **_EP},
+    {"topicPattern": "orders-.*", **_EP},
+    {"topicPattern": "o.*", "startingOffsets": '{"orders": {"0": 1}}', **_EP},
+    {"topicPattern": "o.*", "startingOffsets": '{"x": {"0": 1}}', **_EP},
     {"topic": "t", "endpoint": "nohost"},
     {"topic": "t", "endpoint": "h:99999"},
 ]
@@ -398,11 +407,14 @@ _OPTION_CASES: list[dict[str, str]] = [
 def _spec_json(spec: OffsetSpec | None) -> dict[str, Any] | None:
     if spec is None:
         return None
-    return {
+    out = {
         "default": spec.default,
         "specific": [list(s) for s in spec.specific],
         "timestamp_ms": spec.timestamp_ms,
     }
+    if spec.group is not None:
+        out["group"] = spec.group
+    return out
 
 
 def reader_options() -> dict[str, Any]:
@@ -429,6 +441,8 @@ def reader_options() -> dict[str, Any]:
                 "min_partitions": opts.min_partitions,
                 "local_reads": opts.local_reads,
             }
+            if opts.topic_pattern is not None:
+                case["parsed"]["topic_pattern"] = opts.topic_pattern
         cases.append(case)
     return {"batch": cases}
 

@@ -24,4 +24,10 @@ public final class ApiKeys {
 
   /** SPU: a partition's log start, LEO and HW (and the offset for a time). */
   public static final int FETCH_OFFSETS = 3004;
+  /** SC: a group's committed offsets. */
+  public static final int OFFSET_FETCH = 5006;
+  /** SC: one consumer group (fails with {@code UnknownGroupError} when there is none). */
+  public static final int DESCRIBE_GROUP = 5011;
+  /** SC: topics by name ({@code names} empty: all). */
+  public static final int LIST_TOPICS = 1003;
 }

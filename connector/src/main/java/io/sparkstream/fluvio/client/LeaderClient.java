@@ -170,6 +170,64 @@ public final class LeaderClient implements Closeable {
         .decodeMeta();
   }
 
+  /**
+   * A consumer group's committed offsets ({@code OFFSET_FETCH} on the SC), for the
+   * partitions named.
+   *
+   * @param group the group
+   * @param partitions {@code topic/partition} keys of the partitions wanted
+   * @return committed offset by {@code topic/partition}; partitions without one are absent
+   * @throws FluvioException {@code UNKNOWN_GROUP} when the group does not exist
+   */
+  public Map<String, Long> committedOffsets(String group, java.util.Collection<String> partitions) {
+    connection(scEndpoint).request(ApiKeys.DESCRIBE_GROUP, 0, Map.of("group", group));
+    java.util.List<Map<String, Object>> wanted = new java.util.ArrayList<>();
+    for (String tp : partitions) {
+      int slash = tp.lastIndexOf('/');
+      Map<String, Object> entry = new LinkedHashMap<>();
+      entry.put("topic", tp.substring(0, slash));
+      entry.put("partition", Integer.parseInt(tp.substring(slash + 1)));
+      wanted.add(entry);
+    }
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("group", group);
+    meta.put("partitions", wanted);
+    Object offsets = connection(scEndpoint).request(ApiKeys.OFFSET_FETCH, 0, meta).decodeMeta().get("offsets");
+    Map<String, Long> out = new LinkedHashMap<>();
+    if (offsets instanceof java.util.List<?> list) {
+      for (Object o : list) {
+        if (o instanceof Map<?, ?> m && m.get("offset") instanceof Number n) {
+          out.put(m.get("topic") + "/" + m.get("partition"), n.longValue());
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Every topic name the SC knows ({@code LIST_TOPICS}), sorted ({@code list_topic_names}
+   * of {@code datasource/resolve.py}).
+   *
+   * @return the names
+   */
+  public java.util.List<String> topicNames() {
+    Object topics =
+        connection(scEndpoint).request(ApiKeys.LIST_TOPICS, 0, Map.of("names", java.util.List.of()))
+            .decodeMeta().get("topics");
+    java.util.TreeSet<String> names = new java.util.TreeSet<>();
+    if (topics instanceof java.util.List<?> list) {
+      for (Object t : list) {
+        if (t instanceof Map<?, ?> m) {
+          Object name = m.get("metadata") instanceof Map<?, ?> meta ? meta.get("name") : m.get("name");
+          if (name != null) {
+            names.add(name.toString());
+          }
+        }
+      }
+    }
+    return java.util.List.copyOf(names);
+  }
+
   private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
     return withLeader(topic, partition, call, null);
   }

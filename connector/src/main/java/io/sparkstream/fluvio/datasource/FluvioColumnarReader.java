@@ -7,12 +7,9 @@ import io.sparkstream.fluvio.client.LocalFetch;
 import io.sparkstream.fluvio.client.LocalFiles;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
-import io.sparkstream.fluvio.records.BatchFrames;
 import io.sparkstream.fluvio.records.BatchHeader;
-import io.sparkstream.fluvio.records.FrameSlice;
+import io.sparkstream.fluvio.records.FrameBuffer;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -31,6 +28,10 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * to the range, and exposes the stored columns as {@link ArrowColumnVector}s and the
  * computed ones as {@link ValueColumn}s.
  *
+ * <p>Reads copy nothing into Arrow buffers: a fetch's frames become one {@link
+ * FrameBuffer} (a mapped segment range wrapped in place, a network reply copied once into
+ * direct memory) and each batch's vectors are slices of it.
+ *
  * <p>Each batch's Arrow buffers live until the next call to {@link #next()} or {@link
  * #close()}, which Spark makes after it is done with the batch.
  */
@@ -43,7 +44,8 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
   private final FluvioInputPartition range;
   private final BufferAllocator allocator = new RootAllocator();
   private final LeaderClient client;
-  private final Deque<FrameSlice> pending = new ArrayDeque<>();
+  private FrameBuffer frames;
+  private int nextFrame;
   private long next;
   private boolean local;
   private VectorSchemaRoot current;
@@ -66,15 +68,16 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
       next = Planning.checkedStart(range, logStart, options.failOnDataLoss());
     }
     while (next < range.end()) {
-      if (pending.isEmpty()) {
+      if (frames == null || nextFrame >= frames.size()) {
         fetch();
       }
-      FrameSlice frame = pending.poll();
-      long base = frame.header().baseOffset();
-      if (frame.header().nextOffset() <= next) {
+      int index = nextFrame++;
+      BatchHeader header = frames.header(index);
+      long base = header.baseOffset();
+      if (header.nextOffset() <= next) {
         continue; // a frame wholly before the range (the fetch starts at the one holding it)
       }
-      VectorSchemaRoot root = BatchFrames.decode(frame, allocator);
+      VectorSchemaRoot root = frames.decode(index, true, allocator);
       int from = (int) Math.max(0, next - base);
       int to = (int) Math.min(root.getRowCount(), range.end() - base);
       if (from > 0 || to < root.getRowCount()) {
@@ -97,8 +100,10 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
       result =
           client.fetch(range.topic(), range.partition(), next, options.fetchMaxBytes(), options.isolation());
     }
-    pending.addAll(BatchFrames.split(result.frames(), true));
-    if (pending.isEmpty()) {
+    closeFrames();
+    frames = FrameBuffer.of(result.frames(), true, allocator);
+    nextFrame = 0;
+    if (frames.size() == 0) {
       throw new FluvioException(
           ErrorCode.DATA_LOSS,
           "%s/%d: the leader returned no records at offset %d, below the planned end %d (hw %d, leo %d)"
@@ -173,10 +178,17 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
     }
   }
 
+  private void closeFrames() {
+    if (frames != null) {
+      frames.close();
+      frames = null;
+    }
+  }
+
   @Override
   public void close() {
     release();
-    pending.clear();
+    closeFrames();
     client.close();
     allocator.close();
   }

@@ -25,10 +25,18 @@ final class FluvioScan implements Scan, Batch {
 
   private final ReaderOptions options;
   private final StructType readSchema;
+  private final RangeFilter filter;
+  private final String pushedDescription;
 
   FluvioScan(ReaderOptions options, StructType readSchema) {
+    this(options, readSchema, RangeFilter.split(new org.apache.spark.sql.connector.expressions.filter.Predicate[0]));
+  }
+
+  FluvioScan(ReaderOptions options, StructType readSchema, RangeFilter.Split pushed) {
     this.options = options;
     this.readSchema = readSchema;
+    this.filter = pushed.filter();
+    this.pushedDescription = pushed.pushed().isEmpty() ? "" : " where " + pushed.pushed();
   }
 
   @Override
@@ -38,7 +46,9 @@ final class FluvioScan implements Scan, Batch {
 
   @Override
   public String description() {
-    return "fluvio JVM scan of " + options.topics();
+    String topics =
+        options.topicPattern() == null ? options.topics().toString() : "pattern " + options.topicPattern();
+    return "fluvio JVM scan of " + topics + pushedDescription;
   }
 
   @Override
@@ -56,27 +66,81 @@ final class FluvioScan implements Scan, Batch {
     List<FluvioInputPartition> planned = new ArrayList<>();
     try (LeaderClient client = new LeaderClient(options.endpoint(), TIMEOUT_MS)) {
       Map<String, PartitionOffsets> offsets = new LinkedHashMap<>();
-      for (String topic : options.topics()) {
-        Metadata metadata = metadataOf(client, topic);
-        for (int p : Planning.partitions(topic, metadata.partitionCount(), options.partitions())) {
+      boolean byPattern = options.topicPattern() != null;
+      List<String> topics =
+          byPattern ? client.topicNames().stream().filter(options::matches).toList() : options.topics();
+      for (String topic : topics) {
+        Metadata metadata;
+        try {
+          metadata = metadataOf(client, topic);
+        } catch (FluvioException e) {
+          if (byPattern && e.code() == ErrorCode.DATA_SOURCE_OPTION) {
+            continue; // deleted since it was listed: a pattern does not insist on it
+          }
+          throw e;
+        }
+        List<Integer> wanted = options.partitions();
+        if (byPattern && wanted != null) { // a pattern reads what each match has of them
+          wanted = wanted.stream().filter(p -> p < metadata.partitionCount()).toList();
+        }
+        for (int p : Planning.partitions(topic, metadata.partitionCount(), wanted)) {
           offsets.put(topic + "/" + p, client.fetchOffsets(topic, p, null));
         }
       }
       Planning.checkNamed(options.starting(), "startingOffsets", offsets.keySet());
       Planning.checkNamed(options.ending(), "endingOffsets", offsets.keySet());
+      Map<String, Long> committed = groupOffsets(client, options.starting(), offsets.keySet());
       for (Map.Entry<String, PartitionOffsets> e : offsets.entrySet()) {
         int slash = e.getKey().lastIndexOf('/');
         String topic = e.getKey().substring(0, slash);
         int p = Integer.parseInt(e.getKey().substring(slash + 1));
+        if (!filter.readsPartition(p)) {
+          continue; // after the option checks, so a pushed predicate hides no bad option
+        }
         PartitionOffsets now = e.getValue();
-        long start = resolve(client, options.starting(), "startingOffsets", topic, p, now);
-        long end = resolve(client, options.ending(), "endingOffsets", topic, p, now);
+        OffsetSpec starting = options.starting();
+        Long fromGroup = committed.get(e.getKey());
+        if (fromGroup != null) { // the group's offset, checked as a JSON one would be
+          starting = new OffsetSpec(OffsetSpec.EARLIEST, List.of(new OffsetSpec.Specific(topic, p, fromGroup)), null);
+        }
+        long start =
+            fromGroup != null && fromGroup > now.end(options.isolation())
+                ? fromGroup // past the end: kept (nothing to read yet), as in Python
+                : resolve(client, starting, "startingOffsets", topic, p, now);
+        start = Math.max(start, filter.offsetFrom());
+        long end = Math.min(resolve(client, options.ending(), "endingOffsets", topic, p, now), filter.offsetTo());
+        if (start < end && filter.timestampFromUs() != null) {
+          long atTime = client.fetchOffsets(topic, p, filter.timestampFromUs()).offset();
+          start = atTime < 0 ? end : Math.max(start, atTime); // none that new: nothing to read
+        }
         if (start < end) {
           planned.add(new FluvioInputPartition(topic, p, start, end));
         }
       }
     }
     return Planning.ranges(planned, options.minPartitions()).toArray(new InputPartition[0]);
+  }
+
+  /**
+   * The committed offsets of the group {@code startingOffsets=group:NAME} names ({@code
+   * group_offsets} of {@code datasource/resolve.py}); empty for other specs.
+   */
+  private static Map<String, Long> groupOffsets(
+      LeaderClient client, OffsetSpec spec, java.util.Set<String> partitions) {
+    if (spec.group() == null) {
+      return Map.of();
+    }
+    try {
+      return client.committedOffsets(spec.group(), partitions);
+    } catch (FluvioException e) {
+      if (e.code() == ErrorCode.UNKNOWN_GROUP) {
+        throw new FluvioException(
+            ErrorCode.DATA_SOURCE_OPTION,
+            "option 'startingOffsets': consumer group %s does not exist"
+                .formatted(ReaderOptions.pyRepr(spec.group())));
+      }
+      throw e;
+    }
   }
 
   private static Metadata metadataOf(LeaderClient client, String topic) {

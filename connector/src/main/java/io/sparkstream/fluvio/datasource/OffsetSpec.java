@@ -10,9 +10,17 @@ import java.util.List;
  * @param defaultOffset {@link #EARLIEST} or {@link #LATEST}, for partitions not named
  * @param specific offsets from the JSON form (may be {@code EARLIEST}/{@code LATEST})
  * @param timestampMs the time form, milliseconds since the epoch; null when not given
+ * @param group the group form {@code group:NAME} (starting offsets only): each partition
+ *     starts at the group's committed offset, {@code defaultOffset} where it has none;
+ *     null when not given
  */
-public record OffsetSpec(long defaultOffset, List<Specific> specific, Long timestampMs)
+public record OffsetSpec(long defaultOffset, List<Specific> specific, Long timestampMs, String group)
     implements Serializable {
+
+  /** A spec without the group form. */
+  public OffsetSpec(long defaultOffset, List<Specific> specific, Long timestampMs) {
+    this(defaultOffset, specific, timestampMs, null);
+  }
 
   /** In offset JSON, as in Kafka: the first offset still in the log. */
   public static final long EARLIEST = -2;

@@ -25,9 +25,8 @@ import java.util.TreeSet;
  * contradictory option fails at query start with {@code DataSourceOptionError} naming
  * it).
  *
- * <p>Options this connector does not serve yet ({@code topicPattern}, {@code
- * startingOffsets=group:NAME}, streaming options) are refused with a message that says
- * so; the Python source serves them in a session without the jar.
+ * <p>Options this connector does not serve yet (streaming options) are refused with a
+ * message that says so; the Python source serves them in a session without the jar.
  *
  * @param endpoint the SC's endpoint
  * @param topics the topics read
@@ -40,6 +39,8 @@ import java.util.TreeSet;
  * @param failOnDataLoss fail when retention removed records the read must return
  * @param minPartitions split ranges until there are at least this many; null = no split
  * @param localReads read a leader's segment files directly when they are on this host
+ * @param topicPattern a regex over topic names, matched in full ({@code topicPattern});
+ *     {@code topics} is then empty and planning lists the SC's topics; null otherwise
  */
 public record ReaderOptions(
     Endpoint endpoint,
@@ -52,8 +53,18 @@ public record ReaderOptions(
     int fetchMaxBytes,
     boolean failOnDataLoss,
     Integer minPartitions,
-    boolean localReads)
+    boolean localReads,
+    String topicPattern)
     implements Serializable {
+
+  /** Options without a topic pattern. */
+  public ReaderOptions(
+      Endpoint endpoint, List<String> topics, List<Integer> partitions, OffsetSpec starting,
+      OffsetSpec ending, Isolation isolation, boolean includeHeaders, int fetchMaxBytes,
+      boolean failOnDataLoss, Integer minPartitions, boolean localReads) {
+    this(endpoint, topics, partitions, starting, ending, isolation, includeHeaders, fetchMaxBytes,
+        failOnDataLoss, minPartitions, localReads, null);
+  }
 
   /** Every reader option name, as in Python (the unknown-option message lists them). */
   static final List<String> READER =
@@ -66,6 +77,10 @@ public record ReaderOptions(
   private static final List<String> STREAM_ONLY =
       List.of("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "progressGroup");
   private static final List<String> SPARK_OWNED = List.of("checkpointlocation");
+  private static final String GROUP_PREFIX = "group:";
+  private static final int MAX_GROUP_NAME = 249;
+  private static final java.util.regex.Pattern NAME_RULE =
+      java.util.regex.Pattern.compile("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
   private static final int DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024;
   private static final long MAX_MS = 253_402_300_799_999L; // 9999-12-31T23:59:59.999Z
 
@@ -96,6 +111,7 @@ public record ReaderOptions(
     exclusive(opts, "topic", "topics", "topicPattern");
     exclusive(opts, "maxRecordsPerTrigger", "maxOffsetsPerTrigger");
     List<String> topics;
+    String pattern = null;
     if (opts.containsKey("topic")) {
       topics = topicNames(opts.get("topic"), "topic");
       if (topics.size() > 1) {
@@ -104,8 +120,13 @@ public record ReaderOptions(
     } else if (opts.containsKey("topics")) {
       topics = topicNames(opts.get("topics"), "topics");
     } else if (opts.containsKey("topicPattern")) {
-      throw error("option 'topicPattern' is not served by the JVM connector yet: "
-          + "name the topics with 'topics', or read without the connector jar");
+      topics = List.of();
+      pattern = opts.get("topicPattern");
+      try {
+        java.util.regex.Pattern.compile(pattern);
+      } catch (java.util.regex.PatternSyntaxException e) {
+        throw error("option 'topicPattern' is not a regex: " + e.getDescription());
+      }
     } else {
       throw error("one of the options 'topic', 'topics', 'topicPattern' is required");
     }
@@ -123,7 +144,7 @@ public record ReaderOptions(
     for (Map.Entry<String, OffsetSpec> e : Map.of("startingOffsets", starting, "endingOffsets", ending).entrySet()) {
       TreeSet<String> stray = new TreeSet<>();
       for (OffsetSpec.Specific s : e.getValue().specific()) {
-        if (!topics.contains(s.topic())) {
+        if (!subscribed(s.topic(), topics, pattern)) {
           stray.add(s.topic());
         }
       }
@@ -146,7 +167,33 @@ public record ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
         starting, ending, isolation, includeHeaders,
         fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss, minPartitions,
-        localReads);
+        localReads, pattern);
+  }
+
+  /** True when the read subscribes to {@code topic}: named, or matched by the pattern. */
+  static boolean subscribed(String topic, List<String> topics, String pattern) {
+    return pattern != null ? java.util.regex.Pattern.matches(pattern, topic) : topics.contains(topic);
+  }
+
+  /** True when this read subscribes to {@code topic} ({@code ReaderOptions.matches} of Python). */
+  public boolean matches(String topic) {
+    return subscribed(topic, topics, topicPattern);
+  }
+
+  /**
+   * A consumer group's name, by the rule the SC applies ({@code check_group_name} of
+   * {@code spark_stream/models/group.py}, with its messages).
+   */
+  static String groupName(String value, String field) {
+    if (value.length() > MAX_GROUP_NAME) {
+      throw error("%s: %s... is longer than %d characters"
+          .formatted(field, pyRepr(value.substring(0, 40)), MAX_GROUP_NAME));
+    }
+    if (!NAME_RULE.matcher(value).matches()) {
+      throw error("%s: %s must be lowercase letters, digits and '-', starting and ending with a letter or digit"
+          .formatted(field, pyRepr(value)));
+    }
+    return value;
   }
 
   private static Map<String, String> canonical(Map<String, String> options) {
@@ -222,15 +269,16 @@ public record ReaderOptions(
     return new OffsetSpec(dflt, List.of(), null);
   }
 
-  /** {@code parse_offset_spec} of Python, without the group form (refused here). */
+  /** {@code parse_offset_spec} of Python. */
   static OffsetSpec offsetSpec(String raw, String name, boolean ending) {
     String text = raw.strip();
     String lowered = text.toLowerCase(Locale.ROOT);
-    if (lowered.startsWith("group:")) {
+    if (lowered.startsWith(GROUP_PREFIX)) {
       if (ending) {
         throw error("option '%s' cannot be a group's offsets".formatted(name));
       }
-      throw error("option '%s' = group:NAME is not served by the JVM connector yet".formatted(name));
+      String group = groupName(text.substring(GROUP_PREFIX.length()).strip(), "option '%s'".formatted(name));
+      return new OffsetSpec(OffsetSpec.EARLIEST, List.of(), null, group);
     }
     if (lowered.equals("earliest")) {
       if (ending) {
@@ -334,8 +382,7 @@ public record ReaderOptions(
     if (raw == null) {
       raw = System.getenv("FLUVIO_ENDPOINT");
       if (raw == null || raw.isBlank()) {
-        throw error("option 'endpoint' is required by the JVM connector (it reads no profile):"
-            + " set it, or FLUVIO_ENDPOINT");
+        return ClientProfile.endpoint();
       }
       return wrap(() -> Endpoint.parse(System.getenv("FLUVIO_ENDPOINT"), "FLUVIO_ENDPOINT"));
     }

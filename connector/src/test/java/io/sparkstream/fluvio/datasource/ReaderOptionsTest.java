@@ -54,6 +54,9 @@ class ReaderOptionsTest {
     out.put("fail_on_data_loss", o.failOnDataLoss());
     out.put("min_partitions", o.minPartitions());
     out.put("local_reads", o.localReads());
+    if (o.topicPattern() != null) {
+      out.put("topic_pattern", o.topicPattern());
+    }
     return JSON.valueToTree(out);
   }
 
@@ -66,6 +69,9 @@ class ReaderOptionsTest {
     }
     out.put("specific", specific);
     out.put("timestamp_ms", s.timestampMs());
+    if (s.group() != null) {
+      out.put("group", s.group());
+    }
     return out;
   }
 }

@@ -94,7 +94,7 @@ class BatchFramesTest {
         e.getMessage());
   }
 
-  private static void assertRecords(JsonNode expected, VectorSchemaRoot root) {
+  static void assertRecords(JsonNode expected, VectorSchemaRoot root) {
     assertEquals(expected.size(), root.getRowCount());
     VarBinaryVector keys = (VarBinaryVector) root.getVector("key");
     VarBinaryVector values = (VarBinaryVector) root.getVector("value");

@@ -1,0 +1,65 @@
+package io.sparkstream.fluvio.datasource;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sparkstream.fluvio.client.Endpoint;
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+
+/**
+ * The SC endpoint from the client profile, the last step of {@code resolve_endpoint} in
+ * {@code spark_stream/client/profile.py} (after the {@code endpoint} option and {@code
+ * FLUVIO_ENDPOINT}): the JSON file {@code $FLUVIO_PROFILE}, else {@code
+ * ~/.fluvio/profile.json}, that {@code fluvio cluster start} writes. Read on the driver
+ * when the scan is built, with Python's error types and messages.
+ */
+final class ClientProfile {
+  private ClientProfile() {}
+
+  /** {@code $FLUVIO_PROFILE}, else {@code $HOME/.fluvio/profile.json}. */
+  static Path path() {
+    String env = System.getenv("FLUVIO_PROFILE");
+    if (env != null && !env.isEmpty()) {
+      return Path.of(env);
+    }
+    String home = System.getenv("HOME");
+    return Path.of(home != null && !home.isEmpty() ? home : System.getProperty("user.home"), ".fluvio", "profile.json");
+  }
+
+  /**
+   * The profile's endpoint.
+   *
+   * @return the endpoint
+   * @throws FluvioException {@code NOT_FOUND} when there is no profile (naming the three
+   *     ways to give an endpoint), {@code INVALID_CONFIG} when it is unreadable or has no
+   *     valid {@code endpoint}
+   */
+  static Endpoint endpoint() {
+    Path path = path();
+    JsonNode data;
+    try {
+      data = new ObjectMapper().readTree(Files.readString(path));
+    } catch (NoSuchFileException e) {
+      throw new FluvioException(
+          ErrorCode.NOT_FOUND,
+          ("no cluster endpoint: give one (Fluvio.connect('host:port'), --endpoint or Spark's "
+                  + "option('endpoint', ...)), set FLUVIO_ENDPOINT=host:port, or run `fluvio cluster "
+                  + "start` to write the profile %s (FLUVIO_PROFILE)")
+              .formatted(path));
+    } catch (IOException e) {
+      throw new FluvioException(ErrorCode.INVALID_CONFIG, "profile %s is unreadable: %s".formatted(path, e.getMessage()), e);
+    }
+    if (data == null || !data.isObject() || !data.path("endpoint").isTextual()) {
+      throw new FluvioException(ErrorCode.INVALID_CONFIG, "profile %s has no 'endpoint'".formatted(path));
+    }
+    try {
+      return Endpoint.parse(data.get("endpoint").textValue(), "profile %s: 'endpoint'".formatted(path));
+    } catch (FluvioException e) {
+      throw new FluvioException(ErrorCode.INVALID_CONFIG, e.getMessage(), e);
+    }
+  }
+}
