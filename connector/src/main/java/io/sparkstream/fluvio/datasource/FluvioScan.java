@@ -79,7 +79,7 @@ final class FluvioScan implements Scan, Batch {
     return Planning.ranges(planned, options.minPartitions()).toArray(new InputPartition[0]);
   }
 
-  private static Metadata metadataOf(LeaderClient client, String topic) {
+  static Metadata metadataOf(LeaderClient client, String topic) {
     try {
       return client.metadata(topic);
     } catch (FluvioException e) {

@@ -29,6 +29,7 @@ final class FluvioScanBuilder implements ScanBuilder, SupportsPushDownRequiredCo
 
   @Override
   public Scan build() {
-    return new FluvioScan(ReaderOptions.parseBatch(options), required);
+    StructType schema = required;
+    return new FluvioReadScan(options, schema, () -> new FluvioScan(ReaderOptions.parseBatch(options), schema));
   }
 }
