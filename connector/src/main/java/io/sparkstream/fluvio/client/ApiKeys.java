@@ -21,4 +21,7 @@ public final class ApiKeys {
 
   /** SPU: a partition's log start, LEO and HW (and the offset for a time). */
   public static final int FETCH_OFFSETS = 3004;
+
+  /** SPU: a stream of frames as they become visible (with credit). */
+  public static final int STREAM_FETCH = 3003;
 }

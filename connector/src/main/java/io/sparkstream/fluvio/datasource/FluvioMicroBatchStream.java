@@ -24,7 +24,9 @@ import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxBytes;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
 import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
 import org.apache.spark.sql.types.StructType;
 
@@ -40,9 +42,14 @@ import org.apache.spark.sql.types.StructType;
  * start; a {@code start} below a partition's log start is data loss. The columnar batch
  * reader reads each planned range. The only state (the {@code availableNow} target, the
  * last visible ends for metrics) is an optimisation of this driver object.
+ *
+ * <p>Real-time mode ({@code trigger(realTime=...)}) plans one row-reading task per
+ * partition from the batch's start without an end ({@link FluvioRowStreamReader}); Spark
+ * merges where the tasks stopped into the batch's end offset. Per-trigger limits have no
+ * meaning there and are refused at query start, as Kafka's source refuses its own.
  */
 final class FluvioMicroBatchStream
-    implements MicroBatchStream, SupportsTriggerAvailableNow, ReportsSourceMetrics {
+    implements MicroBatchStream, SupportsTriggerAvailableNow, ReportsSourceMetrics, SupportsRealTimeMode {
   private static final Logger LOG = Logger.getLogger(FluvioMicroBatchStream.class.getName());
 
   private final StreamOptions options;
@@ -306,7 +313,55 @@ final class FluvioMicroBatchStream
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new FluvioReaderFactory(read(), readSchema);
+    return new FluvioStreamReaderFactory(read(), readSchema);
+  }
+
+  // -- real-time mode ------------------------------------------------------------------
+
+  @Override
+  public void prepareForRealTimeMode() {
+    for (String name : List.of("maxRecordsPerTrigger", "maxBytesPerTrigger")) {
+      Long limit = name.equals("maxRecordsPerTrigger") ? options.maxRecordsPerTrigger() : options.maxBytesPerTrigger();
+      if (limit != null) {
+        throw new FluvioException(ErrorCode.DATA_SOURCE_OPTION,
+            "option '%s' is not supported in real-time mode: its batches last a time, not a size"
+                .formatted(name));
+      }
+    }
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions(Offset start) {
+    List<TopicPartition> now;
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+      now = subscribed(client, false);
+    }
+    return streamPartitions(((FluvioOffset) start).offsets(), now);
+  }
+
+  @Override
+  public Offset mergeOffsets(PartitionOffset[] offsets) {
+    return merge(offsets);
+  }
+
+  /** One unbounded partition per subscribed one; a partition new to the query starts at its log start. */
+  static InputPartition[] streamPartitions(Map<TopicPartition, Long> start, List<TopicPartition> subscribed) {
+    List<InputPartition> out = new ArrayList<>();
+    for (TopicPartition tp : subscribed) {
+      Long from = start.get(tp);
+      out.add(new FluvioStreamPartition(tp.topic(), tp.partition(), from == null ? 0 : from, from == null));
+    }
+    return out.toArray(new InputPartition[0]);
+  }
+
+  /** The stream offset of the tasks' positions. */
+  static FluvioOffset merge(PartitionOffset[] offsets) {
+    Map<TopicPartition, Long> out = new LinkedHashMap<>();
+    for (PartitionOffset o : offsets) {
+      FluvioPartitionOffset p = (FluvioPartitionOffset) o;
+      out.put(new TopicPartition(p.topic(), p.partition()), p.offset());
+    }
+    return new FluvioOffset(out);
   }
 
   @Override

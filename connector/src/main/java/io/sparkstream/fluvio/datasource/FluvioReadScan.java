@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.function.Supplier;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.streaming.ContinuousStream;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.types.StructType;
 
@@ -56,7 +57,13 @@ final class FluvioReadScan implements Scan {
   }
 
   @Override
+  public ContinuousStream toContinuousStream(String checkpointLocation) {
+    return new FluvioContinuousStream(StreamOptions.parse(options), readSchema);
+  }
+
+  /** Per partition: ranges are columnar, the unbounded partitions of real-time mode rows. */
+  @Override
   public ColumnarSupportMode columnarSupportMode() {
-    return ColumnarSupportMode.SUPPORTED;
+    return ColumnarSupportMode.PARTITION_DEFINED;
   }
 }

@@ -8,7 +8,7 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** A topic (or topics) as a Spark table: batch and micro-batch reads for now. */
+/** A topic (or topics) as a Spark table: batch, micro-batch, real-time and continuous reads. */
 final class FluvioTable implements SupportsRead {
   private final StructType schema;
 
@@ -30,7 +30,8 @@ final class FluvioTable implements SupportsRead {
 
   @Override
   public Set<TableCapability> capabilities() {
-    return EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ);
+    return EnumSet.of(
+        TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ, TableCapability.CONTINUOUS_READ);
   }
 
   @Override
