@@ -19,6 +19,7 @@ import pytest
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
 from tests.datasource.test_jvm_batch_read import _run_child, connector_jar  # noqa: F401
+from tests.harness.local_cluster import kill_spu
 from tests.spark_conftest import produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -26,6 +27,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.integration]
 _HELPERS = """
 import glob, os, time
 from spark_stream.client import Fluvio
+from tests.harness.local_cluster import kill_spu
 from tests.spark_conftest import produce
 
 # A continuous or real-time task holds a task slot for the whole query (one per topic
@@ -171,3 +173,57 @@ def test_real_time_query_delivers_every_record_once_in_order(
     _check_every_record_once_in_order(rows, fluvio, topic, 2)
     assert out["limit_error"] is not None
     assert "option 'maxRecordsPerTrigger' is not supported in real-time mode" in out["limit_error"]
+
+
+def test_continuous_query_rides_out_a_killed_leader(
+    connector_jar: Path,  # noqa: F811
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+) -> None:
+    """SIGKILL the partition's leader while a continuous task streams from it: the task
+    reopens its stream on the new leader at its next offset, and nothing is lost or
+    repeated."""
+    topic = new_topic(partitions=1, replicas=2)
+    produce(fluvio, topic, [f"a{i}" for i in range(40)])
+    leader = fluvio.topic_partitions(topic)[0].leader
+    assert leader is not None
+    pid = fluvio_cluster.spu_pid(leader)
+    assert pid is not None
+    try:
+        out = _run_child(
+            _HELPERS
+            + textwrap.dedent(
+                f"""
+                import signal
+                query = (
+                    stream(startingOffsets="earliest").select("partition", "offset", "value")
+                    .writeStream.format("memory").queryName("killed_sink")
+                    .trigger(continuous="1 second").start()
+                )
+                try:
+                    count = lambda: spark.sql("select * from killed_sink").count()
+                    wait_for(count, 40, "records produced before the kill")
+                    os.kill({pid}, signal.SIGKILL)
+                    with Fluvio.connect(endpoint) as client:
+                        produce(client, topic, [f"b{{i}}" for i in range(30)])
+                    wait_for(count, 70, "records produced after the kill")
+                    out["error"] = None if query.exception() is None else str(query.exception())
+                finally:
+                    query.stop()
+                rows = spark.sql("select * from killed_sink").collect()
+                out["rows"] = [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
+                """
+            ),
+            fluvio_cluster.endpoint,
+            topic,
+        )
+    finally:
+        kill_spu(fluvio_cluster, leader)
+        fluvio_cluster.start()  # brings the killed SPU back for the next tests
+    assert out["error"] is None
+    assert len(out["rows"]) == 70
+    _check_every_record_once_in_order(out["rows"], fluvio, topic, 1)
+    assert [r[2] for r in out["rows"]] == [f"a{i}" for i in range(40)] + [
+        f"b{i}" for i in range(30)
+    ]

@@ -13,7 +13,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * through {@code META-INF/services/org.apache.spark.sql.sources.DataSourceRegister} and
  * prefers it to the Python source of the same name whenever this jar is on the classpath.
  *
- * <p>So far it serves batch reads only (see docs/jvm-connector.md); the schema depends on
+ * <p>It serves batch reads and streams (see docs/jvm-connector.md); the schema depends on
  * {@code includeHeaders}, and unknown option names fail here, at {@code load()}, as in
  * Python.
  */
