@@ -134,12 +134,15 @@ def test_real_time_query_delivers_every_record_once_in_order(
                 def close(self, error):
                     self.file.close()
 
-            def sink_rows():
-                rows = []
-                for path in glob.glob(os.path.join(sink_dir, "*.jsonl")):
+            def sink_files():
+                files = []
+                for path in sorted(glob.glob(os.path.join(sink_dir, "*.jsonl"))):
                     with open(path) as f:
-                        rows.extend(json.loads(line) for line in f if line.endswith("\\n"))
-                return rows
+                        files.append([json.loads(line) for line in f if line.endswith("\\n")])
+                return files
+
+            def sink_rows():
+                return [row for rows in sink_files() for row in rows]
 
             df = stream(startingOffsets="earliest").select("partition", "offset", "value")
             query = (
@@ -157,6 +160,7 @@ def test_real_time_query_delivers_every_record_once_in_order(
             finally:
                 query.stop()
             out["rows"] = sink_rows()
+            out["files"] = sink_files()
             limited = stream(startingOffsets="earliest", maxRecordsPerTrigger="10")
             out["limit_error"] = error_of(lambda: limited.writeStream.foreach(FileSink())
                 .outputMode("update").trigger(realTime="5 seconds").start().awaitTermination(60))
@@ -166,8 +170,11 @@ def test_real_time_query_delivers_every_record_once_in_order(
         topic,
     )
     assert out["error"] is None
-    # Sorted by partition then offset: the per-partition order is checked by the sink's
-    # files of one task, which each hold a run of offsets in order.
+    # Each sink file is what one task wrote in one batch: its offsets come in order.
+    for rows_of_task in out["files"]:
+        for p in range(2):
+            offsets = [r[1] for r in rows_of_task if r[0] == p]
+            assert offsets == sorted(offsets), offsets
     rows = sorted(out["rows"], key=lambda r: (r[0], r[1]))
     assert len(out["rows"]) == 70
     _check_every_record_once_in_order(rows, fluvio, topic, 2)
