@@ -47,6 +47,7 @@ from spark_stream.records import (
     verify_frame,
     with_base_offset,
 )
+from tests.vectors.writer_cases import writer_options
 
 __all__ = ["DATA_DIR", "generate", "write"]
 
@@ -452,6 +453,7 @@ def generate() -> dict[str, str]:
         "producer_ids.json": producer_ids(),
         "error_codes.json": error_codes(),
         "reader_options.json": reader_options(),
+        "writer_options.json": writer_options(),
     }
     return {name: json.dumps(body, indent=1) + "\n" for name, body in files.items()}
 

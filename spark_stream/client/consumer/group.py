@@ -471,19 +471,23 @@ class AsyncGroupConsumer(GroupPartitions):
                 if stop_at_end and self._at_end():
                     return
                 try:
-                    async with asyncio.timeout(0.05 if stop_at_end else None):
-                        item = await self._queue.get()
-                except TimeoutError:
-                    continue  # look at the ends again
+                    item = self._queue.get_nowait()  # no timer while batches are waiting
+                except asyncio.QueueEmpty:
+                    try:
+                        async with asyncio.timeout(0.05 if stop_at_end else None):
+                            item = await self._queue.get()
+                    except TimeoutError:
+                        continue  # look at the ends again
                 if item.pump is None:
                     assert item.error is not None
                     raise item.error
                 pump = item.pump
                 if self._pumps.get(pump.tp) is not pump or not pump.handing_out:
                     continue  # revoked, paused or superseded while queued
-                await self._confirm_session()
-                if self._pumps.get(pump.tp) is not pump or not pump.handing_out:
-                    continue  # the session had expired: the partition moved on
+                if self._session.may_have_expired(time.monotonic()):
+                    await self._confirm_session()
+                    if self._pumps.get(pump.tp) is not pump or not pump.handing_out:
+                        continue  # the session had expired: the partition moved on
                 if item.error is not None:
                     raise item.error
                 batch = item.batch

@@ -13,6 +13,9 @@ public final class ApiKeys {
   /** SC: every SPU and its endpoints. */
   public static final int LIST_SPUS = 1012;
 
+  /** SPU: append batch frames to a partition on its leader. */
+  public static final int PRODUCE = 3001;
+
   /** SPU: read batch frames from a partition leader. */
   public static final int FETCH = 3002;
 

@@ -86,13 +86,28 @@ public final class Connection implements Closeable {
    * @throws FluvioException the server's typed error, or {@code CONNECTION_CLOSED} /
    *     {@code REQUEST_TIMEOUT}
    */
-  public synchronized Frame request(int apiKey, int version, Map<String, ?> meta) {
+  public Frame request(int apiKey, int version, Map<String, ?> meta) {
+    return request(apiKey, version, meta, ByteBuffer.allocate(0));
+  }
+
+  /**
+   * Send a request with a data tail (the batch frames of a {@code PRODUCE}) and wait for
+   * its reply.
+   *
+   * @param apiKey the api
+   * @param version the api version of {@code meta}'s layout
+   * @param meta the request fields
+   * @param tail the bytes after the meta
+   * @return the reply frame (kind {@code RESPONSE})
+   * @throws FluvioException as {@link #request(int, int, Map)}
+   */
+  public synchronized Frame request(int apiKey, int version, Map<String, ?> meta, ByteBuffer tail) {
     if (closed) {
       throw new FluvioException(ErrorCode.CONNECTION_CLOSED, "connection to %s is closed".formatted(endpoint));
     }
     long cid = nextCorrelationId++;
     byte[] frame =
-        Frames.encode(FrameKind.REQUEST, apiKey, cid, meta, ByteBuffer.allocate(0), version, 0);
+        Frames.encode(FrameKind.REQUEST, apiKey, cid, meta, tail, version, 0);
     try {
       out.write(frame);
       out.flush();

@@ -55,6 +55,21 @@ public final class LeaderClient implements Closeable {
   }
 
   /**
+   * The topic's {@code compression} setting ({@code any}, {@code none}, {@code lz4} or
+   * {@code zstd}), asked of the SC: a producer with no codec of its own adopts it.
+   *
+   * @param topic the topic
+   * @return the setting, {@code any} when the SC names none
+   */
+  public String topicCompression(String topic) {
+    Map<String, Object> described =
+        connection(scEndpoint).request(ApiKeys.DESCRIBE_TOPIC, 0, Map.of("name", topic)).decodeMeta();
+    Object spec = described.get("topic");
+    Object setting = spec instanceof Map<?, ?> m ? m.get("compression") : null;
+    return setting == null ? "any" : setting.toString();
+  }
+
+  /**
    * A partition's log start, LEO and HW, and optionally the first offset at a time.
    *
    * @param topic the topic
@@ -127,14 +142,48 @@ public final class LeaderClient implements Closeable {
         num(m, "length"), num(m, "device"), num(m, "inode"));
   }
 
+  /**
+   * Append one batch frame to a partition on its leader ({@code PRODUCE}), retrying as
+   * every request does; {@code OutOfOrderSequenceError} is retried too when asked (an
+   * idempotent producer's earlier frame may still be settling on a new leader), as the
+   * Python sender does.
+   *
+   * @param topic the topic
+   * @param partition the partition
+   * @param acks 0 none, 1 leader, -1 all
+   * @param frame one batch frame
+   * @param retryOutOfOrder retry {@code OutOfOrderSequenceError} within the timeout
+   * @return the reply's {@code base_offset}, {@code leo} and {@code hw}
+   */
+  public Map<String, Object> produce(
+      String topic, int partition, int acks, byte[] frame, boolean retryOutOfOrder) {
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("topic", topic);
+    meta.put("partition", partition);
+    meta.put("acks", acks);
+    meta.put("timeout_ms", timeoutMs);
+    return withLeader(
+            topic,
+            partition,
+            c -> c.request(ApiKeys.PRODUCE, 0, meta, java.nio.ByteBuffer.wrap(frame)),
+            retryOutOfOrder ? ErrorCode.OUT_OF_ORDER_SEQUENCE : null)
+        .decodeMeta();
+  }
+
   private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
+    return withLeader(topic, partition, call, null);
+  }
+
+  private Frame withLeader(
+      String topic, int partition, Function<Connection, Frame> call, ErrorCode alsoRetry) {
     long backoff = FIRST_BACKOFF_MS;
     long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
     while (true) {
       try {
         return call.apply(connection(metadata(topic).leader(partition)));
       } catch (FluvioException e) {
-        if (!e.retriable() || System.nanoTime() + backoff * 1_000_000L > deadline) {
+        boolean retry = e.retriable() || (alsoRetry != null && e.code() == alsoRetry);
+        if (!retry || System.nanoTime() + backoff * 1_000_000L > deadline) {
           throw e;
         }
         metadata.remove(topic);

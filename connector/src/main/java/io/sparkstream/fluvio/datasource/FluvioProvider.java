@@ -13,8 +13,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * through {@code META-INF/services/org.apache.spark.sql.sources.DataSourceRegister} and
  * prefers it to the Python source of the same name whenever this jar is on the classpath.
  *
- * <p>It serves batch reads and streams (see docs/jvm-connector.md); the schema depends on
- * {@code includeHeaders}, and unknown option names fail here, at {@code load()}, as in
+ * <p>It serves batch reads, streams (micro-batch, continuous, real-time) and batch and
+ * streaming writes (see docs/jvm-connector.md); the read schema depends on {@code
+ * includeHeaders}, and unknown reader option names fail here, at {@code load()}, as in
  * Python.
  */
 public final class FluvioProvider implements TableProvider, DataSourceRegister {
@@ -26,7 +27,11 @@ public final class FluvioProvider implements TableProvider, DataSourceRegister {
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    ReaderOptions.checkNames(options);
+    // Spark calls this for a write too, with the writer's options: those are checked
+    // (against the writer's names) when the write is built, so only a read checks here.
+    if (!calledByAWriter()) {
+      ReaderOptions.checkNames(options);
+    }
     String headers = options.getOrDefault("includeHeaders", "false");
     return ReadSchema.of(headers.strip().equalsIgnoreCase("true"));
   }
@@ -34,5 +39,24 @@ public final class FluvioProvider implements TableProvider, DataSourceRegister {
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
     return new FluvioTable(schema);
+  }
+
+  /**
+   * Whether Spark's {@code DataFrameWriter} or {@code DataStreamWriter} is asking. The
+   * DSv2 API does not tell {@code inferSchema} whether it serves a read or a write, and
+   * an unknown option must be named with the right list of known ones (a read's at
+   * {@code load()}, as Python does, and a write's when the write starts).
+   */
+  private static boolean calledByAWriter() {
+    return StackWalker.getInstance()
+        .walk(
+            frames ->
+                frames.anyMatch(
+                    f -> {
+                      String c = f.getClassName();
+                      return c.startsWith("org.apache.spark.sql.")
+                          && (c.endsWith(".DataFrameWriter") || c.endsWith(".DataStreamWriter")
+                              || c.endsWith(".DataFrameWriterV2"));
+                    }));
   }
 }

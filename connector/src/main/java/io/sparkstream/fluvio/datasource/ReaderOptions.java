@@ -356,7 +356,7 @@ public record ReaderOptions(
     return (ms % 1000 == 0 ? base : base + ".%06d".formatted(Math.floorMod(ms, 1000) * 1000)) + "Z";
   }
 
-  private static Endpoint endpoint(Map<String, String> opts) {
+  static Endpoint endpoint(Map<String, String> opts) {
     String raw = opts.get("endpoint");
     if (raw == null) {
       raw = System.getenv("FLUVIO_ENDPOINT");
@@ -378,7 +378,7 @@ public record ReaderOptions(
     }
   }
 
-  private static Integer integer(Map<String, String> opts, String name, int minimum) {
+  static Integer integer(Map<String, String> opts, String name, int minimum) {
     String raw = opts.get(name);
     if (raw == null) {
       return null;
@@ -421,7 +421,7 @@ public record ReaderOptions(
     return canonical(options);
   }
 
-  private static boolean bool(Map<String, String> opts, String name, boolean dflt) {
+  static boolean bool(Map<String, String> opts, String name, boolean dflt) {
     String raw = opts.get(name);
     if (raw == null) {
       return dflt;
@@ -433,7 +433,7 @@ public record ReaderOptions(
     return lowered.equals("true");
   }
 
-  private static String choice(Map<String, String> opts, String name, List<String> choices, String dflt) {
+  static String choice(Map<String, String> opts, String name, List<String> choices, String dflt) {
     String raw = opts.getOrDefault(name, dflt).strip().toLowerCase(Locale.ROOT);
     if (choices.contains(raw)) {
       return raw;
@@ -481,7 +481,7 @@ public record ReaderOptions(
     return out.append(q).toString();
   }
 
-  private static FluvioException error(String message) {
+  static FluvioException error(String message) {
     return new FluvioException(ErrorCode.DATA_SOURCE_OPTION, message);
   }
 }

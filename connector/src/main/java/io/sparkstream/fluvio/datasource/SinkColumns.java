@@ -1,0 +1,154 @@
+package io.sparkstream.fluvio.datasource;
+
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.types.TimestampType;
+
+/**
+ * Which DataFrame columns a write maps to record fields, checked once on the driver:
+ * {@code sink_columns} of {@code datasource/sink_schema.py}, with its rules and messages.
+ *
+ * <p>{@code value} (binary or string) is required; {@code key}, {@code topic}, {@code
+ * partition}, {@code timestamp} and {@code headers} are optional; {@code offset} and
+ * {@code timestampType} (only a read of a topic has them) are ignored, and so is {@code
+ * partition} in such a read unless {@code preservePartitions=true}, and {@code topic}
+ * when the option is set. Each field holds the column's ordinal, -1 when unused.
+ *
+ * @param value ordinal of {@code value}
+ * @param key ordinal of {@code key}
+ * @param topic ordinal of {@code topic}
+ * @param partition ordinal of {@code partition}
+ * @param timestamp ordinal of {@code timestamp}
+ * @param headers ordinal of {@code headers}
+ * @param valueIsString whether {@code value} is a string column
+ * @param keyIsString whether {@code key} is a string column
+ * @param partitionType the {@code partition} column's type name ({@code int}, {@code
+ *     bigint} or {@code smallint}), or null
+ */
+public record SinkColumns(
+    int value,
+    int key,
+    int topic,
+    int partition,
+    int timestamp,
+    int headers,
+    boolean valueIsString,
+    boolean keyIsString,
+    String partitionType)
+    implements Serializable {
+
+  static final List<String> SINK = List.of("key", "value", "topic", "partition", "timestamp", "headers");
+  static final List<String> SOURCE = List.of("offset", "timestampType");
+
+  /**
+   * Check a DataFrame schema for writing to topics.
+   *
+   * @param schema the DataFrame's schema
+   * @param topicOption whether the {@code topic} option is set
+   * @param preservePartitions the {@code preservePartitions} option, null when not given
+   * @return the columns used
+   * @throws FluvioException {@code SINK_SCHEMA}: a missing {@code value}, an unknown
+   *     column, a wrong type, no topic, or {@code preservePartitions=true} without a
+   *     {@code partition} column
+   */
+  public static SinkColumns of(StructType schema, boolean topicOption, Boolean preservePartitions) {
+    List<String> names = List.of(schema.fieldNames());
+    List<String> unknown = new ArrayList<>();
+    for (String n : names) {
+      if (!SINK.contains(n) && !SOURCE.contains(n)) {
+        unknown.add(n);
+      }
+    }
+    if (!unknown.isEmpty()) {
+      throw error(
+          "cannot write column(s) %s to a topic; the fluvio sink takes %s and ignores %s "
+                  .formatted(String.join(", ", unknown), String.join(", ", SINK), String.join(", ", SOURCE))
+              + "(select or rename columns first)");
+    }
+    if (!names.contains("value")) {
+      throw error("the DataFrame needs a 'value' column (binary or string)");
+    }
+    if (Boolean.TRUE.equals(preservePartitions) && !names.contains("partition")) {
+      throw error("option 'preservePartitions' is true but the DataFrame has no 'partition' column");
+    }
+    if (!topicOption && !names.contains("topic")) {
+      throw error("set the 'topic' option or give the DataFrame a 'topic' column");
+    }
+    boolean readOfTopic = names.stream().anyMatch(SOURCE::contains);
+    boolean preserve = preservePartitions == null ? !readOfTopic : preservePartitions;
+    Map<String, Boolean> used =
+        Map.of(
+            "value", true,
+            "key", names.contains("key"),
+            "topic", names.contains("topic") && !topicOption,
+            "partition", names.contains("partition") && preserve,
+            "timestamp", names.contains("timestamp"),
+            "headers", names.contains("headers"));
+    for (StructField f : schema.fields()) {
+      if (!used.getOrDefault(f.name(), false)) {
+        continue;
+      }
+      String expected = check(f.name(), f.dataType());
+      if (expected != null) {
+        throw error("column '%s' must be %s, got %s".formatted(f.name(), expected, f.dataType().simpleString()));
+      }
+    }
+    int partition = used.get("partition") ? schema.fieldIndex("partition") : -1;
+    return new SinkColumns(
+        schema.fieldIndex("value"),
+        used.get("key") ? schema.fieldIndex("key") : -1,
+        used.get("topic") ? schema.fieldIndex("topic") : -1,
+        partition,
+        used.get("timestamp") ? schema.fieldIndex("timestamp") : -1,
+        used.get("headers") ? schema.fieldIndex("headers") : -1,
+        schema.apply("value").dataType() instanceof StringType,
+        names.contains("key") && schema.apply("key").dataType() instanceof StringType,
+        partition < 0 ? null : schema.fields()[partition].dataType().simpleString());
+  }
+
+  /** What the column must be, or null when its type is right. */
+  private static String check(String name, DataType dt) {
+    return switch (name) {
+      case "key", "value" -> bytesLike(dt) ? null : "binary or string";
+      case "topic" -> dt instanceof StringType ? null : "string";
+      case "partition" ->
+          dt instanceof IntegerType || dt instanceof LongType || dt instanceof ShortType ? null : "int";
+      case "timestamp" -> dt instanceof TimestampType ? null : "timestamp";
+      case "headers" -> headersOk(dt) ? null : "array<struct<key: string, value: binary>>";
+      default -> null;
+    };
+  }
+
+  private static boolean bytesLike(DataType dt) {
+    return dt instanceof BinaryType || dt instanceof StringType;
+  }
+
+  private static boolean headersOk(DataType dt) {
+    if (!(dt instanceof ArrayType a) || !(a.elementType() instanceof StructType s)) {
+      return false;
+    }
+    List<String> fields = List.of(s.fieldNames());
+    return fields.size() == 2
+        && fields.contains("key")
+        && fields.contains("value")
+        && s.apply("key").dataType() instanceof StringType
+        && bytesLike(s.apply("value").dataType());
+  }
+
+  private static FluvioException error(String message) {
+    return new FluvioException(ErrorCode.SINK_SCHEMA, message);
+  }
+}

@@ -1,0 +1,105 @@
+package io.sparkstream.fluvio.datasource;
+
+import io.sparkstream.fluvio.client.Endpoint;
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.records.Compression;
+import java.io.Serializable;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeSet;
+
+/**
+ * The options of a batch write and a streaming sink, {@code parse_writer_options} of
+ * {@code datasource/options.py}: the same names, defaults, checks and messages.
+ *
+ * @param endpoint the SC's endpoint (option or {@code FLUVIO_ENDPOINT})
+ * @param topic the topic to write to, or null to route by the {@code topic} column
+ * @param compression the frames' codec, or null for the topic's setting
+ * @param batchSize bytes of record data per frame (the cut is by record count too; see
+ *     {@link FluvioDataWriter})
+ * @param acks {@code all} or {@code leader}
+ * @param preservePartitions whether a {@code partition} column routes rows; null when not
+ *     given (see {@link SinkColumns})
+ */
+public record WriterOptions(
+    Endpoint endpoint,
+    String topic,
+    Compression compression,
+    int batchSize,
+    String acks,
+    Boolean preservePartitions)
+    implements Serializable {
+
+  /** Every writer option name, as in Python. */
+  static final List<String> WRITER =
+      List.of("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions");
+
+  private static final int DEFAULT_BATCH_SIZE = 256 * 1024;
+
+  /** The wire value of {@link #acks}: -1 for {@code all}, 1 for {@code leader}. */
+  public int acksCode() {
+    return acks.equals("all") ? -1 : 1;
+  }
+
+  /**
+   * Parse the options of a write.
+   *
+   * @param options the options as Spark passes them (any case)
+   * @return the parsed options
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}, naming the option at fault
+   */
+  public static WriterOptions parse(Map<String, String> options) {
+    Map<String, String> opts = canonical(options);
+    String topic = opts.get("topic");
+    if (topic != null && topic.isBlank()) {
+      throw ReaderOptions.error("option 'topic' must not be empty");
+    }
+    Endpoint endpoint = ReaderOptions.endpoint(opts);
+    Compression compression = null;
+    if (opts.containsKey("compression")) {
+      compression =
+          Compression.valueOf(
+              ReaderOptions.choice(opts, "compression", List.of("none", "lz4", "zstd"), "none")
+                  .toUpperCase(Locale.ROOT));
+    }
+    Integer batchSize = ReaderOptions.integer(opts, "batchSize", 1);
+    String acks = ReaderOptions.choice(opts, "acks", List.of("all", "leader"), "all");
+    Boolean preserve =
+        opts.containsKey("preservePartitions")
+            ? ReaderOptions.bool(opts, "preservePartitions", false)
+            : null;
+    return new WriterOptions(
+        endpoint,
+        topic == null ? null : topic.strip(),
+        compression,
+        batchSize == null || batchSize == 0 ? DEFAULT_BATCH_SIZE : batchSize,
+        acks,
+        preserve);
+  }
+
+  private static Map<String, String> canonical(Map<String, String> options) {
+    Map<String, String> out = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      String key = e.getKey();
+      String name = WRITER.stream().filter(n -> n.equalsIgnoreCase(key)).findFirst().orElse(null);
+      if (name == null) {
+        if (key.equalsIgnoreCase("checkpointLocation")) {
+          continue;
+        }
+        String hint = key.equalsIgnoreCase("path") ? " (name the topic with option('topic', ...))" : "";
+        TreeSet<String> known = new TreeSet<>(Comparator.naturalOrder());
+        known.addAll(WRITER);
+        throw new FluvioException(
+            ErrorCode.DATA_SOURCE_OPTION,
+            "unknown option '%s' for format('fluvio')%s; known options: %s"
+                .formatted(key, hint, String.join(", ", known)));
+      }
+      out.put(name, e.getValue());
+    }
+    return out;
+  }
+}
