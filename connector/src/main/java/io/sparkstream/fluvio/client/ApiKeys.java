@@ -30,4 +30,7 @@ public final class ApiKeys {
   public static final int DESCRIBE_GROUP = 5011;
   /** SC: topics by name ({@code names} empty: all). */
   public static final int LIST_TOPICS = 1003;
+
+  /** SPU: a stream of frames as they become visible (with credit). */
+  public static final int STREAM_FETCH = 3003;
 }

@@ -14,10 +14,8 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.sql.connector.read.PartitionReader;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
-import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
@@ -149,20 +147,7 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
   }
 
   private ColumnarBatch columns(VectorSchemaRoot root, long firstOffset) {
-    StructField[] fields = schema.fields();
-    ColumnVector[] vectors = new ColumnVector[fields.length];
-    for (int i = 0; i < fields.length; i++) {
-      vectors[i] =
-          switch (fields[i].name()) {
-            case "key", "value", "timestamp", "headers" -> new ArrowColumnVector(root.getVector(fields[i].name()));
-            case "topic" -> ValueColumn.constant(range.topic());
-            case "partition" -> ValueColumn.constant(range.partition());
-            case "offset" -> ValueColumn.offsets(firstOffset);
-            case "timestampType" -> ValueColumn.constant(ReadSchema.TIMESTAMP_TYPE_CREATE);
-            default -> throw new IllegalStateException("no column " + fields[i].name());
-          };
-    }
-    return new ColumnarBatch(vectors, root.getRowCount());
+    return FrameColumns.of(schema, root, range.topic(), range.partition(), firstOffset);
   }
 
   @Override

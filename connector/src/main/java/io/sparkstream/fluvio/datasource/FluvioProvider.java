@@ -13,9 +13,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * through {@code META-INF/services/org.apache.spark.sql.sources.DataSourceRegister} and
  * prefers it to the Python source of the same name whenever this jar is on the classpath.
  *
- * <p>So far it serves batch reads and batch and streaming writes (see
- * docs/jvm-connector.md); the read schema depends on {@code includeHeaders}, and unknown
- * reader option names fail here, at {@code load()}, as in Python.
+ * <p>It serves batch reads, streams (micro-batch, continuous, real-time) and batch and
+ * streaming writes (see docs/jvm-connector.md); the read schema depends on {@code
+ * includeHeaders}, and unknown reader option names fail here, at {@code load()}, as in
+ * Python.
  */
 public final class FluvioProvider implements TableProvider, DataSourceRegister {
 

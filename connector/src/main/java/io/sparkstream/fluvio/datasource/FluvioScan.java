@@ -125,7 +125,7 @@ final class FluvioScan implements Scan, Batch {
    * The committed offsets of the group {@code startingOffsets=group:NAME} names ({@code
    * group_offsets} of {@code datasource/resolve.py}); empty for other specs.
    */
-  private static Map<String, Long> groupOffsets(
+  static Map<String, Long> groupOffsets(
       LeaderClient client, OffsetSpec spec, java.util.Set<String> partitions) {
     if (spec.group() == null) {
       return Map.of();
@@ -143,7 +143,7 @@ final class FluvioScan implements Scan, Batch {
     }
   }
 
-  private static Metadata metadataOf(LeaderClient client, String topic) {
+  static Metadata metadataOf(LeaderClient client, String topic) {
     try {
       return client.metadata(topic);
     } catch (FluvioException e) {

@@ -45,6 +45,9 @@ final class FluvioScanBuilder
 
   @Override
   public Scan build() {
-    return new FluvioScan(ReaderOptions.parseBatch(options), required, pushed);
+    StructType schema = required;
+    RangeFilter.Split ranges = pushed;
+    return new FluvioReadScan(
+        options, schema, () -> new FluvioScan(ReaderOptions.parseBatch(options), schema, ranges));
   }
 }

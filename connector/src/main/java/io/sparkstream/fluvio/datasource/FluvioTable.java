@@ -11,7 +11,10 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** A topic (or topics) as a Spark table: batch reads, batch and streaming writes. */
+/**
+ * A topic (or topics) as a Spark table: batch, micro-batch, continuous and real-time
+ * reads; batch and streaming writes.
+ */
 final class FluvioTable implements SupportsRead, SupportsWrite {
   private final StructType schema;
 
@@ -38,6 +41,8 @@ final class FluvioTable implements SupportsRead, SupportsWrite {
     // reaches the write builder, which refuses it with the Python writer's message.
     return EnumSet.of(
         TableCapability.BATCH_READ,
+        TableCapability.MICRO_BATCH_READ,
+        TableCapability.CONTINUOUS_READ,
         TableCapability.BATCH_WRITE,
         TableCapability.STREAMING_WRITE,
         TableCapability.TRUNCATE,

@@ -76,6 +76,7 @@ public record ReaderOptions(
 
   private static final List<String> STREAM_ONLY =
       List.of("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "progressGroup");
+  private static final List<String> BATCH_ONLY = List.of("endingOffsets", "endingTimestamp");
   private static final List<String> SPARK_OWNED = List.of("checkpointlocation");
   private static final String GROUP_PREFIX = "group:";
   private static final int MAX_GROUP_NAME = 249;
@@ -102,10 +103,25 @@ public record ReaderOptions(
    * @throws FluvioException {@code DATA_SOURCE_OPTION}, naming the option at fault
    */
   public static ReaderOptions parseBatch(Map<String, String> options) {
+    return parse(options, false);
+  }
+
+  /**
+   * Parse the options of a batch read or a stream ({@code parse_reader_options} of Python
+   * with mode {@code batch} or {@code stream}). For a stream the ending is unused (always
+   * {@code latest}) and {@code startingOffsets} defaults to {@code latest}; the per-trigger
+   * limits are checked here, in Python's order, and read by {@link StreamOptions}.
+   *
+   * @param options the options as Spark passes them (any case)
+   * @param stream true for a stream
+   * @return the parsed options
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}, naming the option at fault
+   */
+  static ReaderOptions parse(Map<String, String> options, boolean stream) {
     Map<String, String> opts = canonical(options);
-    for (String name : STREAM_ONLY) {
+    for (String name : stream ? BATCH_ONLY : STREAM_ONLY) {
       if (opts.containsKey(name)) {
-        throw error("option '%s' only applies to streaming reads".formatted(name));
+        throw error("option '%s' only applies to %s reads".formatted(name, stream ? "batch" : "streaming"));
       }
     }
     exclusive(opts, "topic", "topics", "topicPattern");
@@ -135,12 +151,15 @@ public record ReaderOptions(
       partitions = partitionList(opts.get("partitions"));
     }
     OffsetSpec starting =
-        offsetsOrTime(opts, "startingOffsets", "startingTimestamp", false, OffsetSpec.EARLIEST);
-    if (starting.defaultOffset() == OffsetSpec.LATEST && starting.specific().isEmpty()
+        offsetsOrTime(opts, "startingOffsets", "startingTimestamp", false,
+            stream ? OffsetSpec.LATEST : OffsetSpec.EARLIEST);
+    if (!stream && starting.defaultOffset() == OffsetSpec.LATEST && starting.specific().isEmpty()
         && starting.timestampMs() == null) {
       throw error("option 'startingOffsets' cannot be 'latest' for batch reads");
     }
-    OffsetSpec ending = offsetsOrTime(opts, "endingOffsets", "endingTimestamp", true, OffsetSpec.LATEST);
+    OffsetSpec ending = stream
+        ? new OffsetSpec(OffsetSpec.LATEST, List.of(), null)
+        : offsetsOrTime(opts, "endingOffsets", "endingTimestamp", true, OffsetSpec.LATEST);
     for (Map.Entry<String, OffsetSpec> e : Map.of("startingOffsets", starting, "endingOffsets", ending).entrySet()) {
       TreeSet<String> stray = new TreeSet<>();
       for (OffsetSpec.Specific s : e.getValue().specific()) {
@@ -154,15 +173,23 @@ public record ReaderOptions(
       }
     }
     Endpoint endpoint = endpoint(opts);
+    if (longInteger(opts, "maxRecordsPerTrigger") == null) {
+      longInteger(opts, "maxOffsetsPerTrigger");
+    }
     // The rest in Python's order, so a case with two faults names the same one.
     Isolation isolation =
         Isolation.valueOf(choice(opts, "isolation", List.of("committed", "uncommitted"), "committed")
             .toUpperCase(Locale.ROOT));
+    longInteger(opts, "maxBytesPerTrigger");
     Integer minPartitions = integer(opts, "minPartitions", 1);
     boolean failOnDataLoss = bool(opts, "failOnDataLoss", true);
     boolean includeHeaders = bool(opts, "includeHeaders", false);
     Integer fetchMax = integer(opts, "fetchMaxBytes", 1024);
     boolean localReads = bool(opts, "localReads", true);
+    if (opts.containsKey("progressGroup")) {
+      throw error("option 'progressGroup' is not served by the JVM connector yet: "
+          + "read without the connector jar to mirror progress into a group");
+    }
     return new ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
         starting, ending, isolation, includeHeaders,
@@ -413,6 +440,32 @@ public record ReaderOptions(
       throw error("option '%s' must be >= %d, got %d".formatted(name, minimum, value));
     }
     return value;
+  }
+
+  /**
+   * A per-trigger limit ({@code _int(opts, name, 1)} of Python, which has no upper bound:
+   * here up to {@code Long.MAX_VALUE}, past which a limit means nothing anyway).
+   */
+  static Long longInteger(Map<String, String> opts, String name) {
+    String raw = opts.get(name);
+    if (raw == null) {
+      return null;
+    }
+    BigInteger value;
+    try {
+      value = new BigInteger(raw.strip());
+    } catch (NumberFormatException e) {
+      throw error("option '%s' must be an integer, got %s".formatted(name, pyRepr(raw)));
+    }
+    if (value.signum() < 1) {
+      throw error("option '%s' must be >= 1, got %s".formatted(name, value));
+    }
+    return value.bitLength() < 64 ? value.longValue() : Long.MAX_VALUE;
+  }
+
+  /** The options as canonically spelled names (as {@link #checkNames} checks them). */
+  static Map<String, String> canonicalNames(Map<String, String> options) {
+    return canonical(options);
   }
 
   static boolean bool(Map<String, String> opts, String name, boolean dflt) {

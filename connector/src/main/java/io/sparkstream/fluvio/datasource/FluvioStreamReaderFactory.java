@@ -1,0 +1,42 @@
+package io.sparkstream.fluvio.datasource;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Makes the readers of micro-batch and real-time tasks (serialized: plain values): the
+ * columnar batch reader for ranges, row readers for unbounded partitions. Real-time mode wraps only {@code createReader}, so these partitions report no columnar
+ * support; the micro-batch ranges of other partitions go to the columnar batch reader.
+ */
+final class FluvioStreamReaderFactory implements PartitionReaderFactory {
+  private static final long serialVersionUID = 1L;
+
+  private final ReaderOptions options;
+  private final StructType readSchema;
+  private final FluvioReaderFactory columnar;
+
+  FluvioStreamReaderFactory(ReaderOptions options, StructType readSchema) {
+    this.options = options;
+    this.readSchema = readSchema;
+    this.columnar = new FluvioReaderFactory(options, readSchema);
+  }
+
+  @Override
+  public boolean supportColumnarReads(InputPartition partition) {
+    return !(partition instanceof FluvioStreamPartition);
+  }
+
+  @Override
+  public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+    return columnar.createColumnarReader(partition);
+  }
+
+  @Override
+  public PartitionReader<InternalRow> createReader(InputPartition partition) {
+    return new FluvioRowStreamReader(options, readSchema, (FluvioStreamPartition) partition);
+  }
+}

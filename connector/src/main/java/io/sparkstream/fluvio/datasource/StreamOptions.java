@@ -1,0 +1,36 @@
+package io.sparkstream.fluvio.datasource;
+
+import java.io.Serializable;
+import java.util.Map;
+
+/**
+ * The reader options of a stream: those of a read (parsed in stream mode, so {@code
+ * startingOffsets} defaults to {@code latest} and the ending options are refused) plus
+ * the per-trigger limits, with the names and messages of {@code datasource/options.py}.
+ *
+ * @param read the read options (the ending is unused)
+ * @param maxRecordsPerTrigger records per micro-batch ({@code maxOffsetsPerTrigger} is an
+ *     alias); null = no limit
+ * @param maxBytesPerTrigger stored frame bytes per micro-batch; null = no limit
+ */
+record StreamOptions(ReaderOptions read, Long maxRecordsPerTrigger, Long maxBytesPerTrigger)
+    implements Serializable {
+
+  /**
+   * Parse the options of a stream.
+   *
+   * @param options the options as Spark passes them (any case)
+   * @return the parsed options
+   * @throws io.sparkstream.fluvio.errors.FluvioException {@code DATA_SOURCE_OPTION}, naming
+   *     the option at fault
+   */
+  static StreamOptions parse(Map<String, String> options) {
+    ReaderOptions read = ReaderOptions.parse(options, true);
+    Map<String, String> opts = ReaderOptions.canonicalNames(options);
+    Long maxRecords = ReaderOptions.longInteger(opts, "maxRecordsPerTrigger");
+    if (maxRecords == null) {
+      maxRecords = ReaderOptions.longInteger(opts, "maxOffsetsPerTrigger");
+    }
+    return new StreamOptions(read, maxRecords, ReaderOptions.longInteger(opts, "maxBytesPerTrigger"));
+  }
+}

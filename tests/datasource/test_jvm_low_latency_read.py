@@ -1,0 +1,236 @@
+"""Continuous (``Trigger.Continuous``) and real-time (``trigger(realTime=...)``) queries
+through the JVM connector against a real cluster: every record once, in offset order per
+partition, including records produced while the query runs; and the real-time mode's
+refusal of per-trigger limits at query start.
+
+The queries run in a child interpreter whose session has the connector jar
+(``_run_child`` of ``test_jvm_batch_read``); the child also produces the records that
+arrive mid-query, once the query has delivered the first ones.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from spark_stream.client import Fluvio
+from spark_stream.local.cluster import LocalCluster
+from tests.datasource.test_jvm_batch_read import _run_child, connector_jar  # noqa: F401
+from tests.harness.local_cluster import kill_spu
+from tests.spark_conftest import produce
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+_HELPERS = """
+import glob, os, time
+from spark_stream.client import Fluvio
+from tests.harness.local_cluster import kill_spu
+from tests.spark_conftest import produce
+
+# A continuous or real-time task holds a task slot for the whole query (one per topic
+# partition), so the session needs more slots than the topic has partitions.
+spark.stop()
+spark = local_session("jvm-low-latency", master="local[4]", jvm_connector=True)
+
+def wait_for(count_rows, want, what, timeout=180):
+    deadline = time.monotonic() + timeout
+    while count_rows() < want:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: {count_rows()} of {want} rows in {timeout} s")
+        time.sleep(0.2)
+
+def stream(**options):
+    reader = spark.readStream.format("fluvio").option("endpoint", endpoint).option("topic", topic)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+"""
+
+
+def _check_every_record_once_in_order(
+    rows: list[list[object]], fluvio: Fluvio, topic: str, partitions: int
+) -> None:
+    by_partition: dict[int, list[tuple[int, str]]] = {}
+    for partition, offset, value in rows:
+        by_partition.setdefault(int(partition), []).append((int(offset), str(value)))  # type: ignore[call-overload]
+    for p in range(partitions):
+        hw = fluvio.fetch_offsets(topic, p).hw
+        got = by_partition.get(p, [])
+        assert [o for o, _ in got] == list(range(hw)), (p, got[:5], hw)
+
+
+def test_continuous_query_delivers_every_record_once_in_order(
+    connector_jar: Path,  # noqa: F811
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+) -> None:
+    topic = new_topic(partitions=2, replicas=2)
+    produce(fluvio, topic, [f"a{i}" for i in range(40)], keys=[f"k{i}" for i in range(40)])
+    out = _run_child(
+        _HELPERS
+        + textwrap.dedent(
+            """
+            query = (
+                stream(startingOffsets="earliest").select("partition", "offset", "value")
+                .writeStream.format("memory").queryName("continuous_sink")
+                .trigger(continuous="1 second").start()
+            )
+            try:
+                count = lambda: spark.sql("select * from continuous_sink").count()
+                wait_for(count, 40, "records produced before the query")
+                with Fluvio.connect(endpoint) as client:
+                    produce(client, topic, [f"b{i}" for i in range(30)],
+                            keys=[f"k{i}" for i in range(30)])
+                wait_for(count, 70, "records produced during the query")
+                out["plan"] = query._jsq.streamingQuery().lastExecution().executedPlan().toString()
+            finally:
+                query.stop()
+            rows = spark.sql("select * from continuous_sink").collect()
+            out["rows"] = [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
+            """
+        ),
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert "ContinuousScan" in out["plan"] and "fluvio JVM scan of" in out["plan"], out["plan"]
+    assert len(out["rows"]) == 70
+    _check_every_record_once_in_order(out["rows"], fluvio, topic, 2)
+    assert sorted(r[2] for r in out["rows"]) == sorted(
+        [f"a{i}" for i in range(40)] + [f"b{i}" for i in range(30)]
+    )
+
+
+def test_real_time_query_delivers_every_record_once_in_order(
+    connector_jar: Path,  # noqa: F811
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    topic = new_topic(partitions=2, replicas=2)
+    produce(fluvio, topic, [f"a{i}" for i in range(40)], keys=[f"k{i}" for i in range(40)])
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    out = _run_child(
+        _HELPERS
+        + textwrap.dedent(
+            f"""
+            import json, uuid
+            sink_dir = {str(sink)!r}
+
+            class FileSink:
+                def open(self, partition_id, epoch_id):
+                    name = f"{{partition_id}}-{{epoch_id}}-{{uuid.uuid4().hex}}.jsonl"
+                    self.file = open(os.path.join(sink_dir, name), "a")
+                    return True
+                def process(self, row):
+                    self.file.write(json.dumps(
+                        [row["partition"], row["offset"], row["value"].decode()]) + "\\n")
+                    self.file.flush()
+                def close(self, error):
+                    self.file.close()
+
+            def sink_files():
+                files = []
+                for path in sorted(glob.glob(os.path.join(sink_dir, "*.jsonl"))):
+                    with open(path) as f:
+                        files.append([json.loads(line) for line in f if line.endswith("\\n")])
+                return files
+
+            def sink_rows():
+                return [row for rows in sink_files() for row in rows]
+
+            df = stream(startingOffsets="earliest").select("partition", "offset", "value")
+            query = (
+                df.writeStream.foreach(FileSink()).outputMode("update")
+                .option("checkpointLocation", os.path.join(sink_dir, "..", "checkpoint"))
+                .trigger(realTime="5 seconds").start()
+            )
+            try:
+                wait_for(lambda: len(sink_rows()), 40, "records produced before the query")
+                with Fluvio.connect(endpoint) as client:
+                    produce(client, topic, [f"b{{i}}" for i in range(30)],
+                            keys=[f"k{{i}}" for i in range(30)])
+                wait_for(lambda: len(sink_rows()), 70, "records produced during the query")
+                out["error"] = None if query.exception() is None else str(query.exception())
+            finally:
+                query.stop()
+            out["rows"] = sink_rows()
+            out["files"] = sink_files()
+            limited = stream(startingOffsets="earliest", maxRecordsPerTrigger="10")
+            out["limit_error"] = error_of(lambda: limited.writeStream.foreach(FileSink())
+                .outputMode("update").trigger(realTime="5 seconds").start().awaitTermination(60))
+            """
+        ),
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["error"] is None
+    # Each sink file is what one task wrote in one batch: its offsets come in order.
+    for rows_of_task in out["files"]:
+        for p in range(2):
+            offsets = [r[1] for r in rows_of_task if r[0] == p]
+            assert offsets == sorted(offsets), offsets
+    rows = sorted(out["rows"], key=lambda r: (r[0], r[1]))
+    assert len(out["rows"]) == 70
+    _check_every_record_once_in_order(rows, fluvio, topic, 2)
+    assert out["limit_error"] is not None
+    assert "option 'maxRecordsPerTrigger' is not supported in real-time mode" in out["limit_error"]
+
+
+def test_continuous_query_rides_out_a_killed_leader(
+    connector_jar: Path,  # noqa: F811
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+) -> None:
+    """SIGKILL the partition's leader while a continuous task streams from it: the task
+    reopens its stream on the new leader at its next offset, and nothing is lost or
+    repeated."""
+    topic = new_topic(partitions=1, replicas=2)
+    produce(fluvio, topic, [f"a{i}" for i in range(40)])
+    leader = fluvio.topic_partitions(topic)[0].leader
+    assert leader is not None
+    pid = fluvio_cluster.spu_pid(leader)
+    assert pid is not None
+    try:
+        out = _run_child(
+            _HELPERS
+            + textwrap.dedent(
+                f"""
+                import signal
+                query = (
+                    stream(startingOffsets="earliest").select("partition", "offset", "value")
+                    .writeStream.format("memory").queryName("killed_sink")
+                    .trigger(continuous="1 second").start()
+                )
+                try:
+                    count = lambda: spark.sql("select * from killed_sink").count()
+                    wait_for(count, 40, "records produced before the kill")
+                    os.kill({pid}, signal.SIGKILL)
+                    with Fluvio.connect(endpoint) as client:
+                        produce(client, topic, [f"b{{i}}" for i in range(30)])
+                    wait_for(count, 70, "records produced after the kill")
+                    out["error"] = None if query.exception() is None else str(query.exception())
+                finally:
+                    query.stop()
+                rows = spark.sql("select * from killed_sink").collect()
+                out["rows"] = [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
+                """
+            ),
+            fluvio_cluster.endpoint,
+            topic,
+        )
+    finally:
+        kill_spu(fluvio_cluster, leader)
+        fluvio_cluster.start()  # brings the killed SPU back for the next tests
+    assert out["error"] is None
+    assert len(out["rows"]) == 70
+    _check_every_record_once_in_order(out["rows"], fluvio, topic, 1)
+    assert [r[2] for r in out["rows"]] == [f"a{i}" for i in range(40)] + [
+        f"b{i}" for i in range(30)
+    ]
