@@ -55,9 +55,9 @@ from spark_stream.client.consumer._group_parts import (
     Item,
     Pump,
     RebalanceCallback,
+    TopicColumn,
     TopicPartition,
     call_back,
-    with_topic,
 )
 from spark_stream.client.consumer._group_session import SessionClock
 from spark_stream.client.consumer.consumer import AsyncPartitionConsumer, batch_records
@@ -430,8 +430,11 @@ class AsyncGroupConsumer(GroupPartitions):
             async with contextlib.aclosing(
                 consumer.stream_batches(Offset.absolute(start), group=grant)
             ) as batches:
+                column = TopicColumn(topic)
                 async for batch in batches:
-                    await self._queue.put(Item(pump, with_topic(batch, topic)))
+                    await self._queue.put(
+                        Item(pump, column.add(batch), next_offset=consumer.position)
+                    )
         except asyncio.CancelledError:
             raise
         except FencedMemberError as exc:
@@ -492,8 +495,7 @@ class AsyncGroupConsumer(GroupPartitions):
                     raise item.error
                 batch = item.batch
                 assert batch is not None
-                offsets = batch.column("offset")
-                self._positions[pump.tp] = int(offsets[len(offsets) - 1].as_py()) + 1
+                self._positions[pump.tp] = item.next_offset
                 self._pulling = False
                 self._last_pull = time.monotonic()
                 yield batch
