@@ -20,10 +20,16 @@ final class FluvioReadScan implements Scan {
   private final Map<String, String> options;
   private final StructType readSchema;
   private final Supplier<FluvioScan> batch;
+  private final String pushed;
 
-  FluvioReadScan(Map<String, String> options, StructType readSchema, Supplier<FluvioScan> batch) {
+  FluvioReadScan(
+      Map<String, String> options,
+      StructType readSchema,
+      RangeFilter.Split pushed,
+      Supplier<FluvioScan> batch) {
     this.options = options;
     this.readSchema = readSchema;
+    this.pushed = FluvioScan.pushedDescription(pushed);
     this.batch = batch;
   }
 
@@ -43,7 +49,7 @@ final class FluvioReadScan implements Scan {
         topics.add(t.strip());
       }
     }
-    return "fluvio JVM scan of " + topics.stream().toList();
+    return FluvioScan.describe(topics.stream().toList(), named.get("topicPattern"), pushed);
   }
 
   @Override

@@ -36,7 +36,7 @@ final class FluvioScan implements Scan, Batch {
     this.options = options;
     this.readSchema = readSchema;
     this.filter = pushed.filter();
-    this.pushedDescription = pushed.pushed().isEmpty() ? "" : " where " + pushed.pushed();
+    this.pushedDescription = pushedDescription(pushed);
   }
 
   @Override
@@ -46,9 +46,17 @@ final class FluvioScan implements Scan, Batch {
 
   @Override
   public String description() {
-    String topics =
-        options.topicPattern() == null ? options.topics().toString() : "pattern " + options.topicPattern();
-    return "fluvio JVM scan of " + topics + pushedDescription;
+    return describe(options.topics(), options.topicPattern(), pushedDescription);
+  }
+
+  /** The plan's text for a scan: what it reads, and the predicates it turned into ranges. */
+  static String describe(List<String> topics, String pattern, String pushed) {
+    return "fluvio JVM scan of " + (pattern == null ? topics.toString() : "pattern " + pattern) + pushed;
+  }
+
+  /** {@code " where [...]"} for the predicates turned into ranges, or empty. */
+  static String pushedDescription(RangeFilter.Split pushed) {
+    return pushed.pushed().isEmpty() ? "" : " where " + pushed.pushed();
   }
 
   @Override

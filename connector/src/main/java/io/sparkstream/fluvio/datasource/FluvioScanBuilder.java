@@ -48,6 +48,6 @@ final class FluvioScanBuilder
     StructType schema = required;
     RangeFilter.Split ranges = pushed;
     return new FluvioReadScan(
-        options, schema, () -> new FluvioScan(ReaderOptions.parseBatch(options), schema, ranges));
+        options, schema, ranges, () -> new FluvioScan(ReaderOptions.parseBatch(options), schema, ranges));
   }
 }
