@@ -62,15 +62,40 @@ public final class BatchFrames {
    *     of the schema, or its row count differs from the header's
    */
   public static VectorSchemaRoot decode(FrameSlice slice, BufferAllocator allocator) {
-    BatchHeader header = slice.header();
+    RecordBatchSource copied =
+        () -> {
+          try (ReadChannel in = new ReadChannel(new ByteBufferChannel(slice.payload()))) {
+            return MessageSerializer.deserializeRecordBatch(in, allocator);
+          }
+        };
+    return load(slice.header(), copied, true, allocator);
+  }
+
+  /** Where a frame's record batch message comes from (copied, or read in place). */
+  @FunctionalInterface
+  interface RecordBatchSource {
+    /** The frame's record batch, or null when the payload holds none. */
+    ArrowRecordBatch read() throws IOException;
+  }
+
+  /**
+   * Load a frame's record batch into a root of the record schema, checked as every reader
+   * checks it (optionally {@code validateFull}, and the header's row count).
+   *
+   * @throws FluvioException {@code CORRUPT_FRAME}: the payload is not a valid record batch
+   *     of the schema, or its row count differs from the header's
+   */
+  static VectorSchemaRoot load(
+      BatchHeader header, RecordBatchSource source, boolean validate, BufferAllocator allocator) {
     VectorSchemaRoot root = VectorSchemaRoot.create(RecordSchema.SCHEMA, allocator);
-    try (ReadChannel in = new ReadChannel(new ByteBufferChannel(slice.payload()));
-        ArrowRecordBatch batch = MessageSerializer.deserializeRecordBatch(in, allocator)) {
+    try (ArrowRecordBatch batch = source.read()) {
       if (batch == null) {
         throw new IOException("no record batch message");
       }
       new VectorLoader(root, CommonsCompressionFactory.INSTANCE).load(batch);
-      ValueVectorUtility.validateFull(root);
+      if (validate) {
+        ValueVectorUtility.validateFull(root);
+      }
     } catch (IOException | RuntimeException e) {
       root.close();
       if (e instanceof FluvioException f) {

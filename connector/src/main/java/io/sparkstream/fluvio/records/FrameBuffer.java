@@ -6,17 +6,14 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.arrow.compression.CommonsCompressionFactory;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.ForeignAllocation;
 import org.apache.arrow.memory.util.MemoryUtil;
-import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
-import org.apache.arrow.vector.util.ValueVectorUtility;
 
 /**
  * Zero-copy decoding of a buffer of back-to-back batch frames (what one fetch returns).
@@ -137,31 +134,7 @@ public final class FrameBuffer implements AutoCloseable {
     BatchHeader header = headers.get(i);
     int payload = positions.get(i) + BatchHeader.SIZE;
     int end = (int) (positions.get(i) + header.frameLength());
-    VectorSchemaRoot root = VectorSchemaRoot.create(RecordSchema.SCHEMA, allocator);
-    try (ArrowRecordBatch batch = recordBatch(header, payload, end)) {
-      new VectorLoader(root, CommonsCompressionFactory.INSTANCE).load(batch);
-      if (validate) {
-        ValueVectorUtility.validateFull(root);
-      }
-    } catch (IOException | RuntimeException e) {
-      root.close();
-      if (e instanceof FluvioException f) {
-        throw f;
-      }
-      throw new FluvioException(
-          ErrorCode.CORRUPT_FRAME,
-          "payload at offset %d is not a record batch of the schema: %s"
-              .formatted(header.baseOffset(), e.getMessage()),
-          e);
-    }
-    if (root.getRowCount() != header.recordCount()) {
-      int rows = root.getRowCount();
-      root.close();
-      throw new FluvioException(
-          ErrorCode.CORRUPT_FRAME,
-          "payload has %d rows but the header says %d".formatted(rows, header.recordCount()));
-    }
-    return root;
+    return BatchFrames.load(header, () -> recordBatch(header, payload, end), validate, allocator);
   }
 
   /** The frame's encapsulated IPC message, read in place: {@code [payload, end)}. */
