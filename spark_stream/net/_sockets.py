@@ -8,7 +8,15 @@ from typing import Any
 
 from spark_stream.protocol import TailPart, as_buffer
 
-__all__ = ["READ_CHUNK", "STREAM_LIMIT", "CLOSE_GRACE", "JOIN_BELOW", "write_parts", "close_writer"]
+__all__ = [
+    "READ_CHUNK",
+    "STREAM_LIMIT",
+    "CLOSE_GRACE",
+    "JOIN_BELOW",
+    "write_parts",
+    "close_writer",
+    "reached_itself",
+]
 
 READ_CHUNK = 1 << 20
 STREAM_LIMIT = 1 << 20
@@ -19,6 +27,16 @@ CLOSE_GRACE = 2.0
 
 JOIN_BELOW = 64 * 1024
 """``write_parts`` joins parts smaller than this into one write; larger ones go alone."""
+
+
+def reached_itself(sockname: Any, peername: Any) -> bool:
+    """True when a client socket is connected to itself.
+
+    TCP's simultaneous open does that when nothing listens on a loopback port in the
+    ephemeral range and the kernel picks that very port for the client: the socket would
+    then read its own requests back as replies.
+    """
+    return sockname is not None and sockname == peername
 
 
 def write_parts(writer: asyncio.StreamWriter, parts: Sequence[TailPart]) -> None:

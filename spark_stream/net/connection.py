@@ -42,7 +42,13 @@ from spark_stream.errors import (
     UnsupportedVersionError,
 )
 from spark_stream.net._receiver import FrameReceiver
-from spark_stream.net._sockets import READ_CHUNK, STREAM_LIMIT, close_writer, write_parts
+from spark_stream.net._sockets import (
+    READ_CHUNK,
+    STREAM_LIMIT,
+    close_writer,
+    reached_itself,
+    write_parts,
+)
 from spark_stream.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     MAX_CORRELATION_ID,
@@ -138,6 +144,13 @@ class Connection:
         except (OSError, TimeoutError) as exc:
             err = ConnectionClosedError(f"cannot connect to {host}:{port}: {exc or 'timeout'}")
             raise err from exc
+        sockname, peername = (transport.get_extra_info(k) for k in ("sockname", "peername"))
+        if reached_itself(sockname, peername):
+            transport.abort()
+            raise ConnectionClosedError(
+                f"cannot connect to {host}:{port}: nothing listens there"
+                " (the connection reached itself)"
+            )
         return cls(reader, writer, max_frame_size=max_frame_size, name=name or f"{host}:{port}")
 
     @property

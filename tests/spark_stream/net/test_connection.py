@@ -24,6 +24,7 @@ from spark_stream.errors import (
     UnsupportedVersionError,
 )
 from spark_stream.net._receiver import OWN_BUFFER_BODY, SCRATCH_SIZE
+from spark_stream.net._sockets import reached_itself
 from spark_stream.net.connection import Connection
 from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import (
@@ -532,3 +533,20 @@ def test_a_failed_write_leaves_no_unretrieved_future_exception() -> None:
         assert [c.get("message") for c in reported] == []
 
     run(main())
+
+
+def test_a_socket_connected_to_itself_is_recognised() -> None:
+    """TCP's simultaneous open: bound to the port it connects to, with no listener."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with socket.socket() as own:
+        own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        own.bind(("127.0.0.1", port))
+        own.connect(("127.0.0.1", port))
+        assert reached_itself(own.getsockname(), own.getpeername())
+    with socket.socket() as server, socket.socket() as client:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        client.connect(server.getsockname())
+        assert not reached_itself(client.getsockname(), client.getpeername())

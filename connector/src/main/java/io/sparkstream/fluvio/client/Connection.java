@@ -53,10 +53,22 @@ public final class Connection implements Closeable {
    * @throws FluvioException {@code CONNECTION_CLOSED}: the peer cannot be reached
    */
   public static Connection open(Endpoint endpoint, int timeoutMs) {
-    Socket socket = new Socket();
+    return open(endpoint, timeoutMs, new Socket());
+  }
+
+  /**
+   * Connect {@code socket} (unconnected, perhaps bound) to a peer. A socket that reached
+   * itself (TCP's simultaneous open, when nothing listens on a loopback port in the
+   * ephemeral range and the kernel picks that very port for the client) is refused: it
+   * would read its own requests back as replies.
+   */
+  static Connection open(Endpoint endpoint, int timeoutMs, Socket socket) {
     try {
       socket.setTcpNoDelay(true);
       socket.connect(new InetSocketAddress(endpoint.host(), endpoint.port()), timeoutMs);
+      if (socket.getLocalSocketAddress().equals(socket.getRemoteSocketAddress())) {
+        throw new IOException("nothing listens there (the connection reached itself)");
+      }
       socket.setSoTimeout(timeoutMs);
       return new Connection(endpoint, socket);
     } catch (IOException e) {
@@ -129,6 +141,9 @@ public final class Connection implements Closeable {
         }
         if (reply.header().kind() == FrameKind.ERROR) {
           throw errorOf(reply);
+        }
+        if (reply.header().kind() != FrameKind.RESPONSE) {
+          throw new IOException("the peer sent a %s frame as a reply".formatted(reply.header().kind()));
         }
         return reply;
       }
