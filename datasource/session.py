@@ -15,11 +15,18 @@ venv's python called without activating the venv therefore gives workers a ``pyt
 without the project. ``local_session`` sets both variables to ``sys.executable`` unless
 they are set, and checks any other value (``check_worker_python``), so a wrong one fails
 at once with an ``InvalidConfigError`` naming the variable and the value to set.
+
+The JVM connector. When its jar is built (``./dev setup``), ``local_session`` puts it on
+the classpath, so ``format("fluvio")`` resolves to the Java connector (every trigger,
+including ``Trigger.Continuous`` and real-time mode); when it is not, the session starts
+without it, logs one warning saying so, and the Python data source serves batch and
+micro-batch (docs/jvm-connector.md).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import subprocess
@@ -49,6 +56,8 @@ DELTA_ARTIFACTS = (
     ("io.delta", "delta-spark_4.2_2.13", "4.4.0"),
     ("io.delta", "delta-storage", "4.4.0"),
 )
+log = logging.getLogger(__name__)
+
 _MVN_TIMEOUT_S = 600
 _CHECK_TIMEOUT_S = 120
 WORKER_PYTHON_VARIABLES = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
@@ -187,7 +196,7 @@ def local_session(
     *,
     master: str = "local[2]",
     delta: bool = False,
-    jvm_connector: bool = False,
+    jvm_connector: bool | None = None,
     conf: dict[str, str] | None = None,
 ) -> SparkSession:
     """A local SparkSession tuned for this machine (no UI, 2 shuffle partitions).
@@ -197,8 +206,9 @@ def local_session(
         master: the Spark master URL.
         delta: enable Delta Lake (fetches its jars on first use).
         jvm_connector: put the JVM connector's jar on the classpath, so ``format("fluvio")``
-            resolves to it instead of the Python source. Off by default until the
-            connector serves every mode the Python source serves (docs/jvm-connector.md).
+            resolves to it instead of the Python source. ``None`` (default): when the jar
+            is built, else the Python source serves and a warning is logged; ``True``:
+            the jar is required; ``False``: the Python source.
         conf: extra settings, applied last; a ``spark.jars`` there is kept, with the
             Delta and connector jars appended.
 
@@ -206,7 +216,7 @@ def local_session(
         InvalidConfigError: ``PYSPARK_PYTHON`` or ``PYSPARK_DRIVER_PYTHON`` names an
             interpreter that cannot import the project (see the module doc).
         JarFetchError: with ``delta``, the Delta jars cannot be fetched; with
-            ``jvm_connector``, the connector jar is not built.
+            ``jvm_connector=True``, the connector jar is not built.
     """
     from pyspark.sql import SparkSession
 
@@ -223,7 +233,7 @@ def local_session(
 def session_settings(
     *,
     delta: bool = False,
-    jvm_connector: bool = False,
+    jvm_connector: bool | None = None,
     conf: dict[str, str] | None = None,
     connector_jar_dir: Path | None = None,
 ) -> dict[str, str]:
@@ -251,14 +261,29 @@ def session_settings(
         for delta_jar in delta_settings.pop("spark.jars").split(","):
             jars = add_jar(jars, Path(delta_jar))
         settings.update(delta_settings)
-    if jvm_connector:
-        connector = jar_path(connector_jar_dir)
-        if connector is None:
-            raise JarFetchError(
-                "local_session(jvm_connector=True) needs the JVM connector jar: run ./dev setup"
-            )
+    connector = _connector_jar(jvm_connector, connector_jar_dir)
+    if connector is not None:
         jars = add_jar(jars, connector)
     settings.update(conf or {})
     if jars:
         settings["spark.jars"] = jars
     return settings
+
+
+def _connector_jar(wanted: bool | None, jar_dir: Path | None) -> Path | None:
+    """The connector jar to put on the classpath, per ``local_session``'s ``jvm_connector``."""
+    if wanted is False:
+        return None
+    connector = jar_path(jar_dir)
+    if connector is not None:
+        return connector
+    if wanted:
+        raise JarFetchError(
+            "local_session(jvm_connector=True) needs the JVM connector jar: run ./dev setup"
+        )
+    log.warning(
+        "the fluvio JVM connector jar is not built, so format('fluvio') uses the Python data "
+        "source (batch and micro-batch; no Trigger.Continuous or real-time mode): run "
+        "./dev setup to build it (Maven and a JDK 17)"
+    )
+    return None

@@ -48,22 +48,6 @@ def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    """The ONE local SparkSession of the test session (``local[2]``, Delta enabled).
-
-    Spark tests use it and mark themselves ``@pytest.mark.spark``; it starts on first use
-    (about 12 s) and stops at the end of the session.
-    """
-    from datasource.session import local_session
-
-    session = local_session("spark-stream-tests", delta=True)
-    session.sparkContext.setLogLevel("ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
-
-
-# The Spark connector's cluster fixtures (fluvio_cluster, fluvio, new_topic).
+# The Spark session (once per source of format("fluvio")) and the cluster fixtures
+# (fluvio_cluster, fluvio, new_topic).
 pytest_plugins = ["tests.spark_conftest"]

@@ -1,29 +1,52 @@
-"""Fixtures for the Spark connector and job tests: one real local cluster per session.
+"""Fixtures for the Spark connector and job tests: one Spark session per source, one cluster.
+
+``spark`` is the ONE local SparkSession at a time (``local[2]``, Delta enabled). Every
+test that uses it runs twice, once per source of ``format("fluvio")``: ``python`` (the
+Python data source, no jar) and ``jvm`` (the JVM connector's jar on the classpath, built
+when missing; skipped when it cannot be). A JVM's classpath is fixed when it starts and
+PySpark keeps one JVM per process, so the two sources cannot share a JVM: the fixture is
+session-scoped and parametrised, pytest groups the tests by its parameter (all
+``[python]`` ones, then all ``[jvm]`` ones), and between the halves the first session
+is stopped together with its JVM (``stop_spark``), so the second starts a fresh one.
+``--spark-source=python|jvm`` runs one half. A test that holds for one source only says
+so with ``@pytest.mark.spark_source("python", reason=...)`` (the reason names what the
+other source lacks, e.g. a line of docs/jvm-connector.md).
 
 ``fluvio_cluster`` is a ``LocalCluster`` with a real Redis, the SC and three SPU
 processes (custom SPUs, so a test may pause one), under a temporary directory, with its
 own client profile; it is stopped by pid at the end of the session. ``fluvio`` is a
 connected client; ``new_topic`` creates a uniquely named topic and waits until every
 partition has a leader. Tests using these are ``integration`` tests (and ``spark`` when
-they also use the ``spark`` fixture of ``tests/conftest.py``).
+they also use ``spark``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
 
+from datasource.connector_jar import build_jar, jar_path
 from spark_stream.client import Fluvio
+from spark_stream.errors import JarFetchError
 from spark_stream.local.cluster import LocalCluster
 from tests.integration.gate_audits import AUDIT_ENV, assert_no_overlapping_grants
 from tests.polling import wait_until
 
-__all__ = ["produce"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["SOURCES", "produce", "stop_spark"]
+
+SOURCES = ("python", "jvm")
+"""The sources of ``format("fluvio")`` every test using ``spark`` runs against."""
+_JVM_EXIT_TIMEOUT_S = 60
 
 SPUS = 3
 # Generous follower lag bound, so a paused follower stays in sync long enough for a test
@@ -36,6 +59,113 @@ _ENV = {
     "FLUVIO_SPU_MAX_BATCH_BYTES": "524288",
     **AUDIT_ENV,
 }
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--spark-source",
+        choices=[*SOURCES, "both"],
+        default="both",
+        help="which source of format('fluvio') the tests using the spark fixture run on",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "spark_source(name, reason): the test holds for that source of format('fluvio') only",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise ``spark`` by source, session-scoped, so pytest groups tests by it."""
+    if "spark" not in metafunc.fixturenames:
+        return
+    sources = list(SOURCES)
+    marker = metafunc.definition.get_closest_marker("spark_source")
+    if marker is not None:
+        if (
+            len(marker.args) != 1
+            or marker.args[0] not in SOURCES
+            or not marker.kwargs.get("reason")
+        ):
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: use spark_source(one of {SOURCES}, reason=...)"
+            )
+        sources = [marker.args[0]]
+    metafunc.parametrize("spark", sources, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``--spark-source``, deselect the tests of the other source."""
+    chosen = config.getoption("--spark-source")
+    if chosen == "both":
+        return
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        source = callspec.params.get("spark", chosen) if callspec is not None else chosen
+        (keep if source == chosen else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
+    """The session of the current source (``request.param``; ``python`` if not parametrised).
+
+    It starts on first use (about 12 s) and stops, with its JVM, when the tests of its
+    source are done.
+    """
+    from datasource.session import local_session
+
+    source = getattr(request, "param", "python")
+    if source == "jvm":
+        _connector_jar()
+    session = local_session("spark-stream-tests", delta=True, jvm_connector=source == "jvm")
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        stop_spark(session)
+
+
+def _connector_jar() -> Path:
+    """The connector jar, built when missing or stale; skips when it cannot be built."""
+    if shutil.which("mvn") is None:
+        built = jar_path()
+        if built is None:
+            pytest.skip("the JVM connector jar is not built and Maven is not installed")
+        return built
+    try:
+        return build_jar()
+    except JarFetchError as exc:
+        pytest.fail(f"cannot build the connector jar: {exc}")
+
+
+def stop_spark(session: SparkSession) -> None:
+    """Stop ``session`` and its JVM, so the next session starts a JVM of its own.
+
+    PySpark starts one JVM per process (its py4j gateway) and reuses it for every later
+    SparkContext, and ``spark.jars`` only reaches the classpath when a JVM starts. The
+    JVM (``PythonGatewayServer``) exits when its stdin closes; forgetting the gateway
+    makes the next ``getOrCreate`` launch a new one.
+    """
+    from pyspark import SparkContext
+
+    session.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        proc.wait(timeout=_JVM_EXIT_TIMEOUT_S)
 
 
 @pytest.fixture(scope="session")

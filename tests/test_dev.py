@@ -2,10 +2,11 @@
 
 A copy of ``dev`` runs in a temporary directory whose ``.venv`` holds logging stand-ins
 for python, ruff, mypy and lint-imports (its install stamp is current, so nothing is
-installed), with a ``PATH`` of a few core tools and no ``mvn``. The log shows which
-steps a command takes; the demo must not fetch the Delta jars nor build the JVM
-connector jar (it needs no Maven), while ``setup`` and ``test`` (what ``.ci/run`` runs)
-must, and ``test`` also runs the connector's JUnit tests.
+installed), with a ``PATH`` of a few core tools and no ``mvn`` (a logging stand-in when asked). The
+log shows which steps a command takes; the demo must not fetch the Delta jars, and builds
+the JVM connector jar only when Maven is there (it runs without), while ``setup`` and
+``test`` (what ``.ci/run`` runs) must do both, and ``test`` also runs the connector's
+JUnit tests.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ printf '%s %s\\n' "$(basename "$0")" "$(printf '%s ' "$@" | tr '\\n' ' ')" >> "$
 """
 
 RunDev = Callable[..., tuple[int, list[str]]]
+MVN_STAND_IN = "#!/bin/sh\nexit 0\n"
 
 
 @pytest.fixture
 def run_dev(tmp_path: Path) -> RunDev:
-    """``run_dev(*args)`` -> (exit code, one log line per program the script ran)."""
+    """``run_dev(*args, mvn=False)`` -> (exit code, one log line per program the script
+    ran); with ``mvn``, a stand-in ``mvn`` is on ``PATH``."""
     shutil.copy(ROOT / "dev", tmp_path / "dev")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     venv_bin = tmp_path / ".venv" / "bin"
@@ -48,8 +51,12 @@ def run_dev(tmp_path: Path) -> RunDev:
     assert shutil.which("mvn", path=str(path)) is None
     log = tmp_path / "dev.log"
 
-    def run(*args: str) -> tuple[int, list[str]]:
+    def run(*args: str, mvn: bool = False) -> tuple[int, list[str]]:
         log.write_text("")
+        (path / "mvn").unlink(missing_ok=True)
+        if mvn:
+            (path / "mvn").write_text(MVN_STAND_IN)
+            (path / "mvn").chmod(0o755)
         env = {"PATH": str(path), "DEV_LOG": str(log), "HOME": str(tmp_path)}
         done = subprocess.run(
             [str(path / "bash"), str(tmp_path / "dev"), *args],
@@ -94,3 +101,14 @@ def test_only_setup_and_test_fetch_the_delta_jars(run_dev: RunDev) -> None:
     ]  # fmt: skip
     assert steps[1] == BUILD_JAR
     assert steps[6] == JUNIT
+
+
+def test_the_demo_builds_the_connector_jar_when_maven_is_there(run_dev: RunDev) -> None:
+    """The demo's session uses the jar when it is built: with Maven the demo builds it
+    first (and never fetches the Delta jars); without, it goes straight to the job."""
+    code, steps = run_dev("demo", mvn=True)
+    assert code == 0
+    assert steps == [BUILD_JAR, "python -m jobs.demo"]
+    code, steps = run_dev("demo")
+    assert code == 0
+    assert steps == ["python -m jobs.demo"]

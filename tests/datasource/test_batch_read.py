@@ -210,7 +210,7 @@ def test_bad_options_against_the_cluster(
 _READ_WITHOUT_ENDPOINT = """
 import json, sys
 from datasource.session import local_session
-spark = local_session("fluvio-endpoint-env", master="local[1]")
+spark = local_session("fluvio-endpoint-env", master="local[1]", jvm_connector=False)
 try:
     df = spark.read.format("fluvio").option("topic", sys.argv[1]).load()
     print(json.dumps(sorted(r["value"].decode() for r in df.select("value").collect())))

@@ -7,6 +7,7 @@ runs the demo).
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -137,27 +138,31 @@ def test_module_cli_refuses_unknown_commands() -> None:
     assert "usage" in done.stderr
 
 
-def test_sessions_leave_the_jar_out_unless_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_sessions_take_the_jar_when_it_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The project's own sessions (jobs, tests) keep the Python source until the connector
-    serves every mode: the jar is opt-in, and joins any other jars in one spark.jars."""
+    """The project's own sessions (jobs, demo, tests) put the jar on the classpath when it
+    is built, joined with any other jars in one spark.jars; without it they fall back to
+    the Python source and log why. ``jvm_connector`` forces either way."""
     (tmp_path / JAR_NAME).write_bytes(b"PK")
     for name in ("delta-spark_4.2_2.13-4.4.0.jar", "delta-storage-4.4.0.jar"):
         (tmp_path / name).write_bytes(b"PK")
     monkeypatch.setenv("FLUVIO_JARS_DIR", str(tmp_path))
-    assert "spark.jars" not in session_settings(connector_jar_dir=tmp_path)
     connector = str(tmp_path / JAR_NAME)
-    opted = session_settings(jvm_connector=True, connector_jar_dir=tmp_path)
-    assert opted["spark.jars"] == connector
-    both = session_settings(
-        delta=True, jvm_connector=True, conf={"spark.jars": "/x.jar"}, connector_jar_dir=tmp_path
-    )
+    assert session_settings(connector_jar_dir=tmp_path)["spark.jars"] == connector
+    assert "spark.jars" not in session_settings(jvm_connector=False, connector_jar_dir=tmp_path)
+    both = session_settings(delta=True, conf={"spark.jars": "/x.jar"}, connector_jar_dir=tmp_path)
     assert both["spark.jars"].split(",") == [
         "/x.jar",
         str(tmp_path / "delta-spark_4.2_2.13-4.4.0.jar"),
         str(tmp_path / "delta-storage-4.4.0.jar"),
         connector,
     ]
+    with caplog.at_level(logging.WARNING, logger="datasource.session"):
+        fallback = session_settings(connector_jar_dir=tmp_path / "none")
+    assert "spark.jars" not in fallback
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert "jar is not built, so format('fluvio') uses the Python data source" in warning
+    assert "./dev setup" in warning
     with pytest.raises(JarFetchError, match="jvm_connector=True"):
         session_settings(jvm_connector=True, connector_jar_dir=tmp_path / "none")

@@ -25,7 +25,12 @@ from tests.datasource.test_jvm_batch_read import _run_child, connector_jar  # no
 from tests.datasource.test_stream_read import _offsets, _run_available_now, _stream
 from tests.spark_conftest import produce
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.integration,
+    # The shared session is the Python side here; the JVM side runs in a child session.
+    pytest.mark.spark_source("python", reason="compares the Python source with the jar's"),
+]
 
 _CHILD_STREAM = """
 def stream_available_now(out_dir, checkpoint, **options):

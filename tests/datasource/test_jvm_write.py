@@ -26,7 +26,12 @@ from spark_stream.client.producer.partitioner import fnv1a_32
 from spark_stream.local.cluster import LocalCluster
 from tests.datasource.test_jvm_batch_read import _run_child, connector_jar
 
-pytestmark = [pytest.mark.spark, pytest.mark.integration]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.integration,
+    # The shared session is the Python side here; the JVM side runs in a child session.
+    pytest.mark.spark_source("python", reason="compares the Python source with the jar's"),
+]
 
 __all__ = ["connector_jar"]  # the fixture, shared with the read tests
 

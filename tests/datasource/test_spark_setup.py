@@ -107,7 +107,7 @@ import sys
 from pyspark.sql import SparkSession
 from datasource.session import local_session
 if sys.argv[1] == "local_session":
-    spark = local_session("lookup")
+    spark = local_session("lookup", jvm_connector=False)
 else:
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \\
         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1") \\
