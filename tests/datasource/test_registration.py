@@ -37,3 +37,17 @@ def test_contradictory_options_fail_at_query_start(spark: SparkSession) -> None:
     )  # fmt: skip
     with pytest.raises(Exception, match="'topic' and 'topics' contradict"):
         df.collect()
+
+
+def test_the_session_reads_through_the_source_it_was_started_for(
+    spark: SparkSession, request: pytest.FixtureRequest
+) -> None:
+    """The ``[jvm]`` session has the connector's jar on its classpath and the ``[python]``
+    one has not, so the same ``format("fluvio")`` code runs on each path in turn."""
+    source = request.node.callspec.params["spark"]
+    df = spark.read.format("fluvio").option("topic", "t").option("endpoint", NOWHERE).load()
+    table = df._jdf.queryExecution().analyzed().table().getClass().getName()
+    if source == "jvm":
+        assert table == "io.sparkstream.fluvio.datasource.FluvioTable"
+    else:
+        assert table.startswith("org.apache.spark.sql.execution.datasources.v2.python."), table
