@@ -11,9 +11,9 @@ setup`` carries it), next to a stamp holding the digest of the sources it was bu
 Maven runs offline first and goes online only when offline resolution is what failed, so
 once ``~/.m2`` holds the dependencies a build needs no network.
 
-Until the connector serves every mode the Python source serves, nothing puts the jar on
-the classpath by default: ``configure(builder)`` or ``local_session(jvm_connector=True)``
-are the opt-ins (see docs/jvm-connector.md).
+``datasource.session.local_session`` (the jobs, the demo, the tests) puts the jar on the
+classpath when it is built; elsewhere ``configure(builder)`` adds it (see
+docs/jvm-connector.md).
 """
 
 from __future__ import annotations
