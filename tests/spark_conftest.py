@@ -42,7 +42,7 @@ from tests.polling import wait_until
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SOURCES", "produce", "stop_spark"]
+__all__ = ["SOURCES", "connector_jar_or_skip", "produce", "stop_spark"]
 
 SOURCES = ("python", "jvm")
 """The sources of ``format("fluvio")`` every test using ``spark`` runs against."""
@@ -122,7 +122,7 @@ def spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
 
     source = getattr(request, "param", "python")
     if source == "jvm":
-        _connector_jar()
+        connector_jar_or_skip()
     session = local_session("spark-stream-tests", delta=True, jvm_connector=source == "jvm")
     session.sparkContext.setLogLevel("ERROR")
     try:
@@ -131,8 +131,9 @@ def spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
         stop_spark(session)
 
 
-def _connector_jar() -> Path:
-    """The connector jar, built when missing or stale; skips when it cannot be built."""
+def connector_jar_or_skip() -> Path:
+    """The connector jar, built when missing or stale (Maven, as ./dev test has it); the
+    test is skipped when Maven is not installed and the jar is not built."""
     if shutil.which("mvn") is None:
         built = jar_path()
         if built is None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,13 +21,11 @@ from typing import Any
 
 import pytest
 
-from datasource.connector_jar import build_jar, jar_path
 from spark_stream.client import Fluvio
-from spark_stream.errors import JarFetchError
 from spark_stream.local.cluster import LocalCluster
 from tests.harness.local_cluster import kill_spu
 from tests.polling import wait_until
-from tests.spark_conftest import produce
+from tests.spark_conftest import connector_jar_or_skip, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -61,12 +58,7 @@ def error_of(run):
 @pytest.fixture(scope="module")
 def connector_jar() -> Path:
     """The connector jar, built when missing or stale (needs Maven, as ./dev test has)."""
-    if shutil.which("mvn") is None and jar_path() is None:
-        pytest.skip("the JVM connector jar is not built and Maven is not installed")
-    try:
-        return build_jar()
-    except JarFetchError as exc:
-        pytest.fail(f"cannot build the connector jar: {exc}")
+    return connector_jar_or_skip()
 
 
 def _start_child(
