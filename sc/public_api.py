@@ -32,6 +32,7 @@ from sc.groups.api import GroupApi
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from spark_stream.errors import (
+    ConflictError,
     InsufficientResourcesError,
     InvalidConfigError,
     InvalidRequestError,
@@ -50,7 +51,9 @@ from spark_stream.models import (
     SpuSpec,
     SpuType,
     Topic,
+    TopicSchema,
 )
+from spark_stream.models.topic_schema import decode_arrow
 from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
@@ -225,6 +228,7 @@ class PublicApi:
                 ApiKey.LIST_TOPICS: self._list_topics,
                 ApiKey.DESCRIBE_TOPIC: self._describe_topic,
                 ApiKey.LIST_PARTITIONS: self._list_partitions,
+                ApiKey.UPDATE_TOPIC_SCHEMA: self._update_topic_schema,
                 ApiKey.REGISTER_SPU: self._register_spu,
                 ApiKey.UNREGISTER_SPU: self._unregister_spu,
                 ApiKey.LIST_SPUS: self._list_spus,
@@ -334,6 +338,33 @@ class PublicApi:
         else:
             partitions = self.store.partitions_of(msg.topic)
         return c.ListPartitionsResponse([p.to_dict() for p in partitions], revision)
+
+    async def _update_topic_schema(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.UpdateTopicSchemaRequest)
+        await self._fresh()
+        topic = self.store.topic(msg.name)
+        if topic is None:
+            raise UnknownTopicError(f"topic {msg.name!r} does not exist")
+        new = evolved_schema(topic, msg.arrow)
+        try:
+            stored = await self.kv.update_spec(
+                Topic.kind,
+                topic.name,
+                topic.spec.model_copy(update={"topic_schema": new}),
+                topic.revision,
+            )
+        except ConflictError:
+            raise ConflictError(f"topic {msg.name!r} changed meanwhile; retry") from None
+        # The partitions carry the topic's settings to their SPUs: each leader checks
+        # produced frames against its partition's copy of the schema.
+        for part in self.store.partitions_of(topic.name):
+            spec = part.spec.model_copy(update={"topic_schema": new})
+            stored_part = await self.kv.update_spec(Partition.kind, part.name, spec, part.revision)
+            stored = stored_part if stored_part.revision > stored.revision else stored
+        log.info("topic schema updated topic=%s version=%d", topic.name, new.version)
+        await self._written(stored)
+        return c.UpdateTopicSchemaResponse((self.store.topic(topic.name) or topic).to_dict())
 
     # -- SPUs --------------------------------------------------------------------------
 
@@ -458,6 +489,21 @@ def _refuse_missing_spus(topic: Topic, store: StoreView) -> None:
         raise InvalidConfigError(
             f"topic {topic.name!r} not created: {missing.reason}; register the SPU first ({anyway})"
         )
+
+
+def evolved_schema(topic: Topic, arrow: str) -> TopicSchema:
+    """The next version of ``topic``'s schema with the user columns ``arrow`` describes.
+
+    Raises:
+        InvalidConfigError: the topic is untyped, ``arrow`` is not an Arrow schema, or
+            the change is not only appended nullable columns (the message says which).
+    """
+    old = topic.spec.topic_schema
+    if old is None:
+        raise InvalidConfigError(
+            f"topic {topic.name!r} is untyped; a schema is set when a topic is created"
+        )
+    return old.evolve(decode_arrow(arrow))
 
 
 def _spu_spec(data: dict[str, Any]) -> SpuSpec:

@@ -311,7 +311,9 @@ class FluvioAsync:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches.
 
         Each batch has the record schema with an ``offset`` column first (unless
-        ``with_offsets=False``); buffers are zero-copy views of the received frames.
+        ``with_offsets=False``); buffers are zero-copy views of the received frames. A
+        typed topic's batches have its latest user columns (null in records written
+        before a column was added), then ``key``, ``timestamp``, ``headers``.
 
         Args:
             local: when the leader's segment files are on this host, read them directly
@@ -333,6 +335,7 @@ class FluvioAsync:
                 max_bytes,
                 self._policy(),
                 with_offsets=with_offsets,
+                schema=fetch.typed_read_schema(self.watcher, topic),
                 local=self.local_files if local else None,
                 group=group,
             )

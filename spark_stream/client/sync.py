@@ -78,6 +78,7 @@ class SyncAdmin(Facade[AdminClient]):
     close = blocking(AdminClient.close)
     create_topic = blocking(AdminClient.create_topic)
     delete_topic = blocking(AdminClient.delete_topic)
+    update_topic_schema = blocking(AdminClient.update_topic_schema)
     list_topics = blocking(AdminClient.list_topics)
     describe_topic = blocking(AdminClient.describe_topic)
     list_partitions = blocking(AdminClient.list_partitions)

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from pydantic import Field, model_validator
 
-from spark_stream.errors import InvalidConfigError
+from spark_stream.errors import InvalidConfigError, SchemaMismatchError
 from spark_stream.models._base import FrozenModel
 from spark_stream.records import RECORD_SCHEMA
 
@@ -50,6 +50,11 @@ __all__ = [
     "schema_from_json",
     "schema_from_file",
     "storage_schema",
+    "check_columns",
+    "encode_arrow",
+    "decode_arrow",
+    "check_user_schema",
+    "describe_fields",
 ]
 
 #: Type names of the JSON description, as Arrow prints them (plus a few aliases).
@@ -325,6 +330,23 @@ def _storage_schema(user: pa.Schema) -> pa.Schema:
     return pa.schema([*user, *SYSTEM_FIELDS])
 
 
+def encode_arrow(schema: pa.Schema) -> str:
+    """``schema`` as ``TopicSchema.arrow`` holds it: its Arrow IPC message, base64."""
+    return _encode(schema)
+
+
+def decode_arrow(text: str) -> pa.Schema:
+    """The Arrow schema of a base64 IPC schema message.
+
+    Raises:
+        InvalidConfigError: ``text`` is not one.
+    """
+    try:
+        return _decode(text)
+    except ValueError as exc:
+        raise InvalidConfigError(str(exc)) from None
+
+
 def _show(field: pa.Field) -> str:
     return f"{field.name!r} ({field.type}{'' if field.nullable else ', not null'})"
 
@@ -348,3 +370,43 @@ def _decode(text: str) -> pa.Schema:
 def describe_fields(fields: Sequence[pa.Field]) -> str:
     """``name (type)`` of each field, comma-separated, for error messages."""
     return ", ".join(_show(f) for f in fields)
+
+
+def check_columns(expected: pa.Schema, actual: pa.Schema, where: str) -> None:
+    """Refuse ``actual`` unless it has exactly ``expected``'s columns, in order.
+
+    Metadata is ignored. The message names the first column that differs and both types.
+
+    Raises:
+        SchemaMismatchError: a column missing, extra, renamed, retyped, or nullable where
+            the topic says not null.
+    """
+    if actual.equals(expected, check_metadata=False):
+        return
+    names = set(actual.names)
+    for index, field in enumerate(expected):
+        if field.name not in names:
+            raise SchemaMismatchError(
+                f"{where}: column {_show(field)} is missing (the batch has "
+                f"{', '.join(actual.names)})"
+            )
+        got = actual.field(field.name)
+        if got.type != field.type:
+            raise SchemaMismatchError(
+                f"{where}: column {field.name!r} is {got.type}, the topic's schema says "
+                f"{field.type}"
+            )
+        if got.nullable and not field.nullable:
+            raise SchemaMismatchError(
+                f"{where}: column {field.name!r} is nullable, the topic's schema says not null"
+            )
+        if actual.get_field_index(field.name) != index:
+            raise SchemaMismatchError(
+                f"{where}: column {field.name!r} is at position "
+                f"{actual.get_field_index(field.name)}, the topic's schema has it at {index}"
+            )
+    extra = [name for name in actual.names if expected.get_field_index(name) < 0]
+    raise SchemaMismatchError(
+        f"{where}: column(s) {', '.join(map(repr, extra)) or '?'} are not in the topic's "
+        f"schema ({describe_fields(list(expected))})"
+    )

@@ -136,6 +136,35 @@ class ListPartitionsResponse(_PlainMeta):
     revision: int = 0
 
 
+@message(ApiKey.UPDATE_TOPIC_SCHEMA, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class UpdateTopicSchemaRequest(_NamedRequest):
+    """Evolve a typed topic's schema to the next version.
+
+    Attributes:
+        name: the topic.
+        arrow: the new user columns as a base64 Arrow IPC schema (``TopicSchema.arrow``);
+            the SC accepts it only if it appends nullable columns to the latest version.
+    """
+
+    name: str
+    arrow: str
+
+    def __post_init__(self) -> None:
+        _NamedRequest.__post_init__(self)
+        if not self.arrow:
+            raise InvalidRequestError("UpdateTopicSchemaRequest.arrow must not be empty")
+
+
+@message(ApiKey.UPDATE_TOPIC_SCHEMA, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class UpdateTopicSchemaResponse(Message):
+    """The topic after the update (``Topic.to_dict()``, its ``topicSchema`` the new
+    version)."""
+
+    topic: dict[str, Any]
+
+
 @message(ApiKey.REGISTER_SPU, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
 class RegisterSpuRequest(Message):

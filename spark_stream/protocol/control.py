@@ -67,6 +67,8 @@ from spark_stream.protocol._control_public import (
     RegisterSpuResponse,
     UnregisterSpuRequest,
     UnregisterSpuResponse,
+    UpdateTopicSchemaRequest,
+    UpdateTopicSchemaResponse,
     WatchMetadataRequest,
 )
 from spark_stream.protocol._groups import (
@@ -123,6 +125,8 @@ __all__ = [
     "DescribeTopicResponse",
     "ListPartitionsRequest",
     "ListPartitionsResponse",
+    "UpdateTopicSchemaRequest",
+    "UpdateTopicSchemaResponse",
     "RegisterSpuRequest",
     "RegisterSpuResponse",
     "UnregisterSpuRequest",

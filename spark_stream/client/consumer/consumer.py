@@ -20,18 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncGenerator
 
 import numpy as np
 import pyarrow as pa
 
 from spark_stream.client.config import ConsumerConfig, parse_isolation
+from spark_stream.client.consumer._rows import rows_json
 from spark_stream.client.consumer.fetch import (
     GroupFetch,
     fetch_offsets,
     group_fields,
     offset_for_timestamp,
     slice_to_range,
+    typed_read_schema,
 )
 from spark_stream.client.consumer.fetch import visible_end as _visible_end
 from spark_stream.client.consumer.offset import Offset
@@ -58,16 +61,27 @@ CONSUMER_SCHEMA = pa.schema([PARTITION_FIELD, OFFSET_FIELD, *RECORD_SCHEMA])
 
 def _with_partition(batch: pa.RecordBatch, partition: int) -> pa.RecordBatch:
     column = pa.array(np.full(batch.num_rows, partition, dtype=np.int32), pa.int32())
-    return pa.RecordBatch.from_arrays([column, *batch.columns], schema=CONSUMER_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [column, *batch.columns], schema=_consumer_schema(batch.schema)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _consumer_schema(read: pa.Schema) -> pa.Schema:
+    """``CONSUMER_SCHEMA`` for untyped records; partition first, then ``read``'s columns
+    (offset, a typed topic's user columns, key, timestamp, headers) otherwise."""
+    return pa.schema([PARTITION_FIELD, *read])
 
 
 def batch_records(batch: pa.RecordBatch) -> list[Record]:
     """The rows of a consumer batch as ``Record`` objects (columns converted once each);
-    a group consumer's batch (``GROUP_SCHEMA``) also gives each its ``topic``."""
+    a group consumer's batch (``GROUP_SCHEMA``) also gives each its ``topic``. A typed
+    topic's record has its user columns as a JSON object in ``value``."""
     parts = batch.column("partition").to_pylist()
     offsets = batch.column("offset").to_pylist()
     keys = batch.column("key").to_pylist()
-    values = batch.column("value").to_pylist()
+    names = batch.schema.names
+    values = batch.column("value").to_pylist() if "value" in names else rows_json(batch)
     stamps = batch.column("timestamp").cast(pa.int64()).to_pylist()
     headers = batch.column("headers")
     if headers.null_count == len(headers):
@@ -77,7 +91,6 @@ def batch_records(batch: pa.RecordBatch) -> list[Record]:
             () if row is None else tuple((h["key"], h["value"]) for h in row)
             for row in headers.to_pylist()
         ]
-    names = batch.schema.names
     topics: list[str | None] = (
         batch.column("topic").to_pylist() if "topic" in names else [None] * len(parts)
     )
@@ -219,7 +232,12 @@ class AsyncPartitionConsumer:
                         for header, frame in iter_frames(received_tail(message.tail)):
                             if header.next_offset <= position:
                                 continue
-                            batch = decode_frame(frame, with_offsets=True, check_crc=False)
+                            schema = typed_read_schema(
+                                self._leaders.watcher, self.topic, header.schema_version
+                            )
+                            batch = decode_frame(
+                                frame, schema=schema, with_offsets=True, check_crc=False
+                            )
                             stop = end if end is not None else header.next_offset
                             rows = slice_to_range(batch, header.base_offset, position, stop)
                             position = min(header.next_offset, stop)
