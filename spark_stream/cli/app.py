@@ -128,6 +128,20 @@ def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         action="store_true",
         help="create it even with fewer SPUs than it needs; unusable until they join",
     )
+    create.add_argument(
+        "--schema",
+        metavar="FILE",
+        help="a typed topic: its columns from a JSON description "
+        '([{"name": "id", "type": "int64", "nullable": false}, ...]) or a Parquet/Arrow file',
+    )
+    upd = _client(
+        tsub,
+        "update-schema",
+        admin_cmds.topic_update_schema,
+        "evolve a typed topic's schema: add nullable columns (a new version)",
+    )
+    upd.add_argument("name")
+    upd.add_argument("--schema", metavar="FILE", required=True, help="the new columns, as create")
     _client(tsub, "list", admin_cmds.topic_list, "list topics", output=True)
     desc = _client(tsub, "describe", admin_cmds.topic_describe, "show a topic", output=True)
     desc.add_argument("name")

@@ -44,6 +44,7 @@ from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.errors import RequestTimeoutError
+from spark_stream.models.topic_schema import TopicSchema
 
 __all__ = [
     "Fluvio",
@@ -113,6 +114,10 @@ class TopicProducer(Facade[AsyncTopicProducer]):
         self.topic = core.topic
         self.config = core.config
         self.producer_id = core.producer_id
+
+    def topic_schema(self) -> TopicSchema | None:
+        """The typed topic's schema from the cached metadata (None: untyped)."""
+        return self._core.topic_schema()
 
     def _wait_space(self) -> None:
         acc = self._core.accumulator
