@@ -79,13 +79,14 @@ def test_the_client_refuses_a_mismatching_table_before_sending(fluvio: Fluvio) -
 def test_adding_a_nullable_column_reads_older_records_with_nulls(fluvio: Fluvio) -> None:
     topic = make_topic(fluvio, replication=2, schema=USER)
     admin = fluvio.admin()
-    fluvio.topic_producer(topic).send_batch(pa.table({"id": [1], "name": ["old"]})).result(30)
+    old = pa.table({"id": [1], "name": ["old"]})
+    fluvio.topic_producer(topic, acks="all").send_batch(old).result(30)
     wider = USER.append(pa.field("score", pa.float64()))
     updated = admin.update_topic_schema(topic, wider).spec.topic_schema
     assert updated is not None and updated.version == 2 and updated.history == (2, 3)
     fresh = Fluvio.connect(fluvio.endpoint, timeout=20.0)  # metadata of version 2
     try:
-        fresh.topic_producer(topic).send_batch(
+        fresh.topic_producer(topic, acks="all").send_batch(
             pa.table({"id": [2], "name": ["new"], "score": [0.5]})
         ).result(30)
         got = read_all(fresh, topic)
