@@ -196,7 +196,10 @@ class _WriterBase:
     def __init__(self, opts: WriterOptions, schema: StructType, endpoint: str) -> None:
         self.opts = opts
         self.endpoint = endpoint
-        topics = () if opts.topic is None else (opts.topic,)
+        # A DataFrame with a ``value`` column writes records (no typed topic has one):
+        # only one without it asks the cluster whether the topic is typed.
+        typed_rows = opts.topic is not None and "value" not in schema.fieldNames()
+        topics = (opts.topic,) if typed_rows and opts.topic is not None else ()
         self.typed = typed_user_schema(endpoint, topics)
         if self.typed is not None:
             assert opts.topic is not None

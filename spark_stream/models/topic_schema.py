@@ -86,9 +86,12 @@ _ALIASES = {
 _TIMESTAMP = re.compile(r"^timestamp\[(s|ms|us|ns)(?:, tz=([^\]]+))?\]$")
 _DECIMAL = re.compile(r"^decimal128\((\d+), ?(\d+)\)$")
 
-#: Columns a typed topic adds itself (stored, or materialised by readers): user columns
-#: must not use these names.
-RESERVED_COLUMNS = frozenset({"key", "timestamp", "headers", "offset", "topic", "partition"})
+#: Columns a typed topic adds itself (stored, or materialised by readers), and ``value``
+#: (the column of untyped records, so a table with one is never taken for typed rows):
+#: user columns must not use these names.
+RESERVED_COLUMNS = frozenset(
+    {"key", "value", "timestamp", "headers", "offset", "topic", "partition"}
+)
 
 #: The system columns stored after the user columns of every typed frame.
 SYSTEM_FIELDS: tuple[pa.Field, ...] = tuple(
