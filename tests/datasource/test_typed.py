@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -114,3 +115,37 @@ def test_a_dataframe_of_other_columns_is_refused_naming_the_column(
         extra.write.format("fluvio").option("endpoint", fluvio_cluster.endpoint).option(
             "topic", topic
         ).mode("append").save()
+
+
+def test_a_typed_topic_streams_into_another_typed_topic(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    source, sink = new_topic(partitions=2, schema=USER), new_topic(schema=USER)
+    table = pa.table({"id": pa.array(range(40), pa.int64()), "name": [f"n{i}" for i in range(40)]})
+    fluvio.topic_producer(source, acks="all").send_batch(table).result(60)
+    stream = (
+        spark.readStream.format("fluvio")
+        .option("endpoint", fluvio_cluster.endpoint)
+        .option("topic", source)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    query = (
+        stream.select("id", "name", "at", "key").writeStream.format("fluvio")
+        .option("endpoint", fluvio_cluster.endpoint).option("topic", sink)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    try:
+        assert query.awaitTermination(120), "availableNow query did not finish"
+        assert query.exception() is None
+    finally:
+        query.stop()
+    got = [
+        r for b in fluvio.fetch_batches(sink, 0, 0) for r in b.select(["id", "name"]).to_pylist()
+    ]
+    assert sorted(got, key=lambda r: r["id"]) == table.to_pylist()
