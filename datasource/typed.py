@@ -27,7 +27,7 @@ from pyspark.sql.types import (
 )
 
 from datasource.clients import client_for
-from datasource.schema import _constant, _int32_block, _topic_block
+from datasource.schema import int32_column, topic_column
 from spark_stream.errors import DataSourceOptionError, SchemaMismatchError
 from spark_stream.models.topic_schema import TopicSchema
 
@@ -89,7 +89,7 @@ def typed_spark_schema(schema: TopicSchema) -> StructType:
     for field in schema.user_schema():
         try:
             kind = from_arrow_type(field.type, prefer_timestamp_ntz=True)
-        except (TypeError, Exception) as exc:  # pyspark raises its own error types
+        except TypeError as exc:  # PySparkTypeError: an Arrow type Spark lacks
             raise DataSourceOptionError(
                 f"column {field.name!r} ({field.type}) has no Spark type: {exc}"
             ) from None
@@ -112,9 +112,9 @@ def to_typed_spark_batch(
     columns: list[pa.Array] = []
     for field in output:
         if field.name == "topic":
-            column = _constant(_topic_block(topic), n)
+            column = topic_column(topic, n)
         elif field.name == "partition":
-            column = _constant(_int32_block(partition), n)
+            column = int32_column(partition, n)
         else:
             column = batch.column(field.name)
         if column.type != field.type:
