@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 
 _WATCHED = (Spu.kind, Topic.kind, Partition.kind)
 _WAIT = 5.0  # seconds a handler waits for the mirror before answering anyway
+_SCHEMA_CAS_ATTEMPTS = 5  # compare-and-set rounds of a partition spec update
 _Entry = tuple[str, str, "KvObject[Any, Any] | None"]  # kind, name, new state (None: deleted)
 
 
@@ -359,12 +360,25 @@ class PublicApi:
         # The partitions carry the topic's settings to their SPUs: each leader checks
         # produced frames against its partition's copy of the schema.
         for part in self.store.partitions_of(topic.name):
-            spec = part.spec.model_copy(update={"topic_schema": new})
-            stored_part = await self.kv.update_spec(Partition.kind, part.name, spec, part.revision)
-            stored = stored_part if stored_part.revision > stored.revision else stored
+            written = await self._set_partition_schema(part, new)
+            stored = written if written.revision > stored.revision else stored
         log.info("topic schema updated topic=%s version=%d", topic.name, new.version)
         await self._written(stored)
         return c.UpdateTopicSchemaResponse((self.store.topic(topic.name) or topic).to_dict())
+
+    async def _set_partition_schema(
+        self, part: Partition, schema: TopicSchema
+    ) -> KvObject[Any, Any]:
+        """Write ``schema`` into one partition's spec, re-reading it after a concurrent
+        write (compare-and-set), a few times at most."""
+        for _ in range(_SCHEMA_CAS_ATTEMPTS):
+            spec = part.spec.model_copy(update={"topic_schema": schema})
+            try:
+                return await self.kv.update_spec(Partition.kind, part.name, spec, part.revision)
+            except ConflictError:
+                await self._fresh()
+                part = self.store.partition(part.name) or part
+        raise ConflictError(f"partition {part.name!r} kept changing; retry update-schema")
 
     # -- SPUs --------------------------------------------------------------------------
 
