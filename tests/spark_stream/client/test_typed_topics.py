@@ -124,3 +124,16 @@ def test_an_untyped_topic_has_no_schema_to_evolve(fluvio: Fluvio) -> None:
     topic = make_topic(fluvio)
     with pytest.raises(InvalidConfigError, match="is untyped"):
         fluvio.admin().update_topic_schema(topic, USER)
+
+
+def test_a_group_member_reads_typed_rows(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, schema=USER)
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", None]})
+    fluvio.topic_producer(topic, acks="all").send_batch(rows).result(30)
+    member = fluvio.group_consumer(topic, group=f"g-{topic}", auto_offset_reset="earliest")
+    try:
+        records = list(member.stream(True))
+    finally:
+        member.close()
+    assert [json.loads(r.value) for r in records] == rows.to_pylist()
+    assert {r.topic for r in records} == {topic}
