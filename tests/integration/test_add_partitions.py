@@ -121,7 +121,7 @@ def test_group_member_is_granted_the_added_partition(fluvio: Fluvio) -> None:
             await core.admin().add_partitions(topic, 1)
             # Records written to the new partition before the member is granted it are
             # read too: a partition new to the group starts at its log start (earliest).
-            await core.topic_partitions(topic)
+            await core.watcher.wait_for(lambda v: v.partition_count(topic) == 2, 30.0)
             writer = await core.topic_producer(topic, acks="all")
             await writer.send_batch(pa.table({"value": ["p1-0", "p1-1"]}), partition=1)
             await writer.close()
