@@ -8,6 +8,8 @@ granted the new partition and reads it from its start.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -141,3 +143,37 @@ def test_group_member_is_granted_the_added_partition(fluvio: Fluvio) -> None:
         (1, 0, "p1-0"),
         (1, 1, "p1-1"),
     ]
+
+
+def test_consumer_of_all_partitions_follows_added_ones(fluvio: Fluvio) -> None:
+    # ``fluvio consume TOPIC`` (all partitions, forever): a partition added while it runs
+    # is streamed too, from its beginning, so nothing written to it is lost.
+    topic = make_topic(fluvio, partitions=1, replication=1)
+
+    async def scenario(core: FluvioAsync) -> list[tuple[int, int, str]]:
+        consumer = await core.consumer(topic)
+        seen: list[tuple[int, int, str]] = []
+        writer = await core.topic_producer(topic, acks="all")
+
+        async def read() -> None:
+            async with contextlib.aclosing(consumer.stream(Offset.beginning())) as records:
+                async for record in records:
+                    seen.append((record.partition, record.offset, record.value.decode()))
+
+        reader = asyncio.create_task(read())
+        try:
+            await writer.send_batch(pa.table({"value": ["a0", "a1"]}), partition=0)
+            await until(lambda: len(seen) == 2, 30.0, "records of partition 0")
+            await core.admin().add_partitions(topic, 1)
+            await core.watcher.wait_for(lambda v: v.partition_count(topic) == 2, 30.0)
+            await writer.send_batch(pa.table({"value": ["b0", "b1", "b2"]}), partition=1)
+            await until(lambda: len(seen) == 5, 30.0, "records of the added partition")
+            assert consumer.partitions == [0, 1]
+            return seen
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+            await writer.close()
+
+    seen = fluvio.run(scenario(fluvio.core), timeout=120)
+    assert sorted(seen) == [(0, 0, "a0"), (0, 1, "a1"), (1, 0, "b0"), (1, 1, "b1"), (1, 2, "b2")]
