@@ -167,7 +167,11 @@ def test_consumer_of_all_partitions_follows_added_ones(fluvio: Fluvio) -> None:
             await core.admin().add_partitions(topic, 1)
             await core.watcher.wait_for(lambda v: v.partition_count(topic) == 2, 30.0)
             await writer.send_batch(pa.table({"value": ["b0", "b1", "b2"]}), partition=1)
-            await until(lambda: len(seen) == 5, 30.0, "records of the added partition")
+            await until(
+                lambda: len(seen) == 5 or reader.done(), 30.0, "records of the added partition"
+            )
+            assert not reader.done(), reader.exception()
+            assert len(seen) == 5, (seen, consumer.partitions)
             assert consumer.partitions == [0, 1]
             return seen
         finally:

@@ -38,7 +38,13 @@ from spark_stream.client.consumer.fetch import (
 )
 from spark_stream.client.consumer.fetch import visible_end as _visible_end
 from spark_stream.client.consumer.offset import Offset
-from spark_stream.client.leader import LeaderClient, RetryPolicy, lookup_hints, retry_backoff
+from spark_stream.client.leader import (
+    LeaderClient,
+    RetryPolicy,
+    from_leader,
+    lookup_hints,
+    retry_backoff,
+)
 from spark_stream.client.metadata import Leader
 from spark_stream.client.types import Record
 from spark_stream.errors import ConnectionClosedError, FluvioError, NotLeaderError
@@ -233,9 +239,12 @@ class AsyncPartitionConsumer:
                                 return
                 # The leader ended the stream (e.g. it stepped down): reopen where we are.
                 raise NotLeaderError(f"{self.topic}-{self.partition}: the leader ended the stream")
-            except FluvioError as exc:
+            except FluvioError as raised:
+                exc = from_leader(raised, self._leaders.watcher.view, self.topic, self.partition)
                 if not exc.retriable or failures >= policy.retries:
-                    raise
+                    if exc is raised:
+                        raise
+                    raise exc from raised
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self._leaders.pool.discard(conn)
                 not_spu, stale_epoch = lookup_hints(exc, leader)
