@@ -322,42 +322,58 @@ public final class IdempotentProducer implements AutoCloseable {
 
   /** The sender thread: send cut frames in order; cut partitions whose linger ended. */
   private void senderLoop() {
-    while (true) {
-      Cut next;
-      synchronized (lock) {
-        while (true) {
-          if (closed || failure != null) {
-            return;
-          }
-          if (ready.isEmpty()) {
-            long wait = cutLingered(System.nanoTime());
-            if (ready.isEmpty()) {
-              await(wait < 0 ? 0 : Math.max(1, wait / 1_000_000L));
-              continue;
-            }
-          }
-          next = ready.poll();
-          sending++;
-          break;
-        }
+    try {
+      while (sendNext()) {
+        // one frame sent (or failed: then sendNext returns false next time)
       }
-      RuntimeException error = null;
-      try {
-        sendRange(next.partition(), next.records(), next.sequence());
-      } catch (RuntimeException e) {
-        error = e;
-      }
+    } catch (Throwable t) { // never leave the task waiting on a dead sender
       synchronized (lock) {
-        sending--;
-        if (error == null) {
-          sent += next.records().size();
-          frames++;
-        } else if (failure == null) {
-          failure = error;
+        if (failure == null) {
+          failure = t instanceof RuntimeException r
+              ? r : new FluvioException(ErrorCode.FLUVIO, "the producer's sender failed: " + t, t);
         }
         lock.notifyAll();
       }
     }
+  }
+
+  /** Wait for a frame (cutting lingered partitions), send it; false once closed or failed. */
+  private boolean sendNext() {
+    Cut next;
+    synchronized (lock) {
+      while (true) {
+        if (closed || failure != null) {
+          return false;
+        }
+        if (ready.isEmpty()) {
+          long wait = cutLingered(System.nanoTime());
+          if (ready.isEmpty()) {
+            await(wait < 0 ? 0 : Math.max(1, wait / 1_000_000L));
+            continue;
+          }
+        }
+        next = ready.poll();
+        sending++;
+        break;
+      }
+    }
+    RuntimeException error = null;
+    try {
+      sendRange(next.partition(), next.records(), next.sequence());
+    } catch (RuntimeException e) {
+      error = e;
+    }
+    synchronized (lock) {
+      sending--;
+      if (error == null) {
+        sent += next.records().size();
+        frames++;
+      } else if (failure == null) {
+        failure = error;
+      }
+      lock.notifyAll();
+    }
+    return true;
   }
 
   /** Without a linger: send the cut frames in the caller's thread. */

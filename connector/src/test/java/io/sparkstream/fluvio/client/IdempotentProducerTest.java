@@ -297,4 +297,22 @@ class IdempotentProducerTest {
       assertEquals(0, p.recordsSent());
     }
   }
+
+  @Test
+  void manyOneRecordFramesAllGoThroughTheSender() throws Exception {
+    Leader leader = new Leader();
+    try (FakePeer spu = new FakePeer(leader);
+        FakePeer sc = new FakePeer(f -> f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC ? describe(1) : spus(spu));
+        LeaderClient client = new LeaderClient(sc.endpoint(), 10_000);
+        BufferAllocator allocator = new RootAllocator();
+        IdempotentProducer p = new IdempotentProducer(
+            client, "t", 7L, Compression.NONE, 1, 10_000, 1, 5, allocator)) {
+      for (int i = 0; i < 300; i++) {
+        p.send(rec(null, "v" + i), null);
+      }
+      waitUntil(() -> leader.appended.size() == 300);
+      p.flush();
+      assertEquals(300, p.framesSent());
+    }
+  }
 }
