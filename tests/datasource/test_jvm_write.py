@@ -476,7 +476,9 @@ def test_jvm_sink_in_real_time_mode_is_exactly_once_when_a_batch_is_rerun(
     assert out["first"] is not None and "injected failure" in out["first"]
     assert out["partial"] == 300
     assert out["second_error"] is None
-    assert out["rerun"][0] == [0, 500]  # batch 0 again, with every row of both partitions
+    # The failed batch again, with every row of both partitions. It is batch 0, or 1 when
+    # batch 0 was planned (and ended empty) before the rows were added, on a loaded machine.
+    assert out["rerun"][0][0] in (0, 1) and out["rerun"][0][1] == 500, out["rerun"]
     assert _total(fluvio, topic) == 500
     values = [
         bytes(r["value"]).decode() for r in _python_read(spark, fluvio_cluster, topic).collect()
