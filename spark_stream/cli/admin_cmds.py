@@ -23,6 +23,7 @@ __all__ = [
     "topic_list",
     "topic_describe",
     "topic_delete",
+    "topic_add_partition",
     "partition_list",
     "spu_register",
     "spu_unregister",
@@ -219,6 +220,23 @@ def topic_delete(args: argparse.Namespace, fluvio: Fluvio) -> int:
     for name in args.names:
         fluvio.admin().delete_topic(name)
         print(f'topic "{name}" deleted')
+    return 0
+
+
+def topic_add_partition(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Add ``--count`` partitions to a topic; print each new one with its leader SPU."""
+    topic = fluvio.admin().add_partitions(args.name, args.count)
+    first_new = topic.spec.partitions - args.count
+    rows = [
+        {"partition": index, "spu": replicas[0], "replicas": list(replicas)}
+        for index, replicas in sorted(topic.status.replica_map.items())
+        if index >= first_new
+    ]
+    if args.output == "table":
+        print(f'added {args.count} partition(s) to topic "{topic.name}"')
+        if topic.status.reason:  # the SC could not place them yet
+            print(f"not provisioned yet: {topic.status.reason}")
+    emit(rows, args.output, columns=("partition", "spu", "replicas"))
     return 0
 
 

@@ -105,7 +105,7 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
 
 
 def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
-    topic = sub.add_parser("topic", help="create, list, describe, delete topics")
+    topic = sub.add_parser("topic", help="create, list, describe, delete topics, add partitions")
     tsub = topic.add_subparsers(dest="topic_command", required=True)
     create = _client(tsub, "create", admin_cmds.topic_create, "create a topic")
     create.add_argument("name")
@@ -147,6 +147,17 @@ def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     desc.add_argument("name")
     delete = _client(tsub, "delete", admin_cmds.topic_delete, "delete topics")
     delete.add_argument("names", nargs="+", metavar="name")
+    grow = _client(
+        tsub,
+        "add-partition",
+        admin_cmds.topic_add_partition,
+        "add partitions to a topic (never fewer)",
+        output=True,
+    )
+    grow.add_argument("name", metavar="topic")
+    grow.add_argument(
+        "-c", "--count", type=int, default=1, help="number of partitions to add (default 1)"
+    )
 
     part = sub.add_parser("partition", help="partitions")
     psub = part.add_subparsers(dest="partition_command", required=True)

@@ -184,6 +184,23 @@ class AdminClient:
         reply = await self._call(c.ListPartitionsRequest(topic), c.ListPartitionsResponse)
         return [Partition.from_dict(p) for p in reply.partitions]
 
+    async def add_partitions(self, topic: str, count: int = 1) -> Topic:
+        """Add ``count`` partitions to ``topic`` (Fluvio's ``AddPartition``; never fewer).
+
+        Returns once the SC has provisioned them: the topic's ``replicaMap`` lists the
+        new partitions (leader first), or its ``reason`` says why they wait for SPUs.
+        New records spread over them as soon as a producer's metadata shows them;
+        records already written stay where they are (a key may now map elsewhere).
+
+        Raises:
+            InvalidConfigError: ``count`` below 1, too many partitions in all, or a
+                topic with a manual replica assignment.
+            InsufficientResourcesError: fewer SPUs than the replication factor.
+            UnknownTopicError: no such topic.
+        """
+        reply = await self._call(c.AddPartitionsRequest(topic, count), c.AddPartitionsResponse)
+        return Topic.from_dict(reply.topic)
+
     # -- SPUs --------------------------------------------------------------------------
 
     async def register_spu(

@@ -138,13 +138,17 @@ class FluvioAsync:
     async def consumer(
         self, topic: str, partitions: list[int] | None = None, **config: Any
     ) -> AsyncConsumer:
-        """A consumer of several partitions (all when None), merged."""
+        """A consumer of several partitions (all when None), merged.
+
+        With all partitions, partitions added to the topic while a stream runs are read
+        too, each from its beginning (not by a stream that stops at its end).
+        """
         cfg = ConsumerConfig.from_options(**config)
         await self._known_topic(topic)
         count = self.watcher.view.partition_count(topic) or 0
         indexes = list(range(count)) if partitions is None else list(partitions)
         consumers = [AsyncPartitionConsumer(topic, p, cfg, self.leaders) for p in indexes]
-        return AsyncConsumer(topic, consumers)
+        return AsyncConsumer(topic, consumers, follow_new=partitions is None)
 
     async def group_consumer(
         self,

@@ -83,6 +83,7 @@ class SyncAdmin(Facade[AdminClient]):
     list_topics = blocking(AdminClient.list_topics)
     describe_topic = blocking(AdminClient.describe_topic)
     list_partitions = blocking(AdminClient.list_partitions)
+    add_partitions = blocking(AdminClient.add_partitions)
     register_spu = blocking(AdminClient.register_spu)
     unregister_spu = blocking(AdminClient.unregister_spu)
     list_spus = blocking(AdminClient.list_spus)

@@ -44,6 +44,8 @@ from spark_stream.protocol._control_private import (
     UpdateSpus,
 )
 from spark_stream.protocol._control_public import (
+    AddPartitionsRequest,
+    AddPartitionsResponse,
     CreateSpuGroupRequest,
     CreateSpuGroupResponse,
     CreateTopicRequest,
@@ -125,6 +127,8 @@ __all__ = [
     "DescribeTopicResponse",
     "ListPartitionsRequest",
     "ListPartitionsResponse",
+    "AddPartitionsRequest",
+    "AddPartitionsResponse",
     "UpdateTopicSchemaRequest",
     "UpdateTopicSchemaResponse",
     "RegisterSpuRequest",

@@ -13,7 +13,10 @@ the consumer wait briefly for newer metadata before it reopens. ``stop_at_end`` 
 offset visible when the stream starts (``fluvio consume -d``).
 
 The multi-partition consumer runs one such stream per partition into a bounded queue;
-batches of one partition keep their order, partitions interleave as data arrives.
+batches of one partition keep their order, partitions interleave as data arrives. One
+made for all of a topic's partitions (``follow_new``) also streams the partitions added
+to the topic while it runs, each from its beginning (as a Kafka subscriber does), unless
+it stops at the end fixed when it started.
 """
 
 from __future__ import annotations
@@ -38,7 +41,13 @@ from spark_stream.client.consumer.fetch import (
 )
 from spark_stream.client.consumer.fetch import visible_end as _visible_end
 from spark_stream.client.consumer.offset import Offset
-from spark_stream.client.leader import LeaderClient, RetryPolicy, lookup_hints, retry_backoff
+from spark_stream.client.leader import (
+    LeaderClient,
+    RetryPolicy,
+    from_leader,
+    lookup_hints,
+    retry_backoff,
+)
 from spark_stream.client.metadata import Leader
 from spark_stream.client.types import Record
 from spark_stream.errors import ConnectionClosedError, FluvioError, NotLeaderError
@@ -248,9 +257,12 @@ class AsyncPartitionConsumer:
                                 return
                 # The leader ended the stream (e.g. it stepped down): reopen where we are.
                 raise NotLeaderError(f"{self.topic}-{self.partition}: the leader ended the stream")
-            except FluvioError as exc:
+            except FluvioError as raised:
+                exc = from_leader(raised, self._leaders.watcher.view, self.topic, self.partition)
                 if not exc.retriable or failures >= policy.retries:
-                    raise
+                    if exc is raised:
+                        raise
+                    raise exc from raised
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self._leaders.pool.discard(conn)
                 not_spu, stale_epoch = lookup_hints(exc, leader)
@@ -266,10 +278,27 @@ class AsyncConsumer:
         partitions: the partition indexes read.
     """
 
-    def __init__(self, topic: str, consumers: list[AsyncPartitionConsumer]) -> None:
+    def __init__(
+        self, topic: str, consumers: list[AsyncPartitionConsumer], *, follow_new: bool = False
+    ) -> None:
         self.topic = topic
         self._consumers = consumers
         self.partitions = [c.partition for c in consumers]
+        self._follow_new = follow_new and bool(consumers)
+
+    def _added(self) -> list[AsyncPartitionConsumer]:
+        """Consumers of the partitions the topic gained since these were made."""
+        first = self._consumers[0]
+        count = first._leaders.watcher.view.partition_count(self.topic) or 0
+        known = set(self.partitions)
+        added = [
+            AsyncPartitionConsumer(self.topic, p, first.config, first._leaders)
+            for p in range(count)
+            if p not in known
+        ]
+        self._consumers.extend(added)
+        self.partitions.extend(c.partition for c in added)
+        return added
 
     async def stream_batches(
         self,
@@ -283,10 +312,10 @@ class AsyncConsumer:
             maxsize=2 * len(self._consumers)
         )
 
-        async def pump(consumer: AsyncPartitionConsumer) -> None:
+        async def pump(consumer: AsyncPartitionConsumer, start: Offset = offset) -> None:
             try:
                 async with contextlib.aclosing(
-                    consumer.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)
+                    consumer.stream_batches(start, isolation=isolation, stop_at_end=stop_at_end)
                 ) as batches:
                     async for batch in batches:
                         await queue.put(batch)
@@ -296,8 +325,27 @@ class AsyncConsumer:
             except BaseException as exc:  # handed to the iterating task
                 await queue.put(exc)
 
-        tasks = [asyncio.get_running_loop().create_task(pump(c)) for c in self._consumers]
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(pump(c)) for c in self._consumers]
         running = len(tasks)
+
+        async def follow() -> None:
+            # New partitions hold only records written after this consumer began.
+            nonlocal running
+            watcher = self._consumers[0]._leaders.watcher
+            try:
+                while True:
+                    for consumer in self._added():
+                        running += 1
+                        tasks.append(loop.create_task(pump(consumer, Offset.beginning())))
+                    await watcher.wait_changed(60.0)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # handed to the iterating task
+                await queue.put(exc)
+
+        if self._follow_new and not stop_at_end:
+            tasks.append(loop.create_task(follow()))
         try:
             while running:
                 item = await queue.get()

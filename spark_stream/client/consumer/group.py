@@ -71,6 +71,7 @@ from spark_stream.errors import (
     FencedMemberError,
     FluvioError,
     InvalidConfigError,
+    RequestTimeoutError,
 )
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import control as c
@@ -420,10 +421,23 @@ class AsyncGroupConsumer(GroupPartitions):
             return Offset.absolute(committed)
         return Offset.beginning() if self._reset == "earliest" else Offset.end()
 
+    async def _known(self, topic: str, partition: int) -> None:
+        """Wait (bounded) until the metadata knows a granted partition.
+
+        The SC plans from the topic spec, so the grant of a partition just added to a
+        topic may arrive before this client's metadata watch brings the partition.
+        After the wait, a partition still unknown fails typed where the consumer is made.
+        """
+        watcher = self._leaders.watcher
+        timeout = self._config.request_timeout_ms / 1000.0
+        with contextlib.suppress(RequestTimeoutError):
+            await watcher.wait_for(lambda v: (v.partition_count(topic) or 0) > partition, timeout)
+
     async def _run_pump(self, pump: Pump) -> None:
         topic, partition = pump.tp
         grant = GroupFetch(self.group, self.member_id, pump.grant_epoch)
         try:
+            await self._known(topic, partition)
             consumer = AsyncPartitionConsumer(topic, partition, self._config, self._leaders)
             start, end = await consumer.resolve(await self._start_offset(pump), self._isolation)
             self._positions[pump.tp] = start  # nothing of this pump handed out yet
