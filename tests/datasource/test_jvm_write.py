@@ -474,7 +474,10 @@ def test_jvm_sink_in_real_time_mode_is_exactly_once_when_a_batch_is_rerun(
         topic,
     )
     assert out["first"] is not None and "injected failure" in out["first"]
-    assert out["partial"] == 300
+    # Half written: the failure waits (up to 60 s) for task 0's 300 rows. On a loaded
+    # machine some of them were once still on their way (198 of 300 after 60 s); the
+    # re-run must then write each of the others once as well, which the checks below do.
+    assert 0 < out["partial"] <= 300
     assert out["second_error"] is None
     # The failed batch again, with every row of both partitions. It is batch 0, or 1 when
     # batch 0 was planned (and ended empty) before the rows were added, on a loaded machine.
