@@ -2,8 +2,9 @@
 
 Raw-protocol members in this process (no data path: they never fetch), each on its own
 SC connection, as ``tests/sc/groups/member.py`` speaks it: ``GROUP_JOIN`` and a task that
-follows the pushes (releasing every revoke at once), then a heartbeat every pushed
-``heartbeat_ms`` from a random phase, so 1,000 members make about 1,000 heartbeats/s.
+follows the pushes (releasing every revoke at once), then heartbeats from a random
+phase, each a jittered ``heartbeat_ms`` after the last reply as the group consumer sends
+them (``heartbeat_pause``), so 1,000 members make about 1,000 heartbeats/s.
 The members are spread over ``groups`` groups of one topic. Commits come from members
 holding grants, each committing its own partition, one offset higher every time, many
 at once.
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from spark_stream.client.consumer._group_session import heartbeat_pause
 from spark_stream.errors import FluvioError
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import control as c
@@ -72,6 +74,8 @@ class _Member:
                     await self.conn.call(msg, timeout=_TIMEOUT)
 
     async def _beat(self, record: Callable[[float], None]) -> None:
+        """Heartbeats as the group consumer sends them: the next one a (jittered)
+        interval after the reply."""
         assert self.conn is not None and self.last is not None
         await asyncio.sleep(random.random() * self.last.heartbeat_ms / 1000)
         while True:
@@ -86,9 +90,7 @@ class _Member:
                 record(-1.0)  # counted as an error, not a sample
             else:
                 record((time.perf_counter() - start) * 1000)
-            await asyncio.sleep(
-                max(0.0, self.last.heartbeat_ms / 1000 - (time.perf_counter() - start))
-            )
+            await asyncio.sleep(heartbeat_pause(self.last.heartbeat_ms / 1000, random.random()))
 
     async def commit(self) -> None:
         """Commit this member's first partition one offset further (must be accepted)."""

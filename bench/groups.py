@@ -17,7 +17,10 @@ a temporary directory and measures, in one run (issue 11, brief section 5):
 - ``leave_reassign_*``: the same with a graceful leave (the command written to the
   member's stdin starts the clock), ``--kills`` times;
 - ``heartbeat_rtt_*``: ``--members`` raw members (no data path) in groups of 10 on one
-  SC heartbeating every second; round trips over a window;
+  SC heartbeating every second; round trips over a window of steady load, which starts
+  ``--settle`` seconds after the last member joined. The join storm keeps the SC busy
+  until about then, and the heartbeats it delayed come back together once a second for
+  a while; ``heartbeat_rtt_p99_ms_after_join`` is the p99 of that settling window;
 - ``commits_per_s``: ``--committers`` of those members holding grants commit their own
   partition in a loop (each commit one partition, all accepted), heartbeats going on.
 
@@ -306,7 +309,13 @@ def _cpu_s(proc: psutil.Process) -> float:
 
 
 async def control_plane(
-    port: int, sc: psutil.Process, topic: str, members: int, committers: int, seconds: float
+    port: int,
+    sc: psutil.Process,
+    topic: str,
+    members: int,
+    committers: int,
+    seconds: float,
+    settle: float,
 ) -> dict[str, Any]:
     """Heartbeat RTTs, then commits/s; the SC's CPU seconds per request show what a full
     core would allow, whatever share of the shared machine the SC got."""
@@ -315,6 +324,7 @@ async def control_plane(
         start = time.perf_counter()
         await plane.join(limit_s=300)
         progress(f"{members} members joined and settled in {time.perf_counter() - start:.1f} s")
+        after_join, _, _ = await plane.heartbeats(settle)
         cpu = _cpu_s(sc)
         rtts, errors, lags = await plane.heartbeats(seconds)
         beat_us = (_cpu_s(sc) - cpu) / max(1, len(rtts)) * 1e6
@@ -334,6 +344,7 @@ async def control_plane(
         "heartbeat_errors": errors,
         "heartbeat_rtt_p50_ms": round(statistics.median(rtts), 3),
         "heartbeat_rtt_p99_ms": p99(rtts),
+        "heartbeat_rtt_p99_ms_after_join": p99(after_join),
         "bench_loop_lag_p99_ms": p99(lags),
         "committers": committers,
         "commits_per_s": round(rate),
@@ -368,7 +379,9 @@ async def measure(cluster: LocalCluster, args: argparse.Namespace, logs: Path) -
         assert record is not None, "the SC has no pid file"
         sc = psutil.Process(record.pid)
         results.update(
-            await control_plane(port, sc, "ctl", args.members, args.committers, args.window)
+            await control_plane(
+                port, sc, "ctl", args.members, args.committers, args.window, args.settle
+            )
         )
     return results
 
@@ -383,12 +396,15 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20, help="kills (and as many leaves)")
     parser.add_argument("--members", type=int, default=1000, help="heartbeating members")
     parser.add_argument("--committers", type=int, default=64)
+    parser.add_argument(
+        "--settle", type=float, default=3.0, help="seconds after the joins before heartbeats count"
+    )
     parser.add_argument("--batch", type=int, default=500, help="rows per batch (scaling)")
     parser.add_argument("--phases", default="bulk,scale,live,ctl", help="what to measure")
     args = parser.parse_args()
     if args.quick:
         args.bulk_records, args.rounds, args.window = 300_000, 1, 1.0
-        args.kills, args.members, args.committers = 2, 50, 16
+        args.kills, args.members, args.committers, args.settle = 2, 50, 16, 1.0
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # a socket per member
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * args.members)), hard))
     with tempfile.TemporaryDirectory(prefix="bench-groups-") as tmp:

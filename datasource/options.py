@@ -266,6 +266,19 @@ def _topic_names(raw: str, name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(topics))
 
 
+def named_topics(options: Mapping[str, str]) -> tuple[str, ...]:
+    """The topics a read or write names (``topic``/``topics``); empty with a pattern.
+
+    Raises:
+        DataSourceOptionError: an empty topic name.
+    """
+    opts = {key.lower(): value for key, value in options.items()}
+    for name in ("topic", "topics"):
+        if name in opts:
+            return _topic_names(opts[name], name)
+    return ()
+
+
 def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
     """Parse ``earliest``, ``latest``, Kafka-style JSON ``{"topic": {"0": 23}}`` or, for
     starting offsets, ``group:NAME``.

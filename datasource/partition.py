@@ -26,6 +26,7 @@ from pyspark.sql.datasource import InputPartition
 
 from datasource.clients import client_for, drop_client
 from datasource.schema import combine, to_spark_batch
+from datasource.typed import to_typed_spark_batch
 from spark_stream.client import Fluvio
 from spark_stream.errors import ConnectionClosedError, DataLossError
 
@@ -53,6 +54,8 @@ class ReadSpec:
         fail_on_data_loss: fail when records of the range are gone.
         fetch_max_bytes: bytes asked of the leader per fetch.
         local_reads: read the leader's segment files directly when they are on this host.
+        output: a typed topic's output Arrow schema (``datasource.typed``); None: the
+            fixed columns of untyped topics.
     """
 
     endpoint: str
@@ -61,6 +64,7 @@ class ReadSpec:
     fail_on_data_loss: bool = True
     fetch_max_bytes: int = 8 * 1024 * 1024
     local_reads: bool = True
+    output: pa.Schema | None = None
 
 
 @dataclass(frozen=True)
@@ -105,9 +109,12 @@ def _read(part: FluvioPartition) -> Iterator[pa.RecordBatch]:
     pending: list[pa.RecordBatch] = []
     rows = 0
     for batch in _prefetched(client, part, start):
-        out = to_spark_batch(
-            batch, part.topic, part.partition, include_headers=spec.include_headers
-        )
+        if spec.output is not None:
+            out = to_typed_spark_batch(batch, part.topic, part.partition, spec.output)
+        else:
+            out = to_spark_batch(
+                batch, part.topic, part.partition, include_headers=spec.include_headers
+            )
         if out.num_rows >= COMBINE_ROWS and not pending:
             yield out
             continue

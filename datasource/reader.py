@@ -53,10 +53,13 @@ __all__ = ["FluvioBatchReader", "FluvioStreamReader", "read_spec", "to_partition
 log = logging.getLogger(__name__)
 
 
-def read_spec(opts: ReaderOptions, client: Fluvio | None = None) -> ReadSpec:
+def read_spec(
+    opts: ReaderOptions, client: Fluvio | None = None, output: pa.Schema | None = None
+) -> ReadSpec:
     """The executor-side read settings, with the endpoint resolved here on the driver.
 
     Executors get the address itself, so their environment and profile do not matter.
+    ``output``: a typed topic's Arrow output schema.
     """
     return ReadSpec(
         endpoint=client.endpoint if client is not None else resolve_endpoint(opts.endpoint),
@@ -65,6 +68,7 @@ def read_spec(opts: ReaderOptions, client: Fluvio | None = None) -> ReadSpec:
         fail_on_data_loss=opts.fail_on_data_loss,
         fetch_max_bytes=opts.fetch_max_bytes,
         local_reads=opts.local_reads,
+        output=output,
     )
 
 
@@ -85,8 +89,9 @@ def _spec_name(spec: OffsetSpec, offsets: str, timestamp: str) -> str:
 class FluvioBatchReader(DataSourceReader):
     """``spark.read.format("fluvio")``: fixed ranges, resolved when the query is planned."""
 
-    def __init__(self, opts: ReaderOptions) -> None:
+    def __init__(self, opts: ReaderOptions, output: pa.Schema | None = None) -> None:
         self.opts = opts
+        self.output = output
 
     def partitions(self) -> list[FluvioPartition]:
         """One partition per topic-partition range (or per split with ``minPartitions``).
@@ -116,7 +121,7 @@ class FluvioBatchReader(DataSourceReader):
                     f"but ends at {end[tp]}"
                 )
         ranges = plan_ranges(start, end, opts.min_partitions)
-        return to_partitions(ranges, read_spec(opts, client))
+        return to_partitions(ranges, read_spec(opts, client, self.output))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Fetch one range from its leader (on an executor)."""
@@ -126,8 +131,9 @@ class FluvioBatchReader(DataSourceReader):
 class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("fluvio")`` with admission control and ``availableNow``."""
 
-    def __init__(self, opts: ReaderOptions) -> None:
+    def __init__(self, opts: ReaderOptions, output: pa.Schema | None = None) -> None:
         self.opts = opts
+        self.output = output
         self._target: dict[str, dict[str, int]] | None = None
         self._last_latest: dict[str, dict[str, int]] | None = None
         self._progress = (
@@ -295,7 +301,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not ranges:
             return []
         new = frozenset(tp for tp in stop if tp not in begin)
-        return to_partitions(ranges, read_spec(self.opts), new)
+        return to_partitions(ranges, read_spec(self.opts, output=self.output), new)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Fetch one range from its leader (on an executor)."""

@@ -36,6 +36,8 @@ __all__ = [
     "to_spark_batch",
     "empty_batch",
     "combine",
+    "topic_column",
+    "int32_column",
 ]
 
 TIMESTAMP_TYPE_CREATE = 0
@@ -134,6 +136,16 @@ def _constant(block: pa.Array, n: int) -> pa.Array:
     if n <= _BLOCK_ROWS:
         return block.slice(0, n)
     return pa.repeat(block[0], n)
+
+
+def topic_column(topic: str, n: int) -> pa.Array:
+    """``n`` rows of ``topic`` (a zero-copy slice of a cached block)."""
+    return _constant(_topic_block(topic), n)
+
+
+def int32_column(value: int, n: int) -> pa.Array:
+    """``n`` rows of the int32 ``value`` (a zero-copy slice of a cached block)."""
+    return _constant(_int32_block(value), n)
 
 
 def empty_batch(include_headers: bool = False) -> pa.RecordBatch:

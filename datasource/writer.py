@@ -33,13 +33,21 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
     WriterCommitMessage,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from datasource.clients import client_for
 from datasource.options import WriterOptions
-from datasource.sink_schema import SinkColumns, sink_columns, to_record_batch
+from datasource.sink_schema import (
+    SINK_COLUMNS,
+    SOURCE_COLUMNS,
+    SinkColumns,
+    sink_columns,
+    to_record_batch,
+)
+from datasource.typed import to_typed_rows, typed_sink_columns, typed_user_schema
 from spark_stream.client import TopicProducer, producer_id_for
 from spark_stream.errors import SinkSchemaError
+from spark_stream.models.topic_schema import TopicSchema
 
 __all__ = [
     "FluvioCommitMessage",
@@ -97,6 +105,7 @@ def write_task(
     columns: SinkColumns,
     producer_id: int,
     task: int,
+    typed: TopicSchema | None = None,
 ) -> FluvioCommitMessage:
     """Produce every row of one task with an idempotent producer, then flush.
 
@@ -104,8 +113,13 @@ def write_task(
     (key hash, a round robin that starts at 0, ``batchSize`` bytes per frame), so an
     identical re-run produces identical frames under identical sequences.
 
+    Args:
+        typed: the schema of the typed topic written to (its user columns are sent as
+            they are); None for untyped topics.
+
     Raises:
         SinkSchemaError: a null value or topic in the data.
+        SchemaMismatchError: a value that does not fit the typed topic's column.
     """
     client = client_for(endpoint)
     producers: dict[str, TopicProducer] = {}
@@ -128,9 +142,13 @@ def write_task(
                         batch_size=opts.batch_size,
                     )
                     producers[topic] = producer
+                if typed is None:
+                    data = to_record_batch(rows, columns)
+                else:
+                    data = to_typed_rows(rows, typed, _record_columns(columns))
                 futures.append(
                     producer.send_batch(
-                        to_record_batch(rows, columns),
+                        data,
                         key_column="key" if columns.key else None,
                         timestamp_column="timestamp" if columns.timestamp else None,
                         headers_column="headers",
@@ -145,6 +163,17 @@ def write_task(
         for producer in producers.values():
             producer.close()
     return FluvioCommitMessage(task, producer_id, records, tuple(sorted(producers)))
+
+
+def _record_columns(columns: SinkColumns) -> tuple[str, ...]:
+    """The record columns a typed write sends along with the user columns."""
+    used = {
+        "key": columns.key,
+        "timestamp": columns.timestamp,
+        "headers": columns.headers,
+        "partition": columns.partition,
+    }
+    return tuple(name for name, on in used.items() if on)
 
 
 def _by_topic(
@@ -167,6 +196,20 @@ class _WriterBase:
     def __init__(self, opts: WriterOptions, schema: StructType, endpoint: str) -> None:
         self.opts = opts
         self.endpoint = endpoint
+        # A DataFrame with a ``value`` column writes records (no typed topic has one):
+        # only one without it asks the cluster whether the topic is typed.
+        typed_rows = opts.topic is not None and "value" not in schema.fieldNames()
+        topics = (opts.topic,) if typed_rows and opts.topic is not None else ()
+        self.typed = typed_user_schema(endpoint, topics)
+        if self.typed is not None:
+            assert opts.topic is not None
+            typed_sink_columns(schema, self.typed, opts.topic)
+            # The record columns follow the untyped rules; the user columns stand in
+            # for ``value``.
+            schema = StructType(
+                [f for f in schema.fields if f.name in SINK_COLUMNS + SOURCE_COLUMNS]
+                + [StructField("value", BinaryType(), False)]
+            )
         self.columns = sink_columns(
             schema,
             topic_option=opts.topic is not None,
@@ -185,7 +228,7 @@ class FluvioBatchWriter(_WriterBase, DataSourceArrowWriter):
         """Produce this task's rows (on an executor)."""
         task, _, _, _ = _task_identity()
         pid = producer_id_for("batch", self.write_id, task)
-        return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task)
+        return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task, self.typed)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Report what was written; the records are already in their topics."""
@@ -218,7 +261,7 @@ class FluvioStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
                 f"properties ({QUERY_ID_PROPERTY}, {BATCH_ID_PROPERTY})"
             )
         pid = producer_id_for(query_id, batch_id, task)
-        return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task)
+        return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task, self.typed)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Idempotent: the micro-batch's records are already durable; only report."""

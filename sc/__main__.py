@@ -31,6 +31,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from sc.app import ScApp
+from sc.gc_policy import FreezeSurvivors
 from sc.kv import RedisKvStore
 from sc.settings import ScSettings
 from spark_stream.config import load_settings
@@ -154,9 +155,11 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
         log.error("sc failed to start: %s", exc)
         return 1
     # Everything alive now (modules, settings, the loaded mirror) leaves the collector's
-    # generations: a full collection then scans only what the SC made since. Without it
-    # a full collection paused the loop 50-125 ms under load (bench/groups.py heartbeats).
-    gc.freeze()
+    # generations, and so does whatever survives a later full collection (sc.gc_policy):
+    # a full collection then scans only what is new. Without it full collections paused
+    # the loop 25-125 ms with 1,000 group members (bench/groups.py heartbeats).
+    gc_policy = FreezeSurvivors()
+    gc_policy.install()
     log.info("sc started: %d objects frozen out of the collector", gc.get_freeze_count())
     if args.ready_file is not None:
         ready = {

@@ -13,6 +13,10 @@ Theory of operation (the full write-up with a worked example is ``docs/assignmen
 - That fill keeps leaders per SPU within one of each other for any topic, total replicas
   per SPU within one when racks are absent or equal in size, and a partition's replicas
   on distinct racks whenever there are at least as many racks as replicas.
+- **Growth** (partitions added to a topic) runs the same fill, seeded with the loads of
+  the topic's ``existing`` rows: those rows stay as they are and the new partitions go
+  where the topic's leaders and replicas are fewest, so the grown topic is balanced as
+  if it had been created with its new count (existing rows permitting).
 - **Manual** assignment (the topic spec's replica assignment, e.g. from a file) is only
   validated: partitions ``0..n-1`` without gaps, each with the same number of distinct
   replicas, every SPU registered.
@@ -158,8 +162,9 @@ def compute_assignment(
     *,
     start_index: int = 0,
     ignore_rack: bool = False,
+    existing: Sequence[Sequence[int]] = (),
 ) -> AssignmentResult:
-    """Compute a balanced, deterministic replica map for a new topic.
+    """Compute a balanced, deterministic replica map for a new or growing topic.
 
     Args:
         spus: the registered SPUs (ids, or ``SpuInfo`` with racks).
@@ -169,10 +174,14 @@ def compute_assignment(
             on different SPUs (the topic controller passes the number of partitions
             already in the cluster); any integer, taken modulo the SPU count.
         ignore_rack: treat every SPU as rackless.
+        existing: the rows a growing topic already has (partitions ``0..k-1``); they
+            are kept as they are and only seed the loads the fill balances against.
+            Replicas on SPUs no longer registered count for nothing.
 
     Returns:
-        ``Assignment``; ``InsufficientSpus`` when there are fewer SPUs than the
-        factor; ``InvalidAssignment`` when partitions or factor is below 1.
+        ``Assignment`` of all ``partitions`` rows; ``InsufficientSpus`` when there are
+        fewer SPUs than the factor; ``InvalidAssignment`` when partitions or factor is
+        below 1, or ``partitions`` is below the existing rows.
 
     Raises:
         InvalidConfigError: the same SPU id is given twice.
@@ -181,6 +190,10 @@ def compute_assignment(
         return InvalidAssignment(f"partitions must be at least 1, got {partitions}")
     if replication_factor < 1:
         return InvalidAssignment(f"replication factor must be at least 1, got {replication_factor}")
+    if partitions < len(existing):
+        return InvalidAssignment(
+            f"partitions can only be added: {partitions} is below the {len(existing)} existing"
+        )
     infos = [_as_info(s) for s in spus]
     order = spu_sequence(infos, ignore_rack=ignore_rack)
     count = len(order)
@@ -192,21 +205,38 @@ def compute_assignment(
     rack_of: dict[int, str] = {}
     if not ignore_rack and _rack_aware(infos):
         rack_of = {info.id: info.rack or "" for info in infos}
-    return Assignment(_fill(order, partitions, replication_factor, rack_of))
+    kept = tuple(tuple(row) for row in existing)
+    return Assignment(kept + _fill(order, partitions, replication_factor, rack_of, kept))
 
 
 def _fill(
-    order: tuple[int, ...], partitions: int, factor: int, rack_of: Mapping[int, str]
+    order: tuple[int, ...],
+    partitions: int,
+    factor: int,
+    rack_of: Mapping[int, str],
+    existing: tuple[tuple[int, ...], ...] = (),
 ) -> tuple[tuple[int, ...], ...]:
-    """The greedy fill described in the module docstring, over positions in ``order``."""
+    """The greedy fill described in the module docstring, over positions in ``order``.
+
+    Returns the rows after ``existing``, whose replicas only seed the loads.
+    """
     count = len(order)
     racks = [rack_of.get(spu, "") for spu in order]
     leaders = [0] * count
     replicas = [0] * count
     rack_load: dict[str, int] = dict.fromkeys(racks, 0)
+    position = {spu: i for i, spu in enumerate(order)}
+    for row in existing:
+        for rank, spu in enumerate(row):
+            i = position.get(spu)
+            if i is None:  # an SPU no longer registered holds no load here
+                continue
+            leaders[i] += rank == 0
+            replicas[i] += 1
+            rack_load[racks[i]] += 1
     result: list[tuple[int, ...]] = []
     positions = range(count)
-    for part in range(partitions):
+    for part in range(len(existing), partitions):
         lead = min(positions, key=lambda i: (leaders[i], replicas[i], rack_load[racks[i]], i))
         chosen = [lead]
         in_part = {racks[lead]: 1}

@@ -24,7 +24,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from sc.assignment import InsufficientSpus, InvalidAssignment
+from sc.assignment import InsufficientSpus, InvalidAssignment, short_of_spus
 from sc.controllers.topic.policy import missing_spus
 from sc.dispatcher import Dispatcher
 from sc.groups import GateAcks, GroupCoordinator
@@ -32,6 +32,7 @@ from sc.groups.api import GroupApi
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from spark_stream.errors import (
+    ConflictError,
     InsufficientResourcesError,
     InvalidConfigError,
     InvalidRequestError,
@@ -42,6 +43,7 @@ from spark_stream.errors import (
     UnknownTopicError,
 )
 from spark_stream.models import (
+    MAX_PARTITIONS,
     ConsumerGroupSpec,
     KvObject,
     Partition,
@@ -50,7 +52,10 @@ from spark_stream.models import (
     SpuSpec,
     SpuType,
     Topic,
+    TopicSchema,
+    TopicSpec,
 )
+from spark_stream.models.topic_schema import decode_arrow
 from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
@@ -61,6 +66,7 @@ log = logging.getLogger(__name__)
 
 _WATCHED = (Spu.kind, Topic.kind, Partition.kind)
 _WAIT = 5.0  # seconds a handler waits for the mirror before answering anyway
+_CAS_ATTEMPTS = 5  # compare-and-set rounds of a spec update racing other writers
 _Entry = tuple[str, str, "KvObject[Any, Any] | None"]  # kind, name, new state (None: deleted)
 
 
@@ -225,6 +231,8 @@ class PublicApi:
                 ApiKey.LIST_TOPICS: self._list_topics,
                 ApiKey.DESCRIBE_TOPIC: self._describe_topic,
                 ApiKey.LIST_PARTITIONS: self._list_partitions,
+                ApiKey.ADD_PARTITIONS: self._add_partitions,
+                ApiKey.UPDATE_TOPIC_SCHEMA: self._update_topic_schema,
                 ApiKey.REGISTER_SPU: self._register_spu,
                 ApiKey.UNREGISTER_SPU: self._unregister_spu,
                 ApiKey.LIST_SPUS: self._list_spus,
@@ -334,6 +342,74 @@ class PublicApi:
         else:
             partitions = self.store.partitions_of(msg.topic)
         return c.ListPartitionsResponse([p.to_dict() for p in partitions], revision)
+
+    async def _add_partitions(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.AddPartitionsRequest)
+        for _ in range(_CAS_ATTEMPTS):  # concurrent adds each apply: compare-and-set
+            await self._fresh()
+            topic = self.store.topic(msg.name)
+            if topic is None:
+                raise UnknownTopicError(f"topic {msg.name!r} does not exist")
+            spec = _grown_spec(topic, msg.count, self.store)
+            try:
+                stored = await self.kv.update_spec(Topic.kind, topic.name, spec, topic.revision)
+            except ConflictError:
+                continue
+            break
+        else:
+            raise ConflictError(f"topic {msg.name!r} kept changing; retry add-partition")
+        log.info(
+            "topic partitions added topic=%s added=%d partitions=%d",
+            topic.name,
+            msg.count,
+            spec.partitions,
+        )
+        # Answer once the topic controller has handled the spec (the new rows and their
+        # partitions written) and the mirror holds it, so the reply names the new leaders.
+        await self.dispatcher.wait_revision(stored.revision, _WAIT, processed=True)
+        await self._fresh()
+        return c.AddPartitionsResponse((self.store.topic(topic.name) or stored).to_dict())
+
+    async def _update_topic_schema(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.UpdateTopicSchemaRequest)
+        await self._fresh()
+        topic = self.store.topic(msg.name)
+        if topic is None:
+            raise UnknownTopicError(f"topic {msg.name!r} does not exist")
+        new = evolved_schema(topic, msg.arrow)
+        try:
+            stored = await self.kv.update_spec(
+                Topic.kind,
+                topic.name,
+                topic.spec.model_copy(update={"topic_schema": new}),
+                topic.revision,
+            )
+        except ConflictError:
+            raise ConflictError(f"topic {msg.name!r} changed meanwhile; retry") from None
+        # The partitions carry the topic's settings to their SPUs: each leader checks
+        # produced frames against its partition's copy of the schema.
+        for part in self.store.partitions_of(topic.name):
+            written = await self._set_partition_schema(part, new)
+            stored = written if written.revision > stored.revision else stored
+        log.info("topic schema updated topic=%s version=%d", topic.name, new.version)
+        await self._written(stored)
+        return c.UpdateTopicSchemaResponse((self.store.topic(topic.name) or topic).to_dict())
+
+    async def _set_partition_schema(
+        self, part: Partition, schema: TopicSchema
+    ) -> KvObject[Any, Any]:
+        """Write ``schema`` into one partition's spec, re-reading it after a concurrent
+        write (compare-and-set), a few times at most."""
+        for _ in range(_CAS_ATTEMPTS):
+            spec = part.spec.model_copy(update={"topic_schema": schema})
+            try:
+                return await self.kv.update_spec(Partition.kind, part.name, spec, part.revision)
+            except ConflictError:
+                await self._fresh()
+                part = self.store.partition(part.name) or part
+        raise ConflictError(f"partition {part.name!r} kept changing; retry update-schema")
 
     # -- SPUs --------------------------------------------------------------------------
 
@@ -458,6 +534,51 @@ def _refuse_missing_spus(topic: Topic, store: StoreView) -> None:
         raise InvalidConfigError(
             f"topic {topic.name!r} not created: {missing.reason}; register the SPU first ({anyway})"
         )
+
+
+def _grown_spec(topic: Topic, count: int, store: StoreView) -> TopicSpec:
+    """``topic``'s spec with ``count`` more partitions, checked as the controller would.
+
+    Raises:
+        InvalidConfigError: a total above ``MAX_PARTITIONS``, or a topic with a manual
+            replica assignment (its map names every partition). A ``count`` below 1 is
+            refused by the message itself.
+        InsufficientResourcesError: the registered SPUs are fewer than the replication
+            factor, so the new partitions could not be placed.
+    """
+    spec = topic.spec
+    total = spec.partitions + count
+    if total > MAX_PARTITIONS:
+        raise InvalidConfigError(
+            f"count: topic {topic.name!r} would have {total} partitions, "
+            f"more than the {MAX_PARTITIONS} a topic may have"
+        )
+    if spec.is_manual:
+        raise InvalidConfigError(
+            f"topic {topic.name!r} has a manual replica assignment; partitions cannot be "
+            "added to it (create a topic with the new assignment instead)"
+        )
+    short = short_of_spus(len(store.spus()), spec.replication_factor)
+    if short is not None:
+        raise InsufficientResourcesError(
+            f"partitions not added to topic {topic.name!r}: {short.reason}; add SPUs first"
+        )
+    return spec.model_copy(update={"partitions": total})
+
+
+def evolved_schema(topic: Topic, arrow: str) -> TopicSchema:
+    """The next version of ``topic``'s schema with the user columns ``arrow`` describes.
+
+    Raises:
+        InvalidConfigError: the topic is untyped, ``arrow`` is not an Arrow schema, or
+            the change is not only appended nullable columns (the message says which).
+    """
+    old = topic.spec.topic_schema
+    if old is None:
+        raise InvalidConfigError(
+            f"topic {topic.name!r} is untyped; a schema is set when a topic is created"
+        )
+    return old.evolve(decode_arrow(arrow))
 
 
 def _spu_spec(data: dict[str, Any]) -> SpuSpec:

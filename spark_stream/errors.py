@@ -35,6 +35,7 @@ __all__ = [
     "FencedLeaderEpochError",
     "UnknownLeaderEpochError",
     "ObjectExistsError",
+    "SchemaMismatchError",
     "KvUnavailableError",
     "ServerStartError",
     "InsufficientResourcesError",
@@ -202,6 +203,12 @@ class UnknownLeaderEpochError(FluvioError):
 
     code = 24
     retriable = True
+
+
+class SchemaMismatchError(InvalidRequestError):
+    """Records do not match their typed topic's schema; the message names the column and types."""
+
+    code = 25
 
 
 class ObjectExistsError(ConflictError):

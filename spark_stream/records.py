@@ -10,12 +10,18 @@ one Arrow IPC record-batch message (the encapsulated message, without the schema
      16    4 crc32c           over bytes [20, 56 + payload_length): header tail + payload
      20    1 version          1
      21    1 attributes       bits 0-1: compression codec (0 none, 1 lz4, 2 zstd)
-     22    2 reserved         0
+     22    2 schema_version   0: an untyped topic's record (RECORD_SCHEMA); v >= 1: the
+                              version of a typed topic's schema the batch was written in
      24    4 record_count     rows in the batch
      28    4 sequence         idempotent producer sequence, -1 when none
      32    8 first_timestamp  microseconds since the epoch, UTC
      40    8 max_timestamp    microseconds since the epoch, UTC
      48    8 producer_id      idempotent producer id, -1 when none
+
+A typed frame (``schema_version`` >= 1) carries its own schema: the payload is the
+schema message followed by the record-batch message (an Arrow IPC stream without its
+end marker), so a reader decodes frames of every version, and the leader checks the
+columns of a produced frame against the topic's without decoding records.
 
 Offsets are not stored per record: row ``i`` has offset ``base_offset + i``, materialised
 only when a reader asks for the column. The payload is stored and served as written;
@@ -62,6 +68,8 @@ __all__ = [
     "iter_frames",
     "decode_frames",
     "with_base_offset",
+    "frame_schema",
+    "widen",
     "now_us",
     "null_headers",
 ]
@@ -105,6 +113,7 @@ class BatchHeader:
     producer_id: int = -1
     sequence: int = -1
     attributes: int = 0
+    schema_version: int = 0
 
     @property
     def frame_length(self) -> int:
@@ -229,29 +238,35 @@ def encode_batch(
     compression: Compression = "none",
     producer_id: int = -1,
     sequence: int = -1,
+    schema_version: int = 0,
 ) -> bytes:
     """Encode one record batch as a batch frame.
 
     Args:
-        batch: the records; any schema (the topic's), ``RECORD_SCHEMA`` by default.
+        batch: the records; ``RECORD_SCHEMA`` for an untyped topic, the storage schema
+            of a typed topic's version (``models.topic_schema.storage_schema``).
         base_offset: offset of row 0 (the leader rewrites it on append).
         compression: Arrow IPC buffer compression done here, transparent to readers.
         producer_id: idempotent producer id, -1 for none.
         sequence: idempotent producer sequence of this batch, -1 for none.
+        schema_version: 0 for untyped records; the typed topic's schema version
+            otherwise, and then the payload carries the schema message too.
     """
     if batch.num_rows == 0:
         raise ValueError("a batch frame holds at least one record")
+    if not 0 <= schema_version <= 0xFFFF:
+        raise ValueError(f"schema_version {schema_version} is outside 0..65535")
     sink = pa.BufferOutputStream()
     with ipc.new_stream(sink, batch.schema, options=_write_options(compression)) as writer:
         writer.write_batch(batch)
     stream = sink.getvalue()
-    start = _schema_prefix_length(batch.schema, compression)
+    start = _schema_prefix_length(batch.schema, compression) if schema_version == 0 else 0
     payload = memoryview(stream)[start : stream.size - 8]
     first_ts, max_ts = _timestamp_range(batch)
     fields = (
         BATCH_VERSION,
         _CODECS[compression],
-        0,
+        schema_version,
         batch.num_rows,
         sequence,
         first_ts,
@@ -301,7 +316,7 @@ def read_header(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
         crc,
         version,
         attributes,
-        _reserved,
+        schema_version,
         count,
         seq,
         first_ts,
@@ -322,7 +337,9 @@ def read_header(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
         raise CorruptFrameError(f"impossible payload length {length} at byte {pos}")
     if (attributes & _CODEC_BITS) == 3:
         raise CorruptFrameError(f"unknown compression codec in attributes {attributes:#x}")
-    return BatchHeader(base, count, first_ts, max_ts, length, crc, producer, seq, attributes)
+    return BatchHeader(
+        base, count, first_ts, max_ts, length, crc, producer, seq, attributes, schema_version
+    )
 
 
 def verify_frame(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
@@ -356,7 +373,10 @@ def decode_frame(
 ) -> pa.RecordBatch:
     """Decode one whole frame (exactly one, nothing after it) to a record batch.
 
-    The payload buffers are wrapped, not copied: the batch keeps ``buf`` alive.
+    The payload buffers are wrapped, not copied: the batch keeps ``buf`` alive. A typed
+    frame decodes with the schema it carries and is then widened to ``schema`` (columns
+    it lacks, added by later schema versions, read as null) unless ``schema`` is
+    ``RECORD_SCHEMA``, the default, which returns it as written.
 
     Raises:
         CorruptFrameError: bad header, crc, length, or a payload that is not a record
@@ -375,7 +395,10 @@ def _decode_payload(
     payload: memoryview, header: BatchHeader, schema: pa.Schema, with_offsets: bool
 ) -> pa.RecordBatch:
     try:
-        batch = ipc.read_record_batch(pa.py_buffer(payload), schema)
+        if header.schema_version:
+            batch = _read_typed(payload, schema)
+        else:
+            batch = ipc.read_record_batch(pa.py_buffer(payload), schema)
         batch.validate(full=True)
     except (pa.ArrowException, ValueError, OSError) as exc:
         raise CorruptFrameError(
@@ -389,8 +412,52 @@ def _decode_payload(
         offsets = pa.array(
             np.arange(header.base_offset, header.next_offset, dtype=np.int64), pa.int64()
         )
-        batch = pa.RecordBatch.from_arrays([offsets, *batch.columns], schema=_with_offsets(schema))
+        batch = pa.RecordBatch.from_arrays(
+            [offsets, *batch.columns], schema=_with_offsets(batch.schema)
+        )
     return batch
+
+
+def frame_schema(payload: ReadableBuffer) -> pa.Schema:
+    """The schema a typed frame's payload carries (its first IPC message).
+
+    Raises:
+        CorruptFrameError: the payload does not start with a schema message.
+    """
+    try:
+        return ipc.read_schema(pa.py_buffer(payload))
+    except (pa.ArrowException, ValueError, OSError) as exc:
+        raise CorruptFrameError(f"a typed frame does not start with its schema: {exc}") from exc
+
+
+def _read_typed(payload: memoryview, schema: pa.Schema) -> pa.RecordBatch:
+    """A typed payload (schema message + batch message), widened to ``schema``."""
+    reader = ipc.MessageReader.open_stream(pa.py_buffer(payload))
+    written = ipc.read_schema(reader.read_next_message())
+    batch = ipc.read_record_batch(reader.read_next_message(), written)
+    if schema is RECORD_SCHEMA or written.equals(schema):
+        return batch
+    return widen(batch, schema)
+
+
+def widen(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with ``schema``'s columns, in its order: those it lacks read as null.
+
+    Raises:
+        ValueError: a column of the batch has another type than ``schema`` says.
+    """
+    columns: list[pa.Array] = []
+    for field in schema:
+        index = batch.schema.get_field_index(field.name)
+        if index < 0:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+            continue
+        column = batch.column(index)
+        if column.type != field.type:
+            raise ValueError(f"column {field.name!r} is {column.type}, expected {field.type}")
+        columns.append(column)
+    # Nullability is the reader's schema's: a column added later is nullable anyway.
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 @lru_cache(maxsize=64)

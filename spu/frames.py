@@ -10,11 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTooLargeError
-from spark_stream.records import BatchHeader, read_header
+from spark_stream.errors import (
+    CorruptFrameError,
+    InvalidRequestError,
+    RecordTooLargeError,
+    SchemaMismatchError,
+)
+from spark_stream.models.topic_schema import TopicSchema, check_columns, storage_schema
+from spark_stream.records import BATCH_HEADER_SIZE, BatchHeader, frame_schema, read_header
 from spu.storage import ReplicaStorage
 
-__all__ = ["split_request", "check_codec", "log_headers", "tail_signature", "SCAN_READ_BYTES"]
+__all__ = [
+    "split_request",
+    "check_codec",
+    "check_schemas",
+    "log_headers",
+    "tail_signature",
+    "SCAN_READ_BYTES",
+]
 
 SCAN_READ_BYTES = 8 << 20
 """Bytes of log viewed per step of a header scan (a view of the mmap, not a copy)."""
@@ -71,6 +84,46 @@ def check_codec(headers: list[BatchHeader], accepted: str, partition: str) -> No
                 f"{partition} stores {accepted} batches (the topic's compression setting); "
                 f"batch {index} is {header.compression}"
             )
+
+
+def check_schemas(
+    headers: list[BatchHeader],
+    frames: list[memoryview],
+    schema: TopicSchema | None,
+    partition: str,
+) -> None:
+    """Refuse a request whose frames do not match the topic's schema (or its lack of one).
+
+    An untyped topic takes untyped frames only; a typed topic takes frames of any of its
+    schema versions whose carried schema is that version's storage schema exactly.
+    Only each frame's schema message is read, never its records.
+
+    Raises:
+        SchemaMismatchError: naming the batch, the column and the types (nothing is
+            appended).
+        CorruptFrameError: a typed frame whose payload does not start with a schema.
+    """
+    for index, (header, frame) in enumerate(zip(headers, frames, strict=True)):
+        version = header.schema_version
+        where = f"{partition} batch {index}"
+        if schema is None:
+            if version:
+                raise SchemaMismatchError(
+                    f"{where} carries schema version {version}, but the topic is untyped"
+                )
+            continue
+        if version == 0:
+            raise SchemaMismatchError(
+                f"{where} holds untyped records (key, value); the topic is typed "
+                f"(schema version {schema.version}: "
+                f"{', '.join(c.name + ' ' + c.type for c in schema.columns)})"
+            )
+        if version > schema.version:
+            raise SchemaMismatchError(
+                f"{where} carries schema version {version}; the topic's latest is {schema.version}"
+            )
+        expected = storage_schema(schema.user_schema(version))
+        check_columns(expected, frame_schema(frame[BATCH_HEADER_SIZE:]), where)
 
 
 def log_headers(

@@ -56,7 +56,7 @@ from spark_stream.protocol import Acks, Isolation, ProduceResponse
 from spark_stream.protocol.control import LrsStatus, Replica
 from spark_stream.records import read_header
 from spu._tasks import cancel_and_wait
-from spu.frames import check_codec, log_headers, split_request
+from spu.frames import check_codec, check_schemas, log_headers, split_request
 from spu.notify import OffsetWaiters, Subscribers
 from spu.private_messages import ReplicaOffsets
 from spu.producers import ProducerTable
@@ -300,6 +300,8 @@ class LeaderController:
             NotLeaderError: this controller stopped leading.
             CorruptFrameError, RecordTooLargeError, InvalidRequestError: bad frames, or
                 frames of another codec than the topic stores; nothing was appended.
+            SchemaMismatchError: frames whose columns are not the typed topic's (or
+                typed frames to an untyped topic); nothing was appended.
             OutOfOrderSequenceError, DuplicateSequenceError: idempotence violations.
             NotEnoughReplicasError: ``acks=all`` with too few in-sync replicas.
             RequestTimeoutError: ``acks=all`` not committed within ``timeout_ms``.
@@ -307,6 +309,7 @@ class LeaderController:
         self._check_leading()
         headers, frames = split_request(tail, self.max_batch_bytes)
         check_codec(headers, self._replica.spec.compression.value, self.name)
+        check_schemas(headers, frames, self._replica.spec.topic_schema, self.name)
         if acks is Acks.ALL:
             check_ack_all(self._isr, self.min_in_sync_replicas)
         plan = self._producers.plan(headers, self.log.leo)

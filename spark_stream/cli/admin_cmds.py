@@ -14,6 +14,7 @@ from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duratio
 from spark_stream.client import Fluvio
 from spark_stream.errors import InvalidConfigError
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
+from spark_stream.models.topic_schema import TopicSchema, schema_from_file
 from spark_stream.net.endpoint import Endpoint, parse_endpoint
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "topic_list",
     "topic_describe",
     "topic_delete",
+    "topic_add_partition",
     "partition_list",
     "spu_register",
     "spu_unregister",
@@ -30,6 +32,7 @@ __all__ = [
     "spg_delete",
     "spg_list",
     "topic_row",
+    "topic_update_schema",
     "partition_row",
     "spu_row",
     "spg_row",
@@ -42,6 +45,7 @@ TOPIC_COLUMNS = (
     "retention_secs",
     "segment_size",
     "compression",
+    "schema",
     "status",
     "reason",
 )
@@ -70,9 +74,18 @@ def topic_row(topic: Topic) -> dict[str, Any]:
         "retention_secs": spec.retention_secs,
         "segment_size": spec.segment_size,
         "compression": spec.compression.value,
+        "schema": _schema_cell(spec.topic_schema),
         "status": topic.status.resolution.value,
         "reason": topic.status.reason,
     }
+
+
+def _schema_cell(schema: TopicSchema | None) -> str | None:
+    """``v2: id int64!, name string`` (``!``: not null), or None for an untyped topic."""
+    if schema is None:
+        return None
+    columns = ", ".join(f"{c.name} {c.type}{'' if c.nullable else '!'}" for c in schema.columns)
+    return f"v{schema.version}: {columns}"
 
 
 def partition_row(part: Partition) -> dict[str, Any]:
@@ -155,6 +168,8 @@ def topic_spec(args: argparse.Namespace) -> dict[str, Any]:
         spec["min_in_sync_replicas"] = args.min_in_sync_replicas
     if args.ignore_rack_assignment:
         spec["ignore_rack_assignment"] = True
+    if getattr(args, "schema", None) is not None:
+        spec["topic_schema"] = TopicSchema.of(schema_from_file(args.schema)).to_dict()
     return spec
 
 
@@ -168,6 +183,15 @@ def topic_create(args: argparse.Namespace, fluvio: Fluvio) -> int:
     )
     verb = "validated" if args.dry_run else "created"
     print(f'topic "{topic.name}" {verb}')
+    return 0
+
+
+def topic_update_schema(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Evolve a typed topic's schema (only nullable columns appended)."""
+    topic = fluvio.admin().update_topic_schema(args.name, schema_from_file(args.schema))
+    schema = topic.spec.topic_schema
+    version = schema.version if schema is not None else "?"
+    print(f'topic "{topic.name}" schema updated to version {version}')
     return 0
 
 
@@ -196,6 +220,23 @@ def topic_delete(args: argparse.Namespace, fluvio: Fluvio) -> int:
     for name in args.names:
         fluvio.admin().delete_topic(name)
         print(f'topic "{name}" deleted')
+    return 0
+
+
+def topic_add_partition(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Add ``--count`` partitions to a topic; print each new one with its leader SPU."""
+    topic = fluvio.admin().add_partitions(args.name, args.count)
+    first_new = topic.spec.partitions - args.count
+    rows = [
+        {"partition": index, "spu": replicas[0], "replicas": list(replicas)}
+        for index, replicas in sorted(topic.status.replica_map.items())
+        if index >= first_new
+    ]
+    if args.output == "table":
+        print(f'added {args.count} partition(s) to topic "{topic.name}"')
+        if topic.status.reason:  # the SC could not place them yet
+            print(f"not provisioned yet: {topic.status.reason}")
+    emit(rows, args.output, columns=("partition", "spu", "replicas"))
     return 0
 
 

@@ -105,7 +105,7 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
 
 
 def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
-    topic = sub.add_parser("topic", help="create, list, describe, delete topics")
+    topic = sub.add_parser("topic", help="create, list, describe, delete topics, add partitions")
     tsub = topic.add_subparsers(dest="topic_command", required=True)
     create = _client(tsub, "create", admin_cmds.topic_create, "create a topic")
     create.add_argument("name")
@@ -128,11 +128,36 @@ def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         action="store_true",
         help="create it even with fewer SPUs than it needs; unusable until they join",
     )
+    create.add_argument(
+        "--schema",
+        metavar="FILE",
+        help="a typed topic: its columns from a JSON description "
+        '([{"name": "id", "type": "int64", "nullable": false}, ...]) or a Parquet/Arrow file',
+    )
+    upd = _client(
+        tsub,
+        "update-schema",
+        admin_cmds.topic_update_schema,
+        "evolve a typed topic's schema: add nullable columns (a new version)",
+    )
+    upd.add_argument("name")
+    upd.add_argument("--schema", metavar="FILE", required=True, help="the new columns, as create")
     _client(tsub, "list", admin_cmds.topic_list, "list topics", output=True)
     desc = _client(tsub, "describe", admin_cmds.topic_describe, "show a topic", output=True)
     desc.add_argument("name")
     delete = _client(tsub, "delete", admin_cmds.topic_delete, "delete topics")
     delete.add_argument("names", nargs="+", metavar="name")
+    grow = _client(
+        tsub,
+        "add-partition",
+        admin_cmds.topic_add_partition,
+        "add partitions to a topic (never fewer)",
+        output=True,
+    )
+    grow.add_argument("name", metavar="topic")
+    grow.add_argument(
+        "-c", "--count", type=int, default=1, help="number of partitions to add (default 1)"
+    )
 
     part = sub.add_parser("partition", help="partitions")
     psub = part.add_subparsers(dest="partition_command", required=True)

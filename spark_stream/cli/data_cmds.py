@@ -10,6 +10,7 @@ each as its value, ``[key] value``, a ``--format`` template or JSON lines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -21,6 +22,7 @@ import pyarrow as pa
 
 from spark_stream.cli.output import ProgressBar
 from spark_stream.cli.parsing import record_template
+from spark_stream.cli.typed_rows import rows_table
 from spark_stream.client import BatchMetadata, Fluvio, Offset, Record, RecordMetadata
 from spark_stream.errors import InvalidConfigError
 
@@ -124,7 +126,10 @@ def produce(args: argparse.Namespace, fluvio: Fluvio) -> int:
     key = args.key.encode() if args.key is not None else None
     producer = fluvio.topic_producer(args.topic, **options)
     try:
-        if args.files:
+        schema = producer.topic_schema()
+        if schema is not None:
+            _produce_typed(producer, schema.user_schema(), args, key)
+        elif args.files:
             for path in args.files:
                 _produce_file(producer, Path(path), args, separator, key)
         else:
@@ -133,6 +138,46 @@ def produce(args: argparse.Namespace, fluvio: Fluvio) -> int:
     finally:
         producer.close()
     return 0
+
+
+def _produce_typed(
+    producer: Any, user: pa.Schema, args: argparse.Namespace, key: bytes | None
+) -> None:
+    """A typed topic takes JSON lines, one object of its columns a record."""
+    if args.raw or args.key_separator is not None:
+        raise InvalidConfigError(
+            f"produce: topic {args.topic!r} is typed; it takes JSON lines of its columns "
+            "(--raw and --key-separator do not apply)"
+        )
+    with contextlib.ExitStack() as stack:
+        sources: list[BinaryIO] = []
+        for path in args.files or ():
+            try:
+                sources.append(stack.enter_context(Path(path).open("rb")))
+            except OSError as exc:
+                raise InvalidConfigError(f"--file: cannot read {path}: {exc}") from None
+        for source in sources or [sys.stdin.buffer]:
+            chunk: list[bytes] = []
+            for raw in source:
+                line = raw.strip()
+                if line:
+                    chunk.append(line)
+                if len(chunk) >= _TYPED_CHUNK:
+                    _send_rows(producer, chunk, user, args, key)
+                    chunk = []
+            if chunk:
+                _send_rows(producer, chunk, user, args, key)
+
+
+_TYPED_CHUNK = 10_000  # JSON lines per table sent
+
+
+def _send_rows(
+    producer: Any, lines: list[bytes], user: pa.Schema, args: argparse.Namespace, key: bytes | None
+) -> None:
+    batch = producer.send_batch(rows_table(lines, user, key), partition=args.partition)
+    if args.verbose:
+        _print_landed(batch.result())
 
 
 def _produce_file(
@@ -233,15 +278,20 @@ def _text(data: bytes | None) -> str:
     return "null" if data is None else data.decode("utf-8", errors="replace")
 
 
-def format_record(record: Record, args: argparse.Namespace, template: str | None) -> str:
-    """One output line for a record, per ``--format``, ``-k`` or ``-O json``."""
+def format_record(
+    record: Record, args: argparse.Namespace, template: str | None, typed: bool = False
+) -> str:
+    """One output line for a record, per ``--format``, ``-k`` or ``-O json``.
+
+    A typed topic's value is its row as a JSON object: ``-O json`` nests it as is.
+    """
     if args.output == "json":
         return json.dumps(
             {
                 "partition": record.partition,
                 "offset": record.offset,
                 "key": None if record.key is None else _text(record.key),
-                "value": _text(record.value),
+                "value": json.loads(record.value) if typed else _text(record.value),
                 "timestamp": record.timestamp_us,
             }
         )
@@ -259,6 +309,11 @@ def format_record(record: Record, args: argparse.Namespace, template: str | None
     if args.key_value:
         return f"[{_text(record.key)}] {_text(record.value)}"
     return _text(record.value)
+
+
+def _typed_topics(fluvio: Fluvio) -> set[str]:
+    """Names of the typed topics (their ``-O json`` values are objects)."""
+    return {t.name for t in fluvio.admin().list_topics() if t.spec.topic_schema is not None}
 
 
 def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
@@ -301,11 +356,13 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
             raise InvalidConfigError("consume: --end needs exactly one partition (-p)")
         multi = fluvio.consumer(args.topic, args.partition or None)
         stream = multi.stream(offset, isolation=args.isolation, stop_at_end=args.disable_continuous)
+    typed = _typed_topics(fluvio) if args.output == "json" else set()
     count = 0
     printed: dict[tuple[str, int], int] = {}  # the next offset per partition, for -g
     try:
         for record in stream:
-            out.write(format_record(record, args, template) + "\n")
+            is_typed = (record.topic or args.topic) in typed
+            out.write(format_record(record, args, template, is_typed) + "\n")
             printed[(record.topic or args.topic, record.partition)] = record.offset + 1
             count += 1
             if args.max_records is not None and count >= args.max_records:

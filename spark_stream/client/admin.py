@@ -15,6 +15,8 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any, Self, TypeVar
 
+import pyarrow as pa
+
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.client.metadata import WATCH_BACKOFF, watch_metadata
 from spark_stream.errors import InvalidRequestError, NotFoundError
@@ -27,6 +29,7 @@ from spark_stream.models import (
     Topic,
     TopicSpec,
 )
+from spark_stream.models.topic_schema import TopicSchema, check_user_schema, encode_arrow
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import Message
 from spark_stream.protocol import control as c
@@ -110,11 +113,14 @@ class AdminClient:
         *,
         dry_run: bool = False,
         allow_missing_spus: bool = False,
+        schema: pa.Schema | None = None,
         **fields: Any,
     ) -> Topic:
         """Create a topic from a spec (or keyword fields: ``partitions=6``...).
 
         Args:
+            schema: make it a typed topic of these user columns (schema version 1):
+                producers send Arrow tables of them, readers get them as columns.
             dry_run: validate only (the SPU check included), store nothing.
             allow_missing_spus: create it even when the registered SPUs cannot hold it
                 yet; it stays ``InsufficientResources`` (or ``InvalidConfig`` for an
@@ -129,8 +135,25 @@ class AdminClient:
             TopicExistsError: a topic of that name exists.
         """
         data = {**(_spec_dict(spec) if spec is not None else {}), **fields}
+        if schema is not None:
+            data["topicSchema"] = TopicSchema.of(schema).to_dict()
         request = c.CreateTopicRequest(name, data, dry_run, allow_missing_spus)
         reply = await self._call(request, c.CreateTopicResponse)
+        return Topic.from_dict(reply.topic)
+
+    async def update_topic_schema(self, name: str, schema: pa.Schema) -> Topic:
+        """Evolve a typed topic's schema to ``schema`` (the next version).
+
+        Only appending nullable columns is allowed: frames written before read them as
+        null. Producers and readers pick the new version up from their metadata.
+
+        Raises:
+            InvalidConfigError: the topic is untyped, or the change removes, renames,
+                retypes or reorders a column, adds a non-nullable one, or adds none.
+            UnknownTopicError: no such topic.
+        """
+        request = c.UpdateTopicSchemaRequest(name, encode_arrow(check_user_schema(schema)))
+        reply = await self._call(request, c.UpdateTopicSchemaResponse)
         return Topic.from_dict(reply.topic)
 
     async def delete_topic(self, name: str) -> int:
@@ -160,6 +183,23 @@ class AdminClient:
         """Partitions (of ``topic``, or all): replicas, leader, resolution, LEO, HW, LRS."""
         reply = await self._call(c.ListPartitionsRequest(topic), c.ListPartitionsResponse)
         return [Partition.from_dict(p) for p in reply.partitions]
+
+    async def add_partitions(self, topic: str, count: int = 1) -> Topic:
+        """Add ``count`` partitions to ``topic`` (Fluvio's ``AddPartition``; never fewer).
+
+        Returns once the SC has provisioned them: the topic's ``replicaMap`` lists the
+        new partitions (leader first), or its ``reason`` says why they wait for SPUs.
+        New records spread over them as soon as a producer's metadata shows them;
+        records already written stay where they are (a key may now map elsewhere).
+
+        Raises:
+            InvalidConfigError: ``count`` below 1, too many partitions in all, or a
+                topic with a manual replica assignment.
+            InsufficientResourcesError: fewer SPUs than the replication factor.
+            UnknownTopicError: no such topic.
+        """
+        reply = await self._call(c.AddPartitionsRequest(topic, count), c.AddPartitionsResponse)
+        return Topic.from_dict(reply.topic)
 
     # -- SPUs --------------------------------------------------------------------------
 

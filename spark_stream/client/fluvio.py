@@ -138,13 +138,17 @@ class FluvioAsync:
     async def consumer(
         self, topic: str, partitions: list[int] | None = None, **config: Any
     ) -> AsyncConsumer:
-        """A consumer of several partitions (all when None), merged."""
+        """A consumer of several partitions (all when None), merged.
+
+        With all partitions, partitions added to the topic while a stream runs are read
+        too, each from its beginning (not by a stream that stops at its end).
+        """
         cfg = ConsumerConfig.from_options(**config)
         await self._known_topic(topic)
         count = self.watcher.view.partition_count(topic) or 0
         indexes = list(range(count)) if partitions is None else list(partitions)
         consumers = [AsyncPartitionConsumer(topic, p, cfg, self.leaders) for p in indexes]
-        return AsyncConsumer(topic, consumers)
+        return AsyncConsumer(topic, consumers, follow_new=partitions is None)
 
     async def group_consumer(
         self,
@@ -311,7 +315,9 @@ class FluvioAsync:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches.
 
         Each batch has the record schema with an ``offset`` column first (unless
-        ``with_offsets=False``); buffers are zero-copy views of the received frames.
+        ``with_offsets=False``); buffers are zero-copy views of the received frames. A
+        typed topic's batches have its latest user columns (null in records written
+        before a column was added), then ``key``, ``timestamp``, ``headers``.
 
         Args:
             local: when the leader's segment files are on this host, read them directly
@@ -333,6 +339,7 @@ class FluvioAsync:
                 max_bytes,
                 self._policy(),
                 with_offsets=with_offsets,
+                schema=fetch.typed_read_schema(self.watcher, topic),
                 local=self.local_files if local else None,
                 group=group,
             )

@@ -10,7 +10,10 @@ the SC to publish a new one, and waits out a partition whose replicas all went o
 which a fresh lookup refuses at once) and a dead connection is dropped from the pool;
 after ``FencedLeaderEpochError`` the lookup waits briefly for metadata with a newer
 leader epoch; ``UnknownLeaderEpochError`` (the SPU has not heard of the election yet)
-and ``GateNotReadyError`` retry within 10-50 ms.
+and ``GateNotReadyError`` retry within 10-50 ms. An SPU that has not yet been told of a
+partition the metadata lists (a new topic, a partition just added) and holds nothing
+else of its topic answers ``UnknownTopicError``: ``from_leader`` makes that the
+retriable ``UnknownPartitionError``, since the SC says the partition exists.
 Non-retriable errors surface at once, typed: among them the lookup's own verdicts on a
 partition that will not get a leader by itself (``MetadataView.no_leader_problem``).
 """
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from spark_stream.backoff import BackoffPolicy
-from spark_stream.client.metadata import Leader, MetadataWatcher
+from spark_stream.client.metadata import Leader, MetadataView, MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.errors import (
     ConnectionClosedError,
@@ -35,11 +38,12 @@ from spark_stream.errors import (
     RequestTimeoutError,
     UnknownLeaderEpochError,
     UnknownPartitionError,
+    UnknownTopicError,
 )
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import Message
 
-__all__ = ["RetryPolicy", "LeaderClient", "retry_backoff", "lookup_hints"]
+__all__ = ["RetryPolicy", "LeaderClient", "retry_backoff", "lookup_hints", "from_leader"]
 
 M = TypeVar("M", bound=Message)
 
@@ -83,6 +87,19 @@ class RetryPolicy:
             first, ceiling = GATE_RETRY_S
             return min(wait, first * 2 ** min(attempt, 8), ceiling)
         return wait
+
+
+def from_leader(exc: FluvioError, view: MetadataView, topic: str, partition: int) -> FluvioError:
+    """The error a leader's refusal stands for, given what the metadata knows.
+
+    ``UnknownTopicError`` from an SPU means only that it holds nothing of the topic (it
+    cannot know more, ``docs/decisions.md``); when the metadata lists the partition, the
+    SPU has not been told of it yet, so it becomes the retriable ``UnknownPartitionError``.
+    Any other error is returned as it is.
+    """
+    if isinstance(exc, UnknownTopicError) and partition < (view.partition_count(topic) or 0):
+        return UnknownPartitionError(f"{exc} (yet: the SC lists {topic}-{partition})")
+    return exc
 
 
 def lookup_hints(exc: FluvioError, leader: Leader | None) -> tuple[int | None, int | None]:
@@ -188,14 +205,16 @@ class LeaderClient:
                 msg = request(leader) if callable(request) else request
                 timeout = min(policy.request_timeout_s, max(0.001, deadline - time.monotonic()))
                 return await conn.call(msg, timeout=timeout)
-            except FluvioError as exc:
-                if not (exc.retriable or isinstance(exc, retriable)) or attempt >= policy.retries:
-                    raise
-                if isinstance(exc, ConnectionClosedError) and conn is not None:
+            except FluvioError as raised:
+                exc = from_leader(raised, self.watcher.view, topic, partition)
+                retry = (exc.retriable or isinstance(exc, retriable)) and attempt < policy.retries
+                if retry and isinstance(exc, ConnectionClosedError) and conn is not None:
                     self.pool.discard(conn)
+                delay = policy.delay(attempt, exc) if retry else 0.0
+                if not retry or time.monotonic() + delay >= deadline:
+                    if exc is raised:
+                        raise
+                    raise exc from raised
                 not_spu, stale_epoch = lookup_hints(exc, leader)
-                delay = policy.delay(attempt, exc)
                 attempt += 1
-                if time.monotonic() + delay >= deadline:
-                    raise
                 await asyncio.sleep(delay)  # retry backoff

@@ -44,6 +44,7 @@ from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.errors import RequestTimeoutError
+from spark_stream.models.topic_schema import TopicSchema
 
 __all__ = [
     "Fluvio",
@@ -78,9 +79,11 @@ class SyncAdmin(Facade[AdminClient]):
     close = blocking(AdminClient.close)
     create_topic = blocking(AdminClient.create_topic)
     delete_topic = blocking(AdminClient.delete_topic)
+    update_topic_schema = blocking(AdminClient.update_topic_schema)
     list_topics = blocking(AdminClient.list_topics)
     describe_topic = blocking(AdminClient.describe_topic)
     list_partitions = blocking(AdminClient.list_partitions)
+    add_partitions = blocking(AdminClient.add_partitions)
     register_spu = blocking(AdminClient.register_spu)
     unregister_spu = blocking(AdminClient.unregister_spu)
     list_spus = blocking(AdminClient.list_spus)
@@ -112,6 +115,10 @@ class TopicProducer(Facade[AsyncTopicProducer]):
         self.topic = core.topic
         self.config = core.config
         self.producer_id = core.producer_id
+
+    def topic_schema(self) -> TopicSchema | None:
+        """The typed topic's schema from the cached metadata (None: untyped)."""
+        return self._core.topic_schema()
 
     def _wait_space(self) -> None:
         acc = self._core.accumulator

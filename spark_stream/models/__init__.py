@@ -86,8 +86,10 @@ from spark_stream.models.topic import (
     TopicSpec,
     TopicStatus,
 )
+from spark_stream.models.topic_schema import TopicSchema
 
 __all__ = [
+    "TopicSchema",
     "NAME_RULE",
     "MAX_SPU_ID",
     "MAX_PARTITIONS",

@@ -38,6 +38,7 @@ from spark_stream.models._base import (
     Metadata,
     check_name,
 )
+from spark_stream.models.topic_schema import TopicSchema
 
 __all__ = [
     "Compression",
@@ -87,6 +88,8 @@ class TopicSettings(FrozenModel):
     compression: Compression = Compression.ANY
     min_in_sync_replicas: int = Field(default=1, ge=1)
     unclean_leader_election: bool = False
+    #: The user columns of a typed topic, with their version; None: untyped records.
+    topic_schema: TopicSchema | None = None
 
     @field_validator("segment_size")
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from spark_stream.errors import FluvioError, InvalidRequestError
+from spark_stream.errors import FluvioError, InvalidConfigError, InvalidRequestError
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
 from spark_stream.protocol._control_private import _PlainMeta, _wire_error
 from spark_stream.protocol.api import ApiKey
@@ -134,6 +134,68 @@ class ListPartitionsResponse(_PlainMeta):
 
     partitions: list[dict[str, Any]]
     revision: int = 0
+
+
+@message(ApiKey.ADD_PARTITIONS, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class AddPartitionsRequest(_NamedRequest):
+    """Add ``count`` partitions to a topic, as Fluvio's ``AddPartition`` (the number to
+    add, not the new total).
+
+    Attributes:
+        name: the topic.
+        count: partitions to add, at least 1 (partitions are never removed).
+    """
+
+    name: str
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        _NamedRequest.__post_init__(self)
+        if isinstance(self.count, bool) or not isinstance(self.count, int):
+            raise InvalidConfigError(f"count: expected an integer, got {self.count!r}")
+        if self.count < 1:
+            raise InvalidConfigError(
+                f"count: partitions can only be added, at least 1 at a time, got {self.count!r}"
+            )
+
+
+@message(ApiKey.ADD_PARTITIONS, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class AddPartitionsResponse(Message):
+    """The topic after the SC provisioned the new partitions (``Topic.to_dict()``; its
+    ``replicaMap`` lists them, or ``reason`` says why they wait for SPUs)."""
+
+    topic: dict[str, Any]
+
+
+@message(ApiKey.UPDATE_TOPIC_SCHEMA, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class UpdateTopicSchemaRequest(_NamedRequest):
+    """Evolve a typed topic's schema to the next version.
+
+    Attributes:
+        name: the topic.
+        arrow: the new user columns as a base64 Arrow IPC schema (``TopicSchema.arrow``);
+            the SC accepts it only if it appends nullable columns to the latest version.
+    """
+
+    name: str
+    arrow: str
+
+    def __post_init__(self) -> None:
+        _NamedRequest.__post_init__(self)
+        if not self.arrow:
+            raise InvalidRequestError("UpdateTopicSchemaRequest.arrow must not be empty")
+
+
+@message(ApiKey.UPDATE_TOPIC_SCHEMA, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class UpdateTopicSchemaResponse(Message):
+    """The topic after the update (``Topic.to_dict()``, its ``topicSchema`` the new
+    version)."""
+
+    topic: dict[str, Any]
 
 
 @message(ApiKey.REGISTER_SPU, Role.REQUEST)

@@ -34,6 +34,10 @@ class ApiKey(IntEnum):
     LIST_TOPICS = 1003
     DESCRIBE_TOPIC = 1004
     LIST_PARTITIONS = 1005
+    ADD_PARTITIONS = 1006
+    """Add partitions to a topic (their count only grows)."""
+    UPDATE_TOPIC_SCHEMA = 1007
+    """Evolve a typed topic's schema: append nullable columns (a new version)."""
     REGISTER_SPU = 1010
     """Register a custom SPU (admin), before it may connect."""
     UNREGISTER_SPU = 1011

@@ -44,6 +44,8 @@ from spark_stream.protocol._control_private import (
     UpdateSpus,
 )
 from spark_stream.protocol._control_public import (
+    AddPartitionsRequest,
+    AddPartitionsResponse,
     CreateSpuGroupRequest,
     CreateSpuGroupResponse,
     CreateTopicRequest,
@@ -67,6 +69,8 @@ from spark_stream.protocol._control_public import (
     RegisterSpuResponse,
     UnregisterSpuRequest,
     UnregisterSpuResponse,
+    UpdateTopicSchemaRequest,
+    UpdateTopicSchemaResponse,
     WatchMetadataRequest,
 )
 from spark_stream.protocol._groups import (
@@ -123,6 +127,10 @@ __all__ = [
     "DescribeTopicResponse",
     "ListPartitionsRequest",
     "ListPartitionsResponse",
+    "AddPartitionsRequest",
+    "AddPartitionsResponse",
+    "UpdateTopicSchemaRequest",
+    "UpdateTopicSchemaResponse",
     "RegisterSpuRequest",
     "RegisterSpuResponse",
     "UnregisterSpuRequest",

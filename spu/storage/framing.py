@@ -19,6 +19,7 @@ from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTo
 from spark_stream.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
+    decode_frame,
     iter_frames,
     read_header,
     verify_frame,
@@ -99,6 +100,11 @@ def split_frames(
 
 
 def _check_payload(frame: BatchFrame, schema: pa.Schema) -> None:
+    if frame.header.schema_version:
+        # A typed frame carries its schema (the leader checked it against the topic's):
+        # it must decode with it, whole. ``decode_frame`` counts its rows too.
+        decode_frame(frame.data, check_crc=False)
+        return
     try:
         batch = ipc.read_record_batch(pa.py_buffer(frame.data[BATCH_HEADER_SIZE:]), schema)
     except (pa.ArrowException, ValueError, OSError) as exc:

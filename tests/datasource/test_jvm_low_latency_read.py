@@ -182,6 +182,53 @@ def test_real_time_query_delivers_every_record_once_in_order(
     assert "option 'maxRecordsPerTrigger' is not supported in real-time mode" in out["limit_error"]
 
 
+def test_continuous_query_picks_up_an_added_partition(
+    connector_jar: Path,  # noqa: F811
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+) -> None:
+    """A partition added to the topic while a continuous query runs: the stream asks for
+    reconfiguration, Spark restarts the tasks from their offsets, and the new partition
+    is read from its log start; nothing lost or repeated in the old ones."""
+    topic = new_topic(partitions=2, replicas=2)
+    produce(fluvio, topic, [f"a{i}" for i in range(40)], keys=[f"k{i}" for i in range(40)])
+    out = _run_child(
+        _HELPERS
+        + textwrap.dedent(
+            """
+            query = (
+                stream(startingOffsets="earliest").select("partition", "offset", "value")
+                .writeStream.format("memory").queryName("grown_sink")
+                .trigger(continuous="1 second").start()
+            )
+            try:
+                count = lambda: spark.sql("select * from grown_sink").count()
+                wait_for(count, 40, "records produced before the growth")
+                with Fluvio.connect(endpoint) as client:
+                    client.admin().add_partitions(topic, 1)
+                    wait_for(lambda: len(client.topic_partitions(topic)), 3, "3 partitions")
+                    produce(client, topic, [f"c{i}" for i in range(20)], partition=2)
+                    produce(client, topic, [f"b{i}" for i in range(10)],
+                            keys=[f"k{i}" for i in range(10)])
+                wait_for(count, 70, "records produced after the growth")
+                out["error"] = None if query.exception() is None else str(query.exception())
+            finally:
+                query.stop()
+            rows = spark.sql("select * from grown_sink").collect()
+            out["rows"] = [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
+            """
+        ),
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert out["error"] is None
+    assert len(out["rows"]) == 70
+    _check_every_record_once_in_order(out["rows"], fluvio, topic, 3)
+    added = sorted((r[1], r[2]) for r in out["rows"] if r[0] == 2)
+    assert [v for _, v in added[:20]] == [f"c{i}" for i in range(20)]
+
+
 def test_continuous_query_rides_out_a_killed_leader(
     connector_jar: Path,  # noqa: F811
     fluvio_cluster: LocalCluster,

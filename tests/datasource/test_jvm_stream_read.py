@@ -193,3 +193,40 @@ def test_jvm_stream_by_pattern_from_a_groups_offsets(
     assert _offsets(spark, out) == sorted(
         (t, p, o) for (t, p), end in ends.items() for o in range(starts.get((t, p), 0), end)
     )
+
+
+def test_jvm_stream_reads_an_added_partition_from_its_beginning(
+    connector_jar: Path,  # noqa: F811
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    topic = new_topic(partitions=2, replicas=2)
+    produce(fluvio, topic, ["old"] * 4)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    child = _run_child(
+        _CHILD_STREAM
+        + textwrap.dedent(f"""
+        import time
+        from spark_stream.client import Fluvio
+        from tests.spark_conftest import produce
+        args = ({str(out)!r}, {str(checkpoint)!r})
+        out["first"] = stream_available_now(*args, topic=topic, startingOffsets="latest")
+        with Fluvio.connect(endpoint) as client:
+            client.admin().add_partitions(topic, 1)
+            deadline = time.monotonic() + 60
+            while len(client.topic_partitions(topic)) < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            produce(client, topic, [f"new{{i}}" for i in range(5)], partition=2)
+            produce(client, topic, ["two"] * 2, partition=0)
+        out["second"] = stream_available_now(*args, topic=topic, startingOffsets="latest")
+        """),
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    assert sum(p[0] for p in child["first"]) == 0
+    assert sum(p[0] for p in child["second"]) == 7
+    offsets = _offsets(spark, out)
+    assert [o for _, p, o in offsets if p == 2] == [0, 1, 2, 3, 4]

@@ -7,6 +7,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark import cloudpickle
 from pyspark.sql.datasource import CaseInsensitiveDict
@@ -21,7 +22,9 @@ from datasource import (
 )
 from datasource.offsets import TopicPartition
 from datasource.reader import FluvioBatchReader, FluvioStreamReader, read_spec
+from datasource.typed import typed_arrow_schema, typed_spark_schema
 from spark_stream.errors import NotFoundError
+from spark_stream.models.topic_schema import TopicSchema
 
 OPTIONS = {"topic": "t", "endpoint": "127.0.0.1:9003"}
 
@@ -96,3 +99,13 @@ def test_the_driver_resolves_fluvio_endpoint_for_executors(
     monkeypatch.delenv("FLUVIO_ENDPOINT")
     with pytest.raises(NotFoundError, match="FLUVIO_ENDPOINT"):
         source.writer(schema, False)
+
+
+def test_typed_partition_and_topic_schema() -> None:
+    user = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    output = typed_arrow_schema(typed_spark_schema(TopicSchema.of(user)))
+    part = FluvioPartition("t", 0, 0, 5, ReadSpec("127.0.0.1:9003", output=output))
+    again = _round_trip(part)
+    assert again == part and again.spec.output.equals(output)
+    schema = TopicSchema.of(user).evolve(user.append(pa.field("x", pa.string())))
+    assert _round_trip(schema) == schema  # what a typed writer ships to its tasks

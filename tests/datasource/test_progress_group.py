@@ -21,13 +21,7 @@ from tests.datasource.test_stream_read import QUERY_TIMEOUT_S, _offsets, _stream
 from tests.polling import wait_until
 from tests.spark_conftest import produce
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.integration,
-    pytest.mark.spark_source(
-        "python", reason="progressGroup is refused on the JVM (docs/jvm-connector.md, not done)"
-    ),
-]
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 def _describe(cluster: LocalCluster, group: str, capsys: pytest.CaptureFixture[str]) -> Any:

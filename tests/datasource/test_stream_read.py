@@ -174,6 +174,30 @@ def test_pattern_picks_up_new_topics_from_their_beginning(
     assert topics == {first, second}
 
 
+def test_added_partitions_are_read_from_their_beginning(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    # As Kafka's source: a partition that appears mid-query starts at its log start,
+    # whatever startingOffsets said for the partitions the query began with.
+    topic = new_topic(partitions=2, replicas=2)
+    produce(fluvio, topic, ["old"] * 4)
+    df = _stream(spark, fluvio_cluster, topic=topic, startingOffsets="latest")
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    assert sum(_run_available_now(df, out, checkpoint)) == 0
+    fluvio.admin().add_partitions(topic, 1)
+    wait_until(lambda: _has_leaders(fluvio, topic, 3), 30, "the new partition's leader")
+    produce(fluvio, topic, [f"new{i}" for i in range(5)], partition=2)
+    produce(fluvio, topic, ["two"] * 2, partition=0)
+    assert sum(_run_available_now(df, out, checkpoint)) == 7
+    offsets = _offsets(spark, out)
+    assert [o for _, p, o in offsets if p == 2] == [0, 1, 2, 3, 4]
+    assert [p for _, p, _ in offsets].count(0) == 2
+
+
 def _has_leaders(fluvio: Fluvio, topic: str, partitions: int) -> bool:
     try:
         infos = fluvio.topic_partitions(topic)

@@ -4,11 +4,11 @@ Usage: ``python -m tests.docs.block_runner DOC LINE [--spark]``.
 
 The code is compiled under the name ``DOC`` with its first line numbered ``LINE``, so a
 traceback points into the document. With ``--spark`` the block finds a ``spark``
-session, as a notebook would provide one (``local_session()``, without the connector jar
-for now: see ``run``). A ``.start()`` in the docs leaves a streaming query running, which
-a reader stops by hand; here, once the block has run, every active query is driven
-through the data available (``processAllAvailable``, which raises the query's failure)
-and then stopped.
+session, as a notebook would provide one (``local_session()``: the connector jar when
+it is built). A ``.start()`` in the docs leaves a streaming query running, which a reader
+stops by hand; here, once the block has run, every active query is driven through the
+data available (``processAllAvailable``, which raises the query's failure) and then
+stopped.
 """
 
 from __future__ import annotations
@@ -26,9 +26,7 @@ def run(source: str, doc: str, line: int, *, spark: bool) -> None:
         return
     from datasource.session import local_session
 
-    # The Python source until progressGroup runs on the JVM (docs/jvm-connector.md, not
-    # done): the README and docs/spark.md examples use it. Then: local_session() as is.
-    session = local_session("docs-example", jvm_connector=False)
+    session = local_session("docs-example")
     session.sparkContext.setLogLevel("ERROR")
     namespace["spark"] = session
     try:

@@ -275,3 +275,36 @@ def test_unequal_racks_stay_distinct(shape: tuple[list[SpuInfo], int, int]) -> N
     got = _assigned(compute_assignment(spus, partitions, factor))
     _check_racks(spus, got)
     assert _spread(Counter(got.leaders), [s.id for s in spus]) <= 1
+
+
+# --- growth: partitions added to an existing topic --------------------------------------
+
+
+@PROPS
+@given(clusters(), st.integers(0, 30))
+def test_growth_equals_creation_with_the_new_count(
+    shape: tuple[list[int], int, int, int], more: int
+) -> None:
+    # Growing keeps the existing rows and places the new ones as a topic created with
+    # the larger count would have had them (same SPUs, same rotation).
+    ids, partitions, factor, start = shape
+    before = _assigned(compute_assignment(ids, partitions, factor, start_index=start))
+    grown = compute_assignment(
+        ids, partitions + more, factor, start_index=start, existing=before.replicas
+    )
+    assert grown == compute_assignment(ids, partitions + more, factor, start_index=start)
+
+
+def test_growth_balances_against_existing_rows_and_ignores_gone_spus() -> None:
+    # Two partitions led by SPU 0 (one replica on SPU 9, which is gone): the new ones go
+    # to the SPUs that lead and hold least.
+    existing = ((0, 1), (0, 9))
+    got = _assigned(compute_assignment([0, 1, 2], 4, 2, existing=existing))
+    assert got.replicas[:2] == existing
+    assert got.replicas[2:] == ((2, 1), (1, 2))
+    assert Counter(s for reps in got.replicas for s in reps if s != 9) == {0: 2, 1: 3, 2: 2}
+
+
+def test_growth_never_shrinks() -> None:
+    result = compute_assignment([0, 1], 1, 1, existing=((0,), (1,)))
+    assert result == InvalidAssignment("partitions can only be added: 1 is below the 2 existing")

@@ -275,3 +275,41 @@ def test_public_server_answers_bad_requests_with_typed_errors() -> None:
                 await conn.close()
 
     run(body())
+
+
+def test_add_partitions_grows_only_with_typed_errors() -> None:
+    async def body() -> None:
+        async with running_sc() as (app, admin):
+            for spu_id in (1, 2):
+                await admin.register_spu(spu_id)
+            await admin.create_topic("t", partitions=1, replication_factor=2)
+            await until(_resolution(admin, "t", TopicResolution.PROVISIONED))
+            grown = await admin.add_partitions("t")  # one by default, as Fluvio's CLI
+            assert grown.spec.partitions == 2 and sorted(grown.status.replica_map) == [0, 1]
+            assert [p.index for p in await admin.list_partitions("t")] == [0, 1]
+            # Two admins adding at once: both additions count (compare-and-set, retried).
+            other = AdminClient("127.0.0.1", app.public_port, timeout=10)
+            try:
+                await asyncio.gather(admin.add_partitions("t", 2), other.add_partitions("t", 3))
+            finally:
+                await other.close()
+            topic, parts = await admin.describe_topic("t")
+            assert topic.spec.partitions == 7 and len(topic.status.replica_map) == 7
+            assert [p.index for p in parts] == list(range(7))
+            with pytest.raises(UnknownTopicError, match="'nope' does not exist"):
+                await admin.add_partitions("nope")
+            with pytest.raises(InvalidConfigError, match="count: partitions can only be added"):
+                await admin.add_partitions("t", 0)
+            with pytest.raises(InvalidConfigError, match="would have 100007 partitions"):
+                await admin.add_partitions("t", 100_000)
+            manual = [{"partition": 0, "replicas": [1]}]
+            await admin.create_topic("manual", replica_assignment=manual)
+            with pytest.raises(InvalidConfigError, match="manual replica assignment"):
+                await admin.add_partitions("manual")
+            await admin.unregister_spu(2)
+            with pytest.raises(InsufficientResourcesError, match="2 needs 2 SPUs, 1 registered"):
+                await admin.add_partitions("t")
+            # Nothing changed by the refusals.
+            assert (await admin.describe_topic("t"))[0].spec.partitions == 7
+
+    run(body())

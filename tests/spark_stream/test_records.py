@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spark_stream.errors import CorruptFrameError
+from spark_stream.models.topic_schema import storage_schema
 from spark_stream.records import (
     BATCH_HEADER_SIZE,
     RECORD_SCHEMA,
@@ -19,6 +20,7 @@ from spark_stream.records import (
     decode_frames,
     encode_batch,
     encode_records,
+    frame_schema,
     iter_frames,
     null_headers,
     read_header,
@@ -187,3 +189,29 @@ def test_records_without_headers_carry_compact_null_headers() -> None:
     assert null_headers(0).null_count == 0
     # 4 bytes a row of list offsets, not three n+1 offset buffers of the child arrays.
     assert len(encode_batch(batch)) < 1000 * (1 + 4 + 4 + 8 + 4) + 2048
+
+
+def test_typed_frames_carry_their_version_and_schema_and_read_widened() -> None:
+    user = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    schema = storage_schema(user)
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array([5, 6], pa.int64()),
+            pa.nulls(2, pa.binary()),
+            pa.array([10, 20], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            null_headers(2),
+        ],
+        schema=schema,
+    )
+    frame = encode_batch(batch, base_offset=7, schema_version=3)
+    header = read_header(frame)
+    assert (header.schema_version, header.first_timestamp, header.max_timestamp) == (3, 10, 20)
+    assert frame_schema(memoryview(frame)[BATCH_HEADER_SIZE:]).equals(schema)
+    as_written = decode_frame(frame, with_offsets=True)
+    assert as_written.column("offset").to_pylist() == [7, 8]
+    assert as_written.column("id").to_pylist() == [5, 6]
+    wider = storage_schema(user.append(pa.field("extra", pa.string())))
+    widened = decode_frame(frame, schema=wider)
+    assert widened.schema.equals(wider)
+    assert widened.column("extra").to_pylist() == [None, None]
+    assert read_header(encode_records(["x"])).schema_version == 0  # untyped as before

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from spark_stream.errors import (
@@ -16,11 +17,19 @@ from spark_stream.errors import (
     OutOfOrderSequenceError,
     RecordTooLargeError,
     RequestTimeoutError,
+    SchemaMismatchError,
 )
 from spark_stream.models import PartitionSpec
+from spark_stream.models.topic_schema import TopicSchema, storage_schema
 from spark_stream.protocol import Acks, Isolation
 from spark_stream.protocol.control import Replica
-from spark_stream.records import decode_frames, encode_records, read_header
+from spark_stream.records import (
+    decode_frames,
+    encode_batch,
+    encode_records,
+    null_headers,
+    read_header,
+)
 from spu.frames import tail_signature
 from spu.leader import LeaderController
 from spu.private_messages import ReplicaOffsets
@@ -295,6 +304,56 @@ def test_status_reports_every_replica(log: ReplicaLog) -> None:
         lrs = {r.spu_id: (r.leo, r.in_sync) for r in status.lrs}
         assert lrs == {LEADER: (2, True), F1: (2, True), F2: (-1, False)}
         assert read_header(leader.read(0, 10, Isolation.COMMITTED).data).record_count == 2
+        await leader.stop()
+
+    run(body)
+
+
+def _typed_frame(user: pa.Schema, columns: dict[str, list[object]], version: int) -> bytes:
+    n = len(next(iter(columns.values())))
+    arrays = [pa.array(columns[f.name], f.type) for f in user]
+    system = [
+        pa.nulls(n, pa.binary()),
+        pa.array([1] * n, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        null_headers(n),
+    ]
+    batch = pa.RecordBatch.from_arrays([*arrays, *system], schema=storage_schema(user))
+    return encode_batch(batch, schema_version=version)
+
+
+def test_a_typed_topic_refuses_frames_of_other_columns_naming_them(log: ReplicaLog) -> None:
+    user = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
+    typed = TopicSchema.of(user)
+
+    async def body() -> None:
+        spec = PartitionSpec(initial_leader=LEADER, replicas=(LEADER,), topic_schema=typed)
+        leader = make(log, Replica("orders-0", LEADER, spec, 1))
+        good = _typed_frame(user, {"id": [1, 2], "name": ["a", None]}, 1)
+        wrong = pa.schema([pa.field("id", pa.float64(), nullable=False), user.field("name")])
+        bad = _typed_frame(wrong, {"id": [1.5], "name": ["b"]}, 1)
+        with pytest.raises(SchemaMismatchError, match="batch 1: column 'id' is double.*int64"):
+            await leader.produce(memoryview(good + bad), Acks.LEADER, 1000)
+        with pytest.raises(SchemaMismatchError, match="batch 0 holds untyped records"):
+            await leader.produce(memoryview(frame("c")), Acks.LEADER, 1000)
+        with pytest.raises(SchemaMismatchError, match="schema version 2; the topic's latest is 1"):
+            await leader.produce(
+                memoryview(_typed_frame(user, {"id": [1], "name": ["x"]}, 2)), Acks.LEADER, 1000
+            )
+        assert leader.leo == 0  # nothing of a refused request is appended
+        assert (await leader.produce(memoryview(good), Acks.LEADER, 1000)).leo == 2
+        await leader.stop()
+
+    run(body)
+
+
+def test_an_untyped_topic_refuses_typed_frames(log: ReplicaLog) -> None:
+    user = pa.schema([pa.field("id", pa.int64())])
+
+    async def body() -> None:
+        leader = make(log, replica())
+        with pytest.raises(SchemaMismatchError, match="schema version 1, but the topic is untyped"):
+            await leader.produce(memoryview(_typed_frame(user, {"id": [1]}, 1)), Acks.LEADER, 1000)
+        assert leader.leo == 0
         await leader.stop()
 
     run(body)

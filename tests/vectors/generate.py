@@ -30,6 +30,7 @@ from spark_stream.client.producer.partitioner import fnv1a_32
 from spark_stream.errors import FluvioError
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.codes import error_classes
+from spark_stream.protocol.control import ProgressCommitRequest
 from spark_stream.protocol.data import (
     Acks,
     FetchRequest,
@@ -269,6 +270,19 @@ def protocol_frames() -> dict[str, Any]:
         ),
         _frame("push", FrameKind.PUSH, ApiKey.STREAM_FETCH, 11, {"hw": 9, "leo": 9}, batch),
         _frame("every_meta_type", FrameKind.REQUEST, 60_000, 0x01020304, _every_type()),
+        _request(
+            "progress_commit",
+            ProgressCommitRequest(
+                "orders-report",
+                [
+                    {"topic": "orders", "partition": 1, "offset": 12},
+                    {"topic": "orders", "partition": 0, "offset": 1 << 33},
+                    {"topic": "events", "partition": 2, "offset": 0},
+                ],
+            ),
+            13,
+        ),
+        _request("progress_claim", ProgressCommitRequest("orders-report", []), 14),
     ]
     return {"frames": frames, "corrupt": _corrupt_protocol(bytes.fromhex(frames[1]["bytes"]))}
 

@@ -4,7 +4,9 @@
 of ``Pending``/``InsufficientResources``. Both read the registered SPUs from the store
 (any status: a replica on an SPU that is offline right now catches up when it returns).
 ``missing_spus`` is the create api's check, made before a topic is stored: what those
-transitions would stop at for lack of SPUs.
+transitions would stop at for lack of SPUs. ``grow`` provisions the partitions added to
+a ``Provisioned`` topic's spec (``ADD_PARTITIONS``): the existing rows stay, the new ones
+come from the same computed fill (``compute_assignment(existing=...)``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sc.assignment import (
     check_manual_assignment,
     compute_assignment,
     short_of_spus,
+    spu_sequence,
 )
 from sc.local_store import StoreView
 from spark_stream.models import (
@@ -33,6 +36,8 @@ __all__ = [
     "Provisioning",
     "validate",
     "provision",
+    "growing",
+    "grow",
     "partitions_for",
     "missing_partitions",
     "missing_spus",
@@ -120,6 +125,56 @@ def provision(topic: Topic, store: StoreView, start_index: int) -> Provisioning:
     replica_map = result.replica_map()
     status = TopicStatus(resolution=TopicResolution.PROVISIONED, replica_map=replica_map)
     return Provisioning(status, partitions_for(topic, replica_map))
+
+
+def growing(topic: Topic) -> bool:
+    """Whether ``topic`` is provisioned with fewer replica-map rows than its spec asks for."""
+    status = topic.status
+    return status.resolution is TopicResolution.PROVISIONED and topic.spec.partitions > len(
+        status.replica_map
+    )
+
+
+def grow(topic: Topic, store: StoreView, start_index: int) -> Provisioning:
+    """Provision the partitions a ``growing`` topic's spec added.
+
+    The replica map keeps its rows and gains one per new partition, computed as at
+    creation but seeded with the existing rows' loads. The rotation is the one that
+    puts partition 0's leader first (the rotation the topic was created with, so the
+    grown map is the map a topic created with the new count would have had, while the
+    SPUs are the same); ``start_index`` when that SPU is gone.
+
+    Returns:
+        ``Provisioned`` with the longer map and the new partitions; or, when the SPUs
+        cannot hold them (fewer than the replication factor now), the topic stays
+        ``Provisioned`` with its map and a ``reason``, nothing created (an added SPU or
+        the reconcile sweep retries). A manual topic's spec cannot grow (the api refuses
+        it), so it gets a reason too.
+    """
+    spec, status = topic.spec, topic.status
+    rows = [status.replica_map[i] for i in sorted(status.replica_map)]
+    if spec.is_manual:
+        reason = "cannot add partitions: the topic has a manual replica assignment"
+        return Provisioning(status.model_copy(update={"reason": reason}))
+    infos = [SpuInfo(spu.spu_id, spu.spec.rack) for spu in store.spus()]
+    order = spu_sequence(infos, ignore_rack=spec.ignore_rack_assignment)
+    first_leader = rows[0][0] if rows and rows[0] else None
+    start = order.index(first_leader) if first_leader in order else start_index
+    result = compute_assignment(
+        infos,
+        spec.partitions,
+        spec.replication_factor,
+        start_index=start,
+        ignore_rack=spec.ignore_rack_assignment,
+        existing=rows,
+    )
+    if not isinstance(result, Assignment):
+        reason = f"cannot add partitions: {result.reason}"
+        return Provisioning(status.model_copy(update={"reason": reason}))
+    replica_map = result.replica_map()
+    grown = TopicStatus(resolution=TopicResolution.PROVISIONED, replica_map=replica_map)
+    added = {i: reps for i, reps in replica_map.items() if i not in status.replica_map}
+    return Provisioning(grown, partitions_for(topic, added))
 
 
 def partitions_for(topic: Topic, replica_map: dict[int, tuple[int, ...]]) -> tuple[Partition, ...]:

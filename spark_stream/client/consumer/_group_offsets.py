@@ -15,6 +15,7 @@ from typing import Any
 
 from spark_stream.client.consumer._group_parts import (
     CommitCallback,
+    Item,
     Pump,
     TopicPartition,
     call_back,
@@ -46,6 +47,7 @@ class GroupPartitions:
     _conn: Connection | None
     _connected: asyncio.Event
     _pumps: dict[TopicPartition, Pump]
+    _queue: asyncio.Queue[Item]
     _positions: dict[TopicPartition, int]
     _committed: dict[TopicPartition, int]
     _lock: asyncio.Lock
@@ -70,6 +72,14 @@ class GroupPartitions:
         pump = self._pumps.pop(tp, None)
         if pump is not None:
             await self._halt(pump)
+            self._wake_reader()
+
+    def _wake_reader(self) -> None:
+        """Make a reader waiting on the queue look at its end condition again: a pump
+        went away or starts at its end, so no batch of it will come to wake it. (A full
+        queue wakes it anyway.)"""
+        with contextlib.suppress(asyncio.QueueFull):
+            self._queue.put_nowait(Item(None))
 
     def _restarted(self, pump: Pump, *, paused: bool) -> Pump:
         """A new pump for ``pump``'s grant, starting at its position (if known)."""
@@ -82,6 +92,8 @@ class GroupPartitions:
         a batch queued by a pump still listed would be handed out meanwhile."""
         pumps = [pump for tp in tps if (pump := self._pumps.pop(tp, None)) is not None]
         await asyncio.gather(*(self._halt(pump) for pump in pumps))
+        if pumps:
+            self._wake_reader()
 
     async def _drop_all(self) -> None:
         await self._stop_all(list(self._pumps))

@@ -101,7 +101,8 @@ class Pump:
 class Item:
     """One entry of the member's queue: a batch of ``pump``, or an error.
 
-    ``pump`` None: an error of the membership or of a callback, raised by the next pull.
+    ``pump`` None: an error of the membership or of a callback, raised by the next pull;
+    with no error either, only a wake-up (the reader's end condition may have changed).
     """
 
     pump: Pump | None

@@ -8,14 +8,29 @@ batches it fetched before (queued, or in its socket buffers) would reach the
 application after their partition moved: duplicates beyond its uncommitted window. So
 before handing out a batch the member asks ``may_have_expired(now)``; if so it confirms
 its session with a heartbeat first (or learns it was fenced and drops everything).
-Pure: the caller passes the monotonic times.
+Pure: the caller passes the monotonic times (and, for ``heartbeat_pause``, the random
+draw).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SessionClock"]
+__all__ = ["HEARTBEAT_JITTER", "SessionClock", "heartbeat_pause"]
+
+HEARTBEAT_JITTER = 0.1
+"""Heartbeats go out after ``interval x (1 - HEARTBEAT_JITTER x u)`` for a uniform ``u``."""
+
+
+def heartbeat_pause(interval_s: float, u: float) -> float:
+    """Seconds from a heartbeat's reply to the next heartbeat, for ``u`` in [0, 1).
+
+    Members that beat in step stay in step: after a stall at the SC, those it delayed
+    would all come back together every interval, queueing behind each other. A random
+    shortening of up to a tenth spreads them out within a few beats and never lengthens
+    the interval the session timeout was sized for.
+    """
+    return interval_s * (1.0 - HEARTBEAT_JITTER * u)
 
 
 @dataclass

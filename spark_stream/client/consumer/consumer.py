@@ -13,29 +13,41 @@ the consumer wait briefly for newer metadata before it reopens. ``stop_at_end`` 
 offset visible when the stream starts (``fluvio consume -d``).
 
 The multi-partition consumer runs one such stream per partition into a bounded queue;
-batches of one partition keep their order, partitions interleave as data arrives.
+batches of one partition keep their order, partitions interleave as data arrives. One
+made for all of a topic's partitions (``follow_new``) also streams the partitions added
+to the topic while it runs, each from its beginning (as a Kafka subscriber does), unless
+it stops at the end fixed when it started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncGenerator
 
 import numpy as np
 import pyarrow as pa
 
 from spark_stream.client.config import ConsumerConfig, parse_isolation
+from spark_stream.client.consumer._rows import rows_json
 from spark_stream.client.consumer.fetch import (
     GroupFetch,
     fetch_offsets,
     group_fields,
     offset_for_timestamp,
     slice_to_range,
+    typed_read_schema,
 )
 from spark_stream.client.consumer.fetch import visible_end as _visible_end
 from spark_stream.client.consumer.offset import Offset
-from spark_stream.client.leader import LeaderClient, RetryPolicy, lookup_hints, retry_backoff
+from spark_stream.client.leader import (
+    LeaderClient,
+    RetryPolicy,
+    from_leader,
+    lookup_hints,
+    retry_backoff,
+)
 from spark_stream.client.metadata import Leader
 from spark_stream.client.types import Record
 from spark_stream.errors import ConnectionClosedError, FluvioError, NotLeaderError
@@ -58,16 +70,27 @@ CONSUMER_SCHEMA = pa.schema([PARTITION_FIELD, OFFSET_FIELD, *RECORD_SCHEMA])
 
 def _with_partition(batch: pa.RecordBatch, partition: int) -> pa.RecordBatch:
     column = pa.array(np.full(batch.num_rows, partition, dtype=np.int32), pa.int32())
-    return pa.RecordBatch.from_arrays([column, *batch.columns], schema=CONSUMER_SCHEMA)
+    return pa.RecordBatch.from_arrays(
+        [column, *batch.columns], schema=_consumer_schema(batch.schema)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _consumer_schema(read: pa.Schema) -> pa.Schema:
+    """``CONSUMER_SCHEMA`` for untyped records; partition first, then ``read``'s columns
+    (offset, a typed topic's user columns, key, timestamp, headers) otherwise."""
+    return pa.schema([PARTITION_FIELD, *read])
 
 
 def batch_records(batch: pa.RecordBatch) -> list[Record]:
     """The rows of a consumer batch as ``Record`` objects (columns converted once each);
-    a group consumer's batch (``GROUP_SCHEMA``) also gives each its ``topic``."""
+    a group consumer's batch (``GROUP_SCHEMA``) also gives each its ``topic``. A typed
+    topic's record has its user columns as a JSON object in ``value``."""
     parts = batch.column("partition").to_pylist()
     offsets = batch.column("offset").to_pylist()
     keys = batch.column("key").to_pylist()
-    values = batch.column("value").to_pylist()
+    names = batch.schema.names
+    values = batch.column("value").to_pylist() if "value" in names else rows_json(batch)
     stamps = batch.column("timestamp").cast(pa.int64()).to_pylist()
     headers = batch.column("headers")
     if headers.null_count == len(headers):
@@ -77,7 +100,6 @@ def batch_records(batch: pa.RecordBatch) -> list[Record]:
             () if row is None else tuple((h["key"], h["value"]) for h in row)
             for row in headers.to_pylist()
         ]
-    names = batch.schema.names
     topics: list[str | None] = (
         batch.column("topic").to_pylist() if "topic" in names else [None] * len(parts)
     )
@@ -219,7 +241,12 @@ class AsyncPartitionConsumer:
                         for header, frame in iter_frames(received_tail(message.tail)):
                             if header.next_offset <= position:
                                 continue
-                            batch = decode_frame(frame, with_offsets=True, check_crc=False)
+                            schema = typed_read_schema(
+                                self._leaders.watcher, self.topic, header.schema_version
+                            )
+                            batch = decode_frame(
+                                frame, schema=schema, with_offsets=True, check_crc=False
+                            )
                             stop = end if end is not None else header.next_offset
                             rows = slice_to_range(batch, header.base_offset, position, stop)
                             position = min(header.next_offset, stop)
@@ -230,9 +257,12 @@ class AsyncPartitionConsumer:
                                 return
                 # The leader ended the stream (e.g. it stepped down): reopen where we are.
                 raise NotLeaderError(f"{self.topic}-{self.partition}: the leader ended the stream")
-            except FluvioError as exc:
+            except FluvioError as raised:
+                exc = from_leader(raised, self._leaders.watcher.view, self.topic, self.partition)
                 if not exc.retriable or failures >= policy.retries:
-                    raise
+                    if exc is raised:
+                        raise
+                    raise exc from raised
                 if isinstance(exc, ConnectionClosedError) and conn is not None:
                     self._leaders.pool.discard(conn)
                 not_spu, stale_epoch = lookup_hints(exc, leader)
@@ -248,10 +278,27 @@ class AsyncConsumer:
         partitions: the partition indexes read.
     """
 
-    def __init__(self, topic: str, consumers: list[AsyncPartitionConsumer]) -> None:
+    def __init__(
+        self, topic: str, consumers: list[AsyncPartitionConsumer], *, follow_new: bool = False
+    ) -> None:
         self.topic = topic
         self._consumers = consumers
         self.partitions = [c.partition for c in consumers]
+        self._follow_new = follow_new and bool(consumers)
+
+    def _added(self) -> list[AsyncPartitionConsumer]:
+        """Consumers of the partitions the topic gained since these were made."""
+        first = self._consumers[0]
+        count = first._leaders.watcher.view.partition_count(self.topic) or 0
+        known = set(self.partitions)
+        added = [
+            AsyncPartitionConsumer(self.topic, p, first.config, first._leaders)
+            for p in range(count)
+            if p not in known
+        ]
+        self._consumers.extend(added)
+        self.partitions.extend(c.partition for c in added)
+        return added
 
     async def stream_batches(
         self,
@@ -265,10 +312,10 @@ class AsyncConsumer:
             maxsize=2 * len(self._consumers)
         )
 
-        async def pump(consumer: AsyncPartitionConsumer) -> None:
+        async def pump(consumer: AsyncPartitionConsumer, start: Offset = offset) -> None:
             try:
                 async with contextlib.aclosing(
-                    consumer.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)
+                    consumer.stream_batches(start, isolation=isolation, stop_at_end=stop_at_end)
                 ) as batches:
                     async for batch in batches:
                         await queue.put(batch)
@@ -278,8 +325,27 @@ class AsyncConsumer:
             except BaseException as exc:  # handed to the iterating task
                 await queue.put(exc)
 
-        tasks = [asyncio.get_running_loop().create_task(pump(c)) for c in self._consumers]
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(pump(c)) for c in self._consumers]
         running = len(tasks)
+
+        async def follow() -> None:
+            # New partitions hold only records written after this consumer began.
+            nonlocal running
+            watcher = self._consumers[0]._leaders.watcher
+            try:
+                while True:
+                    for consumer in self._added():
+                        running += 1
+                        tasks.append(loop.create_task(pump(consumer, Offset.beginning())))
+                    await watcher.wait_changed(60.0)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # handed to the iterating task
+                await queue.put(exc)
+
+        if self._follow_new and not stop_at_end:
+            tasks.append(loop.create_task(follow()))
         try:
             while running:
                 item = await queue.get()

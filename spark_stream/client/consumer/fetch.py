@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from spark_stream.client.consumer.local_files import LocalFiles
 from spark_stream.client.leader import LeaderClient, RetryPolicy
-from spark_stream.client.metadata import Leader
+from spark_stream.client.metadata import Leader, MetadataWatcher
 from spark_stream.client.types import PartitionOffsets
 from spark_stream.errors import (
     CorruptFrameError,
@@ -34,6 +34,7 @@ from spark_stream.errors import (
     RequestTimeoutError,
     UnsupportedVersionError,
 )
+from spark_stream.models.topic_schema import storage_schema
 from spark_stream.protocol import received_tail
 from spark_stream.protocol.data import (
     FetchLocalRequest,
@@ -53,6 +54,7 @@ from spark_stream.records import (
 )
 
 __all__ = [
+    "typed_read_schema",
     "GroupFetch",
     "fetch_offsets",
     "offset_for_timestamp",
@@ -343,6 +345,22 @@ def slice_to_range(batch: pa.RecordBatch, base: int, start: int, end: int) -> pa
     if lo == 0 and hi == batch.num_rows:
         return batch
     return batch.slice(lo, max(0, hi - lo))
+
+
+def typed_read_schema(
+    watcher: MetadataWatcher, topic: str, version: int | None = None
+) -> pa.Schema:
+    """The schema to decode a frame of ``version`` with: ``RECORD_SCHEMA`` for untyped
+    frames, or for a version newer than the cached metadata knows (the frame's own
+    schema then); else the typed topic's latest storage schema (older frames widened).
+    ``version`` None: the topic's latest (``RECORD_SCHEMA`` for an untyped topic)."""
+    if version == 0:
+        return RECORD_SCHEMA
+    known = watcher.view.topics.get(topic)
+    schema = None if known is None else known.spec.topic_schema
+    if schema is None or (version is not None and version > schema.version):
+        return RECORD_SCHEMA
+    return storage_schema(schema.user_schema())
 
 
 async def fetch_batches(

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 import uuid
 from collections.abc import AsyncGenerator
@@ -59,7 +60,7 @@ from spark_stream.client.consumer._group_parts import (
     TopicPartition,
     call_back,
 )
-from spark_stream.client.consumer._group_session import SessionClock
+from spark_stream.client.consumer._group_session import SessionClock, heartbeat_pause
 from spark_stream.client.consumer.consumer import AsyncPartitionConsumer, batch_records
 from spark_stream.client.consumer.fetch import GroupFetch
 from spark_stream.client.consumer.offset import Offset
@@ -70,6 +71,7 @@ from spark_stream.errors import (
     FencedMemberError,
     FluvioError,
     InvalidConfigError,
+    RequestTimeoutError,
 )
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import control as c
@@ -288,7 +290,7 @@ class AsyncGroupConsumer(GroupPartitions):
 
     async def _heartbeats(self) -> None:
         while not self._closed:
-            await asyncio.sleep(self._heartbeat_s)
+            await asyncio.sleep(heartbeat_pause(self._heartbeat_s, random.random()))
             conn = self._conn
             if conn is None or not self._connected.is_set():
                 continue
@@ -419,14 +421,29 @@ class AsyncGroupConsumer(GroupPartitions):
             return Offset.absolute(committed)
         return Offset.beginning() if self._reset == "earliest" else Offset.end()
 
+    async def _known(self, topic: str, partition: int) -> None:
+        """Wait (bounded) until the metadata knows a granted partition.
+
+        The SC plans from the topic spec, so the grant of a partition just added to a
+        topic may arrive before this client's metadata watch brings the partition.
+        After the wait, a partition still unknown fails typed where the consumer is made.
+        """
+        watcher = self._leaders.watcher
+        timeout = self._config.request_timeout_ms / 1000.0
+        with contextlib.suppress(RequestTimeoutError):
+            await watcher.wait_for(lambda v: (v.partition_count(topic) or 0) > partition, timeout)
+
     async def _run_pump(self, pump: Pump) -> None:
         topic, partition = pump.tp
         grant = GroupFetch(self.group, self.member_id, pump.grant_epoch)
         try:
+            await self._known(topic, partition)
             consumer = AsyncPartitionConsumer(topic, partition, self._config, self._leaders)
             start, end = await consumer.resolve(await self._start_offset(pump), self._isolation)
             self._positions[pump.tp] = start  # nothing of this pump handed out yet
             pump.end = max(start, end)
+            if start >= end:
+                self._wake_reader()  # no batch of it will come to end the wait
             async with contextlib.aclosing(
                 consumer.stream_batches(Offset.absolute(start), group=grant)
             ) as batches:
@@ -473,16 +490,10 @@ class AsyncGroupConsumer(GroupPartitions):
                     await self._rejoin_after_leave()
                 if stop_at_end and self._at_end():
                     return
-                try:
-                    item = self._queue.get_nowait()  # no timer while batches are waiting
-                except asyncio.QueueEmpty:
-                    try:
-                        async with asyncio.timeout(0.05 if stop_at_end else None):
-                            item = await self._queue.get()
-                    except TimeoutError:
-                        continue  # look at the ends again
+                item = await self._queue.get()  # pumps leaving or ending empty wake it
                 if item.pump is None:
-                    assert item.error is not None
+                    if item.error is None:
+                        continue  # a wake-up: look at the ends again
                     raise item.error
                 pump = item.pump
                 if self._pumps.get(pump.tp) is not pump or not pump.handing_out:
@@ -592,6 +603,7 @@ class AsyncGroupConsumer(GroupPartitions):
                 await self._leave()
         finally:
             self._closed = True
+            self._wake_reader()  # a reader waiting for a batch ends
 
     async def __aenter__(self) -> AsyncGroupConsumer:
         return self

@@ -2,7 +2,9 @@
 
 ``normalize`` turns a user table or batch into record batches of ``RECORD_SCHEMA``
 (casting string columns to binary, integer timestamps to ``timestamp[us, UTC]``, filling
-a missing key, timestamp or headers column), ``split_by_partition`` routes rows with the
+a missing key, timestamp or headers column), or, for a typed topic, of its storage
+schema (the user columns exactly as the topic types them, missing nullable ones null,
+then key, timestamp and headers, filled the same way), ``split_by_partition`` routes rows with the
 vectorised partitioner (one stable sort and one ``take``, then zero-copy slices), and
 ``chunk_rows`` cuts a partition's rows into frames of about ``batch_size`` bytes from
 the column offsets. Nothing here loops over records in Python.
@@ -19,7 +21,13 @@ import pyarrow.compute as pc
 from spark_stream.client.producer.accumulator import RECORD_OVERHEAD
 from spark_stream.client.producer.partitioner import Partitioner
 from spark_stream.client.timestamps import to_timestamp_us
-from spark_stream.errors import InvalidConfigError, RecordTooLargeError, UnknownPartitionError
+from spark_stream.errors import (
+    InvalidConfigError,
+    RecordTooLargeError,
+    SchemaMismatchError,
+    UnknownPartitionError,
+)
+from spark_stream.models.topic_schema import TopicSchema, storage_schema
 from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA, null_headers
 
 __all__ = ["normalize", "split_by_partition", "chunk_rows", "row_sizes"]
@@ -76,12 +84,22 @@ def normalize(
     timestamp_column: str | None = "timestamp",
     headers_column: str | None = "headers",
     now_us: int,
+    schema: TopicSchema | None = None,
+    ignore: tuple[str | None, ...] = (),
 ) -> Iterator[pa.RecordBatch]:
     """Yield ``data`` as record batches of ``RECORD_SCHEMA`` (one per input chunk).
+
+    With a typed topic's ``schema`` the batches have its latest storage schema instead,
+    and ``value_column`` is not used.
+
+    Args:
+        ignore: columns a typed batch may hold besides the topic's (a partition column).
 
     Raises:
         InvalidConfigError: a named column is missing or has an unusable type, or a
             value is null.
+        SchemaMismatchError: a typed topic's column missing, retyped, null where the
+            topic says not null, or a column the topic does not have.
     """
     if isinstance(data, pa.Table):
         batches = data.to_batches()
@@ -95,10 +113,15 @@ def normalize(
         n = batch.num_rows
         if n == 0:
             continue
-        values = _column(batch, value_column, "value", required=True)
-        assert values is not None
-        if values.null_count:
-            raise InvalidConfigError(f"column {value_column!r} has {values.null_count} nulls")
+        if schema is None:
+            values = _column(batch, value_column, "value", required=True)
+            assert values is not None
+            if values.null_count:
+                raise InvalidConfigError(f"column {value_column!r} has {values.null_count} nulls")
+            data_columns = [_binary_column(values, value_column)]
+        else:
+            system = (key_column, timestamp_column, headers_column, *ignore)
+            data_columns = _user_columns(batch, schema, {c for c in system if c})
         keys = _column(batch, key_column, "key", required=False)
         ts = _column(batch, timestamp_column, "timestamp", required=False)
         hdrs = _column(batch, headers_column, "headers", required=False)
@@ -120,10 +143,50 @@ def normalize(
                 raise InvalidConfigError(
                     f"column {headers_column!r} must be {HEADERS_TYPE}, got {hdrs.type}"
                 ) from exc
-        yield pa.RecordBatch.from_arrays(
-            [key_arr, _binary_column(values, value_column), ts_arr, hdr_arr],
-            schema=RECORD_SCHEMA,
+        if schema is None:
+            yield pa.RecordBatch.from_arrays(
+                [key_arr, *data_columns, ts_arr, hdr_arr], schema=RECORD_SCHEMA
+            )
+        else:
+            yield pa.RecordBatch.from_arrays(
+                [*data_columns, key_arr, ts_arr, hdr_arr],
+                schema=storage_schema(schema.user_schema()),
+            )
+
+
+def _user_columns(batch: pa.RecordBatch, schema: TopicSchema, system: set[str]) -> list[pa.Array]:
+    """The typed topic's user columns from ``batch``, checked, in the topic's order."""
+    user = schema.user_schema()
+    where = f"schema version {schema.version}"
+    extra = [n for n in batch.schema.names if user.get_field_index(n) < 0 and n not in system]
+    if extra:
+        raise SchemaMismatchError(
+            f"column(s) {', '.join(map(repr, extra))} are not in the topic's {where} "
+            f"({', '.join(c.name + ' ' + c.type for c in schema.columns)})"
         )
+    out: list[pa.Array] = []
+    for field in user:
+        index = batch.schema.get_field_index(field.name)
+        if index < 0:
+            if not field.nullable:
+                raise SchemaMismatchError(
+                    f"column {field.name!r} ({field.type}, not null) is missing; the topic's "
+                    f"{where} requires it"
+                )
+            out.append(pa.nulls(batch.num_rows, field.type))
+            continue
+        column = batch.column(index)
+        if column.type != field.type:
+            raise SchemaMismatchError(
+                f"column {field.name!r} is {column.type}, the topic's {where} says {field.type}"
+            )
+        if column.null_count and not field.nullable:
+            raise SchemaMismatchError(
+                f"column {field.name!r} has {column.null_count} nulls, the topic's {where} "
+                "says not null"
+            )
+        out.append(column)
+    return out
 
 
 def split_by_partition(
@@ -156,7 +219,7 @@ def split_by_partition(
                 f"partition column holds values outside 0..{num_partitions - 1}"
             )
     else:
-        keys = batch.column(0)
+        keys = batch.column(batch.schema.get_field_index("key"))
         keys_or_none = None if keys.null_count == n else keys
         parts = partitioner.partitions(keys_or_none, n, num_partitions).astype(np.int64)
     if n == 0:
@@ -177,8 +240,13 @@ def split_by_partition(
 
 
 def row_sizes(batch: pa.RecordBatch) -> np.ndarray:
-    """Approximate encoded bytes per row (key + value + fixed overhead), as int64."""
+    """Approximate encoded bytes per row (key + value + fixed overhead), as int64.
+
+    A typed batch has no value column: its bytes are spread evenly over its rows.
+    """
     sizes = np.full(batch.num_rows, RECORD_OVERHEAD, dtype=np.int64)
+    if batch.schema.names[:2] != ["key", "value"]:
+        return sizes + (batch.nbytes // max(batch.num_rows, 1))
     for index in (0, 1):
         column = batch.column(index)
         _, offsets_buf, _ = column.buffers()

@@ -33,9 +33,11 @@ from spark_stream.client.types import BatchMetadata
 from spark_stream.errors import (
     FluvioError,
     InvalidConfigError,
+    SchemaMismatchError,
     UnknownPartitionError,
     UnknownTopicError,
 )
+from spark_stream.models.topic_schema import TopicSchema
 from spark_stream.records import encode_batch
 
 __all__ = ["AsyncTopicProducer", "PlannedFrame", "to_bytes"]
@@ -62,6 +64,7 @@ class PlannedFrame:
 
     batch: ProducerBatch
     rows: pa.RecordBatch
+    schema_version: int = 0
 
 
 class AsyncTopicProducer:
@@ -115,6 +118,11 @@ class AsyncTopicProducer:
             raise problem
         return count
 
+    def topic_schema(self) -> TopicSchema | None:
+        """The typed topic's schema from the cached metadata (None: untyped)."""
+        known = self._watcher.view.topics.get(self.topic)
+        return None if known is None else known.spec.topic_schema
+
     def append_record(
         self,
         key: bytes | str | None,
@@ -125,6 +133,13 @@ class AsyncTopicProducer:
         partition: int | None = None,
     ) -> DeliveryFuture:
         """Partition and append one record without waiting (the arguments of ``send``)."""
+        schema = self.topic_schema()
+        if schema is not None:
+            raise SchemaMismatchError(
+                f"topic {self.topic!r} is typed (columns "
+                f"{', '.join(c.name for c in schema.columns)}): send its rows as an Arrow "
+                "table with send_batch, not key/value records"
+            )
         key_b = None if key is None else to_bytes(key, "key")
         value_b = to_bytes(value, "value")
         count = self.num_partitions()
@@ -157,6 +172,7 @@ class AsyncTopicProducer:
         cfg = self.config
         # Route and cut everything first: a bad column fails before anything is queued.
         routed: list[tuple[int, list[pa.RecordBatch]]] = []
+        schema = self.topic_schema()
         for source, ids in _with_partition_ids(data, partition_column):
             for records in normalize(
                 source,
@@ -165,6 +181,8 @@ class AsyncTopicProducer:
                 timestamp_column=timestamp_column,
                 headers_column=headers_column,
                 now_us=now,
+                schema=schema,
+                ignore=(partition_column,),
             ):
                 for part, rows in split_by_partition(
                     records, count, self._partitioner, partition=partition, partition_ids=ids
@@ -175,7 +193,10 @@ class AsyncTopicProducer:
             reserved = self.accumulator.reserve(
                 part, [f.num_rows for f in frames], [f.nbytes for f in frames]
             )
-            planned.extend(PlannedFrame(b, f) for b, f in zip(reserved, frames, strict=True))
+            version = 0 if schema is None else schema.version
+            planned.extend(
+                PlannedFrame(b, f, version) for b, f in zip(reserved, frames, strict=True)
+            )
         return planned
 
     def encode_planned(self, frame: PlannedFrame) -> None:
@@ -187,6 +208,7 @@ class AsyncTopicProducer:
                 compression=self.config.codec,
                 producer_id=self.producer_id if self.producer_id is not None else -1,
                 sequence=batch.sequence,
+                schema_version=frame.schema_version,
             )
         except (ValueError, pa.ArrowException) as exc:
             self.accumulator.abandon(batch, FluvioError(f"cannot encode batch: {exc}"))

@@ -56,6 +56,18 @@ def _provisioned(topic: Topic, replica_map: dict[int, tuple[int, ...]]) -> list[
     return [_status(topic, R.PROVISIONED, replica_map=replica_map), *parts]
 
 
+def _grown(topic: Topic, replica_map: dict[int, tuple[int, ...]], new: list[int]) -> list[Action]:
+    status, *parts = _provisioned(topic, replica_map)
+    return [
+        status,
+        *(
+            p
+            for p in parts
+            if isinstance(p, KvCreate) and isinstance(p.obj, Partition) and p.obj.index in new
+        ),
+    ]
+
+
 T_INIT = make_topic("orders", 3, 2)
 T_PENDING = make_topic("orders", 3, 2, resolution=R.PENDING)
 T_BIG = make_topic("big", 2, 4, resolution=R.PENDING)
@@ -69,6 +81,12 @@ T_DONE = make_topic("orders", 2, 1, resolution=R.PROVISIONED, replica_map={0: (0
 P0 = make_partition("orders", 0, [0])
 P1 = make_partition("orders", 1, [1])
 SPU9 = make_spu(9)
+
+# T_DONE after ``ADD_PARTITIONS`` raised its spec to 4: the map still has 2 rows.
+T_GROWN = make_topic("orders", 4, 1, resolution=R.PROVISIONED, replica_map={0: (0,), 1: (1,)})
+GROWN_MAP = {0: (0,), 1: (1,), 2: (2,), 3: (0,)}  # as if created with 4 (leaders 0, 1, 2, 0)
+T_GROWN2 = make_topic("wide", 3, 2, resolution=R.PROVISIONED, replica_map={0: (0, 1)})
+SHORT_GROW = "cannot add partitions: replication factor 2 needs 2 SPUs, 1 registered"
 
 # Computed by sc.assignment for 3 SPUs (docs/assignment.md explains the fill).
 ORDERS_MAP = {0: (0, 1), 1: (2, 0), 2: (1, 2)}
@@ -107,6 +125,15 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
     ("provisioned topic: nothing", [*SPUS, T_DONE, P0, P1], modified(T_DONE, T_DONE), []),
     ("deleted topic: the KV store removes its partitions", [*SPUS], deleted(T_DONE), []),
     ("SPU modified: nothing", [*SPUS, T_SHORT], modified(SPUS[0], SPUS[0]), []),
+    # ADD_PARTITIONS: the spec grew, the map gains rows and the store partitions
+    ("provisioned topic grown: new rows and partitions only", [*SPUS, T_GROWN, P0, P1],
+     modified(T_DONE, T_GROWN), _grown(T_GROWN, GROWN_MAP, [2, 3])),
+    ("grown, too few SPUs: map kept, reason", [SPUS[0], T_GROWN2], modified(T_GROWN2, T_GROWN2),
+     [_status(T_GROWN2, R.PROVISIONED, replica_map={0: (0, 1)}, reason=SHORT_GROW)]),
+    ("add SPU: a grown topic waiting for SPUs gets its partitions", [*SPUS[:2], T_GROWN2],
+     added(SPUS[1]), _grown(T_GROWN2, {0: (0, 1), 1: (1, 0), 2: (0, 1)}, [1, 2])),
+    ("reconcile: a spec grown before an SC stop is provisioned", [*SPUS, T_GROWN, P0, P1],
+     Reconcile(), _grown(T_GROWN, GROWN_MAP, [2, 3])),
 ]  # fmt: skip
 
 

@@ -44,6 +44,14 @@ def test_commands_parse_like_fluvio() -> None:
     args = parse("cluster", "spg", "create", "main", "--replicas", "2", "--min-id", "10")
     assert args.client_handler.__name__ == "spg_create"  # type: ignore[attr-defined]
     assert parse("topic", "list", "-O", "yaml").output == "yaml"  # type: ignore[attr-defined]
+    args = parse("topic", "add-partition", "orders", "-c", "3")
+    assert (args.name, args.count, args.client_handler.__name__) == (  # type: ignore[attr-defined]
+        "orders",
+        3,
+        "topic_add_partition",
+    )
+    assert parse("topic", "add-partition", "orders", "--count", "2").count == 2  # type: ignore[attr-defined]
+    assert parse("topic", "add-partition", "orders").count == 1  # type: ignore[attr-defined]
 
 
 def test_consume_help_states_the_time_unit(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import pytest
 
 from spark_stream.backoff import BackoffPolicy
-from spark_stream.client.leader import RetryPolicy, lookup_hints, retry_backoff
+from spark_stream.client.leader import RetryPolicy, from_leader, lookup_hints, retry_backoff
 from spark_stream.client.metadata import Leader
 from spark_stream.errors import (
     FencedLeaderEpochError,
+    FluvioError,
     GateNotReadyError,
     NotLeaderError,
     RequestTimeoutError,
     UnknownLeaderEpochError,
+    UnknownPartitionError,
+    UnknownTopicError,
 )
+from tests.spark_stream.client.test_metadata import base_view
 
 
 @pytest.mark.parametrize(
@@ -62,3 +66,24 @@ def test_the_next_lookup_avoids_the_spu_or_the_epoch_that_failed() -> None:
     assert lookup_hints(UnknownLeaderEpochError("behind"), leader) == (None, None)
     assert lookup_hints(RequestTimeoutError("slow"), leader) == (None, None)
     assert lookup_hints(NotLeaderError("moved"), None) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("error", "topic", "partition", "expected"),
+    [
+        # An SPU not yet told of a partition the SC lists: retried.
+        (UnknownTopicError("SPU 2 holds no replica of topic 'orders'"), "orders", 1,
+         UnknownPartitionError),
+        # The metadata does not list it (deleted, never existed): stays final.
+        (UnknownTopicError("no replica"), "orders", 2, UnknownTopicError),
+        (UnknownTopicError("no replica"), "gone", 0, UnknownTopicError),
+        (NotLeaderError("moved"), "orders", 0, NotLeaderError),
+    ],
+)  # fmt: skip
+def test_an_spu_unaware_of_a_listed_partition_is_retried(
+    error: FluvioError, topic: str, partition: int, expected: type[FluvioError]
+) -> None:
+    mapped = from_leader(error, base_view(), topic, partition)
+    assert type(mapped) is expected
+    assert mapped.retriable is (expected is not UnknownTopicError)
+    assert str(error) in str(mapped)

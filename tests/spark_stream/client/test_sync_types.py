@@ -45,6 +45,7 @@ def used_as_a_user_would(table: pa.Table) -> None:
         admin = assert_type(fluvio.admin(), SyncAdmin)
         assert_type(admin.create_topic("t", partitions=3, dry_run=True), Topic)
         assert_type(admin.describe_topic("t"), tuple[Topic, list[Partition]])
+        assert_type(admin.add_partitions("t", 2), Topic)
         assert_type(admin.list_spus(), list[Spu])
         assert_type(admin.delete_topic("t"), int)
         assert_type(admin.watch_metadata(reconnect=False), SyncStream[MetadataUpdate])

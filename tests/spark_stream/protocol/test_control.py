@@ -73,6 +73,8 @@ SPU = Spu.new("spu-1", SpuSpec(spu_id=1, public_endpoint=PublicEndpoint(port=700
         c.CreateTopicRequest("t", {"replicationFactor": 5}, allow_missing_spus=True),
         c.ListTopicsRequest(["a", "b"]),
         c.ListPartitionsRequest(None),
+        c.AddPartitionsRequest("t", 3),
+        c.AddPartitionsResponse({"metadata": {"name": "t"}}),
         c.RegisterSpuRequest({"spuId": 1}, "x"),
         c.UnregisterSpuRequest(spu_id=3),
         c.CreateSpuGroupRequest("g", {"replicas": 2}, update=True),
@@ -235,6 +237,7 @@ def test_create_topic_reports_the_bad_field() -> None:
         (c.CreateTopicRequest, {"spec": {}}),
         (c.DeleteTopicRequest, {}),
         (c.DescribeTopicRequest, {}),
+        (c.AddPartitionsRequest, {"count": 1}),
         (c.CreateSpuGroupRequest, {"spec": {}}),
         (c.DeleteSpuGroupRequest, {}),
     ],
@@ -244,6 +247,20 @@ def test_requests_naming_an_object_refuse_an_empty_name(cls: type[Message], meta
     with pytest.raises(InvalidRequestError, match=rf"^{cls.__name__}\.name must not be empty$"):
         cls.from_meta({"name": "", **meta})
     assert cls.from_meta({"name": "x", **meta}).to_meta()["name"] == "x"
+
+
+@pytest.mark.parametrize("count", [0, -2])
+def test_add_partitions_only_adds(count: int) -> None:
+    # Partitions are never removed: a count below 1 is refused before it is sent, and
+    # by the SC when it decodes the request.
+    with pytest.raises(InvalidConfigError, match=r"^count: partitions can only be added"):
+        c.AddPartitionsRequest.from_meta({"name": "t", "count": count})
+    with pytest.raises(InvalidConfigError, match=r"^count: partitions can only be added"):
+        c.AddPartitionsRequest("t", count)
+    with pytest.raises(InvalidRequestError, match="count: expected an integer"):
+        c.AddPartitionsRequest.from_meta({"name": "t", "count": "3"})
+    with pytest.raises(InvalidConfigError, match="count: expected an integer"):
+        c.AddPartitionsRequest("t", "3")  # type: ignore[arg-type]
 
 
 def test_requests_with_contradictory_fields_are_refused() -> None:

@@ -301,3 +301,50 @@ def test_revoke_on_join_commits_and_hands_over_without_dup_or_gap(fluvio: Fluvio
         await b.close()
 
     fluvio.run(scenario(fluvio.core), timeout=120)
+
+
+def test_reading_to_the_end_of_empty_and_full_partitions_ends(fluvio: Fluvio) -> None:
+    """A partition granted at its end never sends a batch: the read still ends."""
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=1)
+    producer = fluvio.topic_producer(topic, acks="all")
+    producer.send_batch(pa.table({"value": ["a", "b"]}), partition=1).result()
+    producer.close()
+
+    async def scenario(core: FluvioAsync) -> None:
+        m = await core.group_consumer(topic, group=unique(), auto_offset_reset="earliest")
+        rows: Seen = []
+        async with contextlib.aclosing(m.stream_batches(stop_at_end=True)) as batches:
+            async for batch in batches:
+                rows.extend(
+                    zip(
+                        batch.column("partition").to_pylist(),
+                        batch.column("offset").to_pylist(),
+                        strict=True,
+                    )
+                )
+        assert rows == [(1, 0), (1, 1)]
+        await m.close()
+
+    fluvio.run(scenario(fluvio.core), timeout=60)
+
+
+def test_close_ends_a_read_waiting_for_records(fluvio: Fluvio) -> None:
+    topic = make_topic(fluvio, partitions=PARTITIONS, replication=1)
+
+    async def scenario(core: FluvioAsync) -> None:
+        m = await core.group_consumer(topic, group=unique())
+        got: list[pa.RecordBatch] = []
+
+        async def drain() -> None:
+            async with contextlib.aclosing(m.stream_batches()) as batches:
+                async for batch in batches:
+                    got.append(batch)
+
+        reader = asyncio.create_task(drain())
+        await asyncio.sleep(0.3)  # the reader waits: nothing to read
+        assert not reader.done()
+        await m.close()
+        await asyncio.wait_for(reader, 10.0)  # ended, not cancelled
+        assert got == []
+
+    fluvio.run(scenario(fluvio.core), timeout=60)

@@ -28,6 +28,8 @@ public final class ApiKeys {
   public static final int OFFSET_FETCH = 5006;
   /** SC: one consumer group (fails with {@code UnknownGroupError} when there is none). */
   public static final int DESCRIBE_GROUP = 5011;
+  /** SC: offsets of a progress-only group (a Spark query's {@code progressGroup}), unfenced. */
+  public static final int PROGRESS_COMMIT = 5015;
   /** SC: topics by name ({@code names} empty: all). */
   public static final int LIST_TOPICS = 1003;
 

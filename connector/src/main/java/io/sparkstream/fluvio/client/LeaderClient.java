@@ -205,6 +205,59 @@ public final class LeaderClient implements Closeable {
   }
 
   /**
+   * Write an outside reader's progress (a Spark query's) into a progress-only group
+   * ({@code PROGRESS_COMMIT} on the SC, {@code AdminClient.commit_progress} of Python). The
+   * first call creates the group ({@code kind: external}); an empty map only claims it.
+   * Offsets are stored as given, also below the stored ones. Not retried here: the caller
+   * ({@code ProgressMirror}) keeps a failed write pending for its next trigger.
+   *
+   * @param group the progress group
+   * @param offsets next offset to read by {@code topic/partition}, in the order to send
+   * @return {@code topic/partition} of the partitions the SC skipped (they no longer exist)
+   * @throws FluvioException {@code GROUP_NOT_EMPTY} (the group has members), {@code
+   *     INVALID_REQUEST} (a group of members, or a bad field), or a connection error
+   */
+  public java.util.List<String> commitProgress(String group, Map<String, Long> offsets) {
+    Object skipped =
+        connection(scEndpoint).request(ApiKeys.PROGRESS_COMMIT, 0, progressCommitMeta(group, offsets))
+            .decodeMeta().get("skipped");
+    java.util.List<String> out = new java.util.ArrayList<>();
+    if (skipped instanceof java.util.List<?> list) {
+      for (Object o : list) {
+        if (o instanceof Map<?, ?> m) {
+          out.add(m.get("topic") + "/" + m.get("partition"));
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The meta of a {@code PROGRESS_COMMIT} request, as {@code ProgressCommitRequest.to_meta}
+   * of Python builds it (pure; the shared vectors check it byte for byte).
+   *
+   * @param group the progress group
+   * @param offsets next offset to read by {@code topic/partition}, in the order to send
+   * @return {@code {"group", "offsets": [{"topic", "partition", "offset"}...]}}
+   */
+  public static Map<String, Object> progressCommitMeta(String group, Map<String, Long> offsets) {
+    java.util.List<Map<String, Object>> given = new java.util.ArrayList<>();
+    for (Map.Entry<String, Long> e : offsets.entrySet()) {
+      String tp = e.getKey();
+      int slash = tp.lastIndexOf('/');
+      Map<String, Object> entry = new LinkedHashMap<>();
+      entry.put("topic", tp.substring(0, slash));
+      entry.put("partition", Integer.parseInt(tp.substring(slash + 1)));
+      entry.put("offset", e.getValue());
+      given.add(entry);
+    }
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("group", group);
+    meta.put("offsets", given);
+    return meta;
+  }
+
+  /**
    * Every topic name the SC knows ({@code LIST_TOPICS}), sorted ({@code list_topic_names}
    * of {@code datasource/resolve.py}).
    *

@@ -24,11 +24,23 @@ public record Metadata(String topic, List<Integer> leaders, Map<Integer, Endpoin
    * @param sc a connection to the SC
    * @param topic the topic
    * @return the snapshot
-   * @throws FluvioException {@code UNKNOWN_TOPIC} and the other errors of the SC
+   * @throws FluvioException {@code UNKNOWN_TOPIC} and the other errors of the SC;
+   *     {@code UNSUPPORTED_VERSION} for a typed topic (its frames carry a schema version
+   *     this connector does not decode yet)
    */
   public static Metadata load(Connection sc, String topic) {
     Map<String, Object> described =
         sc.request(ApiKeys.DESCRIBE_TOPIC, 0, Map.of("name", topic)).decodeMeta();
+    Object topicSpec = described.get("topic") instanceof Map<?, ?> t ? t.get("spec") : null;
+    Object schema = topicSpec instanceof Map<?, ?> s ? s.get("topicSchema") : null;
+    if (schema != null) {
+      throw new FluvioException(
+          ErrorCode.UNSUPPORTED_VERSION,
+          ("topic '%s' is typed (schema version %s): the JVM connector does not read or write "
+                  + "typed topics yet; use the Python data source (a session without the "
+                  + "connector jar)")
+              .formatted(topic, map(schema).get("version")));
+    }
     List<Integer> leaders = new ArrayList<>();
     for (Object p : list(described.get("partitions"))) {
       Object leader = map(map(p).get("status")).get("leader");

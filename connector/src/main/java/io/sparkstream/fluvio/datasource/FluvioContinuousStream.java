@@ -19,6 +19,9 @@ import org.apache.spark.sql.types.StructType;
  * <p>Partitions that appear (a topic the options name created, or a restart with more
  * topics) make {@link #needsReconfiguration} true; Spark then restarts the tasks from the
  * last offsets and {@link #planInputPartitions} adds the new ones at their log start.
+ *
+ * <p>With {@code progressGroup}, each epoch Spark commits is mirrored into the group, and
+ * each (re)planning claims it and mirrors its start ({@link ProgressMirror}).
  */
 final class FluvioContinuousStream implements ContinuousStream {
   private final StreamOptions options;
@@ -49,6 +52,7 @@ final class FluvioContinuousStream implements ContinuousStream {
 
   @Override
   public InputPartition[] planInputPartitions(Offset start) {
+    driver.mirrorStart(((FluvioOffset) start).offsets()); // progressGroup: claim, mirror
     try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS)) {
       planned = driver.subscribed(client, false);
     }
@@ -74,9 +78,10 @@ final class FluvioContinuousStream implements ContinuousStream {
     }
   }
 
+  /** Mirror the epoch's end into the {@code progressGroup} (if set); never fails. */
   @Override
   public void commit(Offset end) {
-    // The query's offsets live in Spark's checkpoint.
+    driver.commit(end);
   }
 
   @Override

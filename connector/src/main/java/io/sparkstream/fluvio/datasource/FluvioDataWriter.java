@@ -25,16 +25,26 @@ import org.apache.spark.sql.types.StructType;
  * One write task: every row produced with an idempotent producer per topic, all under
  * the task's derived producer id ({@code write_task} of {@code datasource/writer.py}).
  *
- * <p>A fresh writer routes and cuts rows into frames from the rows alone (key hash, a
- * round robin from 0, at most {@link #FRAME_RECORDS} records or {@code batchSize} bytes
- * of record data a frame), so a re-run of the same rows under the same producer id
- * makes the same frames with the same sequences, which each leader drops as duplicates.
- * Frames are sent as they fill; {@link #commit} sends the rest and returns only once
- * every frame is acknowledged.
+ * <p>A fresh writer routes rows and numbers them from the rows alone (key hash, a round
+ * robin from 0, record-based sequences per partition), so a re-run of the same rows under
+ * the same producer id gives every record the same sequence, which each leader drops as
+ * a duplicate. A frame holds at most {@link #FRAME_RECORDS} records or {@code batchSize}
+ * bytes of record data. Frames are sent as they fill, or once their oldest record waited {@link #LINGER_MS}
+ * (a slow input, in real-time mode above all, need not wait for the batch's end): a
+ * sender thread per topic sends them while the task goes on. Where a linger cut falls
+ * depends on time, but a record's sequence does not (see {@link IdempotentProducer}), so
+ * a re-run cut elsewhere still lands each record once. {@link #commit} sends the rest
+ * and returns only once every frame is acknowledged.
  */
 final class FluvioDataWriter implements DataWriter<InternalRow> {
   /** The most records in one frame, whatever their size. */
   static final int FRAME_RECORDS = 10_000;
+
+  /**
+   * How long a partial frame waits for more records: the Python producer's default
+   * {@code linger_ms} ({@code ProducerConfig}); the Python writer has no option for it.
+   */
+  static final long LINGER_MS = 5;
 
   private final WriterOptions opts;
   private final SinkColumns columns;
@@ -132,9 +142,14 @@ final class FluvioDataWriter implements DataWriter<InternalRow> {
         client = new LeaderClient(opts.endpoint(), 30_000);
         allocator = new RootAllocator();
       }
-      Compression codec = codecFor(topic, client.topicCompression(topic));
+      String setting;
+      synchronized (client) { // the producers' sender threads share the client
+        setting = client.topicCompression(topic);
+      }
+      Compression codec = codecFor(topic, setting);
       p = new IdempotentProducer(
-          client, topic, producerId, codec, opts.acksCode(), FRAME_RECORDS, opts.batchSize(), allocator);
+          client, topic, producerId, codec, opts.acksCode(), FRAME_RECORDS, opts.batchSize(),
+          LINGER_MS, allocator);
       producers.put(topic, p);
     }
     return p;
@@ -177,6 +192,7 @@ final class FluvioDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public void close() {
+    producers.values().forEach(IdempotentProducer::close); // their senders use the allocator
     producers.clear();
     if (client != null) {
       client.close();

@@ -41,7 +41,12 @@ import org.apache.spark.sql.types.StructType;
  * never below {@code start}. Partitions that appear mid-query are read from their log
  * start; a {@code start} below a partition's log start is data loss. The columnar batch
  * reader reads each planned range. The only state (the {@code availableNow} target, the
- * last visible ends for metrics) is an optimisation of this driver object.
+ * last visible ends for metrics, the {@code progressGroup} mirror) lives in this driver
+ * object; the offsets are Spark's checkpoint's.
+ *
+ * <p>With {@code progressGroup} the committed position is mirrored into a progress-only
+ * consumer group ({@link ProgressMirror}): each {@code commit(end)}, and the {@code start}
+ * of each {@code latestOffset} (real-time mode: of each planning), claimed there first.
  *
  * <p>Real-time mode ({@code trigger(realTime=...)}) plans one row-reading task per
  * partition from the batch's start without an end ({@link FluvioRowStreamReader}); Spark
@@ -56,10 +61,13 @@ final class FluvioMicroBatchStream
   private final StructType readSchema;
   private Map<TopicPartition, Long> target;
   private Map<TopicPartition, Long> lastVisible;
+  private final ProgressMirror progress;
 
   FluvioMicroBatchStream(StreamOptions options, StructType readSchema) {
     this.options = options;
     this.readSchema = readSchema;
+    this.progress =
+        options.progressGroup() == null ? null : new ProgressMirror(options.progressGroup(), options.read().endpoint());
   }
 
   private ReaderOptions read() {
@@ -122,6 +130,7 @@ final class FluvioMicroBatchStream
   @Override
   public Offset latestOffset(Offset startOffset, ReadLimit limit) {
     Map<TopicPartition, Long> begin = ((FluvioOffset) startOffset).offsets();
+    mirrorStart(begin);
     try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
       Map<TopicPartition, PartitionOffsets> now = offsetsOf(client, subscribed(client, false));
       Map<TopicPartition, Long> base = new LinkedHashMap<>();
@@ -344,6 +353,7 @@ final class FluvioMicroBatchStream
 
   @Override
   public InputPartition[] planInputPartitions(Offset start) {
+    mirrorStart(((FluvioOffset) start).offsets());
     List<TopicPartition> now;
     try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
       now = subscribed(client, false);
@@ -376,9 +386,29 @@ final class FluvioMicroBatchStream
     return new FluvioOffset(out);
   }
 
+  /**
+   * Mirror the committed end into the {@code progressGroup} (if set); never fails. The
+   * query's offsets live in Spark's checkpoint; the group only shows them.
+   */
   @Override
   public void commit(Offset end) {
-    // The query's offsets live in Spark's checkpoint; nothing to mirror (no progressGroup).
+    if (progress != null) {
+      progress.mirror(((FluvioOffset) end).offsets());
+    }
+  }
+
+  /**
+   * Claim the {@code progressGroup} (if set) and mirror {@code start}: where the last
+   * committed batch or epoch ended. Spark calls {@code commit(end)} of a batch only when it
+   * plans the next, so without this the lag would stay above 0 while the query idles.
+   *
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}: the group is a group of members
+   */
+  void mirrorStart(Map<TopicPartition, Long> start) {
+    if (progress != null) {
+      progress.claim();
+      progress.mirror(start);
+    }
   }
 
   @Override

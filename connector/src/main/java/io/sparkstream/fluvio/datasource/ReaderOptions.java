@@ -186,10 +186,7 @@ public record ReaderOptions(
     boolean includeHeaders = bool(opts, "includeHeaders", false);
     Integer fetchMax = integer(opts, "fetchMaxBytes", 1024);
     boolean localReads = bool(opts, "localReads", true);
-    if (opts.containsKey("progressGroup")) {
-      throw error("option 'progressGroup' is not served by the JVM connector yet: "
-          + "read without the connector jar to mirror progress into a group");
-    }
+    progressGroup(opts); // checked last, as Python does; StreamOptions keeps it
     return new ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
         starting, ending, isolation, includeHeaders,
@@ -205,6 +202,18 @@ public record ReaderOptions(
   /** True when this read subscribes to {@code topic} ({@code ReaderOptions.matches} of Python). */
   public boolean matches(String topic) {
     return subscribed(topic, topics, topicPattern);
+  }
+
+  /**
+   * The {@code progressGroup} option of a stream, checked by the group-name rule
+   * ({@code _group_name} of {@code datasource/options.py}).
+   *
+   * @param opts the options by canonical name
+   * @return the group's name, stripped, or null when the option is absent
+   */
+  static String progressGroup(Map<String, String> opts) {
+    String raw = opts.get("progressGroup");
+    return raw == null ? null : groupName(raw.strip(), "option 'progressGroup'");
   }
 
   /**

@@ -12,8 +12,11 @@ import java.util.Map;
  * @param maxRecordsPerTrigger records per micro-batch ({@code maxOffsetsPerTrigger} is an
  *     alias); null = no limit
  * @param maxBytesPerTrigger stored frame bytes per micro-batch; null = no limit
+ * @param progressGroup the consumer group the query's committed offsets are mirrored into
+ *     ({@link ProgressMirror}); null = none
  */
-record StreamOptions(ReaderOptions read, Long maxRecordsPerTrigger, Long maxBytesPerTrigger)
+record StreamOptions(
+    ReaderOptions read, Long maxRecordsPerTrigger, Long maxBytesPerTrigger, String progressGroup)
     implements Serializable {
 
   /**
@@ -31,6 +34,8 @@ record StreamOptions(ReaderOptions read, Long maxRecordsPerTrigger, Long maxByte
     if (maxRecords == null) {
       maxRecords = ReaderOptions.longInteger(opts, "maxOffsetsPerTrigger");
     }
-    return new StreamOptions(read, maxRecords, ReaderOptions.longInteger(opts, "maxBytesPerTrigger"));
+    return new StreamOptions(
+        read, maxRecords, ReaderOptions.longInteger(opts, "maxBytesPerTrigger"),
+        ReaderOptions.progressGroup(opts));
   }
 }

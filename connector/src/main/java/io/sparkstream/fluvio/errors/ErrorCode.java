@@ -37,6 +37,7 @@ public enum ErrorCode {
   STORAGE(22, "StorageError", false),
   FENCED_LEADER_EPOCH(23, "FencedLeaderEpochError", true),
   UNKNOWN_LEADER_EPOCH(24, "UnknownLeaderEpochError", true),
+  SCHEMA_MISMATCH(25, "SchemaMismatchError", false),
   OBJECT_EXISTS(50, "ObjectExistsError", false),
   KV_UNAVAILABLE(51, "KvUnavailableError", true),
   SERVER_START(52, "ServerStartError", false),

@@ -2,6 +2,7 @@ package io.sparkstream.fluvio.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
@@ -168,6 +169,150 @@ class IdempotentProducerTest {
       FluvioException e = assertThrows(FluvioException.class, () -> p.send(rec(null, "x"), 3));
       assertEquals(ErrorCode.UNKNOWN_PARTITION, e.code());
       assertEquals("partition column holds values outside 0..2", e.getMessage());
+    }
+  }
+
+  /** Waits (bounded) until {@code done} holds; the producer's sender works meanwhile. */
+  private static void waitUntil(java.util.function.BooleanSupplier done) throws InterruptedException {
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    while (!done.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("not reached in 20 s");
+      }
+      Thread.sleep(5);
+    }
+  }
+
+  /**
+   * A leader judging idempotent frames as {@code spu/producers.py} does, one partition:
+   * a frame wholly below the expected sequence is a duplicate, one at it is appended,
+   * anything else (a gap, a straddle) is {@code OutOfOrderSequenceError}.
+   */
+  private static final class Leader implements Function<Frame, Object> {
+    final List<Integer> appended = new CopyOnWriteArrayList<>();
+    int expected;
+
+    @Override
+    public synchronized Object apply(Frame f) {
+      Sent s = sent(f);
+      if (s.sequence() + s.count() <= expected) {
+        return OK;
+      }
+      if (s.sequence() != expected) {
+        return new FakePeer.Error(21, "sequence %d is not the expected %d".formatted(s.sequence(), expected));
+      }
+      for (int i = 0; i < s.count(); i++) {
+        appended.add(s.sequence() + i);
+      }
+      expected += s.count();
+      return OK;
+    }
+  }
+
+  /** Send {@code records} keyed "k" (one partition) under producer 7, then flush. */
+  private static void produceRun(FakePeer sc, List<Record> records, int frameRecords, long lingerMs)
+      throws Exception {
+    try (LeaderClient client = new LeaderClient(sc.endpoint(), 10_000);
+        BufferAllocator allocator = new RootAllocator();
+        IdempotentProducer p = new IdempotentProducer(
+            client, "t", 7L, Compression.NONE, 1, frameRecords, Long.MAX_VALUE, lingerMs, allocator)) {
+      for (int i = 0; i < records.size(); i++) {
+        p.send(records.get(i), null);
+        if (i % 10 == 9) {
+          Thread.sleep(2); // a slow input: some lingers end between records
+        }
+      }
+      p.flush();
+    }
+  }
+
+  @Test
+  void aLingerSendsAPartialFrameWithoutAFlush() throws Exception {
+    Leader leader = new Leader();
+    try (FakePeer spu = new FakePeer(leader);
+        FakePeer sc = new FakePeer(f -> f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC ? describe(3) : spus(spu));
+        LeaderClient client = new LeaderClient(sc.endpoint(), 10_000);
+        BufferAllocator allocator = new RootAllocator();
+        IdempotentProducer p = new IdempotentProducer(
+            client, "t", 7L, Compression.NONE, 1, 1_000, Long.MAX_VALUE, 5, allocator)) {
+      for (String v : List.of("a", "b", "c")) {
+        p.send(rec("k", v), null);
+      }
+      // Far from full and never flushed: the linger alone sends the three records.
+      waitUntil(() -> leader.appended.size() == 3);
+      assertEquals(List.of(0, 1, 2), leader.appended);
+      assertEquals(3, p.recordsSent());
+      assertTrue(p.lingerCuts() >= 1);
+      p.flush(); // nothing left: no frame more
+      assertEquals(List.of(ApiKeys.PRODUCE), spu.asked.stream().distinct().toList());
+    }
+  }
+
+  @Test
+  void aReRunCutElsewhereByALingerLandsEachRecordOnce() throws Exception {
+    List<Record> records = new ArrayList<>();
+    for (int i = 0; i < 100; i++) {
+      records.add(rec("k", "v" + i));
+    }
+    List<Integer> all = new ArrayList<>();
+    for (int i = 0; i < 100; i++) {
+      all.add(i);
+    }
+    // Each way round: the first run (cut by a linger of 0, or by count) appends 37 records
+    // and dies; the re-run (cut the other way) sends all 100 under the same producer id.
+    // {first run: frameRecords, lingerMs; re-run: frameRecords, lingerMs}
+    long[][] cases = {{16, 0, 16, -1}, {16, -1, 1_000, 0}};
+    for (long[] c : cases) {
+      Leader leader = new Leader();
+      try (FakePeer spu = new FakePeer(leader);
+          FakePeer sc = new FakePeer(f -> f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC ? describe(1) : spus(spu))) {
+        produceRun(sc, records.subList(0, 37), (int) c[0], c[1]);
+        assertEquals(all.subList(0, 37), leader.appended);
+        produceRun(sc, records, (int) c[2], c[3]);
+        assertEquals(all, leader.appended, "each record once, in order: " + java.util.Arrays.toString(c));
+      }
+    }
+  }
+
+  @Test
+  void afterAFailedSendNoLaterFrameGoesAndTheErrorIsRaised() throws Exception {
+    List<Sent> seen = new CopyOnWriteArrayList<>();
+    try (FakePeer spu = new FakePeer(f -> {
+          seen.add(sent(f));
+          return new FakePeer.Error(2, "bad frame");
+        });
+        FakePeer sc = new FakePeer(f -> f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC ? describe(1) : spus(spu));
+        LeaderClient client = new LeaderClient(sc.endpoint(), 10_000);
+        BufferAllocator allocator = new RootAllocator();
+        IdempotentProducer p = new IdempotentProducer(
+            client, "t", 7L, Compression.NONE, 1, 1, Long.MAX_VALUE, 5, allocator)) {
+      FluvioException e = assertThrows(FluvioException.class, () -> {
+        for (int i = 0; i < 3; i++) {
+          p.send(rec("k", "v" + i), null);
+        }
+        p.flush();
+      });
+      assertEquals(ErrorCode.INVALID_REQUEST, e.code());
+      assertEquals(List.of(new Sent(0, 7, 0, 1)), seen); // the frames after it never went
+      assertEquals(0, p.recordsSent());
+    }
+  }
+
+  @Test
+  void manyOneRecordFramesAllGoThroughTheSender() throws Exception {
+    Leader leader = new Leader();
+    try (FakePeer spu = new FakePeer(leader);
+        FakePeer sc = new FakePeer(f -> f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC ? describe(1) : spus(spu));
+        LeaderClient client = new LeaderClient(sc.endpoint(), 10_000);
+        BufferAllocator allocator = new RootAllocator();
+        IdempotentProducer p = new IdempotentProducer(
+            client, "t", 7L, Compression.NONE, 1, 10_000, 1, 5, allocator)) {
+      for (int i = 0; i < 300; i++) {
+        p.send(rec(null, "v" + i), null);
+      }
+      waitUntil(() -> leader.appended.size() == 300);
+      p.flush();
+      assertEquals(300, p.framesSent());
     }
   }
 }

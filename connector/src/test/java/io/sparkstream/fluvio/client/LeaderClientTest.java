@@ -73,6 +73,24 @@ class LeaderClientTest {
   }
 
   @Test
+  void aTypedTopicIsRefusedNamingTheFallback() throws Exception {
+    Map<String, Object> typed =
+        Map.of(
+            "topic", Map.of("spec", Map.of("topicSchema", Map.of("version", 2))),
+            "partitions", List.of(Map.of("status", Map.of("leader", 1))),
+            "revision", 1);
+    try (FakePeer sc = new FakePeer(f -> typed);
+        LeaderClient client = new LeaderClient(sc.endpoint(), 10_000)) {
+      FluvioException e = assertThrows(FluvioException.class, () -> client.metadata("ty"));
+      assertEquals(ErrorCode.UNSUPPORTED_VERSION, e.code());
+      assertEquals(
+          "topic 'ty' is typed (schema version 2): the JVM connector does not read or write typed"
+              + " topics yet; use the Python data source (a session without the connector jar)",
+          e.getMessage());
+    }
+  }
+
+  @Test
   void anUnknownTopicFromTheScIsTyped() throws Exception {
     try (FakePeer sc = new FakePeer(f -> new FakePeer.Error(8, "topic nope does not exist"));
         LeaderClient client = new LeaderClient(sc.endpoint(), 10_000)) {
@@ -95,13 +113,15 @@ class LeaderClientTest {
 
   @Test
   void anUnreachableScIsAConnectionError() throws Exception {
-    Endpoint closed;
-    try (FakePeer gone = new FakePeer(f -> Map.of())) {
-      closed = gone.endpoint();
-    }
-    try (LeaderClient client = new LeaderClient(closed, 2_000)) {
-      FluvioException e = assertThrows(FluvioException.class, () -> client.metadata("t"));
-      assertEquals(ErrorCode.CONNECTION_CLOSED, e.code());
+    // A port held by a bound socket that does not listen: nothing else can take it while
+    // the test runs (a port merely closed can be reused by any process meanwhile).
+    try (java.net.Socket holder = new java.net.Socket()) {
+      holder.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
+      Endpoint closed = new Endpoint("127.0.0.1", holder.getLocalPort());
+      try (LeaderClient client = new LeaderClient(closed, 2_000)) {
+        FluvioException e = assertThrows(FluvioException.class, () -> client.metadata("t"));
+        assertEquals(ErrorCode.CONNECTION_CLOSED, e.code());
+      }
     }
   }
 }
