@@ -78,6 +78,8 @@ JVM_STREAM_KEYS = (
     "continuous_p99_ms",
     "realtime_p50_ms",
     "realtime_p99_ms",
+    "continuous_ack_p99_ms",
+    "realtime_ack_p99_ms",
 )
 """Figures of JVM streams: null in a run without the connector's jar."""
 
@@ -219,6 +221,9 @@ def _latency_figures(name: str, latencies: list[float], samples: int) -> dict[st
     """``{name}_samples``, ``{name}_p50_ms`` and ``{name}_p99_ms`` (null without samples)."""
     if len(latencies) < samples:
         _say(f"{name}: {samples - len(latencies)} of {samples} records not seen")
+    if latencies:
+        p50, p99 = statistics.median(latencies), _percentile(latencies, 99)
+        _say(f"{name}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, {len(latencies)} samples")
     return {
         f"{name}_samples": len(latencies),
         f"{name}_p50_ms": statistics.median(latencies) if latencies else None,
@@ -251,12 +256,12 @@ def _streams(
     clock = latency.shared_clock(spark)
     _say(f"continuous and real-time latencies: send and sink stamps read {clock.name}")
     for mode in ("continuous", "realtime"):
-        latencies = latency.row_at_a_time(
+        latencies, acks = latency.row_at_a_time(
             spark, client, endpoint, LATENCY_TOPICS[mode], workdir / mode, stream_samples, mode,
             clock,
         )  # fmt: skip
         out.update(_latency_figures(mode, latencies, stream_samples))
-        _say(f"{mode}: p50 {out[f'{mode}_p50_ms']:.2f} ms, p99 {out[f'{mode}_p99_ms']:.2f} ms")
+        out[f"{mode}_ack_p99_ms"] = _percentile(acks, 99)
     return out
 
 
