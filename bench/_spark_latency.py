@@ -27,6 +27,8 @@ reads), then ``WARMUP`` paced records whose latencies are dropped.
 
 from __future__ import annotations
 
+import functools
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -34,16 +36,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["microbatch", "row_at_a_time", "shared_clock", "Clock"]
+__all__ = ["microbatch", "row_at_a_time", "shared_clock", "Clock", "RowLatencies"]
 
 PACE_S = 0.015
 """Interval between the sends of row-at-a-time samples (about 60 records/s)."""
 WARMUP = 50
 """Records sent and dropped before the samples, once the query reads."""
-REALTIME_BATCH = "5 seconds"
-"""A real-time query's batch duration; rows reach the memory sink at a batch's end. Each
-batch reopens the partition's stream: the default 400 samples span about 7 s, so they
-cross at least one batch boundary."""
+REALTIME_BATCH = "15 seconds"
+"""A real-time query's batch duration: long enough for the default 400 samples (about
+7 s) to fall in the first batch. Rows reach the memory sink at a batch's end."""
 ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
 CONTINUOUS_INTERVAL = "1 second"
 """A continuous query's checkpoint interval: rows reach the memory sink at an epoch's end."""
@@ -139,6 +140,23 @@ def microbatch(
     return [(arrivals[i] - sent[i]) * 1000 for i in sent if i in arrivals]
 
 
+@dataclass(frozen=True)
+class RowLatencies:
+    """Milliseconds from ``send()``, per record.
+
+    Attributes:
+        sink: to the sink, per sample.
+        ack: to the producer's ack, per sample (the cluster's share: the leader pushes a
+            record to the reader as it acks it, so the ack and the push race).
+        boundary: to the sink, per record sent around a real-time batch's end (empty for
+            a continuous query, whose epochs do not stop the readers).
+    """
+
+    sink: list[float]
+    ack: list[float]
+    boundary: list[float]
+
+
 def row_at_a_time(
     spark: Any,
     client: Any,
@@ -148,11 +166,17 @@ def row_at_a_time(
     samples: int,
     mode: str,
     clock: Clock,
-) -> tuple[list[float], list[float]]:
-    """Milliseconds from ``send()`` to the sink of ``samples`` records, JVM connector.
+) -> RowLatencies:
+    """Latencies of ``samples`` records to a continuous or real-time query's sink.
+
+    The query runs alone in the session: its task is running once Spark has an active
+    stage. ``WARMUP`` records follow (read from the query's start offset even if the
+    task opens its stream after they are sent), then the samples. A real-time query's
+    samples fall in its first batch (``REALTIME_BATCH``); records sent from then until
+    a second after that batch's rows reach the sink measure the batch boundary.
 
     Args:
-        spark: a session with the JVM connector's jar.
+        spark: a session with the JVM connector's jar and no other running query.
         client: a connected ``Fluvio`` client, to produce with.
         endpoint: the SC endpoint.
         topic: an idle topic of one partition.
@@ -163,12 +187,10 @@ def row_at_a_time(
         clock: the clock both sides read (``shared_clock``).
 
     Returns:
-        Per sample, the latency to the sink; and, in the same order, the time from
-        ``send()`` to the producer's ack (the cluster's share: the leader pushes the
-        record to the reader as it acks it, so the ack and the push race).
+        The latencies.
 
     Raises:
-        TimeoutError: the query did not read, or lost samples.
+        TimeoutError: the query did not start, or lost records.
     """
     table = f"latency_{mode}"
     df = (
@@ -195,41 +217,56 @@ def row_at_a_time(
     finally:
         spark.conf.unset(ALLOWLIST_CHECK)
     producer = client.topic_producer(topic, acks="leader", linger_ms=0)
-
-    def rows() -> int:
-        return int(spark.sql(f"SELECT count(*) FROM {table}").collect()[0][0])
-
     acked: dict[int, int] = {}  # send stamp -> send to ack, in the clock's units
+    tags: dict[str, int] = {}
 
     def send(tag: str) -> None:
+        started = time.monotonic()
         sent = clock.python()
         producer.send(None, f"{tag} {sent}".encode()).result(timeout=30)
         acked[sent] = clock.python() - sent
+        tags[tag] = tags.get(tag, 0) + 1
+        time.sleep(max(0.0, PACE_S - (time.monotonic() - started)))
+
+    def seen(tag: str) -> list[tuple[int, int]]:
+        rows = spark.sql(f"SELECT value, seen FROM {table} WHERE value LIKE '{tag} %'").collect()
+        return [(int(row["value"].split()[1]), int(row["seen"])) for row in rows]
+
+    def running() -> bool:
+        if query.exception() is not None:
+            raise TimeoutError(f"the {mode} query failed: {query.exception()}")
+        return len(spark.sparkContext.statusTracker().getActiveStageIds()) > 0
 
     try:
-        deadline = time.monotonic() + 120
-        while rows() == 0:  # probes until the query reads
-            if time.monotonic() > deadline or query.exception() is not None:
-                raise TimeoutError(f"the {mode} query read nothing: {query.exception()}")
-            send("probe")
-            time.sleep(0.1)
+        _wait(running, 120, f"the {mode} query's task")
         for tag in ["warmup"] * WARMUP + ["sample"] * samples:
-            started = time.monotonic()
             send(tag)
-            time.sleep(max(0.0, PACE_S - (time.monotonic() - started)))
-        seen = spark.sql(f"SELECT value, seen FROM {table}")
-        _wait(
-            lambda: seen.filter("value LIKE 'sample %'").count() >= samples,
-            120,
-            f"{samples} samples in the {mode} sink",
+        if mode == "realtime":
+            if seen("warmup"):
+                _say_stderr("realtime: the first batch ended before the last sample")
+            deadline = time.monotonic() + 120
+            while not seen("warmup") and time.monotonic() < deadline:
+                send("boundary")
+            ends = time.monotonic() + 1
+            while time.monotonic() < ends:
+                send("boundary")
+        for tag, count in tags.items():
+            _wait(functools.partial(_at_least, seen, tag, count), 120, f"{count} {tag} records")
+        ms = clock.unit_ns / 1e6
+        stamps = seen("sample")
+        return RowLatencies(
+            [(at - sent) * ms for sent, at in stamps],
+            [acked[sent] * ms for sent, _ in stamps],
+            [(at - sent) * ms for sent, at in seen("boundary")],
         )
-        stamps = [
-            (int(row["value"].split()[1]), int(row["seen"]))
-            for row in seen.collect()
-            if row["value"].startswith("sample ")
-        ]
     finally:
         producer.close()
         query.stop()
-    ms = clock.unit_ns / 1e6
-    return [(seen - sent) * ms for sent, seen in stamps], [acked[sent] * ms for sent, _ in stamps]
+
+
+def _at_least(seen: Callable[[str], list[tuple[int, int]]], tag: str, count: int) -> bool:
+    return len(seen(tag)) >= count
+
+
+def _say_stderr(message: str) -> None:
+    print(f"[bench.spark] {message}", file=sys.stderr, flush=True)

@@ -80,6 +80,7 @@ JVM_STREAM_KEYS = (
     "realtime_p99_ms",
     "continuous_ack_p99_ms",
     "realtime_ack_p99_ms",
+    "realtime_boundary_max_ms",
 )
 """Figures of JVM streams: null in a run without the connector's jar."""
 
@@ -256,12 +257,17 @@ def _streams(
     clock = latency.shared_clock(spark)
     _say(f"continuous and real-time latencies: send and sink stamps read {clock.name}")
     for mode in ("continuous", "realtime"):
-        latencies, acks = latency.row_at_a_time(
+        rows = latency.row_at_a_time(
             spark, client, endpoint, LATENCY_TOPICS[mode], workdir / mode, stream_samples, mode,
             clock,
         )  # fmt: skip
-        out.update(_latency_figures(mode, latencies, stream_samples))
-        out[f"{mode}_ack_p99_ms"] = _percentile(acks, 99)
+        out.update(_latency_figures(mode, rows.sink, stream_samples))
+        out[f"{mode}_ack_p99_ms"] = _percentile(rows.ack, 99)
+    boundary = rows.boundary  # the real-time query's
+    out["realtime_boundary_max_ms"] = max(boundary) if boundary else None
+    _say(
+        f"realtime: {len(boundary)} records sent around a batch end, worst {max(boundary, default=0):.0f} ms"
+    )
     return out
 
 
