@@ -18,11 +18,14 @@ the moment the query's sink sees the row:
   two stamps share a clock; ``shared_clock`` checks that at run time and falls back to
   wall-clock milliseconds (``time.time`` / ``currentTimeMillis``) where it does not hold.
   The rows land in a memory sink (Python's ``foreach`` writer cannot run in a continuous
-  query), read once every sample is there. Samples are sent at
-  a fixed pace (``PACE_S``), not waiting for each other: a row-at-a-time query keeps up.
+  query), read once every record is there. Samples are sent at a fixed pace
+  (``PACE_S``), not waiting for each other: a row-at-a-time query keeps up.
 
-A warm-up precedes the samples: probe records until the sink holds one (the query
-reads), then ``WARMUP`` paced records whose latencies are dropped.
+A warm-up of ``WARMUP`` records, whose latencies are dropped, precedes the samples once
+the query's task runs. A real-time query's samples fall within its first batch; the
+records sent from then until a second after that batch ends measure the stall at a
+batch boundary on their own (Spark commits the batch and starts the next one's tasks,
+which reopen their streams).
 """
 
 from __future__ import annotations
