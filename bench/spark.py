@@ -1,11 +1,12 @@
 """Spark benchmark: ``format("fluvio")`` on the JVM and Python paths, against Parquet.
 
     .venv/bin/python -m bench.spark [--records 5000000] [--partitions 4] [--repeat 3]
+        [--samples 200] [--stream-samples 400] [--quick]
 
 One run, one data set (``--records`` records of 100-byte values in a ``--partitions``
 partition topic on a local three-SPU cluster), one Spark session that has the JVM
 connector's jar (``local_session(jvm_connector=True)``; built when missing and Maven is
-installed, else every ``jvm`` figure is null):
+installed, else every JVM figure is null):
 
 - ``jvm_rps``: ``spark.read.format("fluvio")...selectExpr("sum(length(value))")``, which
   the JVM connector serves in a session with its jar;
@@ -15,14 +16,25 @@ installed, else every ``jvm`` figure is null):
   a trivial Python data source yielding the same Arrow batches from memory: what Spark's
   Python data source path itself allows on this machine;
 - ``parquet_rps``: the same query over the same records written as Parquet;
-- ``available_now_rps``: a streaming ``availableNow`` query on the Python path (noop
-  sink), start to end, so it includes the query's start-up (about a second); best of 3;
+- ``available_now_rps`` / ``available_now_jvm_rps``: a streaming ``availableNow`` query
+  over the whole topic on the Python / JVM path (noop sink), start to end, so it includes
+  the query's start-up (about a second); best of 3;
 - ``e2e_p50_ms``/``e2e_p99_ms`` (also ``microbatch_p99_ms``): produce-to-``foreachBatch``
   latency of single records into an idle topic, Python path, with
-  ``trigger(processingTime="0 seconds")``.
+  ``trigger(processingTime="0 seconds")``; ``microbatch_jvm_p50_ms``/``_p99_ms``: the same
+  through the JVM connector;
+- ``continuous_p50_ms``/``_p99_ms`` (``Trigger.Continuous``) and ``realtime_p50_ms``/
+  ``_p99_ms`` (``trigger(realTime=...)``): JVM connector, from ``send()`` to the moment
+  the sink's writer takes the row, stamped on the JVM with the sender's clock
+  (``bench/_spark_latency.py`` says how); ``--stream-samples`` records at about 60/s
+  after a warm-up, the real-time ones within one batch. Next to them,
+  ``continuous_ack_p99_ms``/``realtime_ack_p99_ms``: the same records' ``send()`` to
+  the producer's ack, the cluster's share; and ``realtime_boundary_max_ms``: the worst
+  latency of records sent across a real-time batch's end.
 
-The JVM streaming figures (``available_now_jvm_rps``, ``continuous_p50_ms``,
-``continuous_p99_ms``, ``realtime_p99_ms``) are null until the JVM connector has streams.
+``load_average`` is the machine's (1, 5, 15 minutes) at the end of the run: the figures
+are only as good as the machine was idle. ``--quick`` runs few records and samples (about
+a minute) to iterate with.
 
 Batch figures are the best of two rounds of ``--repeat`` runs each, after one warm-up
 (a round runs each query ``--repeat`` times in a row, so a slow spell of the shared
@@ -33,13 +45,13 @@ stderr; the last line printed is one JSON object with every figure.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,16 +62,30 @@ import pyarrow as pa
 
 VALUE_BYTES = 100
 TOPIC = "bench"
-LATENCY_TOPIC = "bench-latency"
 PYTHON_FORMAT = "fluvio_python"
 """The Python data source's name in the bench session, where the JVM one serves "fluvio"."""
-STREAMING_JVM_KEYS = (
+LATENCY_TOPICS = {
+    "microbatch": "bench-latency",
+    "microbatch_jvm": "bench-latency-jvm",
+    "continuous": "bench-latency-continuous",
+    "realtime": "bench-latency-realtime",
+}
+"""One idle one-partition topic per latency figure, so no query sees another's records."""
+QUICK = {"records": 200_000, "repeat": 1, "samples": 30, "stream_samples": 100}
+"""``--quick``: a run of about a minute, to iterate with."""
+JVM_STREAM_KEYS = (
     "available_now_jvm_rps",
+    "microbatch_jvm_p50_ms",
+    "microbatch_jvm_p99_ms",
     "continuous_p50_ms",
     "continuous_p99_ms",
+    "realtime_p50_ms",
     "realtime_p99_ms",
+    "continuous_ack_p99_ms",
+    "realtime_ack_p99_ms",
+    "realtime_boundary_max_ms",
 )
-"""Figures of JVM streams, which the connector does not serve yet: reported as null."""
+"""Figures of JVM streams: null in a run without the connector's jar."""
 
 
 def _say(message: str) -> None:
@@ -147,9 +173,9 @@ def _sum_lengths(df: Any) -> int:
     return int(df.selectExpr("sum(length(value)) AS n").collect()[0]["n"])
 
 
-def _available_now(spark: Any, endpoint: str, records: int, checkpoint: Path) -> float:
+def _available_now(spark: Any, fmt: str, endpoint: str, records: int, checkpoint: Path) -> float:
     df = (
-        spark.readStream.format(PYTHON_FORMAT).option("endpoint", endpoint).option("topic", TOPIC)
+        spark.readStream.format(fmt).option("endpoint", endpoint).option("topic", TOPIC)
         .option("startingOffsets", "earliest").load()
     )  # fmt: skip
     started = time.perf_counter()
@@ -163,50 +189,10 @@ def _available_now(spark: Any, endpoint: str, records: int, checkpoint: Path) ->
     if read != records:
         raise AssertionError(f"availableNow read {read} records, expected {records}")
     _say(
-        f"availableNow: {read} records in {seconds:.2f}s "
+        f"availableNow {fmt}: {read} records in {seconds:.2f}s "
         f"({len(query.recentProgress)} micro-batches)"
     )
     return records / seconds
-
-
-def _latency(spark: Any, client: Any, endpoint: str, checkpoint: Path, samples: int) -> list[float]:
-    """Produce one record at a time into an idle topic; measure when foreachBatch sees it."""
-    arrivals: dict[int, float] = {}
-    lock = threading.Lock()
-
-    def sink(batch: Any, _batch_id: int) -> None:
-        now = time.time()
-        for row in batch.select("value").collect():
-            with lock:
-                arrivals[int(bytes(row["value"]))] = now
-
-    df = (
-        spark.readStream.format(PYTHON_FORMAT).option("endpoint", endpoint)
-        .option("topic", LATENCY_TOPIC).load()
-    )  # fmt: skip
-    query = (
-        df.writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="0 seconds").start()
-    )  # fmt: skip
-    producer = client.topic_producer(LATENCY_TOPIC, acks="leader", linger_ms=0)
-    sent: dict[int, float] = {}
-    try:
-        _wait(lambda: query.lastProgress is not None, 120, "the latency query")
-        for i in range(samples):
-            sent[i] = time.time()
-            producer.send(None, str(i).encode()).result(timeout=30)
-            # Spread the samples so each one arrives into an idle topic.
-            deadline = time.monotonic() + 5
-            while i not in arrivals and time.monotonic() < deadline:
-                time.sleep(0.002)
-            time.sleep(0.02)
-    finally:
-        producer.close()
-        query.stop()
-    latencies = [(arrivals[i] - sent[i]) * 1000 for i in sent if i in arrivals]
-    if len(latencies) < samples:
-        _say(f"latency: {samples - len(latencies)} of {samples} records not seen within 5s")
-    return latencies
 
 
 def _connector_jar() -> Path | None:
@@ -235,7 +221,61 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def run(records: int, partitions: int, repeat: int, samples: int, workdir: Path) -> dict[str, Any]:
+def _latency_figures(name: str, latencies: list[float], samples: int) -> dict[str, Any]:
+    """``{name}_samples``, ``{name}_p50_ms`` and ``{name}_p99_ms`` (null without samples)."""
+    if len(latencies) < samples:
+        _say(f"{name}: {samples - len(latencies)} of {samples} records not seen")
+    if latencies:
+        p50, p99 = statistics.median(latencies), _percentile(latencies, 99)
+        _say(f"{name}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, {len(latencies)} samples")
+    return {
+        f"{name}_samples": len(latencies),
+        f"{name}_p50_ms": statistics.median(latencies) if latencies else None,
+        f"{name}_p99_ms": _percentile(latencies, 99) if latencies else None,
+    }
+
+
+def _streams(
+    spark: Any, client: Any, endpoint: str, records: int, samples: int, stream_samples: int,
+    jvm: bool, workdir: Path,
+) -> dict[str, Any]:  # fmt: skip
+    """The streaming figures: ``availableNow`` throughput and produce-to-sink latencies."""
+    from bench import _spark_latency as latency
+
+    formats = {"": PYTHON_FORMAT, "_jvm": "fluvio"} if jvm else {"": PYTHON_FORMAT}
+    out: dict[str, Any] = {}
+    for suffix, fmt in formats.items():
+        out[f"available_now{suffix}_rps"] = max(
+            _available_now(spark, fmt, endpoint, records, workdir / f"now{suffix}-{i}")
+            for i in range(3)  # the first starts the Python worker or warms the JVM path
+        )
+        name = f"microbatch{suffix}"
+        latencies = latency.microbatch(
+            spark, client, fmt, endpoint, LATENCY_TOPICS[name], workdir / name, samples
+        )
+        out.update(_latency_figures("e2e" if not suffix else name, latencies, samples))
+    out["microbatch_p99_ms"] = out["e2e_p99_ms"]
+    if not jvm:
+        return out
+    clock = latency.shared_clock(spark)
+    _say(f"continuous and real-time latencies: send and sink stamps read {clock.name}")
+    for mode in ("continuous", "realtime"):
+        rows = latency.row_at_a_time(
+            spark, client, endpoint, LATENCY_TOPICS[mode], workdir / mode, stream_samples, mode,
+            clock,
+        )  # fmt: skip
+        out.update(_latency_figures(mode, rows.sink, stream_samples))
+        out[f"{mode}_ack_p99_ms"] = _percentile(rows.ack, 99)
+    boundary = rows.boundary  # the real-time query's
+    out["realtime_boundary_max_ms"] = max(boundary) if boundary else None
+    worst = max(boundary, default=0.0)
+    _say(f"realtime: {len(boundary)} records sent around a batch end, worst {worst:.0f} ms")
+    return out
+
+
+def run(
+    records: int, partitions: int, repeat: int, samples: int, stream_samples: int, workdir: Path
+) -> dict[str, Any]:
     """Run every measurement; return the figures."""
     os.environ["FLUVIO_PROFILE"] = str(workdir / "profile.json")
     from bench._ceiling_source import CeilingDataSource
@@ -251,9 +291,10 @@ def run(records: int, partitions: int, repeat: int, samples: int, workdir: Path)
         endpoint = cluster.endpoint
         with Fluvio.connect(endpoint) as client:
             client.admin().create_topic(TOPIC, partitions=partitions)
-            client.admin().create_topic(LATENCY_TOPIC, partitions=1)
-            _wait(lambda: _topic_ready(client, TOPIC, partitions), 60, TOPIC)
-            _wait(lambda: _topic_ready(client, LATENCY_TOPIC, 1), 60, LATENCY_TOPIC)
+            for topic in LATENCY_TOPICS.values():
+                client.admin().create_topic(topic, partitions=1)
+            for topic, count in [(TOPIC, partitions)] + [(t, 1) for t in LATENCY_TOPICS.values()]:
+                _wait(functools.partial(_topic_ready, client, topic, count), 60, topic)
             seconds = _produce(client, records, partitions)
             _say(
                 f"produced {records:,} records of {VALUE_BYTES} B in {seconds:.1f}s "
@@ -291,12 +332,17 @@ def run(records: int, partitions: int, repeat: int, samples: int, workdir: Path)
                     runs = {"jvm": lambda: _sum_lengths(fluvio_df), **runs}
                 rates = _best_rates(runs, records, repeat)
                 result.update({f"{label}_rps": rate for label, rate in rates.items()})
-                result["available_now_rps"] = max(
-                    _available_now(spark, endpoint, records, workdir / f"checkpoint-now-{i}")
-                    for i in range(3)  # the first starts the streaming path's Python worker
-                )
-                latencies = _latency(
-                    spark, client, endpoint, workdir / "checkpoint-latency", samples
+                result.update(
+                    _streams(
+                        spark,
+                        client,
+                        endpoint,
+                        records,
+                        samples,
+                        stream_samples,
+                        jar is not None,
+                        workdir,
+                    )  # fmt: skip
                 )
             finally:
                 spark.stop()
@@ -307,11 +353,9 @@ def run(records: int, partitions: int, repeat: int, samples: int, workdir: Path)
     result["jvm_ratio_to_python"] = jvm / result["python_rps"] if jvm else None
     result["ratio_to_ceiling"] = result["python_rps"] / result["ceiling_rps"]
     result["ratio_to_parquet"] = result["python_rps"] / result["parquet_rps"]
-    result["e2e_samples"] = len(latencies)
-    result["e2e_p50_ms"] = statistics.median(latencies) if latencies else None
-    result["e2e_p99_ms"] = _percentile(latencies, 99) if latencies else None
-    result["microbatch_p99_ms"] = result["e2e_p99_ms"]
-    result.update(dict.fromkeys(STREAMING_JVM_KEYS))
+    for key in JVM_STREAM_KEYS:
+        result.setdefault(key, None)
+    result["load_average"] = [round(load, 2) for load in os.getloadavg()]
     for key, value in list(result.items()):
         if isinstance(value, float):
             result[key] = round(value, 3 if "ratio" in key or key.endswith("_ms") else 0)
@@ -324,20 +368,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=5_000_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3, help="runs per query per round")
-    parser.add_argument("--samples", type=int, default=200, help="latency samples")
+    parser.add_argument("--samples", type=int, default=200, help="micro-batch latency samples")
+    parser.add_argument(
+        "--stream-samples", type=int, default=400, help="continuous and real-time latency samples"
+    )
+    parser.add_argument("--quick", action="store_true", help=f"a short run: {QUICK}")
     args = parser.parse_args(argv)
+    if args.quick:
+        for key, value in QUICK.items():
+            setattr(args, key, value)
     workdir = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     try:
-        result = run(args.records, args.partitions, args.repeat, args.samples, workdir)
+        result = run(
+            args.records, args.partitions, args.repeat, args.samples, args.stream_samples, workdir
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    for key in ("jvm_rps", "python_rps", "ceiling_rps", "parquet_rps", "available_now_rps"):
-        _say(f"{key:>18}: {result[key] or 0:>12,.0f} records/s")
+    rates = ("jvm", "python", "ceiling", "parquet", "available_now", "available_now_jvm")
+    for key in (f"{name}_rps" for name in rates):
+        _say(f"{key:>21}: {result[key] or 0:>12,.0f} records/s")
     _say(
         f"jvm / parquet {result['jvm_ratio_to_parquet']}, python / ceiling "
-        f"{result['ratio_to_ceiling']:.2f}, python / parquet {result['ratio_to_parquet']:.2f}, "
-        f"e2e p50 {result['e2e_p50_ms']} ms, p99 {result['e2e_p99_ms']} ms"
+        f"{result['ratio_to_ceiling']:.2f}, python / parquet {result['ratio_to_parquet']:.2f}"
     )
+    for name in ("e2e", "microbatch_jvm", "continuous", "realtime"):
+        _say(f"{name} p50 {result[f'{name}_p50_ms']} ms, p99 {result[f'{name}_p99_ms']} ms")
     print(json.dumps(result))
     return 0
 
