@@ -13,6 +13,7 @@ its output in ``redis.log``.
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import socket
@@ -55,20 +56,43 @@ def find_redis_server() -> str:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0).
+    """A TCP port on 127.0.0.1 that was free a moment ago.
 
-    Never one this process handed out recently: the kernel may offer a just-released
-    port again, and callers often ask for two (an SC's public and private ports) before
-    binding either.
+    Taken below the kernel's ephemeral range when it can be read (Linux): a port from that
+    range can be given to an outgoing connection of this or another process between this
+    probe and the caller's bind (an SPU's private port was once taken by the test's own
+    admin client that way). Never one this process handed out recently: callers often
+    ask for two (an SC's public and private ports) before binding either.
     """
-    for _ in range(64):
+    low = _ephemeral_low()
+    for attempt in range(128):
+        # half the attempts below the ephemeral range, then let the kernel choose
+        wanted = _random.randrange(_LOWEST_PORT, low) if low > _LOWEST_PORT and attempt < 64 else 0
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((_HOST, 0))
+            try:
+                sock.bind((_HOST, wanted))
+            except OSError:
+                continue  # taken: try another
             port = int(sock.getsockname()[1])
         if port not in _HANDED_OUT:
-            break
-    _HANDED_OUT.append(port)
-    return port
+            _HANDED_OUT.append(port)
+            return port
+    raise ServerStartError("no free TCP port on 127.0.0.1")
+
+
+_LOWEST_PORT = 20_000
+"""Bottom of the range ``free_port`` draws from (above most fixed service ports)."""
+
+_random = random.Random()
+
+
+def _ephemeral_low() -> int:
+    """The lowest port the kernel gives outgoing connections (0 when unknown)."""
+    try:
+        text = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text()
+        return int(text.split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def redis_argv(

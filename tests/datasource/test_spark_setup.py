@@ -17,6 +17,7 @@ from datasource.session import (
     local_session,
 )
 from spark_stream.errors import InvalidConfigError, JarFetchError
+from spark_stream.local.cluster import LocalCluster
 
 JAR_NAMES = [f"{artifact}-{version}.jar" for _, artifact, version in DELTA_ARTIFACTS]
 
@@ -113,7 +114,7 @@ else:
         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1") \\
         .getOrCreate()
 try:
-    df = spark.read.format("fluvio").option("topic", "t").option("endpoint", "127.0.0.1:9").load()
+    df = spark.read.format("fluvio").option("topic", "t").option("endpoint", sys.argv[2]).load()
     print("FOUND", ",".join(df.columns))
 except Exception as exc:
     print("NOT FOUND", "DATA_SOURCE_NOT_FOUND" in str(exc))
@@ -122,9 +123,12 @@ finally:
 """
 
 
-def test_local_session_finds_the_format_with_the_venv_off_path(tmp_path: Path) -> None:
+def test_local_session_finds_the_format_with_the_venv_off_path(
+    tmp_path: Path, fluvio_cluster: LocalCluster
+) -> None:
     """The venv's python run by path, not activated: ``python3`` on PATH lacks the project,
-    so a plain session's lookup misses the format; ``local_session`` finds it."""
+    so a plain session's lookup misses the format; ``local_session`` finds it (and its
+    ``load()`` asks the cluster whether the topic is typed)."""
     venv_bin = str(Path(sys.executable).parent)
     path = os.pathsep.join(
         p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin
@@ -136,7 +140,7 @@ def test_local_session_finds_the_format_with_the_venv_off_path(tmp_path: Path) -
     found = {}
     for how in ("plain", "local_session"):
         done = subprocess.run(
-            [sys.executable, "-c", _FIND_THE_FORMAT, how],
+            [sys.executable, "-c", _FIND_THE_FORMAT, how, fluvio_cluster.endpoint],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]

@@ -37,6 +37,13 @@ def test_free_port_never_hands_out_a_port_twice() -> None:
     assert len(set(ports)) == len(ports)
 
 
+def test_free_ports_are_below_the_kernels_range_for_outgoing_connections() -> None:
+    """A port from that range can go to a client socket before the caller binds it."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(50)]
+    assert all(20_000 <= p < low for p in ports), ports
+
+
 def test_free_port_is_bindable() -> None:
     port = free_port()
     with socket.socket() as sock:
