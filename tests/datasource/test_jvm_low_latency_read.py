@@ -47,6 +47,21 @@ def stream(**options):
     for key, value in options.items():
         reader = reader.option(key, value)
     return reader.load()
+
+# (partition, offset, value) of the topic from its start into the memory table ``name``
+def continuous_to_memory(name):
+    return (
+        stream(startingOffsets="earliest").select("partition", "offset", "value")
+        .writeStream.format("memory").queryName(name)
+        .trigger(continuous="1 second").start()
+    )
+
+def memory_count(name):
+    return lambda: spark.sql(f"select * from {name}").count()
+
+def memory_rows(name):
+    rows = spark.sql(f"select * from {name}").collect()
+    return [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
 """
 
 
@@ -74,13 +89,9 @@ def test_continuous_query_delivers_every_record_once_in_order(
         _HELPERS
         + textwrap.dedent(
             """
-            query = (
-                stream(startingOffsets="earliest").select("partition", "offset", "value")
-                .writeStream.format("memory").queryName("continuous_sink")
-                .trigger(continuous="1 second").start()
-            )
+            query = continuous_to_memory("continuous_sink")
             try:
-                count = lambda: spark.sql("select * from continuous_sink").count()
+                count = memory_count("continuous_sink")
                 wait_for(count, 40, "records produced before the query")
                 with Fluvio.connect(endpoint) as client:
                     produce(client, topic, [f"b{i}" for i in range(30)],
@@ -89,8 +100,7 @@ def test_continuous_query_delivers_every_record_once_in_order(
                 out["plan"] = query._jsq.streamingQuery().lastExecution().executedPlan().toString()
             finally:
                 query.stop()
-            rows = spark.sql("select * from continuous_sink").collect()
-            out["rows"] = [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
+            out["rows"] = memory_rows("continuous_sink")
             """
         ),
         fluvio_cluster.endpoint,
@@ -197,13 +207,9 @@ def test_continuous_query_picks_up_an_added_partition(
         _HELPERS
         + textwrap.dedent(
             """
-            query = (
-                stream(startingOffsets="earliest").select("partition", "offset", "value")
-                .writeStream.format("memory").queryName("grown_sink")
-                .trigger(continuous="1 second").start()
-            )
+            query = continuous_to_memory("grown_sink")
             try:
-                count = lambda: spark.sql("select * from grown_sink").count()
+                count = memory_count("grown_sink")
                 wait_for(count, 40, "records produced before the growth")
                 with Fluvio.connect(endpoint) as client:
                     client.admin().add_partitions(topic, 1)
@@ -215,8 +221,7 @@ def test_continuous_query_picks_up_an_added_partition(
                 out["error"] = None if query.exception() is None else str(query.exception())
             finally:
                 query.stop()
-            rows = spark.sql("select * from grown_sink").collect()
-            out["rows"] = [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
+            out["rows"] = memory_rows("grown_sink")
             """
         ),
         fluvio_cluster.endpoint,
@@ -250,13 +255,9 @@ def test_continuous_query_rides_out_a_killed_leader(
             + textwrap.dedent(
                 f"""
                 import signal
-                query = (
-                    stream(startingOffsets="earliest").select("partition", "offset", "value")
-                    .writeStream.format("memory").queryName("killed_sink")
-                    .trigger(continuous="1 second").start()
-                )
+                query = continuous_to_memory("killed_sink")
                 try:
-                    count = lambda: spark.sql("select * from killed_sink").count()
+                    count = memory_count("killed_sink")
                     wait_for(count, 40, "records produced before the kill")
                     os.kill({pid}, signal.SIGKILL)
                     with Fluvio.connect(endpoint) as client:
@@ -265,8 +266,7 @@ def test_continuous_query_rides_out_a_killed_leader(
                     out["error"] = None if query.exception() is None else str(query.exception())
                 finally:
                     query.stop()
-                rows = spark.sql("select * from killed_sink").collect()
-                out["rows"] = [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
+                out["rows"] = memory_rows("killed_sink")
                 """
             ),
             fluvio_cluster.endpoint,
