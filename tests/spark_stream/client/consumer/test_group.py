@@ -341,7 +341,8 @@ def test_close_ends_a_read_waiting_for_records(fluvio: Fluvio) -> None:
                     got.append(batch)
 
         reader = asyncio.create_task(drain())
-        await asyncio.sleep(0.3)  # the reader waits: nothing to read
+        # pulling with nothing queued: the reader is waiting on the member's queue
+        await until(lambda: m._pulling, 10.0, "the reader waits")
         assert not reader.done()
         await m.close()
         await asyncio.wait_for(reader, 10.0)  # ended, not cancelled
