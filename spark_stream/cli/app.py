@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds, group_cmds
 from spark_stream.cli.output import FORMATS
-from spark_stream.cli.parsing import CommandParser
+from spark_stream.cli.parsing import CommandParser, duration_arg, size_arg
 from spark_stream.client import Fluvio, resolve_endpoint
 from spark_stream.errors import FluvioError
 
@@ -180,9 +180,36 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     prod.add_argument("--raw", action="store_true", help="the whole input is one record")
     prod.add_argument("-p", "--partition", type=int, help="send to this partition")
     prod.add_argument("--compression", choices=("none", "lz4", "zstd"))
-    prod.add_argument("--acks", choices=("none", "leader", "all"), default="leader")
-    prod.add_argument("--linger-ms", type=float, default=5.0)
-    prod.add_argument("--batch-size", type=int)
+    prod.add_argument(
+        "--acks",
+        choices=("none", "leader", "all"),
+        help="leader (default), all (in-sync replicas) or none",
+    )
+    prod.add_argument(
+        "--isolation",
+        help="Fluvio's name for the acknowledgement: read_committed waits for the in-sync "
+        "replicas (--acks all), read_uncommitted for the leader (--acks leader)",
+    )
+    prod.add_argument(
+        "--delivery-semantic",
+        choices=("at-least-once", "at-most-once"),
+        default="at-least-once",
+        help="at-least-once (default): retry a failed send; at-most-once: never resend "
+        "(a failed record is lost, never duplicated)",
+    )
+    prod.add_argument(
+        "--linger",
+        type=duration_arg("--linger"),
+        help="how long a batch waits for more records, e.g. 150ms, 1s (default 5ms)",
+    )
+    prod.add_argument(
+        "--batch-size", type=size_arg("--batch-size"), help="bytes per batch, e.g. 16Ki, 1MB"
+    )
+    prod.add_argument(
+        "--max-request-size",
+        type=size_arg("--max-request-size"),
+        help="largest produce request, e.g. 8Mi, 100MB (default 8Mi)",
+    )
     prod.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -197,9 +224,27 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "-p", "--partition", type=int, action="append", help="partition (repeatable; default: all)"
     )
     cons.add_argument("-B", "--beginning", action="store_true", help="from the first record")
-    cons.add_argument("--start", type=int, help="from this absolute offset")
-    cons.add_argument("--end", type=int, help="up to this offset, inclusive (one partition)")
-    cons.add_argument("-T", "--tail", type=int, help="the last N records, then new ones")
+    cons.add_argument(
+        "-H",
+        "--head",
+        type=_count,
+        metavar="N",
+        help="from N records after the start of the log (per partition)",
+    )
+    cons.add_argument("--start", type=_count, help="from this absolute offset")
+    cons.add_argument(
+        "--end",
+        type=_count,
+        help="stop after this offset, inclusive (each partition read)",
+    )
+    cons.add_argument("-T", "--tail", type=_count, help="the last N records, then new ones")
+    cons.add_argument(
+        "-b",
+        "--maxbytes",
+        dest="max_bytes",
+        type=size_arg("-b/--maxbytes"),
+        help="bytes fetched at a time, e.g. 64Ki, 1MB (default 1Mi; at least one batch)",
+    )
     cons.add_argument(
         "-d",
         "--disable-continuous",
@@ -227,7 +272,7 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "-F",
         "--format",
         help="e.g. '{{offset}} {{key}} {{value}}'; {{timestamp}} is microseconds since the "
-        "epoch, {{time}} the same instant as ISO-8601 UTC",
+        "epoch, {{time}} the same instant as RFC 3339 UTC with milliseconds, as Fluvio's",
     )
     cons.add_argument(
         "-O",
@@ -236,6 +281,17 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         default="text",
         help="text (default) or JSON lines (timestamp: microseconds since the epoch)",
     )
+
+
+def _count(text: str) -> int:
+    """An argparse ``type=`` for a whole number >= 0 (an offset or a record count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
 
 
 def _consume_needs_a_topic(args: argparse.Namespace) -> str | None:

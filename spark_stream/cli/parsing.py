@@ -97,7 +97,8 @@ def duration_arg(flag: str) -> Callable[[str], float]:
         try:
             return units.parse_duration(text, flag)
         except InvalidConfigError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            # argparse names the flag itself: "argument --linger: '5x' is not ..."
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
 
     return convert
 
@@ -109,7 +110,8 @@ def size_arg(flag: str) -> Callable[[str], int]:
         try:
             return parse_bytes(text, flag)
         except InvalidConfigError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            # argparse names the flag itself: "argument --linger: '5x' is not ..."
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
 
     return convert
 

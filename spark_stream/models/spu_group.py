@@ -35,6 +35,7 @@ __all__ = [
     "parse_size",
 ]
 
+
 def parse_size(text: str) -> int:
     """Parse a quantity (``20Gi``, ``500M``, ``100MB``, ``1024``) into bytes
     (``spark_stream.units.parse_size``, as a ``ValueError`` for pydantic validators).
