@@ -10,12 +10,13 @@ found as every client finds it (``resolve_endpoint``): ``--endpoint``, else
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 
-from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds, group_cmds
+from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds, group_cmds, profile_cmds
 from spark_stream.cli.output import FORMATS
 from spark_stream.cli.parsing import CommandParser, duration_arg, size_arg
 from spark_stream.client import Fluvio, resolve_endpoint
@@ -294,6 +295,36 @@ def _count(text: str) -> int:
     return value
 
 
+def _profile_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
+    profile = sub.add_parser("profile", help="the clusters this client knows; which one it uses")
+    psub = profile.add_subparsers(dest="profile_command", required=True)
+    plist = psub.add_parser("list", help="list profiles (* = current)", parents=[_output_parent()])
+    plist.set_defaults(local_handler=profile_cmds.profile_list)
+    current = psub.add_parser("current", help="print the current profile's name")
+    current.set_defaults(local_handler=profile_cmds.profile_current)
+    switch = psub.add_parser("switch", help="use this profile from now on")
+    switch.add_argument("name", metavar="profile_name")
+    switch.set_defaults(local_handler=profile_cmds.profile_switch)
+    delete = psub.add_parser("delete", help="forget a profile")
+    delete.add_argument("name", metavar="profile_name")
+    delete.set_defaults(local_handler=profile_cmds.profile_delete)
+    add = psub.add_parser("add", help="add a profile for a cluster's SC and make it current")
+    add.add_argument("name", metavar="profile_name")
+    add.add_argument("endpoint", help="the SC's public host:port")
+    add.add_argument("--data-dir", help="the cluster's data directory, if it is local")
+    add.set_defaults(local_handler=profile_cmds.profile_add)
+
+
+def _version() -> str:
+    """``fluvio --version``: this package's version, as installed (or from the source)."""
+    try:
+        version = importlib.metadata.version("spark-stream")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown (not installed)"
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"fluvio (spark-stream) {version}, Python {python}"
+
+
 def _consume_needs_a_topic(args: argparse.Namespace) -> str | None:
     if args.pattern is not None and args.group is None:
         return "--pattern needs -g GROUP (the SC resolves it for the group)"
@@ -319,8 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to connect to the cluster",
     )
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_LOG_LEVEL", "WARNING"))
+    parser.add_argument("-V", "--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     _cluster_parsers(sub)
+    _profile_parsers(sub)
     _topic_parsers(sub)
     _data_parsers(sub)
     group_cmds.add_parsers(sub, _client)
