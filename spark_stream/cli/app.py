@@ -79,6 +79,28 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         cmd.add_argument("--data-dir", help="the cluster's data directory")
         cmd.set_defaults(local_handler=handler)
 
+    delete = csub.add_parser(
+        "delete", help="stop the local cluster and remove its data (asks first)"
+    )
+    delete.add_argument("--data-dir", help="the cluster's data directory")
+    delete.add_argument(
+        "-y", "--force", action="store_true", help="do not ask (needed without a terminal)"
+    )
+    delete.set_defaults(local_handler=cluster_cmds.cluster_delete)
+    diag = csub.add_parser(
+        "diagnostics",
+        help="collect the local cluster's logs, config and state into a .tar.gz",
+    )
+    diag.add_argument("--data-dir", help="the cluster's data directory")
+    diag.add_argument("--dest", metavar="DIR", help="where the archive goes (default: here)")
+    diag.add_argument(
+        "--timeout",
+        type=duration_arg("--timeout"),
+        default=5.0,
+        help="bound on each question to the SC and Redis, e.g. 5s (default)",
+    )
+    diag.set_defaults(local_handler=cluster_cmds.cluster_diagnostics)
+
     spu = csub.add_parser("spu", help="custom SPUs")
     ssub = spu.add_subparsers(dest="spu_command", required=True)
     reg = _client(ssub, "register", admin_cmds.spu_register, "register a custom SPU")

@@ -8,9 +8,11 @@ and (for a local cluster) its data directory, and which one is current, as Fluvi
 "data_dir": ...}}}``. ``Fluvio.connect()`` with no argument, the CLI and Spark use the
 current profile, so they find the cluster without being told; ``fluvio profile``
 lists, switches and deletes them. A file of the earlier single-profile shape
-(``{"endpoint": ..., "data_dir": ..., "name": ...}``) reads as that one profile, current. ``resolve_endpoint`` is the order, implemented once: an explicit endpoint (the
-argument, ``--endpoint``, the Spark ``endpoint`` option), else ``FLUVIO_ENDPOINT``, else
-the profile, else a ``NotFoundError`` naming all three.
+(``{"endpoint": ..., "data_dir": ..., "name": ...}``) reads as that one profile, current.
+
+``resolve_endpoint`` is the order, implemented once: an explicit endpoint (the argument,
+``--endpoint``, the Spark ``endpoint`` option), else ``FLUVIO_ENDPOINT``, else the
+current profile, else a ``NotFoundError`` naming all three.
 """
 
 from __future__ import annotations
