@@ -68,7 +68,10 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         help="SPUs from an SPU group (default) or spawned as custom SPUs",
     )
     start.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds each start-up step may take"
+        "--timeout",
+        type=duration_arg("--timeout"),
+        default=30.0,
+        help="how long each start-up step may take, e.g. 30s, 2m (default 30s)",
     )
     start.set_defaults(local_handler=cluster_cmds.cluster_start)
     for name, handler, text in (
@@ -367,9 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout",
         dest="connect_timeout",
-        type=float,
+        type=duration_arg("--timeout"),
         default=10.0,
-        help="seconds to connect to the cluster",
+        help="how long to wait for the cluster, e.g. 10s, 500ms (default 10s)",
     )
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_LOG_LEVEL", "WARNING"))
     parser.add_argument("-V", "--version", action="version", version=_version())

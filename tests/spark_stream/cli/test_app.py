@@ -53,6 +53,10 @@ def test_commands_parse_like_fluvio() -> None:
     )
     assert parse("topic", "add-partition", "orders", "--count", "2").count == 2  # type: ignore[attr-defined]
     assert parse("topic", "add-partition", "orders").count == 1  # type: ignore[attr-defined]
+    # durations everywhere one is taken
+    assert parse("--timeout", "500ms", "topic", "list").connect_timeout == 0.5  # type: ignore[attr-defined]
+    assert parse("cluster", "start", "--timeout", "2m").timeout == 120.0  # type: ignore[attr-defined]
+    assert parse("cluster", "diagnostics", "--timeout", "3").timeout == 3.0  # type: ignore[attr-defined]
 
 
 def test_consume_help_states_the_time_unit(capsys: pytest.CaptureFixture[str]) -> None:
