@@ -275,6 +275,7 @@ class LeaderController:
             leo=leo,
             hw=hw,
             log_start_offset=self.log.log_start_offset,
+            size=self.log.size_bytes,
         )
         return LrsStatus(self.name, status)
 

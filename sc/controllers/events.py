@@ -51,6 +51,7 @@ class LrsUpdate:
         leo: the leader's log end offset.
         hw: the leader's high watermark.
         log_start_offset: the first offset still stored (-1: not known).
+        size: bytes of the leader's log (-1: not known).
     """
 
     partition: str
@@ -59,6 +60,7 @@ class LrsUpdate:
     leo: int
     hw: int
     log_start_offset: int = -1
+    size: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,11 @@ the SPUs of the cluster's current state (the SC's view when it answers).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from spark_stream.client.admin import AdminClient
-from spark_stream.client.profile import Profile, save_profile
-from spark_stream.errors import FluvioError, InvalidConfigError, ServerStartError
+from spark_stream.client.profile import Profile, delete_profile, load_profiles, save_profile
+from spark_stream.errors import FluvioError, InvalidConfigError, NotFoundError, ServerStartError
 from spark_stream.local._state import (
     FIRST_SPU_ID,
     ClusterLayout,
@@ -474,6 +476,43 @@ class LocalCluster:
                 stopped.append(name)
         (self.data_dir / "sc.ready").unlink(missing_ok=True)
         return stopped
+
+    def delete(self) -> tuple[list[str], list[Path]]:
+        """Stop every process and remove the cluster's data (``cluster.json``, pids, logs,
+        Redis, SPU data and logs), the client profiles naming this directory, and the
+        directory too when nothing else is left in it.
+
+        Only the cluster's own entries go (the layout at the top of this module), so a
+        ``--data-dir`` that also holds other files, or ``~/.fluvio`` with the client
+        profile, keeps them. An external Redis (``redis_url``) keeps its keys.
+
+        Returns:
+            The processes that were running, and the paths removed.
+
+        Raises:
+            NotFoundError: no cluster was ever started in ``data_dir``.
+        """
+        if not self.status().started:
+            raise NotFoundError(f"no cluster in {self.data_dir}: nothing to delete")
+        stopped = self.stop()
+        removed = []
+        for name in ("cluster.json", "cluster.tmp", "sc.ready", "pids", "logs", "redis", "spus"):
+            path = self.data_dir / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+            else:
+                continue
+            removed.append(path)
+        with contextlib.suppress(FluvioError):  # an unreadable profile file is not ours
+            for name, profile in load_profiles(self.profile).profiles.items():
+                if profile.data_dir == str(self.data_dir):
+                    delete_profile(name, self.profile)
+        with contextlib.suppress(OSError):  # not empty: other files stay
+            self.data_dir.rmdir()
+            removed.append(self.data_dir)
+        return stopped, removed
 
     def _known_spu_ids(self) -> list[int]:
         """Every SPU id this data dir has heard of: layout, custom ports, SPU dirs."""

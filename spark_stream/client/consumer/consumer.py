@@ -305,9 +305,14 @@ class AsyncConsumer:
         offset: Offset,
         *,
         isolation: Isolation | str | None = None,
+        end_offset: int | None = None,
         stop_at_end: bool = False,
     ) -> AsyncGenerator[pa.RecordBatch, None]:
-        """Arrow batches of every partition (each batch from one partition)."""
+        """Arrow batches of every partition (each batch from one partition).
+
+        ``end_offset`` stops each partition before that offset (the stream ends when
+        every partition reached it); ``stop_at_end`` as ``AsyncPartitionConsumer``'s.
+        """
         queue: asyncio.Queue[pa.RecordBatch | BaseException | None] = asyncio.Queue(
             maxsize=2 * len(self._consumers)
         )
@@ -315,7 +320,9 @@ class AsyncConsumer:
         async def pump(consumer: AsyncPartitionConsumer, start: Offset = offset) -> None:
             try:
                 async with contextlib.aclosing(
-                    consumer.stream_batches(start, isolation=isolation, stop_at_end=stop_at_end)
+                    consumer.stream_batches(
+                        start, isolation=isolation, end_offset=end_offset, stop_at_end=stop_at_end
+                    )
                 ) as batches:
                     async for batch in batches:
                         await queue.put(batch)
@@ -365,11 +372,15 @@ class AsyncConsumer:
         offset: Offset,
         *,
         isolation: Isolation | str | None = None,
+        end_offset: int | None = None,
         stop_at_end: bool = False,
     ) -> AsyncGenerator[Record, None]:
-        """Records of every partition from ``offset`` (per partition), ordered per partition."""
+        """Records of every partition from ``offset`` (per partition), ordered per partition
+        (arguments as ``stream_batches``)."""
         async with contextlib.aclosing(
-            self.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)
+            self.stream_batches(
+                offset, isolation=isolation, end_offset=end_offset, stop_at_end=stop_at_end
+            )
         ) as batches:
             async for batch in batches:
                 for record in batch_records(batch):
