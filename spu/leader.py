@@ -334,7 +334,13 @@ class LeaderController:
         if plan.append:
             leo_before = self.log.leo
             appended = [frames[i] for i in plan.append]
-            bases = self.log.append_produced(appended)
+            try:
+                bases = self.log.append_produced(appended)
+            except StorageError as exc:  # e.g. the disk is full: the operator must know
+                logger.error(
+                    "append failed partition=%s dir=%s: %s", self.name, self.log.directory, exc
+                )
+                raise
             if bases != [plan.offsets[i] for i in plan.append]:
                 raise StorageError(f"{self.name}: the log assigned offsets {bases}")
             self._producers.commit(plan)
