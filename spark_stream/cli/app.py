@@ -69,6 +69,11 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     start.add_argument(
         "--timeout", type=float, default=30.0, help="seconds each start-up step may take"
     )
+    start.add_argument(
+        "--metrics",
+        action="store_true",
+        help="SC and SPUs serve Prometheus metrics on free loopback ports (see status)",
+    )
     start.set_defaults(local_handler=cluster_cmds.cluster_start)
     for name, handler, text in (
         ("stop", cluster_cmds.cluster_stop, "stop the local cluster (data is kept)"),
