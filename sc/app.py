@@ -247,6 +247,6 @@ class ScApp:
             await self.provisioner.close()
         await self.kv.close()
         if self._endpoint is not None:
-            self._endpoint.stop()
+            await asyncio.to_thread(self._endpoint.stop)  # shutdown() waits for its poll
             self._endpoint = None
         log.info("sc stopped")

@@ -88,11 +88,15 @@ class SpuApp:
             OSError: a port cannot be bound.
         """
         self._serve_metrics()
-        await self.public.start()
         try:
-            await self.private.start()
+            await self.public.start()
+            try:
+                await self.private.start()
+            except BaseException:
+                await self.public.stop()
+                raise
         except BaseException:
-            await self.public.stop()
+            await self._stop_metrics()
             raise
         self.dispatcher.start()
         self.link = ScLink(self.settings, self.dispatcher, self.public.port, self.private.port)
@@ -116,11 +120,7 @@ class SpuApp:
         await self.public.stop(grace=1.0)
         await self.private.stop(grace=1.0)
         await self.dispatcher.stop()
-        if self._endpoint is not None:
-            self._endpoint.stop()
-            self._endpoint = None
-            with contextlib.suppress(OSError):
-                self._url_file().unlink(missing_ok=True)
+        await self._stop_metrics()
         logger.info("spu stopped id=%d", self.settings.id)
 
     async def __aenter__(self) -> Self:
@@ -133,6 +133,13 @@ class SpuApp:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+    async def _stop_metrics(self) -> None:
+        if self._endpoint is not None:
+            await asyncio.to_thread(self._endpoint.stop)  # shutdown() waits for its poll
+            self._endpoint = None
+            with contextlib.suppress(OSError):
+                self._url_file().unlink(missing_ok=True)
 
     def _serve_metrics(self) -> None:
         """Start the metrics endpoint when asked; record (or clear) its URL file."""
