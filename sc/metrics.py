@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -26,6 +26,7 @@ from sc.local_store import LocalStore
 from spark_stream.metrics import (
     LATENCY_BUCKETS,
     LoopCollector,
+    MetricsHook,
     connections_gauge,
     request_latency,
 )
@@ -72,7 +73,7 @@ class ScMetrics:
             registry=self.registry,
             buckets=LATENCY_BUCKETS,
         )
-        self.on_batch: Callable[[float], None] = reconcile.observe
+        self.on_batch: MetricsHook = reconcile.observe
         self._kv = Histogram(
             f"{PREFIX}_kv_op_seconds",
             "Time of each Redis call (retries included), by operation.",
@@ -80,7 +81,7 @@ class ScMetrics:
             registry=self.registry,
             buckets=LATENCY_BUCKETS,
         )
-        self._kv_children: dict[str, Callable[[float], None]] = {}
+        self._kv_children: dict[str, MetricsHook] = {}
         self._store = store
         self._dispatcher = dispatcher
         self._cm = cm

@@ -18,7 +18,6 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from threading import Thread
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
@@ -141,7 +140,7 @@ class MetricsEndpoint:
         self.host = host
         self._requested = port
         self._server: WSGIServer | None = None
-        self._thread: Thread | None = None
+        self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
