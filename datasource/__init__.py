@@ -9,6 +9,7 @@ Importing this package also makes a batch write with no ``mode(...)`` append
 
 from __future__ import annotations
 
+from datasource.lag import behind_latest_metrics, offsets_behind_latest
 from datasource.options import (
     ReaderOptions,
     WriterOptions,
@@ -37,6 +38,8 @@ __all__ = [
     "parse_writer_options",
     "spark_schema",
     "arrow_schema",
+    "offsets_behind_latest",
+    "behind_latest_metrics",
 ]
 
 install_default_append()

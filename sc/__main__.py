@@ -7,8 +7,9 @@ SIGTERM or SIGINT stops the SC cleanly (exit 0), during its start too; a failed 
 exits 1 with an ERROR log line saying what failed. Redis is checked first: the SC
 retries an unreachable Redis for ``redis_start_timeout_s`` (``--redis-start-timeout``),
 then exits naming its URL, so a supervisor notices instead of waiting on a silent SC.
-With ``--ready-file`` the SC writes ``{"pid", "public_port", "private_port"}`` as JSON
-once both servers listen, so a supervisor can use port 0.
+With ``--ready-file`` the SC writes ``{"pid", "public_port", "private_port",
+"metrics_url"}`` as JSON once both servers listen, so a supervisor can use port 0.
+``--metrics-port`` serves Prometheus metrics (``sc.metrics``); off by default.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=os.environ.get("FLUVIO_SC_SPU_COMMAND"),
         help="argv template of a managed SPU (placeholders: {spu_id}...)",
     )
+    parser.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus metrics here (0: any free port)"
+    )
     parser.add_argument("--ready-file", type=Path, help="write ports as JSON here once up")
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_SC_LOG_LEVEL", "INFO"))
     return parser.parse_args(argv)
@@ -83,6 +87,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "heartbeat_timeout_s",
         "data_dir",
         "redis_start_timeout_s",
+        "metrics_port",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
@@ -166,6 +171,7 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
             "pid": os.getpid(),
             "public_port": app.public_port,
             "private_port": app.private_port,
+            "metrics_url": app.metrics_url,
         }
         tmp = args.ready_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(ready))

@@ -51,6 +51,13 @@ class ScSettings(ProcessSettings):
         description="Consumer groups: default time a member has to release a revoke.",
     )
 
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
+    )
+
     def group_defaults(self) -> ConsumerGroupSpec:
         """The spec a group gets when a join creates it without its own timeouts."""
         return ConsumerGroupSpec(

@@ -71,6 +71,7 @@ from spu.storage import (
     replica_dir,
     write_uid,
 )
+from spu.traffic import PartitionTraffic
 
 __all__ = ["SpuDispatcher"]
 
@@ -115,6 +116,8 @@ class SpuDispatcher:
         self._logs: dict[str, ReplicaLog] = {}
         self._log_uids: dict[str, str | None] = {}  # the incarnation each open log stores
         self._leaders: dict[str, LeaderController] = {}
+        self.traffic: dict[str, PartitionTraffic] = {}
+        """Produce and fetch totals by partition name, kept across leaderships."""
         self._followers: dict[int, FollowerController] = {}
         self._roles = Subscribers()
         self._audit_file: AuditFile | None = None
@@ -136,6 +139,10 @@ class SpuDispatcher:
     def leaders(self) -> list[LeaderController]:
         """Every running leader controller."""
         return list(self._leaders.values())
+
+    def logs(self) -> dict[str, ReplicaLog]:
+        """Every open replica log by partition name (leaders' and followers')."""
+        return dict(self._logs)
 
     def follower(self, leader_id: int) -> FollowerController | None:
         """The follower controller for replicas led by ``leader_id``."""
@@ -373,6 +380,7 @@ class SpuDispatcher:
             is_online=self.is_online,
             on_status=self.on_status,
             clock=self._clock,
+            traffic=self.traffic.setdefault(replica.name, PartitionTraffic()),
         )
         try:
             leader.start()

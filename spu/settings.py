@@ -37,3 +37,9 @@ class SpuSettings(ProcessSettings):
         "(tests check the audit of SPUs they kill); relative to data_dir.",
     )
     max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
+    )

@@ -73,6 +73,11 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         default=30.0,
         help="how long each start-up step may take, e.g. 30s, 2m (default 30s)",
     )
+    start.add_argument(
+        "--metrics",
+        action="store_true",
+        help="SC and SPUs serve Prometheus metrics on free loopback ports (see status)",
+    )
     start.set_defaults(local_handler=cluster_cmds.cluster_start)
     for name, handler, text in (
         ("stop", cluster_cmds.cluster_stop, "stop the local cluster (data is kept)"),

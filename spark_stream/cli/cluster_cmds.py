@@ -50,10 +50,14 @@ def _print_status(status: ClusterStatus, fmt: str) -> None:
             "pid": p.pid,
             "state": "running" if p.running else "stopped",
             "detail": p.detail,
+            "metrics": p.metrics_url or "",
         }
         for p in status.processes
     ]
-    emit(rows, "table", columns=("process", "pid", "state", "detail"))
+    columns: tuple[str, ...] = ("process", "pid", "state", "detail")
+    if any(p.metrics_url for p in status.processes):
+        columns += ("metrics",)
+    emit(rows, "table", columns=columns)
     if status.spus:
         print()
         emit(status.spus, "table", columns=("id", "name", "type", "public", "status"))
@@ -68,6 +72,7 @@ def cluster_start(args: argparse.Namespace) -> int:
         redis_url=args.redis_url,
         spu_mode=args.spu_mode,
         start_timeout=args.timeout,
+        metrics=args.metrics,
     )
     status = cluster.start()
     _print_status(status, args.output)

@@ -14,6 +14,7 @@ for threads, running this class on a background loop thread.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -38,6 +39,8 @@ from spark_stream.net.endpoint import parse_endpoint
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
 __all__ = ["FluvioAsync"]
+
+log = logging.getLogger(__name__)
 
 
 class FluvioAsync:
@@ -86,8 +89,18 @@ class FluvioAsync:
         async def open_sc() -> Connection:
             return await Connection.open(host, port, timeout=timeout, name=f"sc@{endpoint}")
 
+        log.info("connecting to the SC at %s", endpoint)
         watcher = MetadataWatcher(open_sc)
         await watcher.start(timeout)
+        view = watcher.view
+        log.info(
+            "connected to the SC at %s: metadata revision=%s spus=%d topics=%d partitions=%d",
+            endpoint,
+            view.revision,
+            len(view.spus),
+            len(view.topics),
+            len(view.partitions),
+        )
         return cls(endpoint, timeout, watcher)
 
     def admin(self) -> AdminClient:

@@ -148,6 +148,8 @@ class LocalCluster:
         profile: where ``start`` writes the client profile (default ``profile_path()``).
         env: variables added to the environment of every process the cluster starts
             (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
+        metrics: the SC and SPUs serve Prometheus metrics, each on a free loopback port
+            (``status`` lists the URLs); once on, later starts keep it on.
     """
 
     def __init__(
@@ -163,6 +165,7 @@ class LocalCluster:
         python: str = sys.executable,
         profile: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
+        metrics: bool = False,
     ) -> None:
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
@@ -180,6 +183,7 @@ class LocalCluster:
         self.env = dict(env or {})
         self._existing = self._layout_path().is_file()
         self.layout = self._load_layout()
+        self.layout.metrics = self.layout.metrics or metrics
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
         self._started: list[_Started] = []
 
@@ -352,13 +356,16 @@ class LocalCluster:
         if private and not self._port_free(private):
             private = 0
         spu_command = f"{self.python} -m spu"
+        env = {**self.env, **self._metrics_env()}  # managed SPUs inherit the SC's
         argv = [
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
             "--ready-file", str(ready),
         ]  # fmt: skip
-        started = self._spawn("sc", "SC", argv, self.env)
+        if self.layout.metrics:
+            argv += ["--metrics-port", "0"]
+        started = self._spawn("sc", "SC", argv, env)
         self._wait(ready.is_file, started)
         info = json.loads(ready.read_text())
         self.layout.sc_public_port = int(info["public_port"])
@@ -424,6 +431,7 @@ class LocalCluster:
         folder.mkdir(parents=True, exist_ok=True)
         env = {
             **self.env,
+            **self._metrics_env(),
             **spu_environment(
                 spu_id,
                 sc_endpoint=str(Endpoint(_HOST, self.layout.sc_private_port)),
@@ -433,6 +441,21 @@ class LocalCluster:
             ),
         }
         return self._spawn(f"spu-{spu_id}", f"SPU {spu_id}", [self.python, "-m", "spu"], env).record
+
+    def _metrics_env(self) -> dict[str, str]:
+        """SPU settings for metrics on a free port each (``FLUVIO_SPU_METRICS_PORT``)."""
+        return {"FLUVIO_SPU_METRICS_PORT": "0"} if self.layout.metrics else {}
+
+    def _metrics_url(self, name: str) -> str | None:
+        """The metrics URL process ``name`` (``sc``, ``spu-5001``) wrote, if any."""
+        try:
+            if name == "sc":
+                url = json.loads((self.data_dir / "sc.ready").read_text()).get("metrics_url")
+            else:
+                url = self._spu_dirs.metrics_file(int(name[4:])).read_text().strip()
+        except (OSError, ValueError):
+            return None
+        return url if isinstance(url, str) and url else None
 
     async def _wait_spus_online(self, admin: AdminClient) -> None:
         wanted = set(self.layout.spu_ids)
@@ -548,10 +571,13 @@ class LocalCluster:
             procs.append(
                 ProcessStatus("redis", redis_pid, redis_pid is not None, self.layout.redis_url)
             )
-        procs.append(ProcessStatus("sc", sc_pid, sc_pid is not None, endpoint or ""))
+        sc_metrics = self._metrics_url("sc") if sc_pid is not None else None
+        procs.append(ProcessStatus("sc", sc_pid, sc_pid is not None, endpoint or "", sc_metrics))
         for spu_id in sorted(ids | set(spu_pids)):
             pid = spu_pids.get(spu_id)
-            procs.append(ProcessStatus(f"spu-{spu_id}", pid, pid is not None))
+            name = f"spu-{spu_id}"
+            url = self._metrics_url(name) if pid is not None else None
+            procs.append(ProcessStatus(name, pid, pid is not None, metrics_url=url))
         return ClusterStatus(str(self.data_dir), endpoint, procs, spus or [])
 
     async def _list_spus(self) -> list[dict[str, Any]]:
