@@ -129,6 +129,8 @@ class SpuDispatcher:
         self._lock = asyncio.Lock()
         self._housekeeping: asyncio.Task[None] | None = None
         self._tiering: asyncio.Task[None] | None = None
+        self.housekeeper: Housekeeper | None = None
+        """The running housekeeping (after ``start``)."""
         self.tier_keeper = TierKeeper(
             lambda: self._logs,
             lambda: self._replicas,
@@ -217,6 +219,7 @@ class SpuDispatcher:
             retention_every_s=self.settings.retention_interval_s,
             floor=self.tier_keeper.floor,
         )
+        self.housekeeper = keeper
         loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(keeper.run(), name="spu-housekeeping")
         self._tiering = loop.create_task(self.tier_keeper.run(), name="spu-tiering")
