@@ -36,7 +36,11 @@ def _guard(url: str, what: str, action: Callable[[], T]) -> T:
         return action()
     except StorageError:
         raise
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        # strerror, not str(exc): that names the temporary file, a new name each try,
+        # and the error is compared between tries (logged once, shown in the status)
+        raise StorageError(f"cannot {what} {url}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
         raise StorageError(f"cannot {what} {url}: {exc}") from exc
 
 

@@ -167,3 +167,5 @@ def test_an_unwritable_tier_is_an_error_naming_the_url(
     assert outcome.error is not None
     assert outcome.error.startswith(f"cannot write {url}/partition=0/")
     assert outcome.written == 0 and outcome.manifest.files == ()
+    again = tier_slices(url, TierManifest(partition=0), slices(log, None), RECORD_SCHEMA, None)
+    assert again.error == outcome.error  # the same text each try: logged once
