@@ -2,8 +2,9 @@
 
 Every write goes to a unique temporary name next to the target and is then moved over
 it, so a reader sees the old file or the new one, never half of one; a crash leaves at
-most a hidden ``.*.tmp`` file, which nothing reads (Spark skips hidden files). fsspec errors (``OSError`` and its
-subclasses, and a few filesystems' own) become ``StorageError`` naming the URL.
+most a hidden ``.*.tmp`` file, which nothing reads (Spark skips hidden files). fsspec
+errors (``OSError`` and its subclasses, and a few filesystems' own) become
+``StorageError`` naming the URL.
 """
 
 from __future__ import annotations
