@@ -622,6 +622,8 @@ class ConnectionManager:
             self._last_lrs[entry.name] = entry
             st = entry.status
             self._emit(
-                LrsUpdate(entry.name, spu_id, st.lrs, st.leo, st.hw, st.log_start_offset, st.size)
+                LrsUpdate(
+                    entry.name, spu_id, st.lrs, st.leo, st.hw, st.log_start_offset, st.size, st.tier
+                )
             )
         return accepted, rejected

@@ -43,3 +43,10 @@ class SpuSettings(ProcessSettings):
         le=65535,
         description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
     )
+    retention_interval_s: float = Field(
+        60.0, gt=0, description="How often retention runs over the logs."
+    )
+    tier_interval_s: float = Field(
+        1.0, gt=0, description="How often leaders look for sealed segments to tier."
+    )
+    tier_concurrency: int = Field(2, ge=1, description="Tiering jobs (threads) at once.")

@@ -52,6 +52,7 @@ class LrsUpdate:
         hw: the leader's high watermark.
         log_start_offset: the first offset still stored (-1: not known).
         size: bytes of the leader's log (-1: not known).
+        tier: the leader's tiering state (``PartitionStatus.tier``).
     """
 
     partition: str
@@ -61,6 +62,7 @@ class LrsUpdate:
     hw: int
     log_start_offset: int = -1
     size: int = -1
+    tier: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from spark_stream.cli.output import emit
-from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration
+from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration, tier_url
 from spark_stream.client import Fluvio
 from spark_stream.errors import InvalidConfigError
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
@@ -46,6 +46,8 @@ TOPIC_COLUMNS = (
     "partitions",
     "replication",
     "retention_secs",
+    "local_retention_secs",
+    "tier",
     "segment_size",
     "compression",
     "schema",
@@ -64,6 +66,7 @@ PARTITION_COLUMNS = (
     "leo",
     "hw",
     "lrs",
+    "tier",
 )
 PARTITION_LIST_COLUMNS = (*PARTITION_COLUMNS, "lag")
 SPU_COLUMNS = ("id", "name", "status", "type", "rack", "public", "private")
@@ -78,6 +81,8 @@ def topic_row(topic: Topic) -> dict[str, Any]:
         "partitions": spec.partitions,
         "replication": spec.replication_factor,
         "retention_secs": spec.retention_secs,
+        "local_retention_secs": spec.local_retention_secs,
+        "tier": spec.tier,
         "segment_size": spec.segment_size,
         "compression": spec.compression.value,
         "schema": _schema_cell(spec.topic_schema),
@@ -98,7 +103,8 @@ def partition_row(part: Partition, *, human: bool = False) -> dict[str, Any]:
     """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync; the
     leader epoch counts the partition's elections). ``size`` is the leader's log in bytes
     (``human``: as ``1.5 KiB``, for tables); it and ``log-start`` are None until the
-    leader reports."""
+    leader reports. ``tier``: the leader's tiering state, ``ok: N files [a, b)`` or
+    ``error: <cause>``."""
     status = part.status
     size: int | str | None = None if status.size < 0 else status.size
     if human and isinstance(size, int):
@@ -116,6 +122,7 @@ def partition_row(part: Partition, *, human: bool = False) -> dict[str, Any]:
         "leo": status.leo,
         "hw": status.hw,
         "lrs": lrs,
+        "tier": status.tier,
     }
 
 
@@ -171,6 +178,10 @@ def topic_spec(args: argparse.Namespace) -> dict[str, Any]:
         spec["replication_factor"] = 1 if args.replication is None else args.replication
     if args.retention_time is not None:
         spec["retention_secs"] = parse_duration(args.retention_time, "--retention-time")
+    if getattr(args, "local_retention", None) is not None:
+        spec["local_retention_secs"] = parse_duration(args.local_retention, "--local-retention")
+    if getattr(args, "tier", None) is not None:
+        spec["tier"] = tier_url(args.tier)
     if args.segment_size is not None:
         spec["segment_size"] = parse_bytes(args.segment_size, "--segment-size")
     if args.max_partition_size is not None:

@@ -7,6 +7,7 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/logs/*.log       one log per process
     {data_dir}/redis/           Redis AOF (the cluster's desired state)
     {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
+    {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
@@ -150,6 +151,9 @@ class LocalCluster:
             (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
         metrics: the SC and SPUs serve Prometheus metrics, each on a free loopback port
             (``status`` lists the URLs); once on, later starts keep it on.
+        default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
+            (``tier_root``); False leaves them untiered (the SC is started without a tier
+            root; a running SC keeps the setting it was started with).
     """
 
     def __init__(
@@ -166,6 +170,7 @@ class LocalCluster:
         profile: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         metrics: bool = False,
+        default_tier: bool = True,
     ) -> None:
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
@@ -181,6 +186,7 @@ class LocalCluster:
         self.python = python
         self.profile = Path(profile) if profile is not None else None
         self.env = dict(env or {})
+        self.default_tier = default_tier
         self._existing = self._layout_path().is_file()
         self.layout = self._load_layout()
         self.layout.metrics = self.layout.metrics or metrics
@@ -192,6 +198,11 @@ class LocalCluster:
     def pid_file(self, name: str) -> Path:
         """The pid file of process ``name`` (``redis``, ``sc``, ``spu-5001``)."""
         return self.data_dir / "pids" / f"{name}.pid"
+
+    @property
+    def tier_root(self) -> Path:
+        """The default tier of the cluster's topics: ``{data_dir}/tier/{topic}``."""
+        return self.data_dir / "tier"
 
     def log_file(self, name: str) -> Path:
         """The log file of process ``name``."""
@@ -365,6 +376,8 @@ class LocalCluster:
         ]  # fmt: skip
         if self.layout.metrics:
             argv += ["--metrics-port", "0"]
+        if self.default_tier:
+            argv += ["--tier-root", str(self.tier_root)]
         started = self._spawn("sc", "SC", argv, env)
         self._wait(ready.is_file, started)
         info = json.loads(ready.read_text())

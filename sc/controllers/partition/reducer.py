@@ -168,6 +168,7 @@ def _on_lrs(store: StoreView, report: LrsUpdate) -> list[Action]:
         hw=report.hw,
         log_start_offset=report.log_start_offset,
         size=report.size,
+        tier=report.tier,
     )
     return _write(partition, status)
 
