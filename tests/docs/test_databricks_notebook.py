@@ -64,7 +64,10 @@ def test_the_notebook_installs_the_wheel_without_the_spark_extra() -> None:
 @pytest.mark.integration
 @pytest.mark.spark
 def test_the_notebook_reads_and_writes_a_topic(
-    spark: SparkSession, fluvio_cluster: LocalCluster, tmp_path: Path
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     cells = read_cells(NOTEBOOK.read_text())
     given = {
@@ -94,3 +97,15 @@ def test_the_notebook_reads_and_writes_a_topic(
     assert {partition for partition, _, _, _ in records} <= {0, 1}
     assert counts == [("user-0", 4), ("user-1", 4), ("user-2", 4)]
     assert namespace["query"].exception() is None
+    # The notebook registers the Python source; with the jar (``[jvm]``) the JVM connector
+    # serves all the same, as the notebook says.
+    df = (
+        spark.read.format("fluvio")
+        .option("topic", given["topic"])
+        .option("endpoint", given["endpoint"])
+    )
+    table = df.load()._jdf.queryExecution().analyzed().table().getClass().getName()
+    if request.node.callspec.params["spark"] == "jvm":
+        assert table == "io.sparkstream.fluvio.datasource.FluvioTable"
+    else:
+        assert table.startswith("org.apache.spark.sql.execution.datasources.v2.python."), table
