@@ -48,6 +48,10 @@ def test_pyspark_is_absent_and_every_core_module_imports(
     env = wheel_env.environ(tmp_path)
     missing = wheel_env.run(["python", "-c", "import pyspark"], cwd=tmp_path, env=env, check=False)
     assert missing.returncode == 1 and "No module named 'pyspark'" in missing.stderr
+    spark_side = wheel_env.run(
+        ["python", "-c", "import datasource"], cwd=tmp_path, env=env, check=False
+    )
+    assert "pip install 'spark-stream[spark]'" in spark_side.stderr, spark_side.stderr
     imported = wheel_env.run(["python", "-c", _IMPORT_ALL], cwd=tmp_path, env=env)
     assert int(imported.stdout) > 100  # the walk really went through the packages
     # pip's own check: every installed distribution's requirements are met.
