@@ -1,8 +1,9 @@
 """``python -m sc`` (console script ``fluvio-sc``): run one Streaming Controller.
 
-Settings come from ``conf/sc.yaml`` with ``FLUVIO_SC_*`` overrides (see
-``spark_stream.config``); the flags below override both. Managed SPUs run the command
-of ``--spu-command`` or ``FLUVIO_SC_SPU_COMMAND`` (a shell-quoted argv template).
+Settings come from the packaged ``sc.yaml`` with ``FLUVIO_SC_*`` overrides (see
+``spark_stream.config``; the files read are logged at start); the flags below override
+both. Managed SPUs run the command of ``--spu-command`` or ``FLUVIO_SC_SPU_COMMAND`` (a
+shell-quoted argv template).
 SIGTERM or SIGINT stops the SC cleanly (exit 0), during its start too; a failed start
 exits 1 with an ERROR log line saying what failed. Redis is checked first: the SC
 retries an unreachable Redis for ``redis_start_timeout_s`` (``--redis-start-timeout``),
@@ -35,7 +36,7 @@ from sc.app import ScApp
 from sc.gc_policy import FreezeSurvivors
 from sc.kv import RedisKvStore
 from sc.settings import ScSettings
-from spark_stream.config import load_settings
+from spark_stream.config import load_settings, settings_files
 from spark_stream.errors import FluvioError, InvalidConfigError, KvUnavailableError
 
 __all__ = ["main", "parse_args"]
@@ -212,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     except FluvioError as exc:
         log.error("bad configuration error=%s", exc)
         return 2
+    log.info("settings files: %s", ", ".join(settings_files(ScSettings)) or "none")
     return asyncio.run(_run(settings, args))
 
 

@@ -1,7 +1,8 @@
 """The Streaming Controller's settings.
 
-Defaults come from ``conf/sc.yaml``, overridden by ``FLUVIO_SC_*`` variables (see
-``spark_stream.config`` for the precedence).
+Defaults come from the packaged ``spark_stream/conf/sc.yaml``, overridden by a ``sc.yaml``
+in ``FLUVIO_CONF_DIR`` and by ``FLUVIO_SC_*`` variables (see ``spark_stream.config`` for
+the precedence).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["ScSettings"]
 
 
 class ScSettings(ProcessSettings):
-    """Streaming Controller settings (``conf/sc.yaml``, ``FLUVIO_SC_*``)."""
+    """Streaming Controller settings (packaged ``sc.yaml``, ``FLUVIO_SC_*``)."""
 
     yaml_file: ClassVar[str] = "sc.yaml"
     model_config = SettingsConfigDict(env_prefix="FLUVIO_SC_")  # merged with the base's

@@ -1,7 +1,8 @@
 """``python -m spu`` (console script ``fluvio-spu``): run one SPU until SIGTERM or SIGINT.
 
-Options override ``conf/spu.yaml`` and ``FLUVIO_SPU_*`` variables. Once both servers
-listen, one line goes to stdout, so a launcher that asked for port 0 learns the ports::
+Options override the packaged ``spu.yaml`` and ``FLUVIO_SPU_*`` variables (see
+``spark_stream.config``; the files read are logged at start). Once both servers listen,
+one line goes to stdout, so a launcher that asked for port 0 learns the ports::
 
     SPU_READY id=5001 public=127.0.0.1:40123 private=127.0.0.1:40124
 
@@ -18,7 +19,7 @@ import signal
 import sys
 from typing import Any
 
-from spark_stream.config import load_settings
+from spark_stream.config import load_settings, settings_files
 from spark_stream.errors import FluvioError
 from spu.app import SpuApp
 from spu.settings import SpuSettings
@@ -28,6 +29,7 @@ __all__ = ["main", "parse_args", "READY_PREFIX"]
 log = logging.getLogger("spu")
 
 READY_PREFIX = "SPU_READY"
+log = logging.getLogger("spu")
 
 _OPTIONS = {
     "id": int,
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         settings = load_settings(SpuSettings, **overrides)
+        log.info("settings files: %s", ", ".join(settings_files(SpuSettings)) or "none")
         asyncio.run(_serve(settings))
     except FluvioError as exc:
         log.error("spu failed to start: %s: %s", type(exc).__name__, exc)

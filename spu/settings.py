@@ -1,7 +1,8 @@
 """A Streaming Processing Unit's settings.
 
-Defaults come from ``conf/spu.yaml``, overridden by ``FLUVIO_SPU_*`` variables (see
-``spark_stream.config`` for the precedence).
+Defaults come from the packaged ``spark_stream/conf/spu.yaml``, overridden by a ``spu.yaml``
+in ``FLUVIO_CONF_DIR`` and by ``FLUVIO_SPU_*`` variables (see ``spark_stream.config`` for
+the precedence).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ __all__ = ["SpuSettings"]
 
 
 class SpuSettings(ProcessSettings):
-    """Streaming Processing Unit settings (``conf/spu.yaml``, ``FLUVIO_SPU_*``)."""
+    """Streaming Processing Unit settings (packaged ``spu.yaml``, ``FLUVIO_SPU_*``)."""
 
     yaml_file: ClassVar[str] = "spu.yaml"
     model_config = SettingsConfigDict(env_prefix="FLUVIO_SPU_")  # merged with the base's
