@@ -21,6 +21,7 @@ _DURATION = re.compile(r"([0-9]+)\s*(ms|s|m|min|h|d)?")
 _DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
                 "d": 86_400_000}  # fmt: skip
 _MAX_DURATION_MS = 2**63 - 1
+_MAX_INT32 = 2**31 - 1  # partition numbers are int32 on the wire and in the JVM
 
 
 def _json_object(raw: str, name: str, example: str) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def parse_assign(raw: str, name: str) -> tuple[tuple[str, tuple[int, ...]], ...]
             not topic.strip()
             or not isinstance(parts, list)
             or not parts
-            or not all(_is_int(p) and p >= 0 for p in parts)
+            or not all(_is_int(p) and 0 <= p <= _MAX_INT32 for p in parts)
         ):
             raise DataSourceOptionError(
                 f"option '{name}': topic {topic!r} must map to a non-empty list of partition "
@@ -109,7 +110,7 @@ def parse_timestamps(raw: str, name: str) -> tuple[tuple[str, int, int], ...]:
                 index = int(part)
             except ValueError:
                 index = -1
-            if index < 0 or not _is_int(ms):
+            if not 0 <= index <= _MAX_INT32 or not _is_int(ms):
                 raise DataSourceOptionError(
                     f"option '{name}': {topic}/{part} -> {ms!r} is not a partition number "
                     "mapped to milliseconds since the epoch"

@@ -422,7 +422,6 @@ _OPTION_CASES: list[dict[str, str]] = [
     {"subscribe": "a", "topic": "a", **_EP},
     {"subscribe": "a,,b", **_EP},
     {"subscribePattern": "o.*", **_EP},
-    {"subscribePattern": "(", **_EP},
     {"subscribePattern": "o.*", "topicPattern": "x.*", **_EP},
     {"assign": '{"b": [1, 0, 1], "a": [2]}', **_EP},
     {"assign": '{"t": [0]}', "partitions": "0", **_EP},
