@@ -38,7 +38,6 @@ __all__ = [
     "add_stats",
     "table_schema",
     "missing_columns",
-    "check_delta_types",
 ]
 
 #: The partition column of every topic's Delta table: the Hive directory ``partition=N``.
@@ -158,36 +157,3 @@ def _same_type(table: pa.DataType, file: pa.DataType) -> bool:
 
 def _delta_form(kind: pa.DataType) -> str:
     return str(DeltaSchema.from_arrow(pa.schema([pa.field("c", kind)])))
-
-
-def check_delta_types(schema: pa.Schema) -> pa.Schema:
-    """``schema`` if every column has a Delta Lake type that keeps its values.
-
-    Delta has no unsigned integers and stores timestamps in microseconds (nanoseconds need
-    a table feature few readers have), so those are refused for a ``--table delta`` topic
-    rather than silently changed.
-
-    Raises:
-        InvalidConfigError: names the first column that has no faithful Delta type.
-    """
-    for field in schema:
-        problem = _type_problem(field.type)
-        if problem:
-            raise InvalidConfigError(
-                f"column {field.name!r} ({field.type}) cannot be in a Delta table: {problem}"
-            )
-    return schema
-
-
-def _type_problem(kind: pa.DataType) -> str | None:
-    if pa.types.is_unsigned_integer(kind):
-        return "Delta has no unsigned integers (use a signed type one size up)"
-    if pa.types.is_timestamp(kind) and kind.unit != "us":
-        return "Delta timestamps are microseconds (use timestamp[us] or timestamp[us, tz=UTC])"
-    if pa.types.is_time(kind) or pa.types.is_duration(kind) or pa.types.is_date64(kind):
-        return "Delta has no such type"
-    for i in range(kind.num_fields):
-        inner = _type_problem(kind.field(i).type)
-        if inner:
-            return inner
-    return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pyarrow as pa
 import pytest
@@ -15,7 +14,6 @@ from spu.storage.delta_plan import (
     TieredFile,
     add_stats,
     app_id,
-    check_delta_types,
     file_path,
     missing_columns,
     pending,
@@ -98,37 +96,3 @@ def test_missing_columns_refuses(
 ) -> None:
     with pytest.raises(InvalidConfigError, match=message):
         missing_columns(pa.schema(table), pa.schema(wanted))
-
-
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pa.int64(),
-        pa.string(),
-        pa.timestamp("us", tz="UTC"),
-        pa.timestamp("us"),
-        pa.date32(),
-        pa.decimal128(10, 2),
-        pa.binary(),
-        RECORD_SCHEMA.field("headers").type,
-    ],
-)
-def test_delta_types_accepted(kind: pa.DataType) -> None:
-    schema = pa.schema([pa.field("c", kind)])
-    assert check_delta_types(schema) is schema
-
-
-@pytest.mark.parametrize(
-    ("kind", "message"),
-    [
-        (pa.uint32(), "no unsigned integers"),
-        (pa.timestamp("ns", tz="UTC"), "microseconds"),
-        (pa.timestamp("ms"), "microseconds"),
-        (pa.list_(pa.uint8()), "no unsigned integers"),
-        (pa.time64("us"), "no such type"),
-    ],
-)
-def test_delta_types_refused(kind: pa.DataType, message: str) -> None:
-    pattern = rf"column 'c' \({re.escape(str(kind))}\).*{message}"
-    with pytest.raises(InvalidConfigError, match=pattern):
-        check_delta_types(pa.schema([pa.field("c", kind)]))
