@@ -32,6 +32,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import (
     AddAction,
     CommitProperties,
+    RemoveAction,
     Transaction,
     create_table_with_add_actions,
 )
@@ -49,7 +50,14 @@ from spu.storage.delta_plan import (
     table_schema,
 )
 
-__all__ = ["DELTA_LOG_DIR", "MAX_ATTEMPTS", "commit_segments", "committed_version", "load"]
+__all__ = [
+    "DELTA_LOG_DIR",
+    "MAX_ATTEMPTS",
+    "commit_segments",
+    "committed_version",
+    "load",
+    "remove_segments",
+]
 
 #: The Delta log directory under the table root (its presence makes ``T`` a table).
 DELTA_LOG_DIR = "_delta_log"
@@ -143,6 +151,71 @@ def commit_segments(
         f"cannot commit partition {partition} to the Delta table {root} after "
         f"{MAX_ATTEMPTS} attempts: {last}"
     )
+
+
+def remove_segments(
+    table_url: str,
+    partition: int,
+    base_offsets: Sequence[int],
+    *,
+    storage_options: dict[str, str] | None = None,
+) -> list[int]:
+    """Remove the files of ``partition`` at ``base_offsets`` from the table (tier retention).
+
+    Call it before the files are deleted from the tier, so the table's current version
+    never names a missing file (older versions do: time travel reaches back only as far
+    as the tier keeps files). Idempotent: files not in the table are skipped.
+
+    Returns:
+        The base offsets this call removed.
+
+    Raises:
+        StorageError: the table refused the commit, or it lost the race ``MAX_ATTEMPTS``
+            times.
+    """
+    root = table_url.rstrip("/")
+    last: Exception | None = None
+    for attempt in range(MAX_ATTEMPTS):
+        table = load(root, storage_options)
+        if table is None:
+            return []
+        sizes = _file_sizes(table)
+        todo = sorted(b for b in set(base_offsets) if file_path(partition, b) in sizes)
+        if not todo:
+            return []
+        now = int(time.time() * 1000)
+        actions: list[AddAction | RemoveAction] = [
+            RemoveAction(
+                file_path(partition, b),
+                True,
+                now,
+                sizes[file_path(partition, b)],
+                {PARTITION_COLUMN: str(partition)},
+            )
+            for b in todo
+        ]
+        try:
+            table.create_write_transaction(
+                actions, "append", table.schema(), partition_by=[PARTITION_COLUMN]
+            )
+        except CommitFailedError as exc:
+            last = exc  # removed (or changed) meanwhile; look again
+        except DeltaError as exc:
+            raise StorageError(f"cannot remove files from the Delta table {root}: {exc}") from exc
+        else:
+            return todo
+        time.sleep(_RETRY.delay(attempt))
+    raise StorageError(
+        f"cannot remove partition {partition}'s files from the Delta table {root} after "
+        f"{MAX_ATTEMPTS} attempts: {last}"
+    )
+
+
+def _file_sizes(table: DeltaTable) -> dict[str, int]:
+    actions = pa.table(table.get_add_actions(flatten=True))
+    paths = actions.column("path").to_pylist()
+    sizes = actions.column("size_bytes").to_pylist()
+    return dict(zip(paths, sizes, strict=True))
 
 
 def _stub(partition: int, base_offset: int) -> TieredFile:
