@@ -57,6 +57,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds of SPU silence before it is Offline",
     )
     parser.add_argument("--data-dir", help="where managed SPUs keep their data")
+    parser.add_argument("--tier-root", help="default tier of new topics ({root}/{topic})")
     parser.add_argument(
         "--redis-start-timeout",
         type=float,
@@ -82,6 +83,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "key_prefix",
         "heartbeat_timeout_s",
         "data_dir",
+        "tier_root",
         "redis_start_timeout_s",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}

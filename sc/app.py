@@ -95,6 +95,7 @@ class ScApp:
             port=settings.public_port,
             group_defaults=settings.group_defaults(),
             gates=self.cm,
+            tier_root=settings.tier_root,
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False

@@ -33,6 +33,11 @@ class ScSettings(ProcessSettings):
         6.0, gt=0, description="Silence after which an SPU is Offline."
     )
     data_dir: str = Field(".fluvio", description="Where managed SPUs keep their data.")
+    tier_root: str | None = Field(
+        None,
+        description="Default tier of new topics: {tier_root}/{topic} (an fsspec URL every "
+        "SPU can write); None: topics are tiered only when created with a tier.",
+    )
     redis_start_timeout_s: float = Field(
         10.0,
         gt=0,

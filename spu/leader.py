@@ -136,6 +136,8 @@ class LeaderController:
         self.topic, self.partition = replica.topic, replica.partition
         self.spu_id = spu_id
         self.log = log
+        self.tier_status: str | None = None
+        """The tiering state the SPU's ``TierKeeper`` last reported (sent with the LRS)."""
         self.generation = next(_generations)
         self.max_batch_bytes = max_batch_bytes
         self.policy = LagPolicy(max_lag_ms=max_lag_ms)
@@ -275,6 +277,7 @@ class LeaderController:
             leo=leo,
             hw=hw,
             log_start_offset=self.log.log_start_offset,
+            tier=self.tier_status,
         )
         return LrsStatus(self.name, status)
 

@@ -37,3 +37,10 @@ class SpuSettings(ProcessSettings):
         "(tests check the audit of SPUs they kill); relative to data_dir.",
     )
     max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")
+    retention_interval_s: float = Field(
+        60.0, gt=0, description="How often retention runs over the logs."
+    )
+    tier_interval_s: float = Field(
+        1.0, gt=0, description="How often leaders look for sealed segments to tier."
+    )
+    tier_concurrency: int = Field(2, ge=1, description="Tiering jobs (threads) at once.")

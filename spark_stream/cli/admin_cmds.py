@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from spark_stream.cli.output import emit
-from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration
+from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration, tier_url
 from spark_stream.client import Fluvio
 from spark_stream.errors import InvalidConfigError
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
@@ -43,6 +43,8 @@ TOPIC_COLUMNS = (
     "partitions",
     "replication",
     "retention_secs",
+    "local_retention_secs",
+    "tier",
     "segment_size",
     "compression",
     "schema",
@@ -60,6 +62,7 @@ PARTITION_COLUMNS = (
     "leo",
     "hw",
     "lrs",
+    "tier",
 )
 SPU_COLUMNS = ("id", "name", "status", "type", "rack", "public", "private")
 SPG_COLUMNS = ("name", "status", "replicas", "min_id", "rack", "size", "reason")
@@ -73,6 +76,8 @@ def topic_row(topic: Topic) -> dict[str, Any]:
         "partitions": spec.partitions,
         "replication": spec.replication_factor,
         "retention_secs": spec.retention_secs,
+        "local_retention_secs": spec.local_retention_secs,
+        "tier": spec.tier,
         "segment_size": spec.segment_size,
         "compression": spec.compression.value,
         "schema": _schema_cell(spec.topic_schema),
@@ -92,7 +97,8 @@ def _schema_cell(schema: TopicSchema | None) -> str | None:
 
 def partition_row(part: Partition) -> dict[str, Any]:
     """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync; the
-    leader epoch counts the partition's elections)."""
+    leader epoch counts the partition's elections; ``tier``: the leader's tiering state,
+    ``ok: N files [a, b)`` or ``error: <cause>``)."""
     status = part.status
     lrs = [f"{r.spu_id}:{r.leo}/{r.hw}" + ("" if r.in_sync else "*") for r in status.lrs]
     return {
@@ -105,6 +111,7 @@ def partition_row(part: Partition) -> dict[str, Any]:
         "leo": status.leo,
         "hw": status.hw,
         "lrs": lrs,
+        "tier": status.tier,
     }
 
 
@@ -160,6 +167,10 @@ def topic_spec(args: argparse.Namespace) -> dict[str, Any]:
         spec["replication_factor"] = 1 if args.replication is None else args.replication
     if args.retention_time is not None:
         spec["retention_secs"] = parse_duration(args.retention_time, "--retention-time")
+    if getattr(args, "local_retention", None) is not None:
+        spec["local_retention_secs"] = parse_duration(args.local_retention, "--local-retention")
+    if getattr(args, "tier", None) is not None:
+        spec["tier"] = tier_url(args.tier)
     if args.segment_size is not None:
         spec["segment_size"] = parse_bytes(args.segment_size, "--segment-size")
     if args.max_partition_size is not None:

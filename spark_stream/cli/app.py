@@ -116,7 +116,21 @@ def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "--replica-assignment",
         help="manual assignment file (JSON/YAML); sets partitions and replication itself",
     )
-    create.add_argument("--retention-time", help="e.g. 7d, 12h, 3600")
+    create.add_argument(
+        "--retention-time",
+        help="e.g. 7d, 12h, 3600; with a tier: how long the tier keeps history",
+    )
+    create.add_argument(
+        "--tier",
+        metavar="URL",
+        help="directory or fsspec URL sealed segments are copied to as Parquet "
+        "(default: the cluster's tier root, if it has one)",
+    )
+    create.add_argument(
+        "--local-retention",
+        metavar="DURATION",
+        help="how long segments stay on the SPUs once the tier holds them (e.g. 1h)",
+    )
     create.add_argument("--segment-size", help="e.g. 1Gi, 500Mi")
     create.add_argument("--max-partition-size", help="e.g. 10Gi")
     create.add_argument("--compression-type", choices=("any", "none", "lz4", "zstd"))

@@ -22,6 +22,7 @@ from spark_stream.models import parse_size
 __all__ = [
     "CommandParser",
     "parse_duration",
+    "tier_url",
     "parse_bytes",
     "load_assignment",
     "record_template",
@@ -150,3 +151,17 @@ def record_template(text: str) -> str:
                 f"--format: unknown field {{{name}}} (known: {', '.join(sorted(known))})"
             )
     return template
+
+
+def tier_url(text: str) -> str:
+    """A ``--tier`` value as the SPUs should see it: a URL as given, a local path made
+    absolute (the SPUs do not share the CLI's working directory).
+
+    Raises:
+        InvalidConfigError: an empty value.
+    """
+    if not text.strip():
+        raise InvalidConfigError("--tier: give a directory or an fsspec URL (s3://bucket/x)")
+    if "://" in text:
+        return text
+    return str(Path(text).expanduser().resolve())

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.config import ConsumerConfig, ProducerConfig, parse_isolation
-from spark_stream.client.consumer import fetch
+from spark_stream.client.consumer import fetch, tiered
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
 from spark_stream.client.consumer.group import AsyncGroupConsumer, RebalanceCallback
 from spark_stream.client.consumer.local_files import LocalFiles
@@ -245,9 +245,11 @@ class FluvioAsync:
         return view.topic_partitions(topic)
 
     async def fetch_offsets(self, topic: str, partition: int) -> PartitionOffsets:
-        """The partition's ``(log_start, hw, leo)`` as its leader sees them now."""
+        """The partition's ``(log_start, hw, leo)`` as its leader sees them now; for a
+        tiered topic ``log_start`` is the first offset its tier holds (see
+        ``consumer.tiered``)."""
         await self._known_topic(topic)
-        return await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
+        return await tiered.readable_offsets(self.leaders, topic, partition, self._policy())
 
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_us: int
@@ -328,6 +330,20 @@ class FluvioAsync:
                 ``FencedMemberError`` when the grant is not current.
         """
         await self._known_topic(topic)
+        schema = fetch.typed_read_schema(self.watcher, topic)
+        if end_exclusive is None:  # the end visible now, before the tier is read
+            offsets = await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
+            end_exclusive = fetch.visible_end(offsets, parse_isolation(isolation))
+        async with contextlib.aclosing(
+            tiered.tier_prefix(
+                self.leaders, topic, partition, start, end_exclusive, schema, self._policy()
+            )
+        ) as older:
+            async for batch in older:
+                start = batch.column(0)[-1].as_py() + 1
+                yield batch if with_offsets else batch.drop_columns(["offset"])
+        if start >= end_exclusive:
+            return
         async with contextlib.aclosing(
             fetch.fetch_batches(
                 self.leaders,
@@ -339,7 +355,7 @@ class FluvioAsync:
                 max_bytes,
                 self._policy(),
                 with_offsets=with_offsets,
-                schema=fetch.typed_read_schema(self.watcher, topic),
+                schema=schema,
                 local=self.local_files if local else None,
                 group=group,
             )

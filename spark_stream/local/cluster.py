@@ -7,6 +7,7 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/logs/*.log       one log per process
     {data_dir}/redis/           Redis AOF (the cluster's desired state)
     {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
+    {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
@@ -187,6 +188,11 @@ class LocalCluster:
         """The pid file of process ``name`` (``redis``, ``sc``, ``spu-5001``)."""
         return self.data_dir / "pids" / f"{name}.pid"
 
+    @property
+    def tier_root(self) -> Path:
+        """The default tier of the cluster's topics: ``{data_dir}/tier/{topic}``."""
+        return self.data_dir / "tier"
+
     def log_file(self, name: str) -> Path:
         """The log file of process ``name``."""
         return self.data_dir / "logs" / f"{name}.log"
@@ -354,6 +360,7 @@ class LocalCluster:
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
+            "--tier-root", str(self.tier_root),
             "--ready-file", str(ready),
         ]  # fmt: skip
         started = self._spawn("sc", "SC", argv, self.env)

@@ -152,6 +152,9 @@ class PartitionStatus(FrozenModel):
     hw: int = Field(default=-1, ge=-1)
     log_start_offset: int = Field(default=-1, ge=-1)
     reason: str | None = None
+    #: The leader's tiering state (``ok: 3 files [0, 4500)``, ``error: ...``); None:
+    #: the topic has no tier, or the leader did not report yet.
+    tier: str | None = None
 
     def replica(self, spu_id: int) -> ReplicaStatus | None:
         """The live status of ``spu_id``'s replica, if the leader reported it."""
