@@ -1,0 +1,98 @@
+"""``--table delta`` in a whole cluster (real SC and SPU apps, real sockets): each sealed
+segment goes to a Parquet file, the manifest, then the Delta table; a new leader's replay
+adds nothing twice; files leaving the tier leave the table first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from spark_stream.tier import load_manifest
+from spu.storage.delta_plan import app_id
+from tests.spu.cluster_inproc import InProcessCluster
+from tests.spu.helpers import produce, run, until
+from tests.spu.test_tiering_cluster import FAST, produce_many, tiered_spec
+
+
+def delta_state(tier: Path) -> tuple[int | None, list[str]]:
+    """The partition's committed version and the table's files (none before the table)."""
+    if not (tier / "_delta_log").is_dir():
+        return None, []
+    table = DeltaTable(str(tier))
+    paths = pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
+    return table.transaction_version(app_id(0)), sorted(paths)
+
+
+def test_sealed_segments_reach_the_delta_table_once(tmp_path: Path) -> None:
+    async def body() -> None:
+        tier = tmp_path / "tier" / "sales"
+        async with InProcessCluster(tmp_path, [1, 2], **FAST) as cluster:
+            spec = tiered_spec(tier, table="delta", replicaAssignment=[
+                {"partition": 0, "replicas": [1, 2]}
+            ])  # fmt: skip
+            del spec["partitions"], spec["replicationFactor"]
+            await cluster.create_topic("sales", **spec)
+            sent = await produce_many(cluster, 1, "sales", 12)
+
+            def caught_up() -> bool:
+                manifest = load_manifest(str(tier), 0)
+                last = manifest.files[-1].base_offset if manifest.files else None
+                return last is not None and last >= 40 and delta_state(tier)[0] == last
+
+            await until(caught_up, what="the Delta table holds every tiered file")
+            manifest = load_manifest(str(tier), 0)
+            version, paths = delta_state(tier)
+            assert paths == sorted(e.file for e in manifest.files)
+            rows = DeltaTable(str(tier)).to_pyarrow_table().sort_by("offset")
+            end = manifest.end_offset
+            assert end is not None
+            assert rows.column("offset").to_pylist() == list(range(end))
+            assert [v.decode() for v in rows.column("value").to_pylist()] == sent[:end]
+            assert set(rows.column("partition").to_pylist()) == {0}
+
+            # A new leader replays the manifest through the hook, then tiers on.
+            await cluster.stop_spu(1)
+            await until(
+                lambda: cluster.spus[2].dispatcher.leader("sales-0") is not None,
+                what="SPU 2 leads",
+            )
+            conn = await cluster.conn(2)
+            for n in range(8):
+                await produce(conn, "sales", 0, [f"later-{n}-{i}" for i in range(5)])
+            await until(
+                lambda: (
+                    (load_manifest(str(tier), 0).end_offset or 0) >= len(sent) + 20 and caught_up()
+                ),
+                what="the new leader commits on",
+            )
+            _, after = delta_state(tier)
+            assert after == sorted(e.file for e in load_manifest(str(tier), 0).files)
+            assert len(after) == len(set(after))
+            history = DeltaTable(str(tier)).history()
+            adds = [h for h in history if h["operation"] in ("WRITE", "CREATE TABLE")]
+            assert len(adds) == len(after)  # one commit per file: the replay added none
+
+    run(body, timeout=180)
+
+
+def test_files_leave_the_table_before_the_tier_retention_deletes_them(tmp_path: Path) -> None:
+    async def body() -> None:
+        tier = tmp_path / "tier" / "short"
+        async with InProcessCluster(tmp_path, [1], **FAST) as cluster:
+            await cluster.create_topic("short", **tiered_spec(tier, table="delta", retentionSecs=2))
+            await produce_many(cluster, 1, "short", 10)
+
+            def expired() -> bool:
+                manifest = load_manifest(str(tier), 0)
+                return bool(manifest.files) is False and delta_state(tier)[0] is not None
+
+            await until(expired, within=60, what="tier retention empties the tier")
+            table = DeltaTable(str(tier))
+            assert table.to_pyarrow_table().num_rows == 0  # nothing dangling to read
+            assert pa.table(table.get_add_actions(flatten=True)).num_rows == 0
+            assert not list((tier / "partition=0").glob("*.parquet"))
+            assert any(h["operation"] == "WRITE" for h in table.history())
+
+    run(body, timeout=180)
