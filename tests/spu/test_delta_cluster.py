@@ -96,3 +96,61 @@ def test_files_leave_the_table_before_the_tier_retention_deletes_them(tmp_path: 
             assert any(h["operation"] == "WRITE" for h in table.history())
 
     run(body, timeout=180)
+
+
+def test_a_typed_topic_table_has_its_columns_and_evolves(tmp_path: Path) -> None:
+    from spark_stream.client.fluvio import FluvioAsync
+    from spark_stream.models.topic_schema import TopicSchema
+    from tests.spu.cluster_inproc import HOST
+
+    v1 = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("city", pa.string())])
+    v2 = pa.schema([*v1, pa.field("zip", pa.string())])
+
+    async def body() -> None:
+        tier = tmp_path / "tier" / "cities"
+        async with InProcessCluster(tmp_path, [1], **FAST) as cluster:
+            spec = tiered_spec(tier, table="delta", topicSchema=TopicSchema.of(v1).to_dict())
+            await cluster.create_topic("cities", **spec)
+            assert cluster.sc is not None and cluster.admin is not None
+            endpoint = f"{HOST}:{cluster.sc.public_port}"
+
+            async def send(schema: pa.Schema, first: int, last: int) -> None:
+                client = await FluvioAsync.connect(endpoint)  # fresh metadata: the schema
+                try:
+                    producer = await client.topic_producer("cities", linger_ms=0)
+                    for n in range(first, last):
+                        rows: dict[str, list[object]] = {
+                            "id": [n * 2, n * 2 + 1],
+                            "city": [f"c{n}", None],
+                        }
+                        if "zip" in schema.names:
+                            rows["zip"] = ["z", None]
+                        await (await producer.send_batch(pa.table(rows, schema=schema)))
+                    await producer.close()
+                finally:
+                    await client.close()
+
+            await send(v1, 0, 6)
+            await cluster.admin.update_topic_schema("cities", v2)
+            await send(v2, 6, 12)
+
+            def has_zip() -> bool:
+                version, _ = delta_state(tier)
+                if version is None:
+                    return False
+                table = DeltaTable(str(tier))
+                names = pa.schema(table.schema().to_arrow()).names
+                return "zip" in names and table.to_pyarrow_table().num_rows >= 20
+
+            await until(has_zip, within=60, what="the evolved files in the table")
+            table = DeltaTable(str(tier))
+            names = pa.schema(table.schema().to_arrow()).names
+            assert names[:3] == ["offset", "id", "city"]
+            assert {"key", "timestamp", "headers", "partition", "zip"} <= set(names)
+            rows = table.to_pyarrow_table().sort_by("offset").to_pydict()
+            assert rows["id"] == list(range(len(rows["id"])))
+            assert all(z is None for i, z in zip(rows["id"], rows["zip"], strict=True) if i < 12)
+            assert "z" in rows["zip"]
+            assert "ADD COLUMN" in [h["operation"] for h in table.history()]
+
+    run(body, timeout=180)
