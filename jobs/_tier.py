@@ -10,6 +10,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from datasource.clients import client_for
+from spark_stream.errors import UnknownTopicError
 from spark_stream.models.topic_table import TableFormat
 
 __all__ = ["TIER_COLUMNS", "delta_tier", "same_location"]
@@ -21,12 +22,15 @@ TIER_COLUMNS = ("offset", "partition")
 def delta_tier(spark: SparkSession, endpoint: str | None, topic: str) -> str | None:
     """The Delta table over ``topic``'s tier, or None (no tier table, or none written yet).
 
-    Raises:
-        UnknownTopicError: no such topic.
+    An unknown topic is None too: the data source reports it, in its own words, when the
+    job reads the topic.
     """
     from delta.tables import DeltaTable
 
-    spec = client_for(endpoint).admin().describe_topic(topic)[0].spec
+    try:
+        spec = client_for(endpoint).admin().describe_topic(topic)[0].spec
+    except UnknownTopicError:
+        return None
     if spec.table is not TableFormat.DELTA or spec.tier is None:
         return None
     return spec.tier if DeltaTable.isDeltaTable(spark, spec.tier) else None

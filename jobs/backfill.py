@@ -80,8 +80,8 @@ def tier_source(spark: SparkSession, endpoint: str | None, topic: str) -> DataFr
     """``topic``'s history from the Delta table over its tier, as a backfill source.
 
     Raises:
-        DataSourceOptionError: the topic has no Delta table over its tier.
-        UnknownTopicError: no such topic.
+        DataSourceOptionError: the topic has no Delta table over its tier (or does not
+            exist).
     """
     table = delta_tier(spark, endpoint, topic)
     if table is None:

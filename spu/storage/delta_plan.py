@@ -38,6 +38,7 @@ __all__ = [
     "add_stats",
     "table_schema",
     "missing_columns",
+    "delta_schema",
 ]
 
 #: The partition column of every topic's Delta table: the Hive directory ``partition=N``.
@@ -156,4 +157,17 @@ def _same_type(table: pa.DataType, file: pa.DataType) -> bool:
 
 
 def _delta_form(kind: pa.DataType) -> str:
-    return str(DeltaSchema.from_arrow(pa.schema([pa.field("c", kind)])))
+    return str(delta_schema(pa.schema([pa.field("c", kind)])))
+
+
+def delta_schema(schema: pa.Schema) -> DeltaSchema:
+    """``schema`` as a Delta schema.
+
+    Raises:
+        InvalidConfigError: a column type Delta has no type for (delta-rs's message).
+    """
+    try:
+        return DeltaSchema.from_arrow(schema)
+    except Exception as exc:  # delta-rs raises a bare Exception for an unmappable type
+        cause = str(exc).splitlines()[0]
+        raise InvalidConfigError(f"the columns cannot be a Delta table's: {cause}") from None

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import DeltaTable, Field, Schema
+from deltalake import DeltaTable, Field
 from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import (
     AddAction,
@@ -44,6 +44,7 @@ from spu.storage.delta_plan import (
     TieredFile,
     add_stats,
     app_id,
+    delta_schema,
     file_path,
     missing_columns,
     pending,
@@ -285,7 +286,7 @@ def _create(
 ) -> None:
     create_table_with_add_actions(
         root,
-        Schema.from_arrow(schema),
+        delta_schema(schema),
         [_add(f) for f in files],
         mode="error",
         partition_by=[PARTITION_COLUMN],

@@ -14,6 +14,7 @@ from spu.storage.delta_plan import (
     TieredFile,
     add_stats,
     app_id,
+    delta_schema,
     file_path,
     missing_columns,
     pending,
@@ -96,3 +97,8 @@ def test_missing_columns_refuses(
 ) -> None:
     with pytest.raises(InvalidConfigError, match=message):
         missing_columns(pa.schema(table), pa.schema(wanted))
+
+
+def test_a_type_delta_cannot_hold_is_a_typed_error() -> None:
+    with pytest.raises(InvalidConfigError, match="cannot be a Delta table's: .*Timestamp"):
+        delta_schema(pa.schema([pa.field("t", pa.timestamp("s"))]))
