@@ -331,19 +331,20 @@ class FluvioAsync:
         """
         await self._known_topic(topic)
         schema = fetch.typed_read_schema(self.watcher, topic)
-        if end_exclusive is None:  # the end visible now, before the tier is read
-            offsets = await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
-            end_exclusive = fetch.visible_end(offsets, parse_isolation(isolation))
-        async with contextlib.aclosing(
-            tiered.tier_prefix(
-                self.leaders, topic, partition, start, end_exclusive, schema, self._policy()
-            )
-        ) as older:
-            async for batch in older:
-                start = batch.column(0)[-1].as_py() + 1
-                yield batch if with_offsets else batch.drop_columns(["offset"])
-        if start >= end_exclusive:
-            return
+        if tiered.tier_url(self.leaders, topic) is not None:
+            if end_exclusive is None:  # the end visible now, before the tier is read
+                offsets = await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
+                end_exclusive = fetch.visible_end(offsets, parse_isolation(isolation))
+            async with contextlib.aclosing(
+                tiered.tier_prefix(
+                    self.leaders, topic, partition, start, end_exclusive, schema, self._policy()
+                )
+            ) as older:
+                async for batch in older:
+                    start = batch.column(0)[-1].as_py() + 1
+                    yield batch if with_offsets else batch.drop_columns(["offset"])
+            if start >= end_exclusive:
+                return
         async with contextlib.aclosing(
             fetch.fetch_batches(
                 self.leaders,

@@ -147,6 +147,9 @@ class LocalCluster:
         profile: where ``start`` writes the client profile (default ``profile_path()``).
         env: variables added to the environment of every process the cluster starts
             (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
+        default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
+            (``tier_root``); False leaves them untiered (the SC is started without a tier
+            root; a running SC keeps the setting it was started with).
     """
 
     def __init__(
@@ -162,6 +165,7 @@ class LocalCluster:
         python: str = sys.executable,
         profile: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
+        default_tier: bool = True,
     ) -> None:
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
@@ -177,6 +181,7 @@ class LocalCluster:
         self.python = python
         self.profile = Path(profile) if profile is not None else None
         self.env = dict(env or {})
+        self.default_tier = default_tier
         self._existing = self._layout_path().is_file()
         self.layout = self._load_layout()
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
@@ -360,9 +365,10 @@ class LocalCluster:
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
-            "--tier-root", str(self.tier_root),
             "--ready-file", str(ready),
         ]  # fmt: skip
+        if self.default_tier:
+            argv += ["--tier-root", str(self.tier_root)]
         started = self._spawn("sc", "SC", argv, self.env)
         self._wait(ready.is_file, started)
         info = json.loads(ready.read_text())

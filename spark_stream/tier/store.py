@@ -2,8 +2,9 @@
 
 Every write goes to a unique temporary name next to the target and is then moved over
 it, so a reader sees the old file or the new one, never half of one; a crash leaves at
-most a ``*.tmp`` file, which nothing reads. fsspec errors (``OSError`` and its
-subclasses, and a few filesystems' own) become ``StorageError`` naming the URL.
+most a hidden ``.*.tmp`` file, which nothing reads (Spark skips hidden files). fsspec
+errors (``OSError`` and its subclasses, and a few filesystems' own) become
+``StorageError`` naming the URL.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ def _guard(url: str, what: str, action: Callable[[], T]) -> T:
         return action()
     except StorageError:
         raise
-    except (OSError, ValueError) as exc:
+    except OSError as exc:
+        # strerror, not str(exc): that names the temporary file, a new name each try,
+        # and the error is compared between tries (logged once, shown in the status)
+        raise StorageError(f"cannot {what} {url}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
         raise StorageError(f"cannot {what} {url}: {exc}") from exc
 
 
@@ -49,8 +54,10 @@ def write_atomic(url: str, write: Callable[[IO[bytes]], Any]) -> None:
 
     def run() -> None:
         fs, path = fsspec.core.url_to_fs(url)
-        fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-        tmp = f"{path}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}"
+        folder, name = path.rsplit("/", 1)
+        fs.makedirs(folder, exist_ok=True)
+        # hidden (a leading dot), so Spark's and Delta's file listings skip a leftover
+        tmp = f"{folder}/.{name}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}"
         try:
             with fs.open(tmp, "wb") as sink:
                 write(sink)

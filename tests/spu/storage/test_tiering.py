@@ -6,18 +6,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from spark_stream.errors import StorageError
-from spark_stream.records import RECORD_SCHEMA
+from spark_stream.models.topic_schema import TopicSchema, storage_schema
+from spark_stream.records import RECORD_SCHEMA, encode_batch
 from spark_stream.tier import TierEntry, TierManifest, load_manifest, read_tier_batches
 from spu.storage import LogSlice, ReplicaLog
 from spu.storage.segment import SegmentInfo
 from spu.tier_plan import Piece, pieces_to_tier, tier_status_text
 from spu.tiering import tier_slices
 
-from .helpers import fill
+from .helpers import TS0, fill
 
 
 def seg(base: int, end: int, sealed: bool = True) -> SegmentInfo:
@@ -167,3 +169,39 @@ def test_an_unwritable_tier_is_an_error_naming_the_url(
     assert outcome.error is not None
     assert outcome.error.startswith(f"cannot write {url}/partition=0/")
     assert outcome.written == 0 and outcome.manifest.files == ()
+    again = tier_slices(url, TierManifest(partition=0), slices(log, None), RECORD_SCHEMA, None)
+    assert again.error == outcome.error  # the same text each try: logged once
+
+
+def test_a_typed_topic_tiers_its_columns_and_old_files_widen(
+    open_log: Callable[..., ReplicaLog], tmp_path: Path
+) -> None:
+    """Frames of schema version 1, tiered; read back after version 2 added a column: the
+    old files read it as null."""
+    v1 = TopicSchema.of(
+        pa.schema([pa.field("id", pa.int64(), nullable=False), ("city", pa.string())])
+    )
+    v2 = v1.evolve(pa.schema([*v1.arrow_schema, ("zip", pa.string())]))
+    storage = storage_schema(v1.user_schema())
+    log = open_log()
+    for n in range(30):
+        rows = {
+            "id": pa.array([n * 10 + i for i in range(10)], pa.int64()),
+            "city": pa.array([f"c{n}-{i}" for i in range(10)]),
+            "key": pa.nulls(10, pa.binary()),
+            "timestamp": pa.array([TS0 + n] * 10, pa.timestamp("us", tz="UTC")),
+            "headers": pa.nulls(10, storage.field("headers").type),
+        }
+        batch = pa.RecordBatch.from_pydict(rows, schema=storage)
+        log.append_produced(encode_batch(batch, schema_version=1))
+    log.hw = log.leo
+    url = str(tmp_path / "typed")
+    done = tier_slices(url, TierManifest(partition=0), slices(log, None), storage, None)
+    assert done.error is None and done.manifest.end_offset
+    end = done.manifest.end_offset
+    newer = storage_schema(v2.user_schema())
+    batches = list(read_tier_batches(url, done.manifest, 0, end, newer))
+    table = pa.Table.from_batches(batches)
+    assert table.schema.names == ["offset", "id", "city", "zip", "key", "timestamp", "headers"]
+    assert table.column("id").to_pylist() == list(range(end))
+    assert table.column("zip").null_count == end
