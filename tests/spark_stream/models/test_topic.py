@@ -95,8 +95,6 @@ def test_settings_carry_retention_and_segments() -> None:
         "unclean_leader_election": True,
         "topic_schema": None,  # an untyped topic's partitions carry no schema
         "table": None,  # no Delta table
-        "local_retention_secs": None,  # no tier
-        "tier": None,
     }
 
 
