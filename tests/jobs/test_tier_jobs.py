@@ -26,25 +26,28 @@ pytestmark = [
 ]
 
 
-def tiered_topic(fluvio: Fluvio, new_topic: Callable[..., str], count: int) -> tuple[str, str]:
-    """A ``--table delta`` topic with ``count`` records, waited for until its tier table
-    holds at least half of them; its name and tier URL."""
-    topic = new_topic(table="delta", segmentSize=1024)
+def tiered_topic(
+    fluvio: Fluvio, new_topic: Callable[..., str], count: int, tier: Path
+) -> tuple[str, str]:
+    """A ``--table delta`` topic tiered to ``tier`` (the shared cluster has no default
+    tier) with ``count`` records, waited for until its tier table holds at least half of
+    them; its name and tier URL."""
+    topic = new_topic(table="delta", segmentSize=1024, tier=str(tier))
     for start in range(0, count, 10):
         produce(fluvio, topic, [f"r{i}" for i in range(start, start + 10)], keys=["k"] * 10)
-    tier = fluvio.admin().describe_topic(topic)[0].spec.tier
-    assert tier is not None
+    url = fluvio.admin().describe_topic(topic)[0].spec.tier
+    assert url == str(tier)
 
     def committed() -> bool:
-        files = load_manifest(tier, 0).files
+        files = load_manifest(url, 0).files
         return (
             bool(files)
             and files[-1].next_offset >= count // 2
-            and committed_version(tier, 0) == files[-1].base_offset
+            and committed_version(url, 0) == files[-1].base_offset
         )
 
     wait_until(committed, 60, "the tier's Delta table to hold half the records")
-    return topic, tier
+    return topic, url
 
 
 def test_archiving_a_topic_with_a_tier_table_copies_nothing(
@@ -54,7 +57,7 @@ def test_archiving_a_topic_with_a_tier_table_copies_nothing(
     new_topic: Callable[..., str],
     tmp_path: Path,
 ) -> None:
-    topic, tier = tiered_topic(fluvio, new_topic, 100)
+    topic, tier = tiered_topic(fluvio, new_topic, 100, tmp_path / "tier")
     result = archive(spark, topic, None, endpoint=fluvio_cluster.endpoint)
     assert (result.table, result.records_added, result.copied) == (tier, 0, False)
     again = archive(spark, topic, f"file://{tier}/", endpoint=fluvio_cluster.endpoint)
@@ -76,8 +79,9 @@ def test_backfill_reads_a_topic_history_from_its_tier_table(
     fluvio_cluster: LocalCluster,
     fluvio: Fluvio,
     new_topic: Callable[..., str],
+    tmp_path: Path,
 ) -> None:
-    source, tier = tiered_topic(fluvio, new_topic, 60)
+    source, tier = tiered_topic(fluvio, new_topic, 60, tmp_path / "tier")
     in_table = spark.read.format("delta").load(tier).count()
     target = new_topic()
     result = backfill(
