@@ -47,7 +47,7 @@ def test_sealed_segments_reach_the_delta_table_once(tmp_path: Path) -> None:
                 last = manifest.files[-1].base_offset if manifest.files else None
                 return last is not None and last >= 40 and delta_state(tier)[0] == last
 
-            await until(caught_up, what="the Delta table holds every tiered file")
+            await until(caught_up, within=60, what="the Delta table holds every tiered file")
             table = DeltaTable(str(tier))  # one snapshot: its version, files and rows
             version = table.transaction_version(app_id(0))
             paths = sorted(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
@@ -65,6 +65,7 @@ def test_sealed_segments_reach_the_delta_table_once(tmp_path: Path) -> None:
             await cluster.stop_spu(1)
             await until(
                 lambda: cluster.spus[2].dispatcher.leader("sales-0") is not None,
+                within=60,
                 what="SPU 2 leads",
             )
             conn = await cluster.conn(2)
@@ -74,6 +75,7 @@ def test_sealed_segments_reach_the_delta_table_once(tmp_path: Path) -> None:
                 lambda: (
                     (load_manifest(str(tier), 0).end_offset or 0) >= len(sent) + 20 and caught_up()
                 ),
+                within=60,
                 what="the new leader commits on",
             )
             table = DeltaTable(str(tier))  # one snapshot; tiering may go on meanwhile
@@ -146,7 +148,9 @@ def test_a_typed_topic_table_has_its_columns_and_evolves(tmp_path: Path) -> None
             await send(v1, 0, 6)
             # The table is made of version 1 files before the schema changes (later,
             # tiering writes every file with the latest columns).
-            await until(lambda: delta_state(tier)[0] is not None, what="the first commit")
+            await until(
+                lambda: delta_state(tier)[0] is not None, within=60, what="the first commit"
+            )
             await cluster.admin.update_topic_schema("cities", v2)
             await send(v2, 6, 12)
 
