@@ -1,6 +1,11 @@
 package io.sparkstream.fluvio.datasource;
 
+import io.sparkstream.fluvio.errors.ErrorCode;
+import io.sparkstream.fluvio.errors.FluvioException;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.TimeStampVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
@@ -12,6 +17,11 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * ArrowColumnVector}s, the computed ones ({@code topic}, {@code partition}, {@code
  * offset}, {@code timestampType}) as {@link ValueColumn}s. Shared by the columnar reader
  * and the row readers of continuous and real-time streams (which read rows of it).
+ *
+ * <p>A typed topic's user columns are stored columns too, found by name: a column the
+ * frame lacks (added by a later schema version) is a {@link NullColumn}, a timestamp
+ * stored in another unit than microseconds a {@link TimestampColumn}. Each user column's
+ * type is checked against the read schema once per frame, never per record.
  */
 final class FrameColumns {
   private FrameColumns() {}
@@ -37,9 +47,34 @@ final class FrameColumns {
             case "partition" -> ValueColumn.constant(partition);
             case "offset" -> ValueColumn.offsets(firstOffset);
             case "timestampType" -> ValueColumn.constant(ReadSchema.TIMESTAMP_TYPE_CREATE);
-            default -> throw new IllegalStateException("no column " + fields[i].name());
+            default -> userColumn(fields[i], root, firstOffset);
           };
     }
     return new ColumnarBatch(vectors, root.getRowCount());
+  }
+
+  /**
+   * A typed topic's user column over the frame's vector of that name.
+   *
+   * @throws FluvioException {@code CORRUPT_FRAME}: the frame's column has another type
+   *     than the topic's schema says
+   */
+  private static ColumnVector userColumn(StructField field, VectorSchemaRoot root, long firstOffset) {
+    FieldVector vector = root.getVector(field.name());
+    if (vector == null) {
+      return new NullColumn(field.dataType(), root.getRowCount());
+    }
+    DataType stored = TypedSchema.sparkType(vector.getField(), true);
+    if (!field.dataType().equals(stored)) {
+      throw new FluvioException(
+          ErrorCode.CORRUPT_FRAME,
+          "payload at offset %d is not a record batch of the schema: column %s is %s, expected %s"
+              .formatted(firstOffset, ReaderOptions.pyRepr(field.name()), vector.getField().getType(),
+                  field.dataType().simpleString()));
+    }
+    if (vector instanceof TimeStampVector ts && TimestampColumn.needed(ts)) {
+      return new TimestampColumn(field.dataType(), ts);
+    }
+    return new ArrowColumnVector(vector);
   }
 }

@@ -473,6 +473,22 @@ public record ReaderOptions(
   }
 
   /** The options as canonically spelled names (as {@link #checkNames} checks them). */
+  /**
+   * The topics a read or write names ({@code topic}/{@code topics}), empty with a pattern
+   * or none: {@code named_topics} of {@code datasource/options.py}.
+   *
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}: an empty topic name
+   */
+  static List<String> namedTopics(Map<String, String> options) {
+    Map<String, String> opts = canonical(options);
+    for (String name : List.of("topic", "topics")) {
+      if (opts.containsKey(name)) {
+        return topicNames(opts.get(name), name);
+      }
+    }
+    return List.of();
+  }
+
   static Map<String, String> canonicalNames(Map<String, String> options) {
     return canonical(options);
   }
