@@ -1,4 +1,4 @@
-"""Typed topics through ``format("fluvio")`` in Python: their columns read and written."""
+"""Typed topics through ``format("fluvio")`` on both paths: their columns read and written."""
 
 from __future__ import annotations
 
@@ -16,13 +16,7 @@ from spark_stream.client import Fluvio
 from spark_stream.errors import SchemaMismatchError
 from spark_stream.local.cluster import LocalCluster
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.integration,
-    pytest.mark.spark_source(
-        "python", reason="the JVM connector refuses typed topics (docs/spark.md)"
-    ),
-]
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 USER = pa.schema(
     [
