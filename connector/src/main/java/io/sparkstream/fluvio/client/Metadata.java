@@ -34,6 +34,7 @@ public record Metadata(
         sc.request(ApiKeys.DESCRIBE_TOPIC, 0, Map.of("name", topic)).decodeMeta();
     Object topicSpec = described.get("topic") instanceof Map<?, ?> t ? t.get("spec") : null;
     Object schema = topicSpec instanceof Map<?, ?> s ? s.get("topicSchema") : null;
+    TopicSchema typed = schema instanceof Map<?, ?> m ? TopicSchema.fromSpec(m) : null;
     List<Integer> leaders = new ArrayList<>();
     for (Object p : list(described.get("partitions"))) {
       Object leader = map(map(p).get("status")).get("leader");
@@ -48,9 +49,7 @@ public record Metadata(
       int port = ((Number) pub.get("port")).intValue();
       spus.put(id, new Endpoint(host(pub), port));
     }
-    return new Metadata(
-        topic, List.copyOf(leaders), Map.copyOf(spus),
-        schema instanceof Map<?, ?> m ? TopicSchema.fromSpec(m) : null);
+    return new Metadata(topic, List.copyOf(leaders), Map.copyOf(spus), typed);
   }
 
   /** Partitions of the topic. */
