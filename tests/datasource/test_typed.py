@@ -235,7 +235,8 @@ def test_a_continuous_query_reads_a_typed_topic_across_schema_versions(
 ) -> None:
     topic = new_topic(schema=USER)
     producer = fluvio.topic_producer(topic, acks="all")
-    producer.send_batch(pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})).result(60)
+    first = pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]})
+    producer.send_batch(first).result(60)
     fluvio.admin().update_topic_schema(topic, USER.append(pa.field("score", pa.float64())))
     later = pa.table({"id": pa.array([3], pa.int64()), "name": ["c"], "score": [0.5]})
     fluvio.topic_producer(topic, acks="all").send_batch(later).result(60)

@@ -97,7 +97,8 @@ def _json_value(value: Any, kind: pa.DataType) -> Any:
     if value is None:
         return None
     if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        return pa.scalar(value, kind).cast(pa.int64() if pa.types.is_timestamp(kind) else pa.int32()).as_py()
+        raw = pa.int64() if pa.types.is_timestamp(kind) else pa.int32()
+        return pa.scalar(value, kind).cast(raw).as_py()
     if pa.types.is_decimal(kind):
         return str(value)
     if pa.types.is_binary(kind):
@@ -139,7 +140,9 @@ def _sink_cases(schema: TopicSchema) -> list[dict[str, Any]]:
     cases = {
         "user and record columns": StructType(fields),
         "a column the topic lacks": StructType([*fields, StructField("flagged", BooleanType())]),
-        "another type": StructType([StructField("id", DoubleType()), StructField("name", StringType())]),
+        "another type": StructType(
+            [StructField("id", DoubleType()), StructField("name", StringType())]
+        ),
         "a not-null column missing": StructType([StructField("name", StringType())]),
         "an int for a bigint": StructType([StructField("id", IntegerType())]),
     }
@@ -159,9 +162,7 @@ def typed_frames() -> dict[str, Any]:
     schema = TopicSchema.of(V1).evolve(V2)
     frames = [
         _frame_json(version, compression, i)
-        for i, (version, compression) in enumerate(
-            (v, c) for v in (1, 2) for c in _COMPRESSIONS
-        )
+        for i, (version, compression) in enumerate((v, c) for v in (1, 2) for c in _COMPRESSIONS)
     ]
     return {
         "topic_schema": schema.to_dict(),
