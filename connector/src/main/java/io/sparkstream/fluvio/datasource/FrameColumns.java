@@ -42,7 +42,7 @@ final class FrameColumns {
     for (int i = 0; i < fields.length; i++) {
       vectors[i] =
           switch (fields[i].name()) {
-            case "key", "value", "timestamp", "headers" -> new ArrowColumnVector(root.getVector(fields[i].name()));
+            case "key", "value", "timestamp", "headers" -> stored(fields[i].name(), root, topic);
             case "topic" -> ValueColumn.constant(topic);
             case "partition" -> ValueColumn.constant(partition);
             case "offset" -> ValueColumn.offsets(firstOffset);
@@ -51,6 +51,24 @@ final class FrameColumns {
           };
     }
     return new ColumnarBatch(vectors, root.getRowCount());
+  }
+
+  /**
+   * A record column ({@code key}, {@code value}, {@code timestamp}, {@code headers}).
+   *
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}: an untyped read (a pattern or a
+   *     list of topics) met a typed topic's frame, which has no {@code value}
+   */
+  private static ColumnVector stored(String name, VectorSchemaRoot root, String topic) {
+    FieldVector vector = root.getVector(name);
+    if (vector == null) {
+      throw new FluvioException(
+          ErrorCode.DATA_SOURCE_OPTION,
+          ("topic %s is typed (its records have columns, not %s): read it alone with the "
+                  + "'topic' option, not through 'topics' or 'topicPattern'")
+              .formatted(ReaderOptions.pyRepr(topic), ReaderOptions.pyRepr(name)));
+    }
+    return new ArrowColumnVector(vector);
   }
 
   /**

@@ -136,6 +136,18 @@ class TypedFramesTest {
   }
 
   @Test
+  void anUntypedReadOfATypedFrameNamesTheTopic() {
+    byte[] bytes = Vectors.hex(VECTORS.get("frames").get(0).get("bytes"));
+    try (FrameBuffer frames = FrameBuffer.of(ByteBuffer.wrap(bytes), true, allocator);
+        VectorSchemaRoot root = frames.decode(0, true, allocator)) {
+      FluvioException e =
+          assertThrows(FluvioException.class, () -> FrameColumns.of(ReadSchema.of(false), root, "t", 0, 0));
+      assertEquals(ErrorCode.DATA_SOURCE_OPTION, e.code());
+      assertTrue(e.getMessage().startsWith("topic 't' is typed"), e.getMessage());
+    }
+  }
+
+  @Test
   void framesEncodedHereCarryTheLatestVersionAndReadBack() {
     TopicSchema schema = schema();
     JsonNode rows = VECTORS.get("frames").get(3).get("rows"); // v2 rows
