@@ -9,6 +9,18 @@ Importing this package also makes a batch write with no ``mode(...)`` append
 
 from __future__ import annotations
 
+import importlib.util
+
+# A client-only install (`pip install spark-stream`) has no pyspark: say what to install
+# instead of failing deep inside an import chain.
+if importlib.util.find_spec("pyspark") is None:
+    raise ModuleNotFoundError(
+        "the Spark data source needs pyspark: pip install 'spark-stream[spark]' "
+        "(on Databricks the runtime's own pyspark serves)",
+        name="pyspark",
+    )
+
+from datasource.lag import behind_latest_metrics, offsets_behind_latest
 from datasource.options import (
     ReaderOptions,
     WriterOptions,
@@ -37,6 +49,8 @@ __all__ = [
     "parse_writer_options",
     "spark_schema",
     "arrow_schema",
+    "offsets_behind_latest",
+    "behind_latest_metrics",
 ]
 
 install_default_append()

@@ -1,14 +1,16 @@
 """``python -m sc`` (console script ``fluvio-sc``): run one Streaming Controller.
 
-Settings come from ``conf/sc.yaml`` with ``FLUVIO_SC_*`` overrides (see
-``spark_stream.config``); the flags below override both. Managed SPUs run the command
-of ``--spu-command`` or ``FLUVIO_SC_SPU_COMMAND`` (a shell-quoted argv template).
+Settings come from the packaged ``sc.yaml`` with ``FLUVIO_SC_*`` overrides (see
+``spark_stream.config``; the files read are logged at start); the flags below override
+both. Managed SPUs run the command of ``--spu-command`` or ``FLUVIO_SC_SPU_COMMAND`` (a
+shell-quoted argv template).
 SIGTERM or SIGINT stops the SC cleanly (exit 0), during its start too; a failed start
 exits 1 with an ERROR log line saying what failed. Redis is checked first: the SC
 retries an unreachable Redis for ``redis_start_timeout_s`` (``--redis-start-timeout``),
 then exits naming its URL, so a supervisor notices instead of waiting on a silent SC.
-With ``--ready-file`` the SC writes ``{"pid", "public_port", "private_port"}`` as JSON
-once both servers listen, so a supervisor can use port 0.
+With ``--ready-file`` the SC writes ``{"pid", "public_port", "private_port",
+"metrics_url"}`` as JSON once both servers listen, so a supervisor can use port 0.
+``--metrics-port`` serves Prometheus metrics (``sc.metrics``); off by default.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from sc.app import ScApp
 from sc.gc_policy import FreezeSurvivors
 from sc.kv import RedisKvStore
 from sc.settings import ScSettings
-from spark_stream.config import load_settings
+from spark_stream.config import load_settings, settings_files
 from spark_stream.errors import FluvioError, InvalidConfigError, KvUnavailableError
 
 __all__ = ["main", "parse_args"]
@@ -57,6 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds of SPU silence before it is Offline",
     )
     parser.add_argument("--data-dir", help="where managed SPUs keep their data")
+    parser.add_argument("--tier-root", help="default tier of new topics ({root}/{topic})")
     parser.add_argument(
         "--redis-start-timeout",
         type=float,
@@ -67,6 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--spu-command",
         default=os.environ.get("FLUVIO_SC_SPU_COMMAND"),
         help="argv template of a managed SPU (placeholders: {spu_id}...)",
+    )
+    parser.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus metrics here (0: any free port)"
     )
     parser.add_argument("--ready-file", type=Path, help="write ports as JSON here once up")
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_SC_LOG_LEVEL", "INFO"))
@@ -82,7 +88,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "key_prefix",
         "heartbeat_timeout_s",
         "data_dir",
+        "tier_root",
         "redis_start_timeout_s",
+        "metrics_port",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
@@ -166,6 +174,7 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
             "pid": os.getpid(),
             "public_port": app.public_port,
             "private_port": app.private_port,
+            "metrics_url": app.metrics_url,
         }
         tmp = args.ready_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(ready))
@@ -204,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     except FluvioError as exc:
         log.error("bad configuration error=%s", exc)
         return 2
+    log.info("settings files: %s", ", ".join(settings_files(ScSettings)) or "none")
     return asyncio.run(_run(settings, args))
 
 

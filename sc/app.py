@@ -14,6 +14,9 @@ Start-up order, and why:
    ``Reconcile`` with the set of connected SPUs repairs drift: SPUs that did not come
    back go ``Offline`` and their partitions get new leaders.
 
+With ``metrics_port`` set, Prometheus metrics (``sc.metrics``) are served on
+``host:metrics_port`` from the start of step 1.
+
 ``stop()`` stops the controller loop *before* closing SPU connections: the SC going
 away is not the SPUs failing, so no status is written and no leader moves.
 """
@@ -32,11 +35,13 @@ from sc.controllers.events import ControllerEvent, Reconcile
 from sc.dispatcher import Dispatcher
 from sc.kv import KvStore, RedisKvStore
 from sc.local_store import Change, LocalStore
+from sc.metrics import ScMetrics
 from sc.private_api import PrivateApi
 from sc.provisioner import LocalProcessProvisioner, NullProvisioner, Provisioner
 from sc.public_api import PublicApi
 from sc.settings import ScSettings
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
+from spark_stream.metrics import MetricsEndpoint
 from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
 from spark_stream.net.endpoint import Endpoint
 
@@ -95,9 +100,29 @@ class ScApp:
             port=settings.public_port,
             group_defaults=settings.group_defaults(),
             gates=self.cm,
+            tier_root=settings.tier_root,
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False
+        self.metrics: ScMetrics | None = None
+        self._endpoint: MetricsEndpoint | None = None
+        if settings.metrics_port is not None:
+            self._instrument()
+
+    def _instrument(self) -> None:
+        """Hook the metrics into the loop, the KV store and both servers."""
+        servers = {"public": self.public.server, "private": self.private.server}
+        metrics = self.metrics = ScMetrics(self.store, self.dispatcher, self.cm, servers)
+        self.dispatcher.on_batch = metrics.on_batch
+        if isinstance(self.kv, RedisKvStore):
+            self.kv.on_op = metrics.on_kv_op
+        for server in servers.values():
+            server.on_request = metrics.on_request
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where Prometheus scrapes this SC (after ``start``; None when metrics are off)."""
+        return self._endpoint.url if self._endpoint is not None else None
 
     @property
     def provisioner(self) -> Provisioner:
@@ -134,6 +159,7 @@ class ScApp:
             raise RuntimeError("the SC is already started")
         self._started = True
         try:
+            self._serve_metrics()
             await self.private.start()
             self.provisioner_updater.provisioner = self._make_provisioner()
             await self.dispatcher.load()
@@ -154,6 +180,22 @@ class ScApp:
             self.private_port,
             self.store.revision,
         )
+
+    def _serve_metrics(self) -> None:
+        if self.metrics is None or self.settings.metrics_port is None:
+            return
+        self.metrics.install(asyncio.get_running_loop())
+        endpoint = MetricsEndpoint(
+            self.metrics.registry, self.settings.host, self.settings.metrics_port
+        )
+        try:
+            endpoint.start()
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"metrics port {self.settings.host}:{self.settings.metrics_port}: {exc.strerror}",
+            ) from exc
+        self._endpoint = endpoint
 
     def _make_provisioner(self) -> Provisioner:
         if self._provisioner is not None:
@@ -205,4 +247,7 @@ class ScApp:
         with contextlib.suppress(Exception):
             await self.provisioner.close()
         await self.kv.close()
+        if self._endpoint is not None:
+            await asyncio.to_thread(self._endpoint.stop)  # shutdown() waits for its poll
+            self._endpoint = None
         log.info("sc stopped")

@@ -621,5 +621,9 @@ class ConnectionManager:
                 continue
             self._last_lrs[entry.name] = entry
             st = entry.status
-            self._emit(LrsUpdate(entry.name, spu_id, st.lrs, st.leo, st.hw, st.log_start_offset))
+            self._emit(
+                LrsUpdate(
+                    entry.name, spu_id, st.lrs, st.leo, st.hw, st.log_start_offset, st.size, st.tier
+                )
+            )
         return accepted, rejected

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -114,6 +115,10 @@ class Dispatcher:
         self._watched_to = 0  # last KV revision the watch put in the inbox
         self.processed_revision = 0
         self.errors = 0
+        self.batches = 0
+        """Batches reduced and carried out (the controller loop's passes)."""
+        self.on_batch: Callable[[float], None] | None = None
+        """Called with each batch's seconds, reduce and actions (the SC's metrics)."""
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -276,6 +281,7 @@ class Dispatcher:
 
     async def _process(self, events: list[ControllerEvent], *, kv_applied: bool) -> None:
         """Reduce ``events`` (plus due retries), carry out the actions, mark progress."""
+        began = time.perf_counter()
         retries: list[tuple[ControllerEvent, int]] = []
         if kv_applied and self._deferred:
             retries = list(self._deferred.values())
@@ -305,6 +311,9 @@ class Dispatcher:
             elif key not in self._deferred:
                 self._deferred[key] = (cause, attempt)
         self.processed_revision = self.store.revision
+        self.batches += 1
+        if self.on_batch is not None:
+            self.on_batch(time.perf_counter() - began)
         self._advanced.set()
         self._advanced = asyncio.Event()
 

@@ -31,6 +31,7 @@ from sc.groups import GateAcks, GroupCoordinator
 from sc.groups.api import GroupApi
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
+from sc.topic_tier import with_tier
 from spark_stream.errors import (
     ConflictError,
     InsufficientResourcesError,
@@ -214,8 +215,10 @@ class PublicApi:
         port: int = 9003,
         group_defaults: ConsumerGroupSpec | None = None,
         gates: GateAcks | None = None,
+        tier_root: str | None = None,
     ) -> None:
         self.kv = kv
+        self.tier_root = tier_root
         self.dispatcher = dispatcher
         self.store = dispatcher.store
         self.feed = MetadataFeed(self.store)
@@ -280,7 +283,7 @@ class PublicApi:
     async def _create_topic(self, request: Request, ctx: ConnContext) -> Message:
         msg = request.message()
         assert isinstance(msg, c.CreateTopicRequest)
-        topic = msg.topic()
+        topic = with_tier(msg.topic(), self.tier_root)
         await self._fresh()
         if self.store.topic(topic.name) is not None:  # before the SPU check, as Fluvio
             raise TopicExistsError(f"topic {msg.name!r} already exists")

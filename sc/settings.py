@@ -1,7 +1,8 @@
 """The Streaming Controller's settings.
 
-Defaults come from ``conf/sc.yaml``, overridden by ``FLUVIO_SC_*`` variables (see
-``spark_stream.config`` for the precedence).
+Defaults come from the packaged ``spark_stream/conf/sc.yaml``, overridden by a ``sc.yaml``
+in ``FLUVIO_CONF_DIR`` and by ``FLUVIO_SC_*`` variables (see ``spark_stream.config`` for
+the precedence).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["ScSettings"]
 
 
 class ScSettings(ProcessSettings):
-    """Streaming Controller settings (``conf/sc.yaml``, ``FLUVIO_SC_*``)."""
+    """Streaming Controller settings (packaged ``sc.yaml``, ``FLUVIO_SC_*``)."""
 
     yaml_file: ClassVar[str] = "sc.yaml"
     model_config = SettingsConfigDict(env_prefix="FLUVIO_SC_")  # merged with the base's
@@ -33,6 +34,11 @@ class ScSettings(ProcessSettings):
         6.0, gt=0, description="Silence after which an SPU is Offline."
     )
     data_dir: str = Field(".fluvio", description="Where managed SPUs keep their data.")
+    tier_root: str | None = Field(
+        None,
+        description="Default tier of new topics: {tier_root}/{topic} (an fsspec URL every "
+        "SPU can write); None: topics are tiered only when created with a tier.",
+    )
     redis_start_timeout_s: float = Field(
         10.0,
         gt=0,
@@ -49,6 +55,13 @@ class ScSettings(ProcessSettings):
         ge=1_000,
         le=1_800_000,
         description="Consumer groups: default time a member has to release a revoke.",
+    )
+
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
     )
 
     def group_defaults(self) -> ConsumerGroupSpec:

@@ -1,14 +1,18 @@
-"""Process configuration: defaults in ``conf/*.yaml``, overridden by ``FLUVIO_*`` variables.
+"""Process configuration: defaults in the packaged ``conf/*.yaml``, overridden by ``FLUVIO_*``.
 
-Each process reads one section of its YAML file through pydantic-settings. Precedence,
-highest first: keyword arguments, environment (``FLUVIO_SC_PUBLIC_PORT=9103``, nested
-fields with ``__``), the YAML file (``FLUVIO_CONF_DIR`` or the packaged ``conf/``), the
-defaults written here.
+Each process reads one YAML file through pydantic-settings. The defaults ship inside the
+package (``spark_stream/conf/sc.yaml``, ``spu.yaml``, read through ``importlib.resources``)
+so a wheel install finds them wherever it lives. Precedence, highest first: keyword
+arguments, environment (``FLUVIO_SC_PUBLIC_PORT=9103``, nested fields with ``__``), the
+same-named file in the directory ``FLUVIO_CONF_DIR`` names (an operator's overrides: only
+the fields it sets; missing there is fine), the packaged YAML, the defaults written here.
 """
 
 from __future__ import annotations
 
 import os
+from importlib.resources import as_file, files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -22,20 +26,39 @@ from pydantic_settings import (
 
 from spark_stream.errors import InvalidConfigError
 
-__all__ = ["conf_dir", "ProcessSettings", "load_settings"]
+__all__ = ["conf_dir", "packaged_conf", "settings_files", "ProcessSettings", "load_settings"]
 
 
 _S = TypeVar("_S", bound="ProcessSettings")
 
 
-def conf_dir() -> Path:
-    """The directory holding the YAML defaults: ``FLUVIO_CONF_DIR`` or the repository's."""
+def conf_dir() -> Path | None:
+    """The operator's override directory, ``FLUVIO_CONF_DIR``, or None when unset."""
     env = os.environ.get("FLUVIO_CONF_DIR")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "conf"
+    return Path(env) if env else None
+
+
+def packaged_conf(name: str) -> Traversable:
+    """The default YAML file ``name`` shipped in the package (``spark_stream/conf/``)."""
+    return files("spark_stream") / "conf" / name
+
+
+def settings_files(cls: type[ProcessSettings]) -> list[str]:
+    """The YAML files ``cls`` reads, highest precedence first (logged by the servers)."""
+    if not cls.yaml_file:
+        return []
+    found: list[str] = []
+    override = conf_dir()
+    if override is not None and (override / cls.yaml_file).is_file():
+        found.append(str(override / cls.yaml_file))
+    packaged = packaged_conf(cls.yaml_file)
+    if packaged.is_file():
+        found.append(str(packaged))
+    return found
 
 
 class ProcessSettings(BaseSettings):
-    """Base for a process's settings: one YAML file under ``conf/`` plus environment."""
+    """Base for a process's settings: one packaged YAML file, its override, environment."""
 
     yaml_file: ClassVar[str] = ""
     model_config = SettingsConfigDict(extra="forbid", env_nested_delimiter="__")
@@ -49,10 +72,18 @@ class ProcessSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        path = conf_dir() / cls.yaml_file
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if cls.yaml_file and path.is_file():
-            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
+        if not cls.yaml_file:
+            return tuple(sources)
+        override = conf_dir()
+        if override is not None and (override / cls.yaml_file).is_file():
+            sources.append(YamlConfigSettingsSource(settings_cls, override / cls.yaml_file))
+        packaged = packaged_conf(cls.yaml_file)
+        if packaged.is_file():
+            # The source reads the file when built, so a temporary copy (a zipped install)
+            # may go once it exists.
+            with as_file(packaged) as path:
+                sources.append(YamlConfigSettingsSource(settings_cls, path))
         return tuple(sources)
 
 

@@ -51,8 +51,13 @@ __all__ = [
     "log_text",
     "log_tail",
     "ManagedSpuDirs",
+    "METRICS_URL_FILE",
     "spu_environment",
 ]
+
+METRICS_URL_FILE = "metrics.url"
+"""Written in an SPU's data dir while it serves Prometheus metrics: the URL, one line
+(removed when it stops or starts without them); ``cluster status`` lists it."""
 
 log = logging.getLogger(__name__)
 
@@ -348,6 +353,10 @@ class ManagedSpuDirs:
     def log_file(self, spu_id: int) -> Path:
         """The log (stdout and stderr) of managed SPU ``spu_id``."""
         return self.spu_dir(spu_id) / "spu.log"
+
+    def metrics_file(self, spu_id: int) -> Path:
+        """Where SPU ``spu_id`` writes its metrics URL (``METRICS_URL_FILE``)."""
+        return self.spu_dir(spu_id) / METRICS_URL_FILE
 
     def spu_ids(self) -> list[int]:
         """The ids that have a data dir here, ascending."""

@@ -6,5 +6,5 @@ engine), ``dispatcher`` (SC specs to controllers) and its pure planner
 (the leader's side of replication), ``producers`` (idempotent producer state),
 ``replication`` (ISR and high-watermark math), ``public_api`` / ``private_api`` (one
 handler per api), ``private_messages`` (the SPU-to-SPU protocol), ``sc_link`` (specs
-in, live replica status out), ``settings`` (``conf/spu.yaml`` and ``FLUVIO_SPU_*``).
+in, live replica status out), ``settings`` (packaged ``spu.yaml`` and ``FLUVIO_SPU_*``).
 """

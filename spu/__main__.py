@@ -1,9 +1,12 @@
 """``python -m spu`` (console script ``fluvio-spu``): run one SPU until SIGTERM or SIGINT.
 
-Options override ``conf/spu.yaml`` and ``FLUVIO_SPU_*`` variables. Once both servers
-listen, one line goes to stdout, so a launcher that asked for port 0 learns the ports::
+Options override the packaged ``spu.yaml`` and ``FLUVIO_SPU_*`` variables (see
+``spark_stream.config``; the files read are logged at start). Once both servers listen,
+one line goes to stdout, so a launcher that asked for port 0 learns the ports::
 
     SPU_READY id=5001 public=127.0.0.1:40123 private=127.0.0.1:40124
+
+(followed by ``metrics=http://127.0.0.1:40125/metrics`` when metrics are on).
 """
 
 from __future__ import annotations
@@ -16,14 +19,17 @@ import signal
 import sys
 from typing import Any
 
-from spark_stream.config import load_settings
+from spark_stream.config import load_settings, settings_files
 from spark_stream.errors import FluvioError
 from spu.app import SpuApp
 from spu.settings import SpuSettings
 
 __all__ = ["main", "parse_args", "READY_PREFIX"]
 
+log = logging.getLogger("spu")
+
 READY_PREFIX = "SPU_READY"
+log = logging.getLogger("spu")
 
 _OPTIONS = {
     "id": int,
@@ -36,6 +42,7 @@ _OPTIONS = {
     "heartbeat_interval_s": float,
     "replica_max_lag_ms": int,
     "max_batch_bytes": int,
+    "metrics_port": int,
 }
 
 
@@ -65,9 +72,10 @@ async def _serve(settings: SpuSettings) -> None:
         loop.add_signal_handler(sig, stop.set)  # before the ready line: a stop may follow it
     app = SpuApp(settings)
     await app.start()
+    metrics = f" metrics={app.metrics_url}" if app.metrics_url else ""
     print(
         f"{READY_PREFIX} id={settings.id} public={settings.host}:{app.public_port} "
-        f"private={settings.host}:{app.private_port}",
+        f"private={settings.host}:{app.private_port}{metrics}",
         flush=True,
     )
     try:
@@ -89,12 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         settings = load_settings(SpuSettings, **overrides)
+        log.info("settings files: %s", ", ".join(settings_files(SpuSettings)) or "none")
         asyncio.run(_serve(settings))
     except FluvioError as exc:
-        print(f"fluvio-spu: {type(exc).__name__}: {exc}", file=sys.stderr)
+        log.error("spu failed to start: %s: %s", type(exc).__name__, exc)
         return 2
-    except OSError as exc:  # e.g. the port is taken
-        print(f"fluvio-spu: cannot start: {exc}", file=sys.stderr)
+    except OSError as exc:  # e.g. the port is taken, the data dir is not writable
+        log.error("spu failed to start: %s", exc)
         return 2
     return 0
 

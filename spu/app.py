@@ -4,17 +4,24 @@ The public server (9005: produce, fetch, stream fetch, fetch offsets), the priva
 (9006: follower streams and LEO reports), the dispatcher (``SpuDispatcher``) that runs
 the leader and follower controllers, and the link to the SC that feeds the dispatcher
 and carries live replica status back. Ports may be 0: the bound ones are what the SPU
-reports to the SC.
+reports to the SC. With ``metrics_port`` set, Prometheus metrics (``spu.metrics``) are
+served on ``host:metrics_port`` and the URL is written to ``{data_dir}/metrics.url``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from spark_stream.metrics import MetricsEndpoint
 from spark_stream.net.server import Server
+from spark_stream.supervision import METRICS_URL_FILE
 from spu.dispatcher import SpuDispatcher
+from spu.metrics import SpuMetrics
 from spu.private_api import private_routes
 from spu.public_api import public_routes
 from spu.sc_link import ScLink
@@ -49,6 +56,20 @@ class SpuApp:
             name=f"spu-{settings.id}-private",
         )
         self.link: ScLink | None = None
+        self.metrics: SpuMetrics | None = None
+        self._endpoint: MetricsEndpoint | None = None
+        if settings.metrics_port is not None:
+            servers = {"public": self.public, "private": self.private}
+            self.metrics = SpuMetrics(self.dispatcher, servers)
+            self.public.on_request = self.private.on_request = self.metrics.on_request
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where Prometheus scrapes this SPU (after ``start``; None when metrics are off)."""
+        return self._endpoint.url if self._endpoint is not None else None
+
+    def _url_file(self) -> Path:
+        return Path(self.settings.data_dir) / METRICS_URL_FILE
 
     @property
     def public_port(self) -> int:
@@ -61,12 +82,21 @@ class SpuApp:
         return self.private.port
 
     async def start(self) -> Self:
-        """Bind both servers, start the dispatcher and connect to the SC."""
-        await self.public.start()
+        """Bind both servers (and the metrics port), start the dispatcher, connect to the SC.
+
+        Raises:
+            OSError: a port cannot be bound.
+        """
+        self._serve_metrics()
         try:
-            await self.private.start()
+            await self.public.start()
+            try:
+                await self.private.start()
+            except BaseException:
+                await self.public.stop()
+                raise
         except BaseException:
-            await self.public.stop()
+            await self._stop_metrics()
             raise
         self.dispatcher.start()
         self.link = ScLink(self.settings, self.dispatcher, self.public.port, self.private.port)
@@ -90,6 +120,7 @@ class SpuApp:
         await self.public.stop(grace=1.0)
         await self.private.stop(grace=1.0)
         await self.dispatcher.stop()
+        await self._stop_metrics()
         logger.info("spu stopped id=%d", self.settings.id)
 
     async def __aenter__(self) -> Self:
@@ -102,6 +133,35 @@ class SpuApp:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+    async def _stop_metrics(self) -> None:
+        if self._endpoint is not None:
+            await asyncio.to_thread(self._endpoint.stop)  # shutdown() waits for its poll
+            self._endpoint = None
+            with contextlib.suppress(OSError):
+                self._url_file().unlink(missing_ok=True)
+
+    def _serve_metrics(self) -> None:
+        """Start the metrics endpoint when asked; record (or clear) its URL file."""
+        with contextlib.suppress(OSError):
+            self._url_file().unlink(missing_ok=True)  # a previous run's
+        if self.metrics is None or self.settings.metrics_port is None:
+            return
+        self.metrics.install(asyncio.get_running_loop())
+        endpoint = MetricsEndpoint(
+            self.metrics.registry, self.settings.host, self.settings.metrics_port
+        )
+        try:
+            url = endpoint.start()
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"metrics port {self.settings.host}:{self.settings.metrics_port}: {exc.strerror}",
+            ) from exc
+        self._endpoint = endpoint
+        path = self._url_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(url + "\n")
 
     def _lrs_changed(self, name: str) -> None:
         if self.link is not None:

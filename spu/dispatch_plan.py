@@ -259,7 +259,9 @@ _ENGINE_DEFAULTS = LogConfig()
 def storage_config(settings: TopicSettings, *, max_batch_bytes: int) -> LogConfig:
     """The log settings of a replica: the topic's where it sets them, else the engine's.
 
-    No inline flush policy: ``spu.housekeeping`` fsyncs off the event loop instead. The
+    A tiered topic's local retention is ``local_retention_secs`` when set (else its
+    retention, as without a tier). No inline flush policy: ``spu.housekeeping`` fsyncs
+    off the event loop instead. The
     topic's segment size is taken as it is (the topic spec bounds it): a batch larger
     than a segment gets a segment of its own.
 
@@ -268,6 +270,8 @@ def storage_config(settings: TopicSettings, *, max_batch_bytes: int) -> LogConfi
         max_batch_bytes: the largest produce batch this SPU accepts.
     """
     segment, retention = settings.segment_size, settings.retention_secs
+    if settings.tier is not None and settings.local_retention_secs is not None:
+        retention = settings.local_retention_secs  # the tier keeps history for retention_secs
     return LogConfig(
         segment_max_bytes=(_ENGINE_DEFAULTS.segment_max_bytes if segment is None else segment),
         retention_ms=_ENGINE_DEFAULTS.retention_ms if retention is None else retention * 1000,

@@ -39,6 +39,7 @@ from spark_stream.errors import (
 from spark_stream.models import Spu, SpuResolution, parse_partition_name, partition_name
 from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import Replica, ReplicaId, UpdateReplicas, UpdateSpus
+from spark_stream.records import now_us
 from spu._tasks import cancel_and_wait
 from spu.dispatch_plan import (
     Action,
@@ -71,6 +72,8 @@ from spu.storage import (
     replica_dir,
     write_uid,
 )
+from spu.tiering import TierKeeper
+from spu.traffic import PartitionTraffic
 
 __all__ = ["SpuDispatcher"]
 
@@ -115,6 +118,8 @@ class SpuDispatcher:
         self._logs: dict[str, ReplicaLog] = {}
         self._log_uids: dict[str, str | None] = {}  # the incarnation each open log stores
         self._leaders: dict[str, LeaderController] = {}
+        self.traffic: dict[str, PartitionTraffic] = {}
+        """Produce and fetch totals by partition name, kept across leaderships."""
         self._followers: dict[int, FollowerController] = {}
         self._roles = Subscribers()
         self._audit_file: AuditFile | None = None
@@ -126,6 +131,19 @@ class SpuDispatcher:
         """The delivery gates of the partitions led here (fed by the SC link)."""
         self._lock = asyncio.Lock()
         self._housekeeping: asyncio.Task[None] | None = None
+        self._tiering: asyncio.Task[None] | None = None
+        self.housekeeper: Housekeeper | None = None
+        """The running housekeeping (after ``start``)."""
+        self.tier_keeper = TierKeeper(
+            lambda: self._logs,
+            lambda: self._replicas,
+            lambda name: name in self._leaders,
+            on_status=self._tier_status,
+            interval_s=settings.tier_interval_s,
+            concurrency=settings.tier_concurrency,
+            now_us=now_us,
+        )
+        """Tiering of the partitions led here (``spu.tiering``)."""
 
     # -- lookups ---------------------------------------------------------------------
 
@@ -136,6 +154,10 @@ class SpuDispatcher:
     def leaders(self) -> list[LeaderController]:
         """Every running leader controller."""
         return list(self._leaders.values())
+
+    def logs(self) -> dict[str, ReplicaLog]:
+        """Every open replica log by partition name (leaders' and followers')."""
+        return dict(self._logs)
 
     def follower(self, leader_id: int) -> FollowerController | None:
         """The follower controller for replicas led by ``leader_id``."""
@@ -198,15 +220,21 @@ class SpuDispatcher:
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start housekeeping (flush policy, retention)."""
-        keeper = Housekeeper(lambda: self._logs)
-        self._housekeeping = asyncio.get_running_loop().create_task(
-            keeper.run(), name="spu-housekeeping"
+        """Start housekeeping (flush policy, retention) and tiering."""
+        keeper = Housekeeper(
+            lambda: self._logs,
+            retention_every_s=self.settings.retention_interval_s,
+            floor=self.tier_keeper.floor,
         )
+        self.housekeeper = keeper
+        loop = asyncio.get_running_loop()
+        self._housekeeping = loop.create_task(keeper.run(), name="spu-housekeeping")
+        self._tiering = loop.create_task(self.tier_keeper.run(), name="spu-tiering")
 
     async def stop(self) -> None:
         """Stop every controller and close every log."""
         await cancel_and_wait(self._housekeeping)
+        await cancel_and_wait(self._tiering)
         async with self._lock:
             for leader in list(self._leaders.values()):
                 await leader.stop()
@@ -373,6 +401,7 @@ class SpuDispatcher:
             is_online=self.is_online,
             on_status=self.on_status,
             clock=self._clock,
+            traffic=self.traffic.setdefault(replica.name, PartitionTraffic()),
         )
         try:
             leader.start()
@@ -380,6 +409,14 @@ class SpuDispatcher:
             logger.exception("cannot lead partition=%s", replica.name)
             return
         self._leaders[replica.name] = leader
+
+    def _tier_status(self, name: str, text: str) -> None:
+        """The tier keeper's news for a partition led here: into its LRS."""
+        leader = self._leaders.get(name)
+        if leader is not None and leader.tier_status != text:
+            leader.tier_status = text
+            if self.on_status is not None:
+                self.on_status(name)
 
     def _route_followers(self) -> None:
         for leader_id, controller in self._followers.items():

@@ -29,7 +29,7 @@ import logging
 from dataclasses import dataclass
 
 from spark_stream.backoff import BackoffPolicy, sleep_or_wake
-from spark_stream.errors import FluvioError, LogGapError
+from spark_stream.errors import FluvioError, LogGapError, StorageError
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES, received_tail, tail_length
 from spu._tasks import cancel_and_wait
@@ -248,6 +248,14 @@ class FollowerController:
             except LogGapError as exc:
                 state.synced = False
                 raise _Resync(f"{push.name}: {exc}") from exc
+            except StorageError as exc:  # e.g. the disk is full: the operator must know
+                logger.error(
+                    "replicated append failed partition=%s dir=%s: %s",
+                    push.name,
+                    log.directory,
+                    exc,
+                )
+                raise
             self._dirty.set()  # a new LEO: report it (an HW-only push needs no report)
         hw = max(log.log_start_offset, min(push.hw, log.leo))
         if hw != log.hw:

@@ -16,7 +16,9 @@ task does the work instead, once per ``interval_s``:
   truncation and close) take the same lock, so whatever the order the newest value is
   the one left on disk. A stale checkpoint only means a follower compares more of its
   tail after a restart;
-- **retention**: ``log.apply_retention()`` every ``retention_every_s``.
+- **retention**: ``log.apply_retention()`` every ``retention_every_s``, below the
+  partition's ``floor`` when it has one (a tiered partition: its tier's end, see
+  ``spu.tiering``).
 
 Durability across machines comes from replication (``acks=all``), as in Kafka; the
 engine still fsyncs on roll and close.
@@ -77,6 +79,7 @@ class Housekeeper:
         interval_s: data sync period.
         checkpoint_every_s: high-watermark checkpoint period.
         retention_every_s: retention period.
+        floor: the retention floor of a partition by name (``None``: none).
     """
 
     def __init__(
@@ -86,8 +89,10 @@ class Housekeeper:
         interval_s: float = 1.0,
         checkpoint_every_s: float = 10.0,
         retention_every_s: float = 60.0,
+        floor: Callable[[str], int | None] | None = None,
     ) -> None:
         self._logs = logs
+        self._floor = floor
         self.interval_s = interval_s
         self._checkpoint_every = max(1, round(checkpoint_every_s / interval_s))
         self._retention_every = max(1, round(retention_every_s / interval_s))
@@ -111,13 +116,13 @@ class Housekeeper:
             self._checkpointed_hw.pop(key, None)
         for name, log in logs.items():
             try:
-                await self._care(log)
+                await self._care(name, log)
             except FluvioError as exc:
                 logger.error("housekeeping failed partition=%s: %s", name, exc)
             except Exception:
                 logger.exception("housekeeping failed partition=%s", name)
 
-    async def _care(self, log: ReplicaLog) -> None:
+    async def _care(self, name: str, log: ReplicaLog) -> None:
         key = id(log)
         leo = log.leo
         if self._synced_leo.get(key) != leo and await sync_data(log):
@@ -127,6 +132,7 @@ class Housekeeper:
         if self.rounds % self._checkpoint_every == 0 and self._checkpointed_hw.get(key) != log.hw:
             self._checkpointed_hw[key] = await checkpoint_hw(log)
         if self.rounds % self._retention_every == 0:
-            removed = log.apply_retention()
+            floor = None if self._floor is None else self._floor(name)
+            removed = log.apply_retention(floor=floor)
             if removed:
                 logger.info("retention removed %d segments dir=%s", len(removed), log.directory)

@@ -70,6 +70,7 @@ from spu.replication import (
     record_follower_report,
 )
 from spu.storage import LogSlice, ReplicaLog
+from spu.traffic import PartitionTraffic
 
 __all__ = ["LeaderController", "check_leader_epoch", "monotonic_ms"]
 
@@ -118,6 +119,7 @@ class LeaderController:
         is_online: whether an SPU is online (from the SC's SPU specs).
         on_status: called with the partition name when the live status changed.
         clock: monotonic milliseconds (injectable for tests).
+        traffic: where produce and fetch totals go (the dispatcher's, per partition).
     """
 
     def __init__(
@@ -131,17 +133,21 @@ class LeaderController:
         is_online: Callable[[int], bool] | None = None,
         on_status: Callable[[str], None] | None = None,
         clock: Callable[[], int] = monotonic_ms,
+        traffic: PartitionTraffic | None = None,
     ) -> None:
         self.name = replica.name
         self.topic, self.partition = replica.topic, replica.partition
         self.spu_id = spu_id
         self.log = log
+        self.tier_status: str | None = None
+        """The tiering state the SPU's ``TierKeeper`` last reported (sent with the LRS)."""
         self.generation = next(_generations)
         self.max_batch_bytes = max_batch_bytes
         self.policy = LagPolicy(max_lag_ms=max_lag_ms)
         self._is_online = is_online or (lambda _spu: True)
         self._on_status = on_status
         self._clock = clock
+        self.traffic = traffic if traffic is not None else PartitionTraffic()
         self._replica = replica
         self._followers: tuple[int, ...] = ()
         self._progress: dict[int, FollowerProgress | None] = {}
@@ -253,6 +259,20 @@ class LeaderController:
         """The first offset still stored."""
         return self.log.log_start_offset
 
+    def follower_lag(self) -> dict[int, int]:
+        """Records each follower is behind this log's end, as this leader last heard
+        (-1: no report since this leader started, or its SPU is offline)."""
+        leo = self.log.leo
+        return {
+            spu: -1 if progress is None else max(leo - progress.leo, 0)
+            for spu, progress in self._progress.items()
+        }
+
+    @property
+    def replica_count(self) -> int:
+        """How many replicas the partition has (the leader included)."""
+        return len(self._replica.replicas)
+
     def status(self) -> LrsStatus:
         """The live replica status to report to the SC."""
         hw, leo = self.log.hw, self.log.leo
@@ -275,6 +295,8 @@ class LeaderController:
             leo=leo,
             hw=hw,
             log_start_offset=self.log.log_start_offset,
+            size=self.log.size_bytes,
+            tier=self.tier_status,
         )
         return LrsStatus(self.name, status)
 
@@ -314,10 +336,19 @@ class LeaderController:
             check_ack_all(self._isr, self.min_in_sync_replicas)
         plan = self._producers.plan(headers, self.log.leo)
         if plan.append:
-            bases = self.log.append_produced([frames[i] for i in plan.append])
+            leo_before = self.log.leo
+            appended = [frames[i] for i in plan.append]
+            try:
+                bases = self.log.append_produced(appended)
+            except StorageError as exc:  # e.g. the disk is full: the operator must know
+                logger.error(
+                    "append failed partition=%s dir=%s: %s", self.name, self.log.directory, exc
+                )
+                raise
             if bases != [plan.offsets[i] for i in plan.append]:
                 raise StorageError(f"{self.name}: the log assigned offsets {bases}")
             self._producers.commit(plan)
+            self.traffic.produced(sum(f.nbytes for f in appended), self.log.leo - leo_before)
             self._refresh(self._clock())
         if acks is Acks.ALL:
             await self._wait_committed(plan.end_offset, timeout_ms)

@@ -108,6 +108,7 @@ def public_routes(leaders: LeaderLookup, gates: GateTable) -> Mapping[int, Handl
         assert isinstance(msg, FetchRequest)
         leader = leaders.lookup(msg.topic, msg.partition, msg.leader_epoch)
         piece = await _visible(leader, msg, gates)
+        leader.traffic.fetched(piece.length, piece.records)
         # The slice is sent from the segment file with sendfile: no copy through Python.
         tail = [piece] if piece.length else b""
         return FetchResponse(leader.hw, leader.leo, leader.log_start, tail)
@@ -117,6 +118,7 @@ def public_routes(leaders: LeaderLookup, gates: GateTable) -> Mapping[int, Handl
         assert isinstance(msg, FetchLocalRequest)
         leader = leaders.lookup(msg.topic, msg.partition, msg.leader_epoch)
         piece = await _visible(leader, msg, gates)
+        leader.traffic.fetched(piece.length, piece.records)
         if not piece.length or piece.path is None:
             return FetchLocalResponse(leader.hw, leader.leo, leader.log_start)
         stat = os.fstat(piece.fileno())
@@ -210,6 +212,7 @@ async def _pushes(
                 _admit(gates, msg, opened.version)
             if piece.length:
                 position = piece.next_offset
+                leader.traffic.fetched(piece.length, piece.records)
                 yield StreamFetchPush(leader.hw, leader.leo, leader.log_start, [piece])
             else:
                 await event.wait()

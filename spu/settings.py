@@ -1,7 +1,8 @@
 """A Streaming Processing Unit's settings.
 
-Defaults come from ``conf/spu.yaml``, overridden by ``FLUVIO_SPU_*`` variables (see
-``spark_stream.config`` for the precedence).
+Defaults come from the packaged ``spark_stream/conf/spu.yaml``, overridden by a ``spu.yaml``
+in ``FLUVIO_CONF_DIR`` and by ``FLUVIO_SPU_*`` variables (see ``spark_stream.config`` for
+the precedence).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ __all__ = ["SpuSettings"]
 
 
 class SpuSettings(ProcessSettings):
-    """Streaming Processing Unit settings (``conf/spu.yaml``, ``FLUVIO_SPU_*``)."""
+    """Streaming Processing Unit settings (packaged ``spu.yaml``, ``FLUVIO_SPU_*``)."""
 
     yaml_file: ClassVar[str] = "spu.yaml"
     model_config = SettingsConfigDict(env_prefix="FLUVIO_SPU_")  # merged with the base's
@@ -37,3 +38,16 @@ class SpuSettings(ProcessSettings):
         "(tests check the audit of SPUs they kill); relative to data_dir.",
     )
     max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
+    )
+    retention_interval_s: float = Field(
+        60.0, gt=0, description="How often retention runs over the logs."
+    )
+    tier_interval_s: float = Field(
+        1.0, gt=0, description="How often leaders look for sealed segments to tier."
+    )
+    tier_concurrency: int = Field(2, ge=1, description="Tiering jobs (threads) at once.")

@@ -57,6 +57,7 @@ SPUS = 3
 _ENV = {
     "FLUVIO_SPU_REPLICA_MAX_LAG_MS": "60000",
     "FLUVIO_SPU_MAX_BATCH_BYTES": "524288",
+    "FLUVIO_SPU_RETENTION_INTERVAL_S": "2",  # tier tests wait for local retention
     **AUDIT_ENV,
 }
 
@@ -177,9 +178,12 @@ def fluvio_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCl
     os.environ["FLUVIO_PROFILE"] = str(root / "profile.json")
     # The SPU settings go to the cluster's processes only: through os.environ they would
     # leak into every cluster other tests start later in the session.
+    # No default tier: topics of the shared cluster are untiered (their log start is the
+    # SPU's, which retention tests rely on); tier tests give their topics a tier.
     cluster = LocalCluster(
-        root / "cluster", spus=SPUS, sc_port=0, spu_mode="custom", start_timeout=60.0, env=_ENV
-    )
+        root / "cluster", spus=SPUS, sc_port=0, spu_mode="custom", start_timeout=60.0,
+        env=_ENV, default_tier=False,
+    )  # fmt: skip
     try:
         cluster.start()
         yield cluster

@@ -51,6 +51,8 @@ class LrsUpdate:
         leo: the leader's log end offset.
         hw: the leader's high watermark.
         log_start_offset: the first offset still stored (-1: not known).
+        size: bytes of the leader's log (-1: not known).
+        tier: the leader's tiering state (``PartitionStatus.tier``).
     """
 
     partition: str
@@ -59,6 +61,8 @@ class LrsUpdate:
     leo: int
     hw: int
     log_start_offset: int = -1
+    size: int = -1
+    tier: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,6 +153,8 @@ class RedisKvStore(KvStore):
         self._batch = batch
         self._feed = f"{prefix}:feed"
         self._closed = False
+        self.on_op: Callable[[str, float], None] | None = None
+        """Called with (operation, seconds) after each Redis call (the SC's metrics)."""
         # Retries are ours (bounded by time, with backoff), so redis-py's are off.
         self._redis = aioredis.Redis.from_url(
             url,
@@ -169,7 +171,9 @@ class RedisKvStore(KvStore):
         self._publish = self._redis.register_script(_lua.PUBLISH_PLAN)
         # Concurrent commits (many members) share round trips: see ``sc.kv._batch``.
         self._commits = ScriptBatcher(
-            self._redis, self._redis.register_script(_lua.COMMIT), self._call
+            self._redis,
+            self._redis.register_script(_lua.COMMIT),
+            functools.partial(self._call, name="commit_offsets"),
         )
         self._write_offsets = self._redis.register_script(_lua.WRITE_OFFSETS)
         self._delete_offsets = self._redis.register_script(_lua.DELETE_OFFSETS)
@@ -181,8 +185,20 @@ class RedisKvStore(KvStore):
 
     # -- retry ---------------------------------------------------------------------
 
-    async def _call(self, op: Callable[[], Awaitable[T]]) -> T:
-        """Run ``op``, retrying transient connection failures with backoff."""
+    async def _call(self, op: Callable[[], Awaitable[T]], name: str = "other") -> T:
+        """Run ``op``, retrying transient connection failures with backoff.
+
+        ``name`` labels the time the call took (retries included) for ``on_op``.
+        """
+        if self.on_op is not None:
+            began = time.perf_counter()
+            try:
+                return await self._retrying(op)
+            finally:
+                self.on_op(name, time.perf_counter() - began)
+        return await self._retrying(op)
+
+    async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._reconnect_timeout
         backoff = self._backoff.start()
@@ -199,7 +215,7 @@ class RedisKvStore(KvStore):
 
     async def get(self, kind: str, name: str) -> KvObject[Any, Any] | None:
         object_class(kind)
-        row = await self._call(lambda: self._get(args=[self._prefix, kind, name]))
+        row = await self._call(lambda: self._get(args=[self._prefix, kind, name]), "get")
         return _decode(kind, *row) if row else None
 
     async def list_objects(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
@@ -210,7 +226,7 @@ class RedisKvStore(KvStore):
         self, kinds: KindFilter = None
     ) -> tuple[dict[str, list[KvObject[Any, Any]]], int]:
         names = watched_kinds(kinds)
-        reply = await self._call(lambda: self._list(args=[self._prefix, *names]))
+        reply = await self._call(lambda: self._list(args=[self._prefix, *names]), "list")
         out: dict[str, list[KvObject[Any, Any]]] = {}
         for kind, rows in zip(names, reply[1:], strict=True):
             objs = [_decode(kind, *rows[i + 1 : i + 5]) for i in range(0, len(rows), 5)]
@@ -218,7 +234,7 @@ class RedisKvStore(KvStore):
         return out, int(reply[0])
 
     async def revision(self) -> int:
-        value = await self._call(lambda: self._redis.get(f"{self._prefix}:rev"))
+        value = await self._call(lambda: self._redis.get(f"{self._prefix}:rev"), "revision")
         return int(value or 0)
 
     # -- writes --------------------------------------------------------------------
@@ -239,7 +255,7 @@ class RedisKvStore(KvStore):
             parent.kind if parent else "",
             parent.name if parent else "",
         ]
-        reply = await self._call(lambda: self._create(args=args))
+        reply = await self._call(lambda: self._create(args=args), "create")
         if reply[0] == "exists":
             raise ObjectExistsError(f"{kind} {obj.name!r} already exists")
         if reply[0] == "noparent":
@@ -269,7 +285,7 @@ class RedisKvStore(KvStore):
             _json(model),
             "" if expected is None else str(expected),
         ]
-        reply = await self._call(lambda: self._update(args=args))
+        reply = await self._call(lambda: self._update(args=args), "update")
         self._check(reply, kind, name, expected)
         return _decode(kind, *reply[1:5])
 
@@ -293,7 +309,7 @@ class RedisKvStore(KvStore):
             Partition.kind,
             Topic.kind,
         ]
-        reply = await self._call(lambda: self._delete(args=args))
+        reply = await self._call(lambda: self._delete(args=args), "delete")
         self._check(reply, kind, name, expected_revision)
         return _decode(kind, *reply[1:5])
 
@@ -332,13 +348,13 @@ class RedisKvStore(KvStore):
         ]
         for tp, grant in sorted(checked.items()):
             args += [g.field(*tp), g.grant_value(grant)]
-        reply = await self._call(lambda: self._publish(args=args))
+        reply = await self._call(lambda: self._publish(args=args), "publish_plan")
         self._check(reply, kind, name, expected_revision)
         return _decode(kind, *reply[1:5])
 
     async def fetch_group_owners(self, name: str) -> dict[TopicPartition, Grant]:
         g.check_group_name(name)
-        rows = await self._call(lambda: self._redis.hgetall(self._key(name, "own")))
+        rows = await self._call(lambda: self._redis.hgetall(self._key(name, "own")), "fetch_owners")
         return {g.parse_field(_text(f)): g.parse_grant(_text(v)) for f, v in rows.items()}
 
     async def commit_group_offsets(
@@ -381,7 +397,7 @@ class RedisKvStore(KvStore):
         args: list[EncodableT] = [self._prefix, kind, name, Partition.kind]
         for (topic, index), offset in checked.items():
             args += [topic, index, g.offset_value(StoredOffset(offset, None, ts_ms, metadata))]
-        reply = await self._call(lambda: self._write_offsets(args=args))
+        reply = await self._call(lambda: self._write_offsets(args=args), "write_offsets")
         if reply[0] == "missing":
             raise UnknownGroupError(f"group {name!r} does not exist")
         if reply[0] == "busy":
@@ -395,13 +411,13 @@ class RedisKvStore(KvStore):
         g.check_group_name(name)
         key = self._key(name, "off")
         if partitions is None:
-            rows = await self._call(lambda: self._redis.hgetall(key))
+            rows = await self._call(lambda: self._redis.hgetall(key), "fetch_offsets")
             return {g.parse_field(_text(f)): g.parse_offset(_text(v)) for f, v in rows.items()}
         wanted = g.check_partitions(partitions)
         if not wanted:
             return {}
         fields = [g.field(*tp) for tp in wanted]
-        values = await self._call(lambda: self._redis.hmget(key, fields))
+        values = await self._call(lambda: self._redis.hmget(key, fields), "fetch_offsets")
         return {tp: g.parse_offset(_text(v)) for tp, v in zip(wanted, values, strict=True) if v}
 
     async def delete_group_offsets(self, name: str, topic: str | None = None) -> int:
@@ -409,7 +425,7 @@ class RedisKvStore(KvStore):
         if topic is not None:
             g.check_topic(topic)
         args: list[EncodableT] = [self._prefix, name, topic or ""]
-        reply = await self._call(lambda: self._delete_offsets(args=args))
+        reply = await self._call(lambda: self._delete_offsets(args=args), "delete_offsets")
         if reply[0] == "busy":
             raise GroupNotEmptyError(f"group {name!r} holds grants: offsets not deleted")
         return int(reply[1])
@@ -435,7 +451,9 @@ class RedisKvStore(KvStore):
         backoff = self._backoff.start()
         while not self._closed:
             if verify:
-                lost = await self._call(functools.partial(self._position_lost, last))
+                lost = await self._call(
+                    functools.partial(self._position_lost, last), "watch_position"
+                )
                 verify = False
                 if lost:
                     resync = await self._resync(kinds)

@@ -7,15 +7,17 @@ API, and prints rows through ``output.emit``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from typing import Any
 
 from spark_stream.cli.output import emit
-from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration
+from spark_stream.cli.parsing import load_assignment, parse_bytes, parse_duration, tier_url
 from spark_stream.client import Fluvio
 from spark_stream.errors import InvalidConfigError
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
 from spark_stream.models.topic_schema import TopicSchema, schema_from_file
 from spark_stream.net.endpoint import Endpoint, parse_endpoint
+from spark_stream.units import format_size
 
 __all__ = [
     "topic_spec",
@@ -25,6 +27,7 @@ __all__ = [
     "topic_delete",
     "topic_add_partition",
     "partition_list",
+    "partition_lags",
     "spu_register",
     "spu_unregister",
     "spu_list",
@@ -43,6 +46,8 @@ TOPIC_COLUMNS = (
     "partitions",
     "replication",
     "retention_secs",
+    "local_retention_secs",
+    "tier",
     "segment_size",
     "compression",
     "schema",
@@ -56,10 +61,14 @@ PARTITION_COLUMNS = (
     "leader_epoch",
     "replicas",
     "resolution",
+    "size",
+    "log-start",
     "leo",
     "hw",
     "lrs",
+    "tier",
 )
+PARTITION_LIST_COLUMNS = (*PARTITION_COLUMNS, "lag")
 SPU_COLUMNS = ("id", "name", "status", "type", "rack", "public", "private")
 SPG_COLUMNS = ("name", "status", "replicas", "min_id", "rack", "size", "reason")
 
@@ -72,6 +81,8 @@ def topic_row(topic: Topic) -> dict[str, Any]:
         "partitions": spec.partitions,
         "replication": spec.replication_factor,
         "retention_secs": spec.retention_secs,
+        "local_retention_secs": spec.local_retention_secs,
+        "tier": spec.tier,
         "segment_size": spec.segment_size,
         "compression": spec.compression.value,
         "schema": _schema_cell(spec.topic_schema),
@@ -88,10 +99,16 @@ def _schema_cell(schema: TopicSchema | None) -> str | None:
     return f"v{schema.version}: {columns}"
 
 
-def partition_row(part: Partition) -> dict[str, Any]:
+def partition_row(part: Partition, *, human: bool = False) -> dict[str, Any]:
     """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync; the
-    leader epoch counts the partition's elections)."""
+    leader epoch counts the partition's elections). ``size`` is the leader's log in bytes
+    (``human``: as ``1.5 KiB``, for tables); it and ``log-start`` are None until the
+    leader reports. ``tier``: the leader's tiering state, ``ok: N files [a, b)`` or
+    ``error: <cause>``."""
     status = part.status
+    size: int | str | None = None if status.size < 0 else status.size
+    if human and isinstance(size, int):
+        size = format_size(size)
     lrs = [f"{r.spu_id}:{r.leo}/{r.hw}" + ("" if r.in_sync else "*") for r in status.lrs]
     return {
         "topic": part.topic,
@@ -100,9 +117,12 @@ def partition_row(part: Partition) -> dict[str, Any]:
         "leader_epoch": status.leader_epoch,
         "replicas": list(part.spec.replicas),
         "resolution": status.resolution.value,
+        "size": size,
+        "log-start": None if status.log_start_offset < 0 else status.log_start_offset,
         "leo": status.leo,
         "hw": status.hw,
         "lrs": lrs,
+        "tier": status.tier,
     }
 
 
@@ -158,6 +178,10 @@ def topic_spec(args: argparse.Namespace) -> dict[str, Any]:
         spec["replication_factor"] = 1 if args.replication is None else args.replication
     if args.retention_time is not None:
         spec["retention_secs"] = parse_duration(args.retention_time, "--retention-time")
+    if getattr(args, "local_retention", None) is not None:
+        spec["local_retention_secs"] = parse_duration(args.local_retention, "--local-retention")
+    if getattr(args, "tier", None) is not None:
+        spec["tier"] = tier_url(args.tier)
     if args.segment_size is not None:
         spec["segment_size"] = parse_bytes(args.segment_size, "--segment-size")
     if args.max_partition_size is not None:
@@ -208,7 +232,7 @@ def topic_describe(args: argparse.Namespace, fluvio: Fluvio) -> int:
     if args.output == "table":
         emit([topic_row(topic)], "table", columns=TOPIC_COLUMNS)
         print()
-        emit([partition_row(p) for p in parts], "table", columns=PARTITION_COLUMNS)
+        emit([partition_row(p, human=True) for p in parts], "table", columns=PARTITION_COLUMNS)
     else:
         data = topic.to_dict() | {"partitions_status": [partition_row(p) for p in parts]}
         emit(data, args.output)
@@ -240,11 +264,33 @@ def topic_add_partition(args: argparse.Namespace, fluvio: Fluvio) -> int:
     return 0
 
 
+def partition_lags(groups: Iterable[Iterable[dict[str, Any]]]) -> dict[tuple[str, int], int]:
+    """The lag of each partition some group committed an offset of: the largest among
+    those groups (the one furthest behind), from ``describe_group`` rows per group.
+
+    A group without a committed offset of a partition has no lag there (Kafka's ``-``).
+    """
+    lags: dict[tuple[str, int], int] = {}
+    for rows in groups:
+        for row in rows:
+            if row.get("lag") is None:
+                continue
+            tp = (str(row["topic"]), int(row["partition"]))
+            lags[tp] = max(lags.get(tp, 0), int(row["lag"]))
+    return lags
+
+
 def partition_list(args: argparse.Namespace, fluvio: Fluvio) -> int:
-    """List partitions: leader, leader epoch, replicas, resolution, LEO, HW, LRS."""
-    parts = fluvio.admin().list_partitions(args.topic)
+    """List partitions: leader, leader epoch, replicas, resolution, size, log start, LEO,
+    HW, LRS, and the lag of the consumer groups that committed offsets of it."""
+    admin = fluvio.admin()
+    parts = admin.list_partitions(args.topic)
     parts.sort(key=lambda p: (p.topic, p.index))
-    emit([partition_row(p) for p in parts], args.output, columns=PARTITION_COLUMNS)
+    names = [g["name"] for g in admin.list_groups()]
+    lags = partition_lags(admin.describe_group(name).partitions for name in names)
+    human = args.output == "table"
+    rows = [partition_row(p, human=human) | {"lag": lags.get((p.topic, p.index))} for p in parts]
+    emit(rows, args.output, columns=PARTITION_LIST_COLUMNS)
     return 0
 
 

@@ -10,14 +10,15 @@ found as every client finds it (``resolve_endpoint``): ``--endpoint``, else
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 
-from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds, group_cmds
+from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds, group_cmds, profile_cmds
 from spark_stream.cli.output import FORMATS
-from spark_stream.cli.parsing import CommandParser
+from spark_stream.cli.parsing import CommandParser, duration_arg, size_arg
 from spark_stream.client import Fluvio, resolve_endpoint
 from spark_stream.errors import FluvioError
 
@@ -67,7 +68,15 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         help="SPUs from an SPU group (default) or spawned as custom SPUs",
     )
     start.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds each start-up step may take"
+        "--timeout",
+        type=duration_arg("--timeout"),
+        default=30.0,
+        help="how long each start-up step may take, e.g. 30s, 2m (default 30s)",
+    )
+    start.add_argument(
+        "--metrics",
+        action="store_true",
+        help="SC and SPUs serve Prometheus metrics on free loopback ports (see status)",
     )
     start.set_defaults(local_handler=cluster_cmds.cluster_start)
     for name, handler, text in (
@@ -77,6 +86,28 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         cmd = csub.add_parser(name, help=text, parents=[_output_parent()])
         cmd.add_argument("--data-dir", help="the cluster's data directory")
         cmd.set_defaults(local_handler=handler)
+
+    delete = csub.add_parser(
+        "delete", help="stop the local cluster and remove its data (asks first)"
+    )
+    delete.add_argument("--data-dir", help="the cluster's data directory")
+    delete.add_argument(
+        "-y", "--force", action="store_true", help="do not ask (needed without a terminal)"
+    )
+    delete.set_defaults(local_handler=cluster_cmds.cluster_delete)
+    diag = csub.add_parser(
+        "diagnostics",
+        help="collect the local cluster's logs, config and state into a .tar.gz",
+    )
+    diag.add_argument("--data-dir", help="the cluster's data directory")
+    diag.add_argument("--dest", metavar="DIR", help="where the archive goes (default: here)")
+    diag.add_argument(
+        "--timeout",
+        type=duration_arg("--timeout"),
+        default=5.0,
+        help="bound on each question to the SC and Redis, e.g. 5s (default)",
+    )
+    diag.set_defaults(local_handler=cluster_cmds.cluster_diagnostics)
 
     spu = csub.add_parser("spu", help="custom SPUs")
     ssub = spu.add_subparsers(dest="spu_command", required=True)
@@ -116,7 +147,21 @@ def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "--replica-assignment",
         help="manual assignment file (JSON/YAML); sets partitions and replication itself",
     )
-    create.add_argument("--retention-time", help="e.g. 7d, 12h, 3600")
+    create.add_argument(
+        "--retention-time",
+        help="e.g. 7d, 12h, 3600; with a tier: how long the tier keeps history",
+    )
+    create.add_argument(
+        "--tier",
+        metavar="URL",
+        help="directory or fsspec URL sealed segments are copied to as Parquet "
+        "(default: the cluster's tier root, if it has one)",
+    )
+    create.add_argument(
+        "--local-retention",
+        metavar="DURATION",
+        help="how long segments stay on the SPUs once the tier holds them (e.g. 1h)",
+    )
     create.add_argument("--segment-size", help="e.g. 1Gi, 500Mi")
     create.add_argument("--max-partition-size", help="e.g. 10Gi")
     create.add_argument("--compression-type", choices=("any", "none", "lz4", "zstd"))
@@ -180,9 +225,36 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     prod.add_argument("--raw", action="store_true", help="the whole input is one record")
     prod.add_argument("-p", "--partition", type=int, help="send to this partition")
     prod.add_argument("--compression", choices=("none", "lz4", "zstd"))
-    prod.add_argument("--acks", choices=("none", "leader", "all"), default="leader")
-    prod.add_argument("--linger-ms", type=float, default=5.0)
-    prod.add_argument("--batch-size", type=int)
+    prod.add_argument(
+        "--acks",
+        choices=("none", "leader", "all"),
+        help="leader (default), all (in-sync replicas) or none",
+    )
+    prod.add_argument(
+        "--isolation",
+        help="Fluvio's name for the acknowledgement: read_committed waits for the in-sync "
+        "replicas (--acks all), read_uncommitted for the leader (--acks leader)",
+    )
+    prod.add_argument(
+        "--delivery-semantic",
+        choices=("at-least-once", "at-most-once"),
+        default="at-least-once",
+        help="at-least-once (default): retry a failed send; at-most-once: never resend "
+        "(a failed record is lost, never duplicated)",
+    )
+    prod.add_argument(
+        "--linger",
+        type=duration_arg("--linger"),
+        help="how long a batch waits for more records, e.g. 150ms, 1s (default 5ms)",
+    )
+    prod.add_argument(
+        "--batch-size", type=size_arg("--batch-size"), help="bytes per batch, e.g. 16Ki, 1MB"
+    )
+    prod.add_argument(
+        "--max-request-size",
+        type=size_arg("--max-request-size"),
+        help="largest produce request, e.g. 8Mi, 100MB (default 8Mi)",
+    )
     prod.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -197,9 +269,27 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "-p", "--partition", type=int, action="append", help="partition (repeatable; default: all)"
     )
     cons.add_argument("-B", "--beginning", action="store_true", help="from the first record")
-    cons.add_argument("--start", type=int, help="from this absolute offset")
-    cons.add_argument("--end", type=int, help="up to this offset, inclusive (one partition)")
-    cons.add_argument("-T", "--tail", type=int, help="the last N records, then new ones")
+    cons.add_argument(
+        "-H",
+        "--head",
+        type=_count,
+        metavar="N",
+        help="from N records after the start of the log (per partition)",
+    )
+    cons.add_argument("--start", type=_count, help="from this absolute offset")
+    cons.add_argument(
+        "--end",
+        type=_count,
+        help="stop after this offset, inclusive (each partition read)",
+    )
+    cons.add_argument("-T", "--tail", type=_count, help="the last N records, then new ones")
+    cons.add_argument(
+        "-b",
+        "--maxbytes",
+        dest="max_bytes",
+        type=size_arg("-b/--maxbytes"),
+        help="bytes fetched at a time, e.g. 64Ki, 1MB (default 1Mi; at least one batch)",
+    )
     cons.add_argument(
         "-d",
         "--disable-continuous",
@@ -227,7 +317,7 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "-F",
         "--format",
         help="e.g. '{{offset}} {{key}} {{value}}'; {{timestamp}} is microseconds since the "
-        "epoch, {{time}} the same instant as ISO-8601 UTC",
+        "epoch, {{time}} the same instant as RFC 3339 UTC with milliseconds, as Fluvio's",
     )
     cons.add_argument(
         "-O",
@@ -236,6 +326,47 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         default="text",
         help="text (default) or JSON lines (timestamp: microseconds since the epoch)",
     )
+
+
+def _count(text: str) -> int:
+    """An argparse ``type=`` for a whole number >= 0 (an offset or a record count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _profile_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
+    profile = sub.add_parser("profile", help="the clusters this client knows; which one it uses")
+    psub = profile.add_subparsers(dest="profile_command", required=True)
+    plist = psub.add_parser("list", help="list profiles (* = current)", parents=[_output_parent()])
+    plist.set_defaults(local_handler=profile_cmds.profile_list)
+    current = psub.add_parser("current", help="print the current profile's name")
+    current.set_defaults(local_handler=profile_cmds.profile_current)
+    switch = psub.add_parser("switch", help="use this profile from now on")
+    switch.add_argument("name", metavar="profile_name")
+    switch.set_defaults(local_handler=profile_cmds.profile_switch)
+    delete = psub.add_parser("delete", help="forget a profile")
+    delete.add_argument("name", metavar="profile_name")
+    delete.set_defaults(local_handler=profile_cmds.profile_delete)
+    add = psub.add_parser("add", help="add a profile for a cluster's SC and make it current")
+    add.add_argument("name", metavar="profile_name")
+    add.add_argument("endpoint", help="the SC's public host:port")
+    add.add_argument("--data-dir", help="the cluster's data directory, if it is local")
+    add.set_defaults(local_handler=profile_cmds.profile_add)
+
+
+def _version() -> str:
+    """``fluvio --version``: this package's version, as installed (or from the source)."""
+    try:
+        version = importlib.metadata.version("spark-stream")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown (not installed)"
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"fluvio (spark-stream) {version}, Python {python}"
 
 
 def _consume_needs_a_topic(args: argparse.Namespace) -> str | None:
@@ -258,13 +389,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout",
         dest="connect_timeout",
-        type=float,
+        type=duration_arg("--timeout"),
         default=10.0,
-        help="seconds to connect to the cluster",
+        help="how long to wait for the cluster, e.g. 10s, 500ms (default 10s)",
     )
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_LOG_LEVEL", "WARNING"))
+    parser.add_argument("-V", "--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     _cluster_parsers(sub)
+    _profile_parsers(sub)
     _topic_parsers(sub)
     _data_parsers(sub)
     group_cmds.add_parsers(sub, _client)

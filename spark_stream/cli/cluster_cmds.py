@@ -1,17 +1,27 @@
-"""``fluvio cluster start|stop|status``: the local cluster (``spark_stream.local.cluster``)."""
+"""``fluvio cluster start|stop|status|delete|diagnostics``: the local cluster
+(``spark_stream.local.cluster``; the archive is ``spark_stream.local.diagnostics``'s)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from pathlib import Path
 
 from spark_stream.cli.output import emit
 from spark_stream.client.profile import load_profile
-from spark_stream.errors import FluvioError
+from spark_stream.errors import FluvioError, InvalidConfigError
 from spark_stream.local.cluster import DEFAULT_DATA_DIR, ClusterStatus, LocalCluster
+from spark_stream.local.diagnostics import collect_diagnostics
 
-__all__ = ["cluster_start", "cluster_stop", "cluster_status", "data_dir"]
+__all__ = [
+    "cluster_start",
+    "cluster_stop",
+    "cluster_status",
+    "cluster_delete",
+    "cluster_diagnostics",
+    "data_dir",
+]
 
 
 def data_dir(args: argparse.Namespace) -> Path:
@@ -40,10 +50,14 @@ def _print_status(status: ClusterStatus, fmt: str) -> None:
             "pid": p.pid,
             "state": "running" if p.running else "stopped",
             "detail": p.detail,
+            "metrics": p.metrics_url or "",
         }
         for p in status.processes
     ]
-    emit(rows, "table", columns=("process", "pid", "state", "detail"))
+    columns: tuple[str, ...] = ("process", "pid", "state", "detail")
+    if any(p.metrics_url for p in status.processes):
+        columns += ("metrics",)
+    emit(rows, "table", columns=columns)
     if status.spus:
         print()
         emit(status.spus, "table", columns=("id", "name", "type", "public", "status"))
@@ -58,6 +72,7 @@ def cluster_start(args: argparse.Namespace) -> int:
         redis_url=args.redis_url,
         spu_mode=args.spu_mode,
         start_timeout=args.timeout,
+        metrics=args.metrics,
     )
     status = cluster.start()
     _print_status(status, args.output)
@@ -77,3 +92,40 @@ def cluster_status(args: argparse.Namespace) -> int:
     status = LocalCluster(data_dir(args)).status()
     _print_status(status, args.output)
     return 0 if status.running else 1
+
+
+def cluster_delete(args: argparse.Namespace) -> int:
+    """Stop the local cluster and remove its data, after a yes on the terminal (or -y).
+
+    Raises:
+        InvalidConfigError: not forced and stdin is not a terminal (nobody to ask).
+    """
+    cluster = LocalCluster(data_dir(args))
+    if not args.force:
+        if not sys.stdin.isatty():
+            raise InvalidConfigError(
+                "cluster delete: stdin is not a terminal, so nobody can confirm; "
+                "add --force (-y) to delete without asking"
+            )
+        answer = input(
+            f"Delete the local cluster in {cluster.data_dir}: stop it and remove all its "
+            "topics and data? This cannot be undone. [y/N] "
+        )
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not deleted")
+            return 1
+    stopped, removed = cluster.delete()
+    if stopped:
+        print(f"stopped: {', '.join(stopped)}")
+    print(f"deleted the cluster in {cluster.data_dir} ({len(removed)} paths removed)")
+    if cluster.layout.redis_url and not cluster.layout.redis_port:
+        print(f"note: the external Redis {cluster.layout.redis_url} keeps its keys")
+    return 0
+
+
+def cluster_diagnostics(args: argparse.Namespace) -> int:
+    """Collect the local cluster's logs, config and state into a .tar.gz; print its path."""
+    cluster = LocalCluster(data_dir(args))
+    path = collect_diagnostics(cluster, Path(args.dest or "."), timeout=args.timeout)
+    print(path.resolve())
+    return 0

@@ -23,7 +23,15 @@ import pyarrow as pa
 from spark_stream.cli.output import ProgressBar
 from spark_stream.cli.parsing import record_template
 from spark_stream.cli.typed_rows import rows_table
-from spark_stream.client import BatchMetadata, Fluvio, Offset, Record, RecordMetadata
+from spark_stream.client import (
+    BatchMetadata,
+    Fluvio,
+    Isolation,
+    Offset,
+    Record,
+    RecordMetadata,
+    parse_isolation,
+)
 from spark_stream.errors import InvalidConfigError
 
 __all__ = [
@@ -34,6 +42,7 @@ __all__ = [
     "check_output_flags",
     "split_line",
     "format_record",
+    "rfc3339_millis",
 ]
 
 _CHUNK_BYTES = 4 << 20
@@ -98,12 +107,42 @@ def producer_options(args: argparse.Namespace) -> dict[str, Any]:
         )
     if args.progress and not args.files:
         raise InvalidConfigError("produce: --progress shows the progress of files (-f)")
-    options: dict[str, Any] = {"acks": args.acks, "linger_ms": args.linger_ms}
+    options: dict[str, Any] = {"acks": _acks(args)}
+    if args.linger is not None:
+        options["linger_ms"] = args.linger * 1000.0
     if args.compression is not None:
         options["compression"] = args.compression
     if args.batch_size is not None:
         options["batch_size"] = args.batch_size
+    if args.max_request_size is not None:
+        options["max_request_bytes"] = args.max_request_size
+    if args.delivery_semantic == "at-most-once":
+        options["retries"] = 0  # never resent: a failed record is lost, not duplicated
     return options
+
+
+_ISOLATION_ACKS = {Isolation.COMMITTED: "all", Isolation.UNCOMMITTED: "leader"}
+
+
+def _acks(args: argparse.Namespace) -> str:
+    """``--acks``, or what Fluvio's ``--isolation`` means for a producer (default leader).
+
+    Raises:
+        InvalidConfigError: a bad ``--isolation`` or one that contradicts ``--acks``.
+    """
+    if args.isolation is None:
+        return str(args.acks or "leader")
+    try:
+        implied = _ISOLATION_ACKS[parse_isolation(args.isolation)]
+    except InvalidConfigError:
+        raise InvalidConfigError(
+            f"--isolation: must be read_committed or read_uncommitted, got {args.isolation!r}"
+        ) from None
+    if args.acks is not None and args.acks != implied:
+        raise InvalidConfigError(
+            f"produce: --isolation {args.isolation} means --acks {implied}, not --acks {args.acks}"
+        )
+    return implied
 
 
 def _print_landed(metas: Iterable[RecordMetadata | BatchMetadata]) -> None:
@@ -230,11 +269,16 @@ def _produce_lines(
 
 
 def start_offset(args: argparse.Namespace) -> Offset:
-    """The start position from ``-B``, ``--start``, ``-T`` (default: the end)."""
+    """The start position from ``-B``, ``-H``, ``--start``, ``-T`` (default: the end).
+
+    Raises:
+        InvalidConfigError: two of them, or ``--end`` before ``--start``.
+    """
     chosen = [
         name
         for name, on in (
             ("-B", args.beginning),
+            ("-H", args.head is not None),
             ("--start", args.start is not None),
             ("-T", args.tail is not None),
         )
@@ -242,8 +286,14 @@ def start_offset(args: argparse.Namespace) -> Offset:
     ]
     if len(chosen) > 1:
         raise InvalidConfigError(f"consume: {' and '.join(chosen)} cannot be combined")
+    if args.end is not None and args.start is not None and args.end < args.start:
+        raise InvalidConfigError(
+            f"consume: --end {args.end} is before --start {args.start} (--end is inclusive)"
+        )
     if args.beginning:
         return Offset.beginning()
+    if args.head is not None:
+        return Offset.from_beginning(args.head)
     if args.start is not None:
         return Offset.absolute(args.start)
     if args.tail is not None:
@@ -278,6 +328,13 @@ def _text(data: bytes | None) -> str:
     return "null" if data is None else data.decode("utf-8", errors="replace")
 
 
+def rfc3339_millis(timestamp_us: int) -> str:
+    """``{{time}}`` as Fluvio prints it: RFC 3339, UTC, milliseconds
+    (``2023-11-14T22:13:20.123Z``)."""
+    moment = datetime.fromtimestamp(timestamp_us // 1000 / 1000, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
 def format_record(
     record: Record, args: argparse.Namespace, template: str | None, typed: bool = False
 ) -> str:
@@ -296,7 +353,7 @@ def format_record(
             }
         )
     if template is not None:
-        time_text = datetime.fromtimestamp(record.timestamp_us / 1e6, UTC).isoformat()
+        time_text = rfc3339_millis(record.timestamp_us)
         return template.format(
             topic=record.topic or args.topic,
             offset=record.offset,
@@ -323,6 +380,7 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     template = record_template(args.format) if args.format is not None else None
     out: TextIO = sys.stdout
     end_offset = args.end + 1 if args.end is not None else None
+    fetch: dict[str, Any] = {} if args.max_bytes is None else {"max_bytes": args.max_bytes}
     group = None
     pattern = getattr(args, "pattern", None)  # the parser checked it goes with -g
     if getattr(args, "group", None) is not None:
@@ -331,8 +389,11 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
             or end_offset is not None
             or args.start is not None
             or args.tail is not None
+            or args.head is not None
         ):
-            raise InvalidConfigError("consume: -g cannot be combined with -p, --start, --end, -T")
+            raise InvalidConfigError(
+                "consume: -g cannot be combined with -p, --start, --end, -T, -H"
+            )
         group = fluvio.group_consumer(
             args.topic,
             group=args.group,
@@ -341,10 +402,11 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
             # -n may stop inside a batch: commit only what was printed, at the end
             enable_auto_commit=args.max_records is None,
             isolation=args.isolation,
+            **fetch,
         )
         stream: Iterable[Record] = group.stream(args.disable_continuous)
     elif args.partition and len(args.partition) == 1:
-        consumer = fluvio.partition_consumer(args.topic, args.partition[0])
+        consumer = fluvio.partition_consumer(args.topic, args.partition[0], **fetch)
         stream = consumer.stream(
             offset,
             isolation=args.isolation,
@@ -352,10 +414,13 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
             stop_at_end=args.disable_continuous,
         )
     else:
-        if end_offset is not None:
-            raise InvalidConfigError("consume: --end needs exactly one partition (-p)")
-        multi = fluvio.consumer(args.topic, args.partition or None)
-        stream = multi.stream(offset, isolation=args.isolation, stop_at_end=args.disable_continuous)
+        multi = fluvio.consumer(args.topic, args.partition or None, **fetch)
+        stream = multi.stream(
+            offset,
+            isolation=args.isolation,
+            end_offset=end_offset,
+            stop_at_end=args.disable_continuous,
+        )
     typed = _typed_topics(fluvio) if args.output == "json" else set()
     count = 0
     printed: dict[tuple[str, int], int] = {}  # the next offset per partition, for -g

@@ -1,8 +1,10 @@
 """Pure helpers for CLI arguments: durations, sizes, endpoints, assignment files.
 
 Each returns a value or raises ``InvalidConfigError`` naming the flag, so ``main`` can
-print one clear line and exit non-zero. ``CommandParser`` makes each (sub)command
-report its own bad flags.
+print one clear line and exit non-zero; ``duration_arg``/``size_arg`` are argparse
+``type=`` converters (a bad value is a usage error, exit 2). Durations and sizes are read
+by ``spark_stream.units``, the one parser of both. ``CommandParser`` makes each
+(sub)command report its own bad flags.
 """
 
 from __future__ import annotations
@@ -16,19 +18,19 @@ from typing import Any
 
 import yaml
 
+from spark_stream import units
 from spark_stream.errors import InvalidConfigError
-from spark_stream.models import parse_size
 
 __all__ = [
     "CommandParser",
     "parse_duration",
+    "tier_url",
     "parse_bytes",
+    "duration_arg",
+    "size_arg",
     "load_assignment",
     "record_template",
 ]
-
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)?\s*$")
-_UNITS_S = {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -69,30 +71,50 @@ def parse_duration(text: str, flag: str) -> int:
     """``"7d"``, ``"12h"``, ``"90m"``, ``"30s"`` or plain seconds, as whole seconds (>= 1).
 
     Raises:
-        InvalidConfigError: anything else.
+        InvalidConfigError: not a duration, or under one second.
     """
-    match = _DURATION.match(text)
-    if match is None:
-        raise InvalidConfigError(f"{flag}: {text!r} is not a duration like 30s, 12h or 7d")
-    seconds = int(int(match.group(1)) * _UNITS_S[match.group(2)])
+    seconds = int(units.parse_duration(text, flag))
     if seconds < 1:
         raise InvalidConfigError(f"{flag}: {text!r} is shorter than one second")
     return seconds
 
 
 def parse_bytes(text: str, flag: str) -> int:
-    """``"1Gi"``, ``"500M"``, ``"1024"`` as bytes (> 0).
+    """``"1Gi"``, ``"500M"``, ``"100MB"``, ``"1024"`` as bytes (> 0).
 
     Raises:
-        InvalidConfigError: not such a quantity.
+        InvalidConfigError: not such a quantity, or zero.
     """
-    try:
-        value = parse_size(text)
-    except ValueError as exc:
-        raise InvalidConfigError(f"{flag}: {exc}") from None
+    value = units.parse_size(text, flag)
     if value <= 0:
         raise InvalidConfigError(f"{flag}: must be positive")
     return value
+
+
+def duration_arg(flag: str) -> Callable[[str], float]:
+    """An argparse ``type=`` reading ``flag``'s duration (``150ms``, ``2s``) as seconds."""
+
+    def convert(text: str) -> float:
+        try:
+            return units.parse_duration(text, flag)
+        except InvalidConfigError as exc:
+            # argparse names the flag itself: "argument --linger: '5x' is not ..."
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
+
+    return convert
+
+
+def size_arg(flag: str) -> Callable[[str], int]:
+    """An argparse ``type=`` reading ``flag``'s size (``1Gi``, ``100MB``) as bytes (> 0)."""
+
+    def convert(text: str) -> int:
+        try:
+            return parse_bytes(text, flag)
+        except InvalidConfigError as exc:
+            # argparse names the flag itself: "argument --linger: '5x' is not ..."
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
+
+    return convert
 
 
 def load_assignment(path: str) -> list[dict[str, Any]]:
@@ -150,3 +172,17 @@ def record_template(text: str) -> str:
                 f"--format: unknown field {{{name}}} (known: {', '.join(sorted(known))})"
             )
     return template
+
+
+def tier_url(text: str) -> str:
+    """A ``--tier`` value as the SPUs should see it: a URL as given, a local path made
+    absolute (the SPUs do not share the CLI's working directory).
+
+    Raises:
+        InvalidConfigError: an empty value.
+    """
+    if not text.strip():
+        raise InvalidConfigError("--tier: give a directory or an fsspec URL (s3://bucket/x)")
+    if "://" in text:
+        return text
+    return str(Path(text).expanduser().resolve())

@@ -14,6 +14,7 @@ for threads, running this class on a background loop thread.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -21,7 +22,7 @@ import pyarrow as pa
 
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.config import ConsumerConfig, ProducerConfig, parse_isolation
-from spark_stream.client.consumer import fetch
+from spark_stream.client.consumer import fetch, tiered
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
 from spark_stream.client.consumer.group import AsyncGroupConsumer, RebalanceCallback
 from spark_stream.client.consumer.local_files import LocalFiles
@@ -38,6 +39,8 @@ from spark_stream.net.endpoint import parse_endpoint
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
 __all__ = ["FluvioAsync"]
+
+log = logging.getLogger(__name__)
 
 
 class FluvioAsync:
@@ -86,8 +89,18 @@ class FluvioAsync:
         async def open_sc() -> Connection:
             return await Connection.open(host, port, timeout=timeout, name=f"sc@{endpoint}")
 
+        log.info("connecting to the SC at %s", endpoint)
         watcher = MetadataWatcher(open_sc)
         await watcher.start(timeout)
+        view = watcher.view
+        log.info(
+            "connected to the SC at %s: metadata revision=%s spus=%d topics=%d partitions=%d",
+            endpoint,
+            view.revision,
+            len(view.spus),
+            len(view.topics),
+            len(view.partitions),
+        )
         return cls(endpoint, timeout, watcher)
 
     def admin(self) -> AdminClient:
@@ -245,9 +258,11 @@ class FluvioAsync:
         return view.topic_partitions(topic)
 
     async def fetch_offsets(self, topic: str, partition: int) -> PartitionOffsets:
-        """The partition's ``(log_start, hw, leo)`` as its leader sees them now."""
+        """The partition's ``(log_start, hw, leo)`` as its leader sees them now; for a
+        tiered topic ``log_start`` is the first offset its tier holds (see
+        ``consumer.tiered``)."""
         await self._known_topic(topic)
-        return await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
+        return await tiered.readable_offsets(self.leaders, topic, partition, self._policy())
 
     async def offset_for_timestamp(
         self, topic: str, partition: int, timestamp_us: int
@@ -328,6 +343,21 @@ class FluvioAsync:
                 ``FencedMemberError`` when the grant is not current.
         """
         await self._known_topic(topic)
+        schema = fetch.typed_read_schema(self.watcher, topic)
+        if tiered.tier_url(self.leaders, topic) is not None:
+            if end_exclusive is None:  # the end visible now, before the tier is read
+                offsets = await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
+                end_exclusive = fetch.visible_end(offsets, parse_isolation(isolation))
+            async with contextlib.aclosing(
+                tiered.tier_prefix(
+                    self.leaders, topic, partition, start, end_exclusive, schema, self._policy()
+                )
+            ) as older:
+                async for batch in older:
+                    start = batch.column(0)[-1].as_py() + 1
+                    yield batch if with_offsets else batch.drop_columns(["offset"])
+            if start >= end_exclusive:
+                return
         async with contextlib.aclosing(
             fetch.fetch_batches(
                 self.leaders,
@@ -339,7 +369,7 @@ class FluvioAsync:
                 max_bytes,
                 self._policy(),
                 with_offsets=with_offsets,
-                schema=fetch.typed_read_schema(self.watcher, topic),
+                schema=schema,
                 local=self.local_files if local else None,
                 group=group,
             )

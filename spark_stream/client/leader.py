@@ -21,6 +21,7 @@ partition that will not get a leader by itself (``MetadataView.no_leader_problem
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ from spark_stream.net.connection import Connection
 from spark_stream.protocol import Message
 
 __all__ = ["RetryPolicy", "LeaderClient", "retry_backoff", "lookup_hints", "from_leader"]
+
+log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Message)
 
@@ -203,6 +206,18 @@ class LeaderClient:
                         failover=failover,
                     )
                 msg = request(leader) if callable(request) else request
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "%s %s-%d -> leader SPU %d at %s:%d (epoch %d, attempt %d)",
+                        type(msg).__name__,
+                        topic,
+                        partition,
+                        leader.spu_id,
+                        leader.host,
+                        leader.port,
+                        leader.leader_epoch,
+                        attempt + 1,
+                    )
                 timeout = min(policy.request_timeout_s, max(0.001, deadline - time.monotonic()))
                 return await conn.call(msg, timeout=timeout)
             except FluvioError as raised:
@@ -216,5 +231,15 @@ class LeaderClient:
                         raise
                     raise exc from raised
                 not_spu, stale_epoch = lookup_hints(exc, leader)
+                log.info(
+                    "retrying %s-%d in %.3fs (retry %d of %d) after %s: %s",
+                    topic,
+                    partition,
+                    delay,
+                    attempt + 1,
+                    policy.retries,
+                    type(exc).__name__,
+                    exc,
+                )
                 attempt += 1
                 await asyncio.sleep(delay)  # retry backoff

@@ -391,6 +391,12 @@ class MetadataWatcher:
                 async with contextlib.aclosing(updates):
                     async for update in updates:
                         self.view.apply(update)
+                        log.debug(
+                            "metadata %s revision=%s deleted=%d",
+                            "snapshot" if update.full else "update",
+                            update.revision,
+                            len(update.deleted),
+                        )
                         pause.reset()
                         await self._notify()
             except FluvioError as exc:  # an update the view refused: start over from it

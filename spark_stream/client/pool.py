@@ -9,12 +9,15 @@ replaces a closed one; ``discard`` drops a connection a caller saw fail, so the 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from spark_stream.client.metadata import Leader
 from spark_stream.errors import ClientClosedError, ConnectionClosedError
 from spark_stream.net.connection import Connection
 
 __all__ = ["ConnectionPool"]
+
+log = logging.getLogger(__name__)
 
 
 class ConnectionPool:
@@ -48,6 +51,7 @@ class ConnectionPool:
             return await asyncio.shield(pending)
         future: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
         self._opening[key] = future
+        log.info("connecting to SPU %d at %s:%d", leader.spu_id, leader.host, leader.port)
         try:
             conn = await Connection.open(
                 leader.host,

@@ -1,19 +1,25 @@
 """Where the SC is: the client profile written by ``fluvio cluster start``, and the one
 resolution order every entry point uses.
 
-The profile is one JSON file (``FLUVIO_PROFILE``, default ``~/.fluvio/profile.json``)
-holding the SC's public endpoint and the cluster's data directory, so
-``Fluvio.connect()`` with no argument, the CLI and Spark find the cluster without being
-told. ``resolve_endpoint`` is the order, implemented once: an explicit endpoint (the
-argument, ``--endpoint``, the Spark ``endpoint`` option), else ``FLUVIO_ENDPOINT``, else
-the profile, else a ``NotFoundError`` naming all three.
+The profile file is one JSON file (``FLUVIO_PROFILE``, default
+``~/.fluvio/profile.json``) holding named profiles, each a cluster's SC public endpoint
+and (for a local cluster) its data directory, and which one is current, as Fluvio's
+``~/.fluvio/config``: ``{"current": "local", "profiles": {"local": {"endpoint": ...,
+"data_dir": ...}}}``. ``Fluvio.connect()`` with no argument, the CLI and Spark use the
+current profile, so they find the cluster without being told; ``fluvio profile``
+lists, switches and deletes them. A file of the earlier single-profile shape
+(``{"endpoint": ..., "data_dir": ..., "name": ...}``) reads as that one profile, current.
+
+``resolve_endpoint`` is the order, implemented once: an explicit endpoint (the argument,
+``--endpoint``, the Spark ``endpoint`` option), else ``FLUVIO_ENDPOINT``, else the
+current profile, else a ``NotFoundError`` naming all three.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from spark_stream.errors import InvalidConfigError, NotFoundError
@@ -22,9 +28,14 @@ from spark_stream.net.endpoint import parse_endpoint
 __all__ = [
     "ENDPOINT_ENV",
     "Profile",
+    "Profiles",
     "profile_path",
+    "load_profiles",
+    "save_profiles",
     "load_profile",
     "save_profile",
+    "switch_profile",
+    "delete_profile",
     "resolve_endpoint",
 ]
 
@@ -53,40 +64,139 @@ class Profile:
     name: str = "local"
 
 
-def load_profile(path: Path | None = None) -> Profile:
-    """Read the profile.
+@dataclass(frozen=True, slots=True)
+class Profiles:
+    """Every profile of the file and the current one's name (None: none is current).
+
+    Attributes:
+        current: the name of the profile clients use.
+        profiles: the profiles by name.
+    """
+
+    current: str | None = None
+    profiles: dict[str, Profile] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        """The file's text."""
+        doc = {
+            "current": self.current,
+            "profiles": {
+                name: {"endpoint": p.endpoint, "data_dir": p.data_dir}
+                for name, p in sorted(self.profiles.items())
+            },
+        }
+        return json.dumps(doc, indent=2) + "\n"
+
+
+def _profile(path: Path, name: str, data: object) -> Profile:
+    if not isinstance(data, dict) or not isinstance(data.get("endpoint"), str):
+        raise InvalidConfigError(f"profile {path}: {name!r} has no 'endpoint'")
+    parse_endpoint(data["endpoint"], what=f"profile {path}: 'endpoint'")
+    return Profile(endpoint=data["endpoint"], data_dir=str(data.get("data_dir", "")), name=name)
+
+
+def load_profiles(path: Path | None = None) -> Profiles:
+    """Read every profile (none when the file does not exist).
 
     Raises:
-        NotFoundError: no profile file (start a cluster, or give an endpoint).
-        InvalidConfigError: the file is not a valid profile.
+        InvalidConfigError: the file is not a valid profile file.
     """
     path = path or profile_path()
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise NotFoundError(
-            f"no cluster profile at {path}: run `fluvio cluster start` or give an endpoint"
-        ) from None
+        return Profiles()
     except (OSError, ValueError) as exc:
         raise InvalidConfigError(f"profile {path} is unreadable: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("endpoint"), str):
+    if isinstance(data, dict) and "profiles" not in data:  # the single-profile shape
+        name = str(data.get("name", "local"))
+        return Profiles(name, {name: _profile(path, name, data)})
+    if not isinstance(data, dict) or not isinstance(data.get("profiles"), dict):
         raise InvalidConfigError(f"profile {path} has no 'endpoint'")
-    parse_endpoint(data["endpoint"], what=f"profile {path}: 'endpoint'")
-    return Profile(
-        endpoint=data["endpoint"],
-        data_dir=str(data.get("data_dir", "")),
-        name=str(data.get("name", "local")),
-    )
+    profiles = {str(n): _profile(path, str(n), d) for n, d in data["profiles"].items()}
+    current = data.get("current")
+    if current is not None and current not in profiles:
+        raise InvalidConfigError(f"profile {path}: current profile {current!r} is not in it")
+    return Profiles(current, profiles)
 
 
-def save_profile(profile: Profile, path: Path | None = None) -> Path:
-    """Write the profile atomically; return its path."""
+def save_profiles(profiles: Profiles, path: Path | None = None) -> Path:
+    """Write the profile file atomically; return its path."""
     path = path or profile_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(profile), indent=2) + "\n")
+    tmp.write_text(profiles.to_json())
     tmp.replace(path)
     return path
+
+
+def load_profile(path: Path | None = None) -> Profile:
+    """Read the current profile.
+
+    Raises:
+        NotFoundError: no profile file, or none is current (start a cluster, switch to a
+            profile, or give an endpoint).
+        InvalidConfigError: the file is not a valid profile file.
+    """
+    path = path or profile_path()
+    profiles = load_profiles(path)
+    if not profiles.profiles:
+        raise NotFoundError(
+            f"no cluster profile at {path}: run `fluvio cluster start` or give an endpoint"
+        )
+    if profiles.current is None:
+        raise NotFoundError(
+            f"no current profile in {path}: `fluvio profile switch NAME` "
+            f"({', '.join(sorted(profiles.profiles))})"
+        )
+    return profiles.profiles[profiles.current]
+
+
+def save_profile(profile: Profile, path: Path | None = None) -> Path:
+    """Add (or replace) ``profile`` under its name and make it current; return the path.
+
+    Raises:
+        InvalidConfigError: the existing file is not a valid profile file.
+    """
+    path = path or profile_path()
+    parse_endpoint(profile.endpoint, what=f"profile {profile.name!r}: endpoint")
+    old = load_profiles(path)
+    return save_profiles(Profiles(profile.name, {**old.profiles, profile.name: profile}), path)
+
+
+def switch_profile(name: str, path: Path | None = None) -> Profile:
+    """Make ``name`` the current profile; return it.
+
+    Raises:
+        NotFoundError: no such profile (the message lists those there are).
+    """
+    path = path or profile_path()
+    profiles = load_profiles(path)
+    if name not in profiles.profiles:
+        raise NotFoundError(_unknown(name, profiles, path))
+    save_profiles(Profiles(name, profiles.profiles), path)
+    return profiles.profiles[name]
+
+
+def delete_profile(name: str, path: Path | None = None) -> bool:
+    """Remove profile ``name``; return True when it was the current one (none is now).
+
+    Raises:
+        NotFoundError: no such profile.
+    """
+    path = path or profile_path()
+    profiles = load_profiles(path)
+    if name not in profiles.profiles:
+        raise NotFoundError(_unknown(name, profiles, path))
+    rest = {n: p for n, p in profiles.profiles.items() if n != name}
+    was_current = profiles.current == name
+    save_profiles(Profiles(None if was_current else profiles.current, rest), path)
+    return was_current
+
+
+def _unknown(name: str, profiles: Profiles, path: Path) -> str:
+    known = ", ".join(sorted(profiles.profiles)) or "none"
+    return f"no profile {name!r} in {path} (profiles: {known})"
 
 
 def resolve_endpoint(explicit: str | None = None, *, what: str = "endpoint") -> str:
@@ -117,6 +227,8 @@ def resolve_endpoint(explicit: str | None = None, *, what: str = "endpoint") -> 
     try:
         return load_profile(path).endpoint
     except NotFoundError:
+        if load_profiles(path).profiles:  # profiles, but none current: say how to pick
+            raise
         raise NotFoundError(
             f"no cluster endpoint: give one (Fluvio.connect('host:port'), --endpoint or "
             f"Spark's option('endpoint', ...)), set {ENDPOINT_ENV}=host:port, or run "

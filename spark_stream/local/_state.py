@@ -32,6 +32,8 @@ class ClusterLayout:
     spu_mode: str = "group"
     spus: int = 1
     spu_ports: dict[str, list[int]] = field(default_factory=dict)
+    metrics: bool = False
+    """Every process serves Prometheus metrics on a free loopback port (``--metrics``)."""
 
     @property
     def spu_ids(self) -> list[int]:
@@ -47,6 +49,7 @@ class ProcessStatus:
     pid: int | None
     running: bool
     detail: str = ""
+    metrics_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/logs/*.log       one log per process
     {data_dir}/redis/           Redis AOF (the cluster's desired state)
     {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
+    {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
@@ -29,9 +30,11 @@ the SPUs of the cluster's current state (the SC's view when it answers).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from spark_stream.client.admin import AdminClient
-from spark_stream.client.profile import Profile, save_profile
-from spark_stream.errors import FluvioError, InvalidConfigError, ServerStartError
+from spark_stream.client.profile import Profile, delete_profile, load_profiles, save_profile
+from spark_stream.errors import FluvioError, InvalidConfigError, NotFoundError, ServerStartError
 from spark_stream.local._state import (
     FIRST_SPU_ID,
     ClusterLayout,
@@ -146,6 +149,11 @@ class LocalCluster:
         profile: where ``start`` writes the client profile (default ``profile_path()``).
         env: variables added to the environment of every process the cluster starts
             (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
+        metrics: the SC and SPUs serve Prometheus metrics, each on a free loopback port
+            (``status`` lists the URLs); once on, later starts keep it on.
+        default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
+            (``tier_root``); False leaves them untiered (the SC is started without a tier
+            root; a running SC keeps the setting it was started with).
     """
 
     def __init__(
@@ -161,6 +169,8 @@ class LocalCluster:
         python: str = sys.executable,
         profile: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
+        metrics: bool = False,
+        default_tier: bool = True,
     ) -> None:
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
@@ -176,8 +186,10 @@ class LocalCluster:
         self.python = python
         self.profile = Path(profile) if profile is not None else None
         self.env = dict(env or {})
+        self.default_tier = default_tier
         self._existing = self._layout_path().is_file()
         self.layout = self._load_layout()
+        self.layout.metrics = self.layout.metrics or metrics
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
         self._started: list[_Started] = []
 
@@ -186,6 +198,11 @@ class LocalCluster:
     def pid_file(self, name: str) -> Path:
         """The pid file of process ``name`` (``redis``, ``sc``, ``spu-5001``)."""
         return self.data_dir / "pids" / f"{name}.pid"
+
+    @property
+    def tier_root(self) -> Path:
+        """The default tier of the cluster's topics: ``{data_dir}/tier/{topic}``."""
+        return self.data_dir / "tier"
 
     def log_file(self, name: str) -> Path:
         """The log file of process ``name``."""
@@ -350,13 +367,18 @@ class LocalCluster:
         if private and not self._port_free(private):
             private = 0
         spu_command = f"{self.python} -m spu"
+        env = {**self.env, **self._metrics_env()}  # managed SPUs inherit the SC's
         argv = [
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
             "--ready-file", str(ready),
         ]  # fmt: skip
-        started = self._spawn("sc", "SC", argv, self.env)
+        if self.layout.metrics:
+            argv += ["--metrics-port", "0"]
+        if self.default_tier:
+            argv += ["--tier-root", str(self.tier_root)]
+        started = self._spawn("sc", "SC", argv, env)
         self._wait(ready.is_file, started)
         info = json.loads(ready.read_text())
         self.layout.sc_public_port = int(info["public_port"])
@@ -422,6 +444,7 @@ class LocalCluster:
         folder.mkdir(parents=True, exist_ok=True)
         env = {
             **self.env,
+            **self._metrics_env(),
             **spu_environment(
                 spu_id,
                 sc_endpoint=str(Endpoint(_HOST, self.layout.sc_private_port)),
@@ -431,6 +454,21 @@ class LocalCluster:
             ),
         }
         return self._spawn(f"spu-{spu_id}", f"SPU {spu_id}", [self.python, "-m", "spu"], env).record
+
+    def _metrics_env(self) -> dict[str, str]:
+        """SPU settings for metrics on a free port each (``FLUVIO_SPU_METRICS_PORT``)."""
+        return {"FLUVIO_SPU_METRICS_PORT": "0"} if self.layout.metrics else {}
+
+    def _metrics_url(self, name: str) -> str | None:
+        """The metrics URL process ``name`` (``sc``, ``spu-5001``) wrote, if any."""
+        try:
+            if name == "sc":
+                url = json.loads((self.data_dir / "sc.ready").read_text()).get("metrics_url")
+            else:
+                url = self._spu_dirs.metrics_file(int(name[4:])).read_text().strip()
+        except (OSError, ValueError):
+            return None
+        return url if isinstance(url, str) and url else None
 
     async def _wait_spus_online(self, admin: AdminClient) -> None:
         wanted = set(self.layout.spu_ids)
@@ -475,6 +513,43 @@ class LocalCluster:
         (self.data_dir / "sc.ready").unlink(missing_ok=True)
         return stopped
 
+    def delete(self) -> tuple[list[str], list[Path]]:
+        """Stop every process and remove the cluster's data (``cluster.json``, pids, logs,
+        Redis, SPU data and logs), the client profiles naming this directory, and the
+        directory too when nothing else is left in it.
+
+        Only the cluster's own entries go (the layout at the top of this module), so a
+        ``--data-dir`` that also holds other files, or ``~/.fluvio`` with the client
+        profile, keeps them. An external Redis (``redis_url``) keeps its keys.
+
+        Returns:
+            The processes that were running, and the paths removed.
+
+        Raises:
+            NotFoundError: no cluster was ever started in ``data_dir``.
+        """
+        if not self.status().started:
+            raise NotFoundError(f"no cluster in {self.data_dir}: nothing to delete")
+        stopped = self.stop()
+        removed = []
+        for name in ("cluster.json", "cluster.tmp", "sc.ready", "pids", "logs", "redis", "spus"):
+            path = self.data_dir / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+            else:
+                continue
+            removed.append(path)
+        with contextlib.suppress(FluvioError):  # an unreadable profile file is not ours
+            for name, profile in load_profiles(self.profile).profiles.items():
+                if profile.data_dir == str(self.data_dir):
+                    delete_profile(name, self.profile)
+        with contextlib.suppress(OSError):  # not empty: other files stay
+            self.data_dir.rmdir()
+            removed.append(self.data_dir)
+        return stopped, removed
+
     def _known_spu_ids(self) -> list[int]:
         """Every SPU id this data dir has heard of: layout, custom ports, SPU dirs."""
         ids = set(self.layout.spu_ids) | {int(k) for k in self.layout.spu_ports}
@@ -509,10 +584,13 @@ class LocalCluster:
             procs.append(
                 ProcessStatus("redis", redis_pid, redis_pid is not None, self.layout.redis_url)
             )
-        procs.append(ProcessStatus("sc", sc_pid, sc_pid is not None, endpoint or ""))
+        sc_metrics = self._metrics_url("sc") if sc_pid is not None else None
+        procs.append(ProcessStatus("sc", sc_pid, sc_pid is not None, endpoint or "", sc_metrics))
         for spu_id in sorted(ids | set(spu_pids)):
             pid = spu_pids.get(spu_id)
-            procs.append(ProcessStatus(f"spu-{spu_id}", pid, pid is not None))
+            name = f"spu-{spu_id}"
+            url = self._metrics_url(name) if pid is not None else None
+            procs.append(ProcessStatus(name, pid, pid is not None, metrics_url=url))
         return ClusterStatus(str(self.data_dir), endpoint, procs, spus or [])
 
     async def _list_spus(self) -> list[dict[str, Any]]:

@@ -142,7 +142,11 @@ class ReplicaStatus(FrozenModel):
 
 
 class PartitionStatus(FrozenModel):
-    """Observed state of a partition, written by its leader SPU (and the SC on election)."""
+    """Observed state of a partition, written by its leader SPU (and the SC on election).
+
+    ``log_start_offset`` and ``size`` (bytes of the leader's log) are -1 until the
+    leader first reports.
+    """
 
     resolution: PartitionResolution = PartitionResolution.INIT
     leader: int | None = Field(default=None, ge=0, le=MAX_SPU_ID)
@@ -151,7 +155,11 @@ class PartitionStatus(FrozenModel):
     leo: int = Field(default=-1, ge=-1)
     hw: int = Field(default=-1, ge=-1)
     log_start_offset: int = Field(default=-1, ge=-1)
+    size: int = Field(default=-1, ge=-1)
     reason: str | None = None
+    #: The leader's tiering state (``ok: 3 files [0, 4500)``, ``error: ...``); None:
+    #: the topic has no tier, or the leader did not report yet.
+    tier: str | None = None
 
     def replica(self, spu_id: int) -> ReplicaStatus | None:
         """The live status of ``spu_id``'s replica, if the leader reported it."""

@@ -16,11 +16,12 @@ more, lowering it terminates the highest ids. Status ``resolution`` is ``Init``,
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from spark_stream import units
+from spark_stream.errors import InvalidConfigError
 from spark_stream.models._base import CaseInsensitiveEnum, FrozenModel, KvObject
 from spark_stream.models.spu import MAX_SPU_ID
 
@@ -34,24 +35,18 @@ __all__ = [
     "parse_size",
 ]
 
-_SIZE = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti|Pi|K|M|G|T|P)?$")
-_UNITS = {
-    None: 1,
-    "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
-}  # fmt: skip
-
 
 def parse_size(text: str) -> int:
-    """Parse a Kubernetes-style quantity (``20Gi``, ``500M``, ``1024``) into bytes.
+    """Parse a quantity (``20Gi``, ``500M``, ``100MB``, ``1024``) into bytes
+    (``spark_stream.units.parse_size``, as a ``ValueError`` for pydantic validators).
 
     Raises:
         ValueError: the text is not such a quantity.
     """
-    match = _SIZE.match(text.strip())
-    if match is None:
-        raise ValueError(f"size {text!r} is not a quantity like '1Gi', '500Mi' or '1024'")
-    return int(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        return units.parse_size(text, "size")
+    except InvalidConfigError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class StorageConfig(FrozenModel):

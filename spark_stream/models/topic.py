@@ -80,9 +80,17 @@ class TopicSettings(FrozenModel):
     """Log and replication settings a topic hands down to each of its partitions.
 
     ``None`` means "the SPU's configured default".
+
+    With a ``tier`` (an fsspec URL: the topic's tier directory, see
+    ``spark_stream.tier``), each partition's leader copies sealed segments there as
+    Parquet; ``retention_secs`` is then how long the tier keeps history, and
+    ``local_retention_secs`` how long segments stay on the SPUs' disks (default: as long
+    as the tier keeps them), never deleted there before their tier copy is recorded.
     """
 
     retention_secs: int | None = Field(default=None, ge=1)
+    local_retention_secs: int | None = Field(default=None, ge=1)
+    tier: str | None = Field(default=None, min_length=1, max_length=4096)
     max_partition_size: int | None = Field(default=None, ge=1)
     segment_size: int | None = None
     compression: Compression = Compression.ANY
@@ -100,6 +108,13 @@ class TopicSettings(FrozenModel):
                 f"{value} bytes is outside the segment sizes an SPU supports, "
                 f"{MIN_SEGMENT_SIZE} (1Ki) to {MAX_SEGMENT_SIZE} bytes (2Gi - 1)"
             )
+        return value
+
+    @field_validator("tier")
+    @classmethod
+    def _tier_url(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or "\n" in value):
+            raise ValueError(f"tier {value!r} must be a URL or a path without surrounding space")
         return value
 
     def settings(self) -> dict[str, Any]:

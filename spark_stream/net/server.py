@@ -58,7 +58,7 @@ from spark_stream.protocol import (
     encode_frame,
 )
 
-__all__ = ["Server", "Route", "ConnContext", "Handler", "Reply", "Stream"]
+__all__ = ["Server", "Route", "ConnContext", "Handler", "RequestHook", "Reply", "Stream"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,9 @@ Handler = Callable[["Request", "ConnContext"], Awaitable[Reply | Stream] | Strea
 checks that answer with an error before the stream opens), or an async generator."""
 ConnectHook = Callable[["ConnContext"], Awaitable[None] | None]
 DisconnectHook = Callable[["ConnContext", BaseException | None], Awaitable[None] | None]
+RequestHook = Callable[[int, float], None]
+"""Called after each (non-stream) request is answered, with its api key and the seconds
+from its frame's arrival to its reply being queued: the latency histograms' feed."""
 
 DEFAULT_MAX_IN_FLIGHT = 64
 DEFAULT_MAX_STREAMS = 256
@@ -137,6 +140,8 @@ class Server:
         max_streams: per connection, open streams before new ones are refused.
         on_connect: called with the context of each new connection; raising closes it.
         on_disconnect: called once per connection when it closes, with the cause.
+        on_request: called with (api key, seconds) after each request's reply; streams
+            are not timed (they last as long as the client keeps them).
     """
 
     def __init__(
@@ -151,6 +156,7 @@ class Server:
         max_streams: int = DEFAULT_MAX_STREAMS,
         on_connect: ConnectHook | None = None,
         on_disconnect: DisconnectHook | None = None,
+        on_request: RequestHook | None = None,
     ) -> None:
         self.routes: dict[int, Route] = {
             int(key): h if isinstance(h, Route) else Route(h) for key, h in handlers.items()
@@ -164,6 +170,7 @@ class Server:
         self.max_streams = max_streams
         self.on_connect = on_connect
         self.on_disconnect = on_disconnect
+        self.on_request = on_request
         self._server: asyncio.Server | None = None
         self._sessions: set[_Session] = set()
         self._session_tasks: set[asyncio.Task[None]] = set()
@@ -432,6 +439,7 @@ class _Session:
     async def _handle(self, frame: Frame) -> None:
         header = frame.header
         api_key, cid = header.api_key, header.correlation_id
+        began = time.perf_counter()
         try:
             route = self.server.routes.get(api_key)
             if route is None:
@@ -473,6 +481,8 @@ class _Session:
             )
             self._write_error(api_key, cid, exc)
         finally:
+            if self.server.on_request is not None and not header.is_stream:
+                self.server.on_request(api_key, time.perf_counter() - began)
             task = asyncio.current_task()
             if task in self.close_after_reply:
                 self.close_after_reply.discard(task)

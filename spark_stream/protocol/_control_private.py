@@ -258,7 +258,7 @@ class SpuConnectRequest(Message):
 
     Attributes:
         spu_id: the id registered in the SC (custom SPUs) or given by its group.
-        token: the shared secret of the cluster (``spu_token`` in ``conf/sc.yaml``).
+        token: the shared secret of the cluster (``spu_token`` in the packaged ``sc.yaml``).
         public_endpoint: ``PublicEndpoint.to_dict()`` of the port it bound for clients;
             None keeps the registered one. The SC stores it in the SPU spec.
         private_endpoint: ``PrivateEndpoint.to_dict()`` of its replication port.

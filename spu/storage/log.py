@@ -330,11 +330,15 @@ class ReplicaLog:
         self._hw, self._hw_dirty = offset, True
         self.checkpoint()
 
-    def apply_retention(self, now: int | None = None) -> list[SegmentInfo]:
+    def apply_retention(
+        self, now: int | None = None, floor: int | None = None
+    ) -> list[SegmentInfo]:
         """Delete the oldest sealed segments the retention policy no longer keeps.
 
         Args:
             now: microseconds since the epoch; defaults to the clock.
+            floor: keep every segment reaching past this offset (a tiered partition's
+                tier end: nothing is deleted before its tier copy is recorded).
 
         Returns:
             The deleted segments.
@@ -346,6 +350,7 @@ class ReplicaLog:
             retention_ms=self.config.retention_ms,
             retention_bytes=self.config.retention_bytes,
             high_watermark=self._hw,
+            floor=floor,
         )
         removed = [s.info() for s in self._segments[:count]]
         for segment in self._segments[:count]:

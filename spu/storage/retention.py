@@ -4,7 +4,9 @@ Only a prefix of the log can go (deleting a middle segment would leave a gap), o
 sealed segments (never the active one), and only segments wholly below the high
 watermark (as in Kafka, a segment that followers may still fetch stays). Within those
 limits a segment is deleted when its newest record is older than ``retention_ms`` or when
-the partition, without it, would still hold at least ``retention_bytes``.
+the partition, without it, would still hold at least ``retention_bytes``. A tiered
+partition also passes ``floor``, the end of its tier copy: a segment reaching past it
+stays until the tier holds it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def segments_to_delete(
     retention_ms: int | None,
     retention_bytes: int | None,
     high_watermark: int,
+    floor: int | None = None,
 ) -> int:
     """How many of the oldest ``segments`` the policy deletes.
 
@@ -32,12 +35,15 @@ def segments_to_delete(
         retention_ms: age limit on a segment's newest record timestamp, or ``None``.
         retention_bytes: size limit of the partition, or ``None``.
         high_watermark: segments must end at or below it to be deleted.
+        floor: when set, segments must end at or below it too (the tier's end).
     """
     total = sum(s.size for s in segments)
     cutoff = None if retention_ms is None else now_us - retention_ms * 1000
     count = 0
     for segment in segments:
         if not segment.sealed or segment.next_offset > high_watermark:
+            break
+        if floor is not None and segment.next_offset > floor:
             break
         too_old = cutoff is not None and segment.max_timestamp < cutoff
         too_big = retention_bytes is not None and total - segment.size >= retention_bytes

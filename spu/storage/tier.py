@@ -3,19 +3,20 @@
 The file is ``{base_offset:020}.parquet`` with the ``offset`` column materialised in front
 of the topic's columns, so ``pyarrow.parquet.read_table`` (or Spark) reads it as is. The
 segment's offset range is also stored in the schema metadata. The file is written under a
-temporary name and moved into place, so a reader never sees a half-written file.
+temporary name and moved into place, so a reader never sees a half-written file
+(``spark_stream.tier.store.write_atomic``). The SPU's tiering (``spu.tiering``) names the
+file itself (``file_url``), in the topic tier's layout (``spark_stream.tier.layout``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spark_stream.errors import StorageError
 from spark_stream.records import OFFSET_FIELD, decode_frames
+from spark_stream.tier.store import write_atomic
 from spu.storage.layout import segment_stem
 
 __all__ = ["PARQUET_SUFFIX", "tier_path", "write_parquet"]
@@ -36,6 +37,7 @@ def write_parquet(
     schema: pa.Schema,
     tier_url: str | Path,
     compression: str = "zstd",
+    file_url: str | None = None,
 ) -> str:
     """Decode a segment's frames (crc and Arrow validation on) and write them as Parquet.
 
@@ -46,6 +48,7 @@ def write_parquet(
         schema: the topic's schema.
         tier_url: fsspec URL (or local path) of the tier directory; created if missing.
         compression: Parquet column compression.
+        file_url: write exactly this file instead of ``tier_path(tier_url, base_offset)``.
 
     Returns:
         The URL of the written file.
@@ -60,15 +63,6 @@ def write_parquet(
     batches = decode_frames(frames, schema=schema, with_offsets=True)
     table = pa.Table.from_batches(batches, schema=out_schema.remove_metadata())
     table = table.replace_schema_metadata(out_schema.metadata)
-    url = tier_path(tier_url, base_offset)
-    try:
-        fs, path = fsspec.core.url_to_fs(url)
-        parent = path.rsplit("/", 1)[0]
-        fs.makedirs(parent, exist_ok=True)
-        tmp = f"{path}.tmp"
-        with fs.open(tmp, "wb") as sink:
-            pq.write_table(table, sink, compression=compression)
-        fs.mv(tmp, path)
-    except OSError as exc:
-        raise StorageError(f"cannot write {url}: {exc}") from exc
+    url = file_url or tier_path(tier_url, base_offset)
+    write_atomic(url, lambda sink: pq.write_table(table, sink, compression=compression))
     return url

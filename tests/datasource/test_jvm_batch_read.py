@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 
 from spark_stream.client import Fluvio
+from spark_stream.client.profile import Profile, save_profile, switch_profile
 from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.redis_server import free_port
 from tests.harness.local_cluster import kill_spu
 from tests.polling import wait_until
 from tests.spark_conftest import connector_jar_or_skip, produce
@@ -384,7 +386,10 @@ def test_jvm_endpoint_from_the_client_profile(
     topic = new_topic(partitions=1)
     produce(fluvio, topic, ["a", "b", "c"])
     profile = tmp_path / "profile.json"
-    profile.write_text(json.dumps({"endpoint": fluvio_cluster.endpoint, "name": "local"}))
+    # Two named profiles: the connector reads the current one, as the Python client does.
+    save_profile(Profile(endpoint=fluvio_cluster.endpoint, name="local"), profile)
+    save_profile(Profile(endpoint=f"127.0.0.1:{free_port()}", name="elsewhere"), profile)
+    switch_profile("local", profile)
     body = """
         def values():
             df = spark.read.format("fluvio").option("topic", topic).load()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
+from datasource.lag import behind_latest_metrics, offsets_behind_latest
 from datasource.spark_errors import typed_error
 from spark_stream.client import Fluvio
 from spark_stream.errors import DataLossError
@@ -285,3 +286,38 @@ def test_data_loss_after_retention_fails_or_skips(
     )  # fmt: skip
     log = fluvio.fetch_offsets(topic, 0)
     assert lenient_count == log.hw - log.log_start
+
+
+def test_progress_reports_latest_offsets_and_the_lag_per_partition(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    topic = new_topic(partitions=2)
+    produce(fluvio, topic, [f"v{i}" for i in range(60)], keys=[f"k{i}" for i in range(60)])
+    ends = {str(p): fluvio.fetch_offsets(topic, p).hw for p in range(2)}
+    df = _stream(
+        spark, fluvio_cluster, topic=topic, startingOffsets="earliest", maxRecordsPerTrigger="20"
+    )
+    query = (
+        df.select("value").writeStream.format("parquet").option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "c")).trigger(availableNow=True).start()
+    )  # fmt: skip
+    try:
+        assert query.awaitTermination(QUERY_TIMEOUT_S), "availableNow query did not finish"
+        progress = [p for p in query.recentProgress if p["numInputRows"]]
+    finally:
+        query.stop()
+    sources = [p["sources"][0] for p in progress]
+    for source in sources:
+        latest = source["latestOffset"]
+        assert (json.loads(latest) if isinstance(latest, str) else latest) == {topic: ends}
+    lags = [offsets_behind_latest(source) for source in sources]
+    assert [sum(lag.values()) for lag in lags] == [40, 20, 0]
+    assert set(lags[0]) == {f"{topic}-0", f"{topic}-1"}
+    if "FluvioMicroBatchStream" in sources[0]["description"]:  # the JVM reports them itself
+        for source, lag in zip(sources, lags, strict=True):
+            reported = {k: source["metrics"][k] for k in behind_latest_metrics(lag)}
+            assert reported == behind_latest_metrics(lag)

@@ -151,6 +151,7 @@ class ScChild(ChildProcess):
         heartbeat_timeout_s: the SC's SPU heartbeat timeout.
         ports: (public, private); 0 picks free ones (read them after ``start``).
         spu_command: argv template of managed SPUs (the SC's ``--spu-command``).
+        metrics: serve Prometheus metrics on a free port (``metrics_url`` after start).
     """
 
     def __init__(
@@ -161,6 +162,7 @@ class ScChild(ChildProcess):
         heartbeat_timeout_s: float = 3.0,
         ports: tuple[int, int] = (0, 0),
         spu_command: Sequence[str] | None = None,
+        metrics: bool = False,
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.ready_path = workdir / "sc.ready.json"
@@ -172,9 +174,12 @@ class ScChild(ChildProcess):
         ]  # fmt: skip
         if spu_command:
             argv += ["--spu-command", shlex.join(spu_command)]
+        if metrics:
+            argv += ["--metrics-port", "0"]
         super().__init__("sc", argv, workdir / "sc.log", _python_env())
         self.public_port = 0
         self.private_port = 0
+        self.metrics_url: str | None = None
 
     def start(self, timeout: float = 30.0) -> Self:
         """Start and wait until both servers listen."""
@@ -185,6 +190,7 @@ class ScChild(ChildProcess):
         if info["pid"] != self.pid:
             raise ServerStartError(f"{self.ready_path} names pid {info['pid']}, not {self.pid}")
         self.public_port, self.private_port = int(info["public_port"]), int(info["private_port"])
+        self.metrics_url = info.get("metrics_url")
         return self
 
     def pin_ports(self) -> None:
@@ -251,6 +257,7 @@ class ProcessCluster:
         spu_ids: the SPUs to register and run.
         heartbeat_timeout_s: the SC's SPU heartbeat timeout.
         spu_settings: ``SpuSettings`` fields for every SPU (``replica_max_lag_ms``...).
+        sc_metrics: the SC serves Prometheus metrics (SPUs: ``metrics_port`` setting).
     """
 
     def __init__(
@@ -261,10 +268,13 @@ class ProcessCluster:
         *,
         heartbeat_timeout_s: float = 3.0,
         spu_settings: dict[str, Any] | None = None,
+        sc_metrics: bool = False,
     ) -> None:
         self.redis_url = redis_url
         self.workdir = workdir
-        self.sc = ScChild(redis_url, workdir / "sc", heartbeat_timeout_s=heartbeat_timeout_s)
+        self.sc = ScChild(
+            redis_url, workdir / "sc", heartbeat_timeout_s=heartbeat_timeout_s, metrics=sc_metrics
+        )
         self.spu_ids = list(spu_ids)
         self.spu_settings = {"heartbeat_interval_s": 0.5, **(spu_settings or {})}
         self.spus: dict[int, SpuChild] = {}

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sc.settings import ScSettings
-from spark_stream.config import load_settings
+from spark_stream.config import load_settings, packaged_conf, settings_files
 from spark_stream.errors import InvalidConfigError
 from spu.settings import SpuSettings
 
@@ -27,11 +28,31 @@ def test_environment_beats_yaml_and_keywords_beat_environment(
     assert load_settings(ScSettings, public_port=9203).public_port == 9203
 
 
-def test_conf_dir_can_be_moved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_conf_dir_overrides_only_the_fields_it_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "spu.yaml").write_text("id: 7\nprivate_port: 9116\n")
     monkeypatch.setenv("FLUVIO_CONF_DIR", str(tmp_path))
     spu = load_settings(SpuSettings)
     assert (spu.id, spu.private_port, spu.public_port) == (7, 9116, 9005)
+    assert settings_files(SpuSettings)[0] == str(tmp_path / "spu.yaml")
+
+
+def test_the_packaged_defaults_are_found_in_the_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLUVIO_CONF_DIR", str(tmp_path))  # holds no sc.yaml: packaged only
+    (packaged,) = settings_files(ScSettings)
+    assert packaged.endswith("spark_stream/conf/sc.yaml")
+    assert Path(packaged).is_file()
+    assert load_settings(ScSettings).group_session_timeout_ms == 10_000
+
+
+def test_every_packaged_key_is_a_field() -> None:
+    """A packaged default naming no field would fail every start (``extra="forbid"``)."""
+    for cls in (ScSettings, SpuSettings):
+        keys = yaml.safe_load(packaged_conf(cls.yaml_file).read_text())
+        assert set(keys) <= set(cls.model_fields), cls.__name__
 
 
 @pytest.mark.parametrize(

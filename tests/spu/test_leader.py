@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from spark_stream.errors import (
     RecordTooLargeError,
     RequestTimeoutError,
     SchemaMismatchError,
+    StorageError,
 )
 from spark_stream.models import PartitionSpec
 from spark_stream.models.topic_schema import TopicSchema, storage_schema
@@ -34,6 +37,7 @@ from spu.frames import tail_signature
 from spu.leader import LeaderController
 from spu.private_messages import ReplicaOffsets
 from spu.storage import ReplicaLog
+from spu.storage import segment as segment_module
 from tests.spu.helpers import run
 
 LEADER, F1, F2 = 1, 2, 3
@@ -354,6 +358,49 @@ def test_an_untyped_topic_refuses_typed_frames(log: ReplicaLog) -> None:
         with pytest.raises(SchemaMismatchError, match="schema version 1, but the topic is untyped"):
             await leader.produce(memoryview(_typed_frame(user, {"id": [1]}, 1)), Acks.LEADER, 1000)
         assert leader.leo == 0
+        await leader.stop()
+
+    run(body)
+
+
+def test_produce_counts_traffic_once_per_request_and_duplicates_not_at_all(
+    log: ReplicaLog,
+) -> None:
+    async def body() -> None:
+        leader = make(log, replica((LEADER, F1)))
+        sent = frame("a", "b", pid=7, seq=0)
+        await leader.produce(memoryview(sent + frame("c")), Acks.LEADER, 1000)
+        await leader.produce(memoryview(sent), Acks.LEADER, 1000)  # a retried duplicate
+        assert (leader.traffic.produced_records, leader.traffic.produced_bytes) == (
+            3,
+            len(sent) + len(frame("c")),
+        )
+        assert leader.follower_lag() == {F1: 3}  # in sync at the start, reported nothing
+        assert leader.follower_report(F1, 2)
+        assert leader.follower_lag() == {F1: 1}
+        await leader.stop()
+
+    run(body)
+
+
+def test_a_full_disk_is_logged_at_error_naming_the_partition(
+    log: ReplicaLog, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def disk_full(*_args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    async def body() -> None:
+        leader = make(log, replica())
+        monkeypatch.setattr(segment_module, "pwrite_all", disk_full)
+        with (
+            caplog.at_level(logging.ERROR, logger="spu.leader"),
+            pytest.raises(StorageError, match="No space left on device"),
+        ):
+            await leader.produce(memoryview(frame("a")), Acks.LEADER, 1000)
+        assert leader.leo == 0 and leader.traffic.produced_records == 0
+        [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert "partition=orders-0" in record.getMessage()
+        assert "No space left on device" in record.getMessage()
         await leader.stop()
 
     run(body)

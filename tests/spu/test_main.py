@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -69,3 +70,34 @@ def _ready_then_sigterm(proc: subprocess.Popen[str]) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+@pytest.mark.integration
+def test_a_taken_metrics_port_is_an_error_line_naming_it(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "spu",
+                "--public-port",
+                "0",
+                "--private-port",
+                "0",
+                "--metrics-port",
+                str(port),
+                "--data-dir",
+                str(tmp_path),
+                "--sc",
+                f"127.0.0.1:{free_port()}",
+            ],  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert "ERROR spu spu failed to start: [Errno " in result.stderr, result.stderr
+    assert f"metrics port 127.0.0.1:{port}: Address already in use" in result.stderr

@@ -167,6 +167,8 @@ def _on_lrs(store: StoreView, report: LrsUpdate) -> list[Action]:
         leo=report.leo,
         hw=report.hw,
         log_start_offset=report.log_start_offset,
+        size=report.size,
+        tier=report.tier,
     )
     return _write(partition, status)
 

@@ -10,7 +10,9 @@ looks the leader up again and reopens the stream at that position, so records ar
 neither repeated nor skipped across failover. A group stream carries the partition's
 leader epoch from the metadata; a leader that fences it (its metadata was stale) makes
 the consumer wait briefly for newer metadata before it reopens. ``stop_at_end`` fixes the end at the
-offset visible when the stream starts (``fluvio consume -d``).
+offset visible when the stream starts (``fluvio consume -d``). A tiered topic's records
+below the leader's log start come from the tier first (``tiered``), then the stream
+opens where the tier left off.
 
 The multi-partition consumer runs one such stream per partition into a bounded queue;
 batches of one partition keep their order, partitions interleave as data arrives. One
@@ -33,7 +35,6 @@ from spark_stream.client.config import ConsumerConfig, parse_isolation
 from spark_stream.client.consumer._rows import rows_json
 from spark_stream.client.consumer.fetch import (
     GroupFetch,
-    fetch_offsets,
     group_fields,
     offset_for_timestamp,
     slice_to_range,
@@ -41,6 +42,7 @@ from spark_stream.client.consumer.fetch import (
 )
 from spark_stream.client.consumer.fetch import visible_end as _visible_end
 from spark_stream.client.consumer.offset import Offset
+from spark_stream.client.consumer.tiered import readable_offsets, tier_prefix
 from spark_stream.client.leader import (
     LeaderClient,
     RetryPolicy,
@@ -143,7 +145,7 @@ class AsyncPartitionConsumer:
     async def resolve(self, offset: Offset, isolation: Isolation) -> tuple[int, int]:
         """The absolute start for ``offset`` and the end visible now, under ``isolation``."""
         policy = self._policy()
-        offsets = await fetch_offsets(self._leaders, self.topic, self.partition, policy)
+        offsets = await readable_offsets(self._leaders, self.topic, self.partition, policy)
         end = _visible_end(offsets, isolation)
         found = None
         if offset.needs_timestamp_lookup:
@@ -213,6 +215,16 @@ class AsyncPartitionConsumer:
             return
         cfg = self.config
         policy = self._policy()
+        schema = typed_read_schema(self._leaders.watcher, self.topic)
+        async with contextlib.aclosing(
+            tier_prefix(self._leaders, self.topic, self.partition, position, end, schema, policy)
+        ) as older:
+            async for rows in older:
+                position = rows.column(0)[-1].as_py() + 1
+                self.position = position
+                yield rows
+        if end is not None and position >= end:
+            return
         failures = 0
         not_spu: int | None = None
         stale_epoch: int | None = None
@@ -305,9 +317,14 @@ class AsyncConsumer:
         offset: Offset,
         *,
         isolation: Isolation | str | None = None,
+        end_offset: int | None = None,
         stop_at_end: bool = False,
     ) -> AsyncGenerator[pa.RecordBatch, None]:
-        """Arrow batches of every partition (each batch from one partition)."""
+        """Arrow batches of every partition (each batch from one partition).
+
+        ``end_offset`` stops each partition before that offset (the stream ends when
+        every partition reached it); ``stop_at_end`` as ``AsyncPartitionConsumer``'s.
+        """
         queue: asyncio.Queue[pa.RecordBatch | BaseException | None] = asyncio.Queue(
             maxsize=2 * len(self._consumers)
         )
@@ -315,7 +332,9 @@ class AsyncConsumer:
         async def pump(consumer: AsyncPartitionConsumer, start: Offset = offset) -> None:
             try:
                 async with contextlib.aclosing(
-                    consumer.stream_batches(start, isolation=isolation, stop_at_end=stop_at_end)
+                    consumer.stream_batches(
+                        start, isolation=isolation, end_offset=end_offset, stop_at_end=stop_at_end
+                    )
                 ) as batches:
                     async for batch in batches:
                         await queue.put(batch)
@@ -365,11 +384,15 @@ class AsyncConsumer:
         offset: Offset,
         *,
         isolation: Isolation | str | None = None,
+        end_offset: int | None = None,
         stop_at_end: bool = False,
     ) -> AsyncGenerator[Record, None]:
-        """Records of every partition from ``offset`` (per partition), ordered per partition."""
+        """Records of every partition from ``offset`` (per partition), ordered per partition
+        (arguments as ``stream_batches``)."""
         async with contextlib.aclosing(
-            self.stream_batches(offset, isolation=isolation, stop_at_end=stop_at_end)
+            self.stream_batches(
+                offset, isolation=isolation, end_offset=end_offset, stop_at_end=stop_at_end
+            )
         ) as batches:
             async for batch in batches:
                 for record in batch_records(batch):

@@ -83,7 +83,7 @@ def _at_epoch(p: Partition, epoch: int) -> Partition:
 
 def _lrs(p: Partition, leader: int, leo: int = 12, hw: int = 11) -> LrsUpdate:
     reps = (ReplicaStatus(spu_id=leader, leo=leo, hw=hw), ReplicaStatus(spu_id=2, leo=hw, hw=hw))
-    return LrsUpdate(p.name, leader, reps, leo, hw, 0)
+    return LrsUpdate(p.name, leader, reps, leo, hw, 0, size=4096)
 
 
 LED_ONLINE_AGAIN = PartitionStatus(
@@ -93,6 +93,7 @@ LED_ONLINE_AGAIN = PartitionStatus(
     leo=12,
     hw=11,
     log_start_offset=0,
+    size=4096,  # the leader's log size reaches the partition status
 )
 NO_LEADER = "no in-sync replica is online"
 LED_AT_4 = _at_epoch(LED, 4)
@@ -141,7 +142,7 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
     ("LRS turns an Offline partition Online", [*S2_BACK, WAITING_FOR_2], _lrs(WAITING_FOR_2, 2),
      [KvUpdateStatus("Partition", WAITING_FOR_2.name, PartitionStatus(
          resolution=P.ONLINE, leader=2, lrs=_lrs(WAITING_FOR_2, 2).replicas, leo=12, hw=11,
-         log_start_offset=0), WAITING_FOR_2.revision)]),
+         log_start_offset=0, size=4096), WAITING_FOR_2.revision)]),
     ("same LRS again: nothing", [*UP, LED_STATUS_ONLY], _lrs(LED, 1), []),
     ("LRS from a deposed leader: dropped", [*UP, LED], _lrs(LED, 2), []),
     ("LRS for an unknown partition: dropped", [*UP], _lrs(LED, 1), []),

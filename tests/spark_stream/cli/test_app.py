@@ -16,6 +16,7 @@ from spark_stream.cli.data_cmds import (
     split_line,
     start_offset,
 )
+from spark_stream.cli.parsing import record_template
 from spark_stream.client import Offset, Record
 from spark_stream.errors import InvalidConfigError
 from spark_stream.local.redis_server import free_port
@@ -52,6 +53,10 @@ def test_commands_parse_like_fluvio() -> None:
     )
     assert parse("topic", "add-partition", "orders", "--count", "2").count == 2  # type: ignore[attr-defined]
     assert parse("topic", "add-partition", "orders").count == 1  # type: ignore[attr-defined]
+    # durations everywhere one is taken
+    assert parse("--timeout", "500ms", "topic", "list").connect_timeout == 0.5  # type: ignore[attr-defined]
+    assert parse("cluster", "start", "--timeout", "2m").timeout == 120.0  # type: ignore[attr-defined]
+    assert parse("cluster", "diagnostics", "--timeout", "3").timeout == 3.0  # type: ignore[attr-defined]
 
 
 def test_consume_help_states_the_time_unit(capsys: pytest.CaptureFixture[str]) -> None:
@@ -147,17 +152,69 @@ def test_start_offset_flags() -> None:
 
 
 def test_produce_flags_are_used_or_refused() -> None:
-    options = producer_options(parse("produce", "t", "--batch-size", "0", "--compression", "lz4"))  # type: ignore[arg-type]
-    assert (options["batch_size"], options["compression"]) == (0, "lz4")  # 0 reaches validation
+    args = parse("produce", "t", "--batch-size", "16Ki", "--compression", "lz4")
+    options = producer_options(args)  # type: ignore[arg-type]
+    assert options == {"acks": "leader", "batch_size": 16384, "compression": "lz4"}
+    options = producer_options(
+        parse(  # type: ignore[arg-type]
+            "produce", "t", "--linger", "150ms", "--max-request-size", "100MB",
+            "--isolation", "read_committed", "--delivery-semantic", "at-most-once",
+        )
+    )  # fmt: skip
+    assert options == {
+        "acks": "all",
+        "linger_ms": pytest.approx(150.0),
+        "max_request_bytes": 100_000_000,
+        "retries": 0,
+    }
+    uncommitted = producer_options(parse("produce", "t", "--isolation", "read_uncommitted"))  # type: ignore[arg-type]
+    assert uncommitted["acks"] == "leader"
+    same = producer_options(parse("produce", "t", "--isolation", "read_committed", "--acks", "all"))  # type: ignore[arg-type]
+    assert same["acks"] == "all"
     refused = [
         (["--key", "k", "--key-separator", ":"], "--key and --key-separator"),
         (["--raw", "--key-separator", ":"], "--raw and --key-separator"),
         (["--key-separator", ""], "must not be empty"),
         (["--progress"], "--progress shows the progress of files"),
+        (["--isolation", "read_committed", "--acks", "leader"], "means --acks all"),
+        (["--isolation", "serializable"], "must be read_committed or read_uncommitted"),
     ]
     for flags, message in refused:
         with pytest.raises(InvalidConfigError, match=message):
             producer_options(parse("produce", "t", *flags))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["produce", "t", "--batch-size", "0"], "argument --batch-size: must be positive"),
+        (["produce", "t", "--linger", "5 parsecs"], "argument --linger: '5 parsecs' is not a"),
+        (["produce", "t", "--max-request-size", "big"], "'big' is not a size like 1Gi"),
+        (["produce", "t", "--delivery-semantic", "exactly-once"], "invalid choice"),
+        (["consume", "t", "-b", "1Xi"], "argument -b/--maxbytes: '1Xi' is not a size"),
+        (["consume", "t", "-H", "-3"], "argument -H/--head: must be >= 0, got -3"),
+        (["consume", "t", "--end", "x"], "argument --end: 'x' is not a whole number"),
+    ],
+)
+def test_bad_values_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and "Traceback" not in err, err
+
+
+def test_consume_flags_like_fluvio() -> None:
+    args = parse("consume", "t", "-H", "5", "--end", "9", "-b", "64Ki")
+    assert (args.head, args.end, args.max_bytes) == (5, 9, 65536)  # type: ignore[attr-defined]
+    assert start_offset(args) == Offset.from_beginning(5)  # type: ignore[arg-type]
+    assert parse("consume", "t", "--head", "2", "--maxbytes", "1MB").max_bytes == 10**6  # type: ignore[attr-defined]
+    for flags in (["-H", "1", "-B"], ["-H", "1", "-T", "2"], ["-H", "1", "--start", "3"]):
+        with pytest.raises(InvalidConfigError, match="cannot be combined"):
+            start_offset(parse("consume", "t", *flags))  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfigError, match="--end 2 is before --start 5"):
+        start_offset(parse("consume", "t", "--start", "5", "--end", "2"))  # type: ignore[arg-type]
 
 
 def test_consume_output_flags_are_one_choice() -> None:
@@ -183,6 +240,9 @@ def test_record_formats() -> None:
     }
     text = format_record(record, parse("consume", "t"), "{partition}/{offset} {key}")  # type: ignore[arg-type]
     assert text == "1/7 k"
+    fluvio_style = record_template("{{key}}={{value}} @{{offset}} {{time}}")
+    text = format_record(record, parse("consume", "t"), fluvio_style)  # type: ignore[arg-type]
+    assert text == "k=v @7 2023-11-14T22:13:20.000Z"  # Fluvio's RFC 3339 with milliseconds
     keyless = Record(0, 0, None, b"v", 1)
     assert format_record(keyless, parse("consume", "t", "-k"), None) == "[null] v"  # type: ignore[arg-type]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 import yaml
 
-from spark_stream.cli.admin_cmds import PARTITION_COLUMNS, partition_row
+from spark_stream.cli.admin_cmds import PARTITION_COLUMNS, partition_lags, partition_row
 from spark_stream.cli.output import ProgressBar, emit, render_table
 from spark_stream.models import Partition, PartitionSpec, PartitionStatus
 
@@ -58,3 +59,45 @@ def test_partition_list_shows_the_leader_epoch_in_tables_and_json() -> None:
     header, line = render_table([partition_row(part)], PARTITION_COLUMNS).splitlines()
     assert header.split()[:4] == ["TOPIC", "PARTITION", "LEADER", "LEADER_EPOCH"]
     assert line.split()[:4] == ["orders", "0", "2", "3"]
+
+
+def test_partition_rows_show_size_and_log_start_once_reported() -> None:
+    spec = PartitionSpec(initial_leader=1, replicas=(1,))
+    fresh = Partition.new("orders", 0, spec, PartitionStatus(leader=1))
+    row = partition_row(fresh, human=True)
+    assert (row["size"], row["log-start"]) == (None, None)  # shown as '-'
+    reported = PartitionStatus(leader=1, leo=40, hw=40, log_start_offset=10, size=3 * 2**20)
+    part = Partition.new("orders", 1, spec, reported)
+    assert (partition_row(part)["size"], partition_row(part)["log-start"]) == (3 * 2**20, 10)
+    header, line = render_table([partition_row(part, human=True)], PARTITION_COLUMNS).splitlines()
+    cells = dict(zip(header.split(), line.replace("3.0 MiB", "3.0MiB").split(), strict=False))
+    assert (cells["SIZE"], cells["LOG-START"]) == ("3.0MiB", "10")
+
+
+@pytest.mark.parametrize(
+    ("groups", "lags"),
+    [
+        ([], {}),
+        ([[{"topic": "t", "partition": 0, "lag": 5}]], {("t", 0): 5}),
+        # the group furthest behind
+        (
+            [
+                [{"topic": "t", "partition": 0, "lag": 5}],
+                [{"topic": "t", "partition": 0, "lag": 9}],
+            ],
+            {("t", 0): 9},
+        ),
+        # no committed offset: no lag (Kafka's '-'), another group's still counts
+        (
+            [
+                [{"topic": "t", "partition": 1, "lag": None}],
+                [{"topic": "u", "partition": 0, "lag": 0}],
+            ],
+            {("u", 0): 0},
+        ),
+    ],
+)
+def test_partition_lags(
+    groups: list[list[dict[str, object]]], lags: dict[tuple[str, int], int]
+) -> None:
+    assert partition_lags(groups) == lags

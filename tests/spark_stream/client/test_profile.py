@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from spark_stream.client.profile import Profile, load_profile, resolve_endpoint, save_profile
+from spark_stream.client.profile import (
+    Profile,
+    delete_profile,
+    load_profile,
+    load_profiles,
+    resolve_endpoint,
+    save_profile,
+    switch_profile,
+)
 from spark_stream.errors import InvalidConfigError, NotFoundError
 
 EXPLICIT = "127.0.0.1:1111"
@@ -86,3 +94,37 @@ def test_a_broken_profile_is_an_invalid_config(profile: Path) -> None:
     profile.write_text("not json")
     with pytest.raises(InvalidConfigError, match="unreadable"):
         load_profile()
+
+
+def test_many_profiles_one_current(tmp_path: Path) -> None:
+    path = tmp_path / "profile.json"
+    save_profile(Profile(endpoint=IN_PROFILE, data_dir="/data"), path)
+    save_profile(Profile(endpoint=EXPLICIT, name="remote"), path)  # added, now current
+    profiles = load_profiles(path)
+    assert profiles.current == "remote" and sorted(profiles.profiles) == ["local", "remote"]
+    assert load_profile(path).endpoint == EXPLICIT
+    assert switch_profile("local", path).data_dir == "/data"
+    assert load_profile(path).endpoint == IN_PROFILE
+    assert delete_profile("remote", path) is False  # not the current one
+    assert delete_profile("local", path) is True
+    with pytest.raises(NotFoundError, match="no cluster profile"):
+        load_profile(path)
+    with pytest.raises(NotFoundError, match=r"no profile 'nope' in .* \(profiles: none\)"):
+        switch_profile("nope", path)
+
+
+def test_no_current_profile_says_how_to_pick_one(
+    profile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save_profile(Profile(endpoint=EXPLICIT, name="remote"), profile)
+    delete_profile("remote", profile)
+    with pytest.raises(NotFoundError, match=r"profile switch NAME` \(local\)"):
+        resolve_endpoint(None)
+
+
+def test_the_single_profile_shape_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "profile.json"
+    path.write_text(f'{{"endpoint": "{IN_PROFILE}", "data_dir": "/d", "name": "local"}}')
+    assert load_profile(path) == Profile(endpoint=IN_PROFILE, data_dir="/d", name="local")
+    save_profile(Profile(endpoint=EXPLICIT, name="other"), path)  # rewritten in the new shape
+    assert sorted(load_profiles(path).profiles) == ["local", "other"]

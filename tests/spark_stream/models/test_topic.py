@@ -86,6 +86,8 @@ def test_settings_carry_retention_and_segments() -> None:
     )
     assert spec.settings() == {
         "retention_secs": 3600,
+        "local_retention_secs": None,
+        "tier": None,  # untiered unless the SC has a tier root (sc.topic_tier)
         "max_partition_size": 10**9,
         "segment_size": 2**20,
         "compression": Compression.ZSTD,
@@ -146,3 +148,16 @@ def test_invalid_specs_name_the_field(spec: dict, field: str) -> None:
 def test_invalid_status_names_the_field(status: dict, field: str) -> None:
     with pytest.raises(InvalidConfigError, match=field.replace(".", r"\.")):
         Topic.from_dict({"metadata": {"name": "t"}, "spec": {}, "status": status})
+
+
+def test_a_tier_and_a_local_retention_reach_the_partitions() -> None:
+    spec = TopicSpec.from_dict(
+        {"tier": "s3://bucket/tier/t", "retentionSecs": 86400, "localRetentionSecs": 3600}
+    )
+    settings = spec.settings()
+    assert (settings["tier"], settings["local_retention_secs"]) == ("s3://bucket/tier/t", 3600)
+    assert spec.to_dict()["tier"] == "s3://bucket/tier/t"
+    with pytest.raises(InvalidConfigError, match="tier"):
+        TopicSpec.from_dict({"tier": " /tmp/x"})
+    with pytest.raises(InvalidConfigError, match="localRetentionSecs"):
+        TopicSpec.from_dict({"tier": "/tmp/x", "localRetentionSecs": 0})

@@ -374,3 +374,24 @@ def test_file_region_tails_go_by_sendfile_whole_and_in_order_with_other_replies(
 
     with open(tmp_path / "segment", "rb") as file:
         run(main(file))
+
+
+def test_on_request_times_each_answered_request_by_api_and_no_stream() -> None:
+    async def main() -> None:
+        timed: list[tuple[int, float]] = []
+
+        async def pushes(req: Request, ctx: ConnContext) -> Any:
+            yield {"n": 1}
+
+        routes = {TOPIC: echo, ApiKey.STREAM_FETCH: pushes}
+        server = Server(routes, on_request=lambda key, s: timed.append((key, s)))
+        async with server, await connect(server) as conn:
+            await conn.request(TOPIC, {"a": 1})
+            with pytest.raises(UnsupportedVersionError):
+                await conn.request(ApiKey.PRODUCE)  # answered with an error: timed too
+            async with await conn.stream(ApiKey.STREAM_FETCH, {}) as stream:
+                assert [push.meta async for push in stream] == [{"n": 1}]
+        assert [key for key, _ in timed] == [TOPIC, ApiKey.PRODUCE]
+        assert all(0 <= seconds < 30 for _, seconds in timed)
+
+    run(main())

@@ -113,3 +113,25 @@ def test_retention_by_time_uses_record_timestamps(
     assert kept[-1].sealed is False
     with pytest.raises(OffsetOutOfRangeError, match="outside the log"):
         log.read(0)
+
+
+@pytest.mark.parametrize(
+    "floor, expected",
+    [
+        (None, 3),  # not tiered: size 0 deletes every sealed segment
+        (0, 0),  # tier holds nothing (or is not known yet): nothing goes
+        (15, 1),  # the tier holds [.., 15): only the first segment (ends at 10)
+        (20, 2),
+        (40, 3),  # never the active segment
+    ],
+)
+def test_a_tier_floor_holds_segments_back(floor: int | None, expected: int) -> None:
+    count = segments_to_delete(
+        SEGMENTS,
+        now_us=4 * HOUR_US,
+        retention_ms=None,
+        retention_bytes=0,
+        high_watermark=40,
+        floor=floor,
+    )
+    assert count == expected

@@ -14,8 +14,10 @@ import java.nio.file.Path;
  * The SC endpoint from the client profile, the last step of {@code resolve_endpoint} in
  * {@code spark_stream/client/profile.py} (after the {@code endpoint} option and {@code
  * FLUVIO_ENDPOINT}): the JSON file {@code $FLUVIO_PROFILE}, else {@code
- * ~/.fluvio/profile.json}, that {@code fluvio cluster start} writes. Read on the driver
- * when the scan is built, with Python's error types and messages.
+ * ~/.fluvio/profile.json}, that {@code fluvio cluster start} writes: named profiles and the
+ * current one's name ({@code {"current": "local", "profiles": {"local": {"endpoint": ...}}}}),
+ * or the earlier single profile ({@code {"endpoint": ...}}). Read on the driver when the scan
+ * is built, with Python's error types and messages.
  */
 final class ClientProfile {
   private ClientProfile() {}
@@ -31,7 +33,7 @@ final class ClientProfile {
   }
 
   /**
-   * The profile's endpoint.
+   * The current profile's endpoint.
    *
    * @return the endpoint
    * @throws FluvioException {@code NOT_FOUND} when there is no profile (naming the three
@@ -52,6 +54,15 @@ final class ClientProfile {
               .formatted(path));
     } catch (IOException e) {
       throw new FluvioException(ErrorCode.INVALID_CONFIG, "profile %s is unreadable: %s".formatted(path, e.getMessage()), e);
+    }
+    if (data != null && data.isObject() && data.path("profiles").isObject()) {
+      JsonNode current = data.path("current");
+      if (!current.isTextual()) {
+        throw new FluvioException(
+            ErrorCode.NOT_FOUND,
+            "no current profile in %s: `fluvio profile switch NAME`".formatted(path));
+      }
+      data = data.path("profiles").path(current.textValue());
     }
     if (data == null || !data.isObject() || !data.path("endpoint").isTextual()) {
       throw new FluvioException(ErrorCode.INVALID_CONFIG, "profile %s has no 'endpoint'".formatted(path));
