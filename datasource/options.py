@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-from spark_stream.client.timestamps import to_timestamp_us
+from datasource._option_values import (
+    parse_assign,
+    parse_duration_ms,
+    parse_timestamp_ms,
+    parse_timestamps,
+)
+from datasource.option_names import (
+    READER_ALIASES,
+    WRITER_ALIASES,
+    GivenOptions,
+    canonical_options,
+)
+from spark_stream.client.config import ISOLATION_WORDS, parse_isolation
 from spark_stream.errors import DataSourceOptionError, InvalidConfigError, InvalidRequestError
 from spark_stream.models import check_group_name
 from spark_stream.net.endpoint import parse_endpoint
@@ -28,6 +40,8 @@ __all__ = [
     "ReaderOptions",
     "WriterOptions",
     "parse_offset_spec",
+    "named_endpoint",
+    "named_topics",
     "check_reader_option_names",
     "parse_reader_options",
     "parse_writer_options",
@@ -41,7 +55,8 @@ LATEST = -1
 Mode = Literal["batch", "stream"]
 IsolationName = Literal["committed", "uncommitted"]
 AcksName = Literal["all", "leader"]
-_ISOLATIONS: tuple[IsolationName, ...] = ("committed", "uncommitted")
+TimeStrategy = Literal["error", "latest"]
+_TIME_STRATEGIES: tuple[TimeStrategy, ...] = ("error", "latest")
 _COMPRESSIONS: tuple[Compression, ...] = ("none", "lz4", "zstd")
 _ACKS: tuple[AcksName, ...] = ("all", "leader")
 _C = TypeVar("_C", bound=str)
@@ -66,22 +81,30 @@ _READER = (
     "fetchMaxBytes",
     "localReads",
     "progressGroup",
+    "assign",
+    "startingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "endingOffsetsByTimestamp",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
 )
 _STREAM_ONLY = (
     "maxRecordsPerTrigger",
     "maxOffsetsPerTrigger",
     "maxBytesPerTrigger",
     "progressGroup",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
 )
-_BATCH_ONLY = ("endingOffsets", "endingTimestamp")
+_BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 _WRITER = ("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions")
-_SPARK_OWNED = ("checkpointLocation",)
-"""Options Spark itself reads from the same map; accepted and ignored here."""
 
 _GROUP_PREFIX = "group:"
 """``startingOffsets=group:NAME``: start at a consumer group's committed offsets."""
 _DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024
 _DEFAULT_BATCH_SIZE = 256 * 1024
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+"""``maxTriggerDelay`` when not set: 15 minutes, as Spark's Kafka source."""
 
 
 @dataclass(frozen=True)
@@ -98,12 +121,19 @@ class OffsetSpec:
         group: the group form ``group:NAME`` (starting offsets only): each partition
             starts at the group's committed offset, or at ``default`` (``EARLIEST``)
             without one; resolved at query start, when ``specific`` is empty.
+        timestamps: ``(topic, partition, ms)`` triples of the per-partition time form
+            (``startingOffsetsByTimestamp``/``endingOffsetsByTimestamp``, Kafka's JSON);
+            partitions not named take ``default``.
+        time_strategy: a starting time with no record at or after it: ``latest`` starts
+            at the end, ``error`` fails the query (``startingOffsetsByTimestampStrategy``).
     """
 
     default: int = LATEST
     specific: tuple[tuple[str, int, int], ...] = ()
     timestamp_ms: int | None = None
     group: str | None = None
+    timestamps: tuple[tuple[str, int, int], ...] = ()
+    time_strategy: TimeStrategy = "latest"
 
     def for_partition(self, topic: str, partition: int) -> int:
         """The offset (or ``EARLIEST``/``LATEST``) this spec names for one partition."""
@@ -112,9 +142,16 @@ class OffsetSpec:
                 return offset
         return self.default
 
+    def time_for(self, topic: str, partition: int) -> int | None:
+        """The time (ms) this spec names for one partition, or None (an offset form)."""
+        for t, p, ms in self.timestamps:
+            if t == topic and p == partition:
+                return ms
+        return self.timestamp_ms
+
     def topics(self) -> set[str]:
-        """Topics the JSON form names."""
-        return {t for t, _, _ in self.specific}
+        """Topics the JSON forms name."""
+        return {t for t, _, _ in self.specific} | {t for t, _, _ in self.timestamps}
 
 
 @dataclass(frozen=True)
@@ -140,6 +177,12 @@ class ReaderOptions:
             executor's host (``localReads``, default true).
         progress_group: streams only: the progress-only consumer group each committed
             micro-batch's end offsets are mirrored into (``progressGroup``).
+        assign: Kafka's ``assign``: ``(topic, partitions)`` pairs, the only partitions
+            read (``topics`` then holds the same topics); None otherwise.
+        min_records_per_trigger: streams only (``minOffsetsPerTrigger``): a micro-batch
+            waits until this many new records are visible or ``max_trigger_delay_ms``
+            passed since the last one.
+        max_trigger_delay_ms: the longest such wait (``maxTriggerDelay``, default 15m).
     """
 
     endpoint: str | None
@@ -157,12 +200,21 @@ class ReaderOptions:
     fetch_max_bytes: int
     local_reads: bool = True
     progress_group: str | None = None
+    assign: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    min_records_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
 
     def matches(self, topic: str) -> bool:
         """True when ``topic`` is one this reader subscribes to."""
         if self.topic_pattern is not None:
             return re.fullmatch(self.topic_pattern, topic) is not None
         return topic in self.topics
+
+    def partitions_of(self, topic: str) -> tuple[int, ...] | None:
+        """The partitions read of ``topic``: ``assign``'s, else ``partitions``; None = all."""
+        if self.assign is not None:
+            return dict(self.assign).get(topic, ())
+        return self.partitions
 
 
 @dataclass(frozen=True)
@@ -189,32 +241,13 @@ class WriterOptions:
     preserve_partitions: bool | None = None
 
 
-def _canonical(options: Mapping[str, str], known: Iterable[str]) -> dict[str, str]:
-    """Map option keys (any case, as Spark passes them) to canonical names; reject unknowns."""
-    by_lower = {name.lower(): name for name in known}
-    spark_owned = {name.lower() for name in _SPARK_OWNED}
-    out: dict[str, str] = {}
-    for key, value in options.items():
-        name = by_lower.get(key.lower())
-        if name is None:
-            if key.lower() in spark_owned:
-                continue
-            hint = " (name the topic with option('topic', ...))" if key.lower() == "path" else ""
-            raise DataSourceOptionError(
-                f"unknown option '{key}' for format('fluvio'){hint}; known options: "
-                f"{', '.join(sorted(by_lower.values()))}"
-            )
-        out[name] = str(value)
-    return out
-
-
 def check_reader_option_names(options: Mapping[str, str]) -> None:
     """Reject unknown reader option names early (at ``load()``, before any planning).
 
     Raises:
         DataSourceOptionError: naming the first unknown option.
     """
-    _canonical(options, _READER)
+    canonical_options(options, _READER, READER_ALIASES)
 
 
 def _int(opts: Mapping[str, str], name: str, minimum: int) -> int | None:
@@ -251,8 +284,8 @@ def _choice(opts: Mapping[str, str], name: str, choices: tuple[_C, ...], default
     )
 
 
-def _exclusive(opts: Mapping[str, str], *names: str) -> None:
-    given = [n for n in names if n in opts]
+def _exclusive(opts: GivenOptions, *names: str) -> None:
+    given = [opts.name(n) for n in names if n in opts.values]
     if len(given) > 1:
         raise DataSourceOptionError(
             f"options {' and '.join(repr(n) for n in given)} contradict each other: give one"
@@ -267,16 +300,29 @@ def _topic_names(raw: str, name: str) -> tuple[str, ...]:
 
 
 def named_topics(options: Mapping[str, str]) -> tuple[str, ...]:
-    """The topics a read or write names (``topic``/``topics``); empty with a pattern.
+    """The topics a read names (``topic``/``topics``/``assign``); empty with a pattern.
 
     Raises:
-        DataSourceOptionError: an empty topic name.
+        DataSourceOptionError: an unknown option, an empty topic name, bad ``assign``.
     """
-    opts = {key.lower(): value for key, value in options.items()}
-    for name in ("topic", "topics"):
-        if name in opts:
-            return _topic_names(opts[name], name)
-    return ()
+    given = canonical_options(options, _READER, READER_ALIASES)
+    if "topicPattern" in given.values:
+        return ()
+    try:
+        return _subscription(given)[0]
+    except DataSourceOptionError:
+        if {"topic", "topics", "assign"} & given.values.keys():
+            raise
+        return ()
+
+
+def named_endpoint(options: Mapping[str, str]) -> str | None:
+    """The endpoint a read names (``endpoint``/``kafka.bootstrap.servers``), or None.
+
+    Raises:
+        DataSourceOptionError: an unknown option or a malformed endpoint.
+    """
+    return _endpoint(canonical_options(options, _READER, READER_ALIASES))
 
 
 def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
@@ -344,34 +390,113 @@ def _group_name(raw: str, name: str) -> str:
         raise DataSourceOptionError(str(exc)) from None
 
 
-def _timestamp_ms(raw: str, name: str) -> int:
-    """A time option: milliseconds since the epoch, as in Spark's Kafka source.
-
-    A value past the year 9999 in milliseconds was written in microseconds or
-    nanoseconds and would read nothing: it is refused, naming the unit it looks like.
-    """
-    try:
-        ms = int(raw.strip())
-    except ValueError:
-        raise DataSourceOptionError(
-            f"option '{name}' must be an integer (milliseconds since the epoch), got {raw!r}"
-        ) from None
-    try:
-        to_timestamp_us(ms, "ms", f"option '{name}'")
-    except InvalidConfigError as exc:
-        raise DataSourceOptionError(str(exc)) from None
-    return ms
-
-
 def _offsets_or_time(
-    opts: Mapping[str, str], offsets_name: str, time_name: str, *, ending: bool, default: int
-) -> OffsetSpec:
-    _exclusive(opts, offsets_name, time_name)
-    if time_name in opts:
-        return OffsetSpec(default=default, timestamp_ms=_timestamp_ms(opts[time_name], time_name))
-    if offsets_name in opts:
-        return parse_offset_spec(opts[offsets_name], offsets_name, ending=ending)
-    return OffsetSpec(default=default)
+    opts: GivenOptions,
+    names: tuple[str, str, str],
+    *,
+    ending: bool,
+    default: int,
+    strategy: TimeStrategy = "latest",
+) -> tuple[OffsetSpec, str]:
+    """The spec of ``(offsets, time, per-partition times)`` options and the name given."""
+    _exclusive(opts, *names)
+    offsets_name, time_name, by_time_name = names
+    values = opts.values
+    if time_name in values:
+        ms = parse_timestamp_ms(values[time_name], time_name)
+        return OffsetSpec(default, timestamp_ms=ms, time_strategy=strategy), time_name
+    if by_time_name in values:
+        times = parse_timestamps(values[by_time_name], by_time_name)
+        return OffsetSpec(default, timestamps=times, time_strategy=strategy), by_time_name
+    if offsets_name in values:
+        return parse_offset_spec(values[offsets_name], offsets_name, ending=ending), offsets_name
+    return OffsetSpec(default=default), offsets_name
+
+
+def _subscription(
+    opts: GivenOptions,
+) -> tuple[tuple[str, ...], str | None, tuple[tuple[str, tuple[int, ...]], ...] | None]:
+    """``(topics, pattern, assign)`` from ``topic``/``topics``/``topicPattern``/``assign``."""
+    values = opts.values
+    if "topic" in values:
+        topics = _topic_names(values["topic"], "topic")
+        if len(topics) > 1:
+            raise DataSourceOptionError("option 'topic' names one topic; use 'topics' for many")
+        return topics, None, None
+    if "topics" in values:
+        return _topic_names(values["topics"], opts.name("topics")), None, None
+    if "topicPattern" in values:
+        pattern = values["topicPattern"]
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise DataSourceOptionError(
+                f"option '{opts.name('topicPattern')}' is not a regex: {exc}"
+            ) from None
+        return (), pattern, None
+    if "assign" in values:
+        assign = parse_assign(values["assign"], "assign")
+        return tuple(t for t, _ in assign), None, assign
+    raise DataSourceOptionError(
+        "one of the options 'topic', 'topics' ('subscribe'), 'topicPattern' "
+        "('subscribePattern'), 'assign' is required"
+    )
+
+
+def _partitions(opts: GivenOptions) -> tuple[int, ...] | None:
+    raw = opts.values.get("partitions")
+    if raw is None:
+        return None
+    try:
+        partitions = tuple(sorted({int(p) for p in raw.split(",")}))
+    except ValueError:
+        partitions = (-1,)
+    if not partitions or partitions[0] < 0:
+        raise DataSourceOptionError(
+            f"option 'partitions' must be a comma list of partition numbers, got {raw!r}"
+        )
+    return partitions
+
+
+def _time_strategy(opts: GivenOptions) -> TimeStrategy:
+    """``startingOffsetsByTimestampStrategy``: Kafka's default ``error`` with the
+    per-partition form; ``latest`` (this source's behaviour before the option) with
+    ``startingTimestamp``; refused without either."""
+    name = "startingOffsetsByTimestampStrategy"
+    if name not in opts.values:
+        return "error" if "startingOffsetsByTimestamp" in opts.values else "latest"
+    if not {"startingTimestamp", "startingOffsetsByTimestamp"} & opts.values.keys():
+        raise DataSourceOptionError(
+            f"option '{name}' only applies with 'startingOffsetsByTimestamp' or 'startingTimestamp'"
+        )
+    return _choice(opts.values, name, _TIME_STRATEGIES, "error")
+
+
+def _trigger_wait(opts: GivenOptions) -> tuple[int | None, int]:
+    """``(minOffsetsPerTrigger, maxTriggerDelay in ms)``; the delay needs the minimum."""
+    minimum = _int(opts.values, "minOffsetsPerTrigger", 1)
+    delay = DEFAULT_MAX_TRIGGER_DELAY_MS
+    if "maxTriggerDelay" in opts.values:
+        if minimum is None:
+            raise DataSourceOptionError(
+                "option 'maxTriggerDelay' only applies with 'minOffsetsPerTrigger'"
+            )
+        delay = parse_duration_ms(opts.values["maxTriggerDelay"], "maxTriggerDelay")
+    return minimum, delay
+
+
+def _isolation(opts: GivenOptions) -> IsolationName:
+    """``isolation`` (``kafka.isolation.level``) in the words of ``ISOLATION_WORDS``."""
+    raw = opts.values.get("isolation")
+    if raw is None:
+        return "committed"
+    try:
+        return "committed" if parse_isolation(raw).value == "committed" else "uncommitted"
+    except InvalidConfigError:
+        raise DataSourceOptionError(
+            f"option '{opts.name('isolation')}' must be one of "
+            f"{', '.join(ISOLATION_WORDS)}, got {raw!r}"
+        ) from None
 
 
 def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOptions:
@@ -381,71 +506,55 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         DataSourceOptionError: naming the option that is unknown, malformed, missing,
             or contradicts another one.
     """
-    opts = _canonical(options, _READER)
+    given = canonical_options(options, _READER, READER_ALIASES)
+    opts = given.values
     for name in _STREAM_ONLY if mode == "batch" else _BATCH_ONLY:
         if name in opts:
             kind = "streaming" if mode == "batch" else "batch"
             raise DataSourceOptionError(f"option '{name}' only applies to {kind} reads")
-    _exclusive(opts, "topic", "topics", "topicPattern")
-    _exclusive(opts, "maxRecordsPerTrigger", "maxOffsetsPerTrigger")
-    topics: tuple[str, ...] = ()
-    pattern: str | None = None
-    if "topic" in opts:
-        topics = _topic_names(opts["topic"], "topic")
-        if len(topics) > 1:
-            raise DataSourceOptionError("option 'topic' names one topic; use 'topics' for many")
-    elif "topics" in opts:
-        topics = _topic_names(opts["topics"], "topics")
-    elif "topicPattern" in opts:
-        pattern = opts["topicPattern"]
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise DataSourceOptionError(f"option 'topicPattern' is not a regex: {exc}") from None
-    else:
-        raise DataSourceOptionError(
-            "one of the options 'topic', 'topics', 'topicPattern' is required"
-        )
-
-    partitions: tuple[int, ...] | None = None
-    if "partitions" in opts:
-        try:
-            partitions = tuple(sorted({int(p) for p in opts["partitions"].split(",")}))
-        except ValueError:
-            partitions = (-1,)
-        if not partitions or partitions[0] < 0:
-            raise DataSourceOptionError(
-                f"option 'partitions' must be a comma list of partition numbers, "
-                f"got {opts['partitions']!r}"
-            )
+    _exclusive(given, "topic", "topics", "topicPattern", "assign")
+    _exclusive(given, "maxRecordsPerTrigger", "maxOffsetsPerTrigger")
+    _exclusive(given, "assign", "partitions")
+    topics, pattern, assign = _subscription(given)
+    partitions = _partitions(given)
 
     start_default = EARLIEST if mode == "batch" else LATEST
-    starting = _offsets_or_time(
-        opts, "startingOffsets", "startingTimestamp", ending=False, default=start_default
+    starting, starting_name = _offsets_or_time(
+        given,
+        ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp"),
+        ending=False,
+        default=start_default,
+        strategy=_time_strategy(given),
     )
     if (
         mode == "batch"
         and starting.default == LATEST
         and not starting.specific
-        and (starting.timestamp_ms is None)
+        and starting.timestamp_ms is None
+        and not starting.timestamps
     ):
         raise DataSourceOptionError("option 'startingOffsets' cannot be 'latest' for batch reads")
+    checked = [(starting, starting_name)]
     ending = None
     if mode == "batch":
-        ending = _offsets_or_time(
-            opts, "endingOffsets", "endingTimestamp", ending=True, default=LATEST
+        ending, ending_name = _offsets_or_time(
+            given,
+            ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"),
+            ending=True,
+            default=LATEST,
         )
-    for spec, name in ((starting, "startingOffsets"), (ending, "endingOffsets")):
-        if spec is not None and spec.specific:
-            stray = sorted(t for t in spec.topics() if not _subscribed(t, topics, pattern))
-            if stray:
-                raise DataSourceOptionError(
-                    f"option '{name}' names topics the query does not read: {', '.join(stray)}"
-                )
-    endpoint = _endpoint(opts)
+        checked.append((ending, ending_name))
+    for spec, name in checked:
+        stray = sorted(t for t in spec.topics() if not _subscribed(t, topics, pattern))
+        if stray:
+            raise DataSourceOptionError(
+                f"option '{name}' names topics the query does not read: {', '.join(stray)}"
+            )
+    endpoint = _endpoint(given)
     max_records = _int(opts, "maxRecordsPerTrigger", 1)
     if max_records is None:
         max_records = _int(opts, "maxOffsetsPerTrigger", 1)
+    min_records, max_delay_ms = _trigger_wait(given)
     return ReaderOptions(
         endpoint=endpoint,
         topics=topics,
@@ -453,7 +562,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         partitions=partitions,
         starting=starting,
         ending=ending,
-        isolation=_choice(opts, "isolation", _ISOLATIONS, "committed"),
+        isolation=_isolation(given),
         max_records_per_trigger=max_records,
         max_bytes_per_trigger=_int(opts, "maxBytesPerTrigger", 1),
         min_partitions=_int(opts, "minPartitions", 1),
@@ -464,6 +573,9 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         progress_group=(
             _group_name(opts["progressGroup"], "progressGroup") if "progressGroup" in opts else None
         ),
+        assign=assign,
+        min_records_per_trigger=min_records,
+        max_trigger_delay_ms=max_delay_ms,
     )
 
 
@@ -473,15 +585,22 @@ def _subscribed(topic: str, topics: tuple[str, ...], pattern: str | None) -> boo
     return topic in topics
 
 
-def _endpoint(opts: Mapping[str, str]) -> str | None:
-    """The ``endpoint`` option as given, checked by the one endpoint parser."""
-    endpoint = opts.get("endpoint")
-    if endpoint is not None:
+def _endpoint(opts: GivenOptions) -> str | None:
+    """The ``endpoint`` option (``kafka.bootstrap.servers``), checked by the one endpoint
+    parser. Kafka's form lists several servers, comma-separated: each is checked and the
+    first is used (a cluster has one SC; the others are accepted, as Kafka clients accept
+    a list, and not contacted)."""
+    endpoint = opts.values.get("endpoint")
+    if endpoint is None:
+        return None
+    name = opts.name("endpoint")
+    hosts = [h.strip() for h in endpoint.split(",")]
+    for host in hosts:
         try:
-            parse_endpoint(endpoint, what="option 'endpoint'")
+            parse_endpoint(host, what=f"option '{name}'")
         except InvalidConfigError as exc:
             raise DataSourceOptionError(str(exc)) from None
-    return endpoint
+    return hosts[0]
 
 
 def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
@@ -490,11 +609,12 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     Raises:
         DataSourceOptionError: naming an unknown or malformed option.
     """
-    opts = _canonical(options, _WRITER)
+    given = canonical_options(options, _WRITER, WRITER_ALIASES)
+    opts = given.values
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise DataSourceOptionError("option 'topic' must not be empty")
-    endpoint = _endpoint(opts)
+    endpoint = _endpoint(given)
     return WriterOptions(
         endpoint=endpoint,
         topic=topic.strip() if topic else None,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from datasource.offsets import TopicPartition
 
-__all__ = ["OffsetRange", "plan_ranges", "split_range", "prorate", "limit_rows"]
+__all__ = ["OffsetRange", "plan_ranges", "split_range", "prorate", "limit_rows", "delay_batch"]
 
 
 @dataclass(frozen=True, order=True)
@@ -113,3 +113,21 @@ def limit_rows(
     budget = min(max_rows, sum(backlog.values()))
     shares = prorate(budget, backlog)
     return {tp: begin[tp] + shares[tp] for tp in latest}
+
+
+def delay_batch(min_rows: int, new_rows: int, now_ms: int, last_ms: int, max_delay_ms: int) -> bool:
+    """Whether a trigger waits (``minOffsetsPerTrigger`` + ``maxTriggerDelay``, as Spark's
+    Kafka source decides it): it waits while fewer than ``min_rows`` records are new and
+    less than ``max_delay_ms`` passed since the last trigger that ran (``last_ms``; 0
+    before the first, so the first trigger never waits).
+
+    Args:
+        min_rows: ``minOffsetsPerTrigger``.
+        new_rows: records visible past the query's position now.
+        now_ms: the time now.
+        last_ms: when the last trigger that did not wait ran.
+        max_delay_ms: ``maxTriggerDelay``.
+    """
+    if now_ms - last_ms >= max_delay_ms:
+        return False
+    return new_rows < min_rows

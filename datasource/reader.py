@@ -20,6 +20,7 @@ driver process, never needed for correctness, and pickles.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
@@ -36,7 +37,7 @@ from datasource.clients import client_for
 from datasource.offsets import PartitionOffsetMap, TopicPartition, from_json_dict, to_json_dict
 from datasource.options import OffsetSpec, ReaderOptions
 from datasource.partition import FluvioPartition, ReadSpec, read_partition
-from datasource.planning import OffsetRange, limit_rows, plan_ranges, prorate
+from datasource.planning import OffsetRange, delay_batch, limit_rows, plan_ranges, prorate
 from datasource.progress import ProgressMirror
 from datasource.resolve import (
     fetch_all_offsets,
@@ -83,6 +84,9 @@ def to_partitions(
 
 
 def _spec_name(spec: OffsetSpec, offsets: str, timestamp: str) -> str:
+    """The option a spec came from: ``<offsets>``, ``<timestamp>`` or ``<offsets>ByTimestamp``."""
+    if spec.timestamps:
+        return offsets + "ByTimestamp"
     return timestamp if spec.timestamp_ms is not None else offsets
 
 
@@ -115,7 +119,8 @@ class FluvioBatchReader(DataSourceReader):
         )  # fmt: skip
         for tp in sorted(start):
             # A group's committed offset may lie past the end: that range is empty.
-            if start[tp] > end[tp] and opts.ending.timestamp_ms is None and not opts.starting.group:
+            by_time = opts.ending.timestamp_ms is not None or opts.ending.timestamps
+            if start[tp] > end[tp] and not by_time and not opts.starting.group:
                 raise DataSourceOptionError(
                     f"options 'startingOffsets'/'endingOffsets': {tp} starts at {start[tp]} "
                     f"but ends at {end[tp]}"
@@ -136,6 +141,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.output = output
         self._target: dict[str, dict[str, int]] | None = None
         self._last_latest: dict[str, dict[str, int]] | None = None
+        self._last_trigger_ms = 0  # minOffsetsPerTrigger: when a trigger last ran
         self._progress = (
             ProgressMirror(opts.progress_group, opts.endpoint) if opts.progress_group else None
         )
@@ -190,10 +196,26 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     del latest[tp], base[tp]
                     continue
                 latest[tp] = max(begin.get(tp, base[tp]), min(latest[tp], cap or 0))
+        if self._waits(base, latest):
+            return start  # too few new records and the delay not over: no batch yet
         latest = self._apply_limit(client, base, latest, limit)
         for tp, offset in begin.items():
             latest.setdefault(tp, offset)  # a partition that vanished keeps its offset
         return to_json_dict(latest)
+
+    def _waits(self, base: PartitionOffsetMap, latest: PartitionOffsetMap) -> bool:
+        """``minOffsetsPerTrigger``: whether this trigger waits for more records (never
+        under ``availableNow``, whose run must end)."""
+        minimum = self.opts.min_records_per_trigger
+        if minimum is None or self._target is not None:
+            return False
+        new_rows = sum(max(0, end - base[tp]) for tp, end in latest.items())
+        now_ms = int(time.time() * 1000)
+        delay = self.opts.max_trigger_delay_ms
+        if delay_batch(minimum, new_rows, now_ms, self._last_trigger_ms, delay):
+            return True
+        self._last_trigger_ms = now_ms
+        return False
 
     def _checked_begin(self, tp: TopicPartition, begin: int, off: PartitionOffsets) -> int:
         if begin >= off.log_start:

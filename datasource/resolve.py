@@ -80,14 +80,16 @@ def subscribed_partitions(
                 ) from None
             continue
         indexes = sorted(info.partition for info in infos)
-        if opts.partitions is not None:
-            missing = sorted(set(opts.partitions) - set(indexes))
+        wanted = opts.partitions_of(topic)
+        if wanted is not None:
+            missing = sorted(set(wanted) - set(indexes))
             if missing and strict and opts.topic_pattern is None:
+                name = "assign" if opts.assign is not None else "partitions"
                 raise DataSourceOptionError(
-                    f"option 'partitions': topic {topic!r} has no partition(s) "
+                    f"option '{name}': topic {topic!r} has no partition(s) "
                     f"{', '.join(map(str, missing))} (it has {len(indexes)})"
                 )
-            indexes = [i for i in indexes if i in opts.partitions]
+            indexes = [i for i in indexes if i in wanted]
         out.extend(TopicPartition(topic, i) for i in indexes)
     return out
 
@@ -149,11 +151,12 @@ def resolve_offsets(
 
     Raises:
         DataSourceOptionError: a JSON offset past the visible end of its partition, a
-            JSON entry for a partition that does not exist, or an unknown group.
+            JSON entry for a partition that does not exist, an unknown group, or a
+            starting time with no record at or after it under the ``error`` strategy.
         DataLossError: a JSON or group offset below the log start while
             ``failOnDataLoss`` is on.
     """
-    for topic, partition, _ in spec.specific:
+    for topic, partition, _ in (*spec.specific, *spec.timestamps):
         if TopicPartition(topic, partition) not in offsets:
             raise DataSourceOptionError(
                 f"option '{name}' names {topic}/{partition}, which the query does not read"
@@ -164,9 +167,10 @@ def resolve_offsets(
     out: PartitionOffsetMap = {}
     for tp, off in offsets.items():
         end = visible_end(off, opts.isolation)
-        if spec.timestamp_ms is not None:
-            found = client.offset_for_timestamp(tp.topic, tp.partition, spec.timestamp_ms * 1000)
-            out[tp] = end if found is None else min(max(found, off.log_start), end)
+        ms = spec.time_for(tp.topic, tp.partition)
+        if ms is not None:
+            found = client.offset_for_timestamp(tp.topic, tp.partition, ms * 1000)
+            out[tp] = _at_time(found, off.log_start, end, spec.time_strategy, name, tp, ms)
             continue
         wanted = committed.get(tp, spec.for_partition(tp.topic, tp.partition))
         if wanted == EARLIEST:
@@ -195,3 +199,25 @@ def resolve_offsets(
         else:
             out[tp] = wanted
     return out
+
+
+def _at_time(
+    found: int | None,
+    log_start: int,
+    end: int,
+    strategy: str,
+    name: str,
+    tp: TopicPartition,
+    ms: int,
+) -> int:
+    """The offset of a time: the first record at or after it, within the visible log.
+    Without one, the end, unless the strategy is ``error`` (Kafka's
+    ``startingOffsetsByTimestampStrategy``): then the query fails."""
+    if found is None:
+        if strategy == "error":
+            raise DataSourceOptionError(
+                f"option '{name}': {tp} has no record at or after {ms} ms; set "
+                "startingOffsetsByTimestampStrategy=latest to start at its end"
+            )
+        return end
+    return min(max(found, log_start), end)

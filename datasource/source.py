@@ -14,6 +14,7 @@ from pyspark.sql.types import StructType
 
 from datasource.options import (
     check_reader_option_names,
+    named_endpoint,
     named_topics,
     parse_reader_options,
     parse_writer_options,
@@ -57,7 +58,7 @@ class FluvioDataSource(DataSource):
         topics = named_topics(self.options)
         if not topics:
             return None
-        endpoint = {k.lower(): v for k, v in self.options.items()}.get("endpoint")
+        endpoint = named_endpoint(self.options)
         return typed_user_schema(endpoint, topics)
 
     def _output(self, schema: StructType) -> pa.Schema | None:

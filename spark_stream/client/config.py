@@ -24,6 +24,7 @@ __all__ = [
     "ConsumerConfig",
     "parse_acks",
     "parse_isolation",
+    "ISOLATION_WORDS",
     "producer_id_for",
     "random_producer_id",
     "MAX_PRODUCER_ID",
@@ -35,6 +36,15 @@ _COMPRESSIONS: tuple[Compression, ...] = ("none", "lz4", "zstd")
 _PARTITIONERS = ("default", "hash", "round_robin")
 _ACKS = {"none": Acks.NONE, "0": Acks.NONE, "leader": Acks.LEADER, "1": Acks.LEADER,
          "all": Acks.ALL, "-1": Acks.ALL}  # fmt: skip
+
+ISOLATION_WORDS: dict[str, Isolation] = {
+    "read_committed": Isolation.COMMITTED,
+    "read_uncommitted": Isolation.UNCOMMITTED,
+    "committed": Isolation.COMMITTED,
+    "uncommitted": Isolation.UNCOMMITTED,
+}
+"""The words for an isolation, Kafka's first (``isolation.level``), then this project's
+older short forms, kept as aliases. The JVM connector's ``Isolation.WORDS`` mirrors it."""
 
 
 def parse_acks(value: Acks | int | str) -> Acks:
@@ -52,20 +62,22 @@ def parse_acks(value: Acks | int | str) -> Acks:
 
 
 def parse_isolation(value: Isolation | str) -> Isolation:
-    """``"committed"|"uncommitted"`` (any case, or ``read_committed`` forms) as ``Isolation``.
+    """A word of ``ISOLATION_WORDS`` (any case, ``-`` for ``_``) as ``Isolation``.
+
+    The CLI's ``--isolation``, ``ConsumerConfig`` and Spark's ``isolation`` option (and
+    its alias ``kafka.isolation.level``) all read isolation through this table.
 
     Raises:
         InvalidConfigError: anything else.
     """
     if isinstance(value, Isolation):
         return value
-    key = str(value).strip().lower().replace("-", "_").removeprefix("read_")
-    try:
-        return Isolation(key)
-    except ValueError:
+    key = str(value).strip().lower().replace("-", "_")
+    if key not in ISOLATION_WORDS:
         raise InvalidConfigError(
-            f"isolation: must be committed or uncommitted, got {value!r}"
-        ) from None
+            f"isolation: must be one of {', '.join(ISOLATION_WORDS)}, got {value!r}"
+        )
+    return ISOLATION_WORDS[key]
 
 
 def random_producer_id() -> int:

@@ -174,6 +174,11 @@ def test_real_time_query_delivers_every_record_once_in_order(
             limited = stream(startingOffsets="earliest", maxRecordsPerTrigger="10")
             out["limit_error"] = error_of(lambda: limited.writeStream.foreach(FileSink())
                 .outputMode("update").trigger(realTime="5 seconds").start().awaitTermination(60))
+            waiting = stream(startingOffsets="earliest", minOffsetsPerTrigger="10")
+            out["min_error"] = error_of(lambda: waiting.writeStream.foreach(FileSink())
+                .outputMode("update").trigger(realTime="5 seconds").start().awaitTermination(60))
+            out["continuous_min_error"] = error_of(lambda: waiting.writeStream.foreach(FileSink())
+                .trigger(continuous="1 second").start().awaitTermination(60))
             """
         ),
         fluvio_cluster.endpoint,
@@ -190,6 +195,11 @@ def test_real_time_query_delivers_every_record_once_in_order(
     _check_every_record_once_in_order(rows, fluvio, topic, 2)
     assert out["limit_error"] is not None
     assert "option 'maxRecordsPerTrigger' is not supported in real-time mode" in out["limit_error"]
+    # Kafka's minOffsetsPerTrigger sizes micro-batches: refused where batches last a time.
+    assert "option 'minOffsetsPerTrigger' is not supported in real-time mode" in out["min_error"]
+    assert "option 'minOffsetsPerTrigger' is not supported in continuous mode" in (
+        out["continuous_min_error"] or ""
+    )
 
 
 def test_continuous_query_picks_up_an_added_partition(

@@ -125,8 +125,7 @@ def test_jvm_batch_write_reads_back_equal(
     expected_errors = [
         "mode('overwrite') is not supported: topics are append-only; use mode('append')",
         "option 'acks' must be one of all, leader, got 'some'",
-        "unknown option 'topik' for format('fluvio'); known options: acks, batchSize, "
-        "compression, endpoint, preservePartitions, topic",
+        "unknown option 'topik' for format('fluvio'); did you mean 'topic'?",
         "the DataFrame needs a 'value' column (binary or string)",
         "cannot write column(s) extra to a topic",
         "set the 'topic' option or give the DataFrame a 'topic' column",

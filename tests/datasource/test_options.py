@@ -114,7 +114,7 @@ def test_group_options() -> None:
         ({"topic": "t", "startingOffsets": "soon"}, "stream", "earliest, latest, group:NAME or"),
         ({"topic": "t", "topik": "x"}, "batch", "topik"),
         ({"topic": "t", "path": "x"}, "batch", "option('topic'"),
-        ({}, "batch", "'topic', 'topics', 'topicPattern'"),
+        ({}, "batch", "'topic', 'topics' ('subscribe'), 'topicPattern'"),
         ({"topic": "t", "topics": "a,b"}, "batch", "'topic' and 'topics'"),
         ({"topic": "t", "topicPattern": "x"}, "stream", "'topic' and 'topicPattern'"),
         ({"topic": "a,b"}, "batch", "use 'topics'"),

@@ -109,3 +109,21 @@ def test_typed_partition_and_topic_schema() -> None:
     assert again == part and again.spec.output.equals(output)
     schema = TopicSchema.of(user).evolve(user.append(pa.field("x", pa.string())))
     assert _round_trip(schema) == schema  # what a typed writer ships to its tasks
+
+
+def test_stream_reader_with_kafka_options() -> None:
+    opts = parse_reader_options(
+        {
+            "assign": '{"t": [1, 0]}',
+            "kafka.bootstrap.servers": "127.0.0.1:9003",
+            "startingOffsetsByTimestamp": '{"t": {"0": 1700000000000}}',
+            "minOffsetsPerTrigger": "5",
+            "maxTriggerDelay": "30s",
+        },
+        "stream",
+    )
+    reader = FluvioStreamReader(opts)
+    reader._last_trigger_ms = 1234
+    again = _round_trip(reader)
+    assert again.opts == opts and again.opts.partitions_of("t") == (0, 1)
+    assert vars(again) == vars(reader)

@@ -48,6 +48,10 @@ _WRITER_CASES: list[dict[str, str]] = [
     {"topic": "t", "preservePartitions": "yes", **_EP},
     {"topic": "t", "endpoint": "nohost"},
     {"topic": "t", "endpoint": "h:99999"},
+    {"topic": "t", "kafka.bootstrap.servers": "h1:9003,h2:9003"},
+    {"topic": "t", "kafka.bootstrap.servers": "h1:9003", "endpoint": "h2:9003"},
+    {"topic": "t", "compresion": "zstd", **_EP},
+    {"topic": "t", "subscribe": "t", **_EP},
 ]
 
 _HEADERS = ArrayType(

@@ -30,6 +30,11 @@ final class FluvioContinuousStream implements ContinuousStream {
   private List<TopicPartition> planned = List.of();
 
   FluvioContinuousStream(StreamOptions options, StructType readSchema) {
+    if (options.minRecordsPerTrigger() != null) { // as in real-time mode: epochs have no size
+      throw new io.sparkstream.fluvio.errors.FluvioException(
+          io.sparkstream.fluvio.errors.ErrorCode.DATA_SOURCE_OPTION,
+          "option 'minOffsetsPerTrigger' is not supported in continuous mode: its epochs last a time, not a size");
+    }
     this.options = options;
     this.readSchema = readSchema;
     this.driver = new FluvioMicroBatchStream(options, readSchema);

@@ -62,6 +62,7 @@ final class FluvioMicroBatchStream
   private Map<TopicPartition, Long> target;
   private Map<TopicPartition, Long> lastVisible;
   private final ProgressMirror progress;
+  private long lastTriggerMs; // minOffsetsPerTrigger: when a trigger last ran (0: none yet)
 
   FluvioMicroBatchStream(StreamOptions options, StructType readSchema) {
     this.options = options;
@@ -86,7 +87,7 @@ final class FluvioMicroBatchStream
     try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
       Map<TopicPartition, PartitionOffsets> now = offsetsOf(client, subscribed(client, true));
       OffsetSpec spec = read().starting();
-      String name = spec.timestampMs() != null ? "startingTimestamp" : "startingOffsets";
+      String name = spec.optionName("startingOffsets", "startingTimestamp");
       java.util.Set<String> names = new java.util.HashSet<>();
       now.keySet().forEach(tp -> names.add(tp.toString()));
       Planning.checkNamed(spec, name, names);
@@ -107,8 +108,9 @@ final class FluvioMicroBatchStream
               List.of(new OffsetSpec.Specific(tp.topic(), tp.partition(), fromGroup)), null);
         }
         long atTime = -1;
-        if (from.timestampMs() != null) {
-          atTime = client.fetchOffsets(tp.topic(), tp.partition(), from.timestampMs() * 1000).offset();
+        Long ms = from.timeFor(tp.topic(), tp.partition());
+        if (ms != null) {
+          atTime = client.fetchOffsets(tp.topic(), tp.partition(), ms * 1000).offset();
         }
         out.put(tp, Planning.resolve(from, name, tp.topic(), tp.partition(), off,
             end, atTime, read().failOnDataLoss(), read().isolation().wireName()));
@@ -162,12 +164,36 @@ final class FluvioMicroBatchStream
           latest.put(tp, Math.max(from, Math.min(latest.get(tp), cap == null ? 0 : cap)));
         }
       }
+      if (waits(base, latest)) {
+        return startOffset; // too few new records and the delay not over: no batch yet
+      }
       latest = applyLimit(client, base, latest, limit);
       for (Map.Entry<TopicPartition, Long> e : begin.entrySet()) {
         latest.putIfAbsent(e.getKey(), e.getValue()); // a partition that vanished keeps its offset
       }
       return new FluvioOffset(latest);
     }
+  }
+
+  /**
+   * {@code minOffsetsPerTrigger}: whether this trigger waits for more records (never under
+   * {@code availableNow}, whose run must end), as {@code _waits} of {@code datasource/reader.py}.
+   */
+  private boolean waits(Map<TopicPartition, Long> base, Map<TopicPartition, Long> latest) {
+    Long minimum = options.minRecordsPerTrigger();
+    if (minimum == null || target != null) {
+      return false;
+    }
+    long newRows = 0;
+    for (Map.Entry<TopicPartition, Long> e : latest.entrySet()) {
+      newRows += Math.max(0, e.getValue() - base.get(e.getKey()));
+    }
+    long now = System.currentTimeMillis();
+    if (StreamLimits.delayBatch(minimum, newRows, now, lastTriggerMs, options.maxTriggerDelayMs())) {
+      return true;
+    }
+    lastTriggerMs = now;
+    return false;
   }
 
   private long checkedBegin(TopicPartition tp, long begin, PartitionOffsets off) {
@@ -341,8 +367,12 @@ final class FluvioMicroBatchStream
 
   @Override
   public void prepareForRealTimeMode() {
-    for (String name : List.of("maxRecordsPerTrigger", "maxBytesPerTrigger")) {
-      Long limit = name.equals("maxRecordsPerTrigger") ? options.maxRecordsPerTrigger() : options.maxBytesPerTrigger();
+    for (String name : List.of("maxRecordsPerTrigger", "maxBytesPerTrigger", "minOffsetsPerTrigger")) {
+      Long limit = switch (name) {
+        case "maxRecordsPerTrigger" -> options.maxRecordsPerTrigger();
+        case "maxBytesPerTrigger" -> options.maxBytesPerTrigger();
+        default -> options.minRecordsPerTrigger();
+      };
       if (limit != null) {
         throw new FluvioException(ErrorCode.DATA_SOURCE_OPTION,
             "option '%s' is not supported in real-time mode: its batches last a time, not a size"
@@ -436,11 +466,12 @@ final class FluvioMicroBatchStream
       }
       List<Integer> indexes;
       if (strict && !byPattern) { // a pattern reads what each match has of them
-        indexes = Planning.partitions(topic, count, read().partitions());
+        indexes = Planning.partitions(topic, count, read().partitionsOf(topic), read().partitionsOption());
       } else {
         indexes = new ArrayList<>();
+        List<Integer> wanted = read().partitionsOf(topic);
         for (int p = 0; p < count; p++) {
-          if (read().partitions() == null || read().partitions().contains(p)) {
+          if (wanted == null || wanted.contains(p)) {
             indexes.add(p);
           }
         }

@@ -17,8 +17,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *
  * <p>It serves batch reads, streams (micro-batch, continuous, real-time) and batch and
  * streaming writes (see docs/jvm-connector.md); the read schema depends on {@code
- * includeHeaders}, or is a typed topic's columns ({@link TypedSchema}), and unknown reader option names fail here, at {@code load()}, as in
- * Python.
+ * includeHeaders}, or is a typed topic's columns ({@link TypedSchema}), and unknown
+ * reader option names fail here, at {@code load()}, as in Python.
  */
 public final class FluvioProvider implements TableProvider, DataSourceRegister {
 
@@ -36,7 +36,7 @@ public final class FluvioProvider implements TableProvider, DataSourceRegister {
     if (!calledByAWriter()) {
       ReaderOptions.checkNames(options);
       List<String> topics = ReaderOptions.namedTopics(options);
-      TopicSchema typed = topics.isEmpty() ? null : TypedSchema.lookUp(ReaderOptions.endpoint(options), topics);
+      TopicSchema typed = topics.isEmpty() ? null : TypedSchema.lookUp(ReaderOptions.namedEndpoint(options), topics);
       if (typed != null) {
         return TypedSchema.of(typed);
       }

@@ -87,16 +87,16 @@ final class FluvioScan implements Scan, Batch {
           }
           throw e;
         }
-        List<Integer> wanted = options.partitions();
+        List<Integer> wanted = options.partitionsOf(topic);
         if (byPattern && wanted != null) { // a pattern reads what each match has of them
           wanted = wanted.stream().filter(p -> p < metadata.partitionCount()).toList();
         }
-        for (int p : Planning.partitions(topic, metadata.partitionCount(), wanted)) {
+        for (int p : Planning.partitions(topic, metadata.partitionCount(), wanted, options.partitionsOption())) {
           offsets.put(topic + "/" + p, client.fetchOffsets(topic, p, null));
         }
       }
-      Planning.checkNamed(options.starting(), "startingOffsets", offsets.keySet());
-      Planning.checkNamed(options.ending(), "endingOffsets", offsets.keySet());
+      Planning.checkNamed(options.starting(), options.starting().optionName("startingOffsets", "startingTimestamp"), offsets.keySet());
+      Planning.checkNamed(options.ending(), options.ending().optionName("endingOffsets", "endingTimestamp"), offsets.keySet());
       Map<String, Long> committed = groupOffsets(client, options.starting(), offsets.keySet());
       for (Map.Entry<String, PartitionOffsets> e : offsets.entrySet()) {
         int slash = e.getKey().lastIndexOf('/');
@@ -114,9 +114,10 @@ final class FluvioScan implements Scan, Batch {
         long start =
             fromGroup != null && fromGroup > now.end(options.isolation())
                 ? fromGroup // past the end: kept (nothing to read yet), as in Python
-                : resolve(client, starting, "startingOffsets", topic, p, now);
+                : resolve(client, starting, starting.optionName("startingOffsets", "startingTimestamp"), topic, p, now);
         start = Math.max(start, filter.offsetFrom());
-        long end = Math.min(resolve(client, options.ending(), "endingOffsets", topic, p, now), filter.offsetTo());
+        String endName = options.ending().optionName("endingOffsets", "endingTimestamp");
+        long end = Math.min(resolve(client, options.ending(), endName, topic, p, now), filter.offsetTo());
         if (start < end && filter.timestampFromUs() != null) {
           long atTime = client.fetchOffsets(topic, p, filter.timestampFromUs()).offset();
           start = atTime < 0 ? end : Math.max(start, atTime); // none that new: nothing to read
@@ -167,8 +168,9 @@ final class FluvioScan implements Scan, Batch {
   private long resolve(
       LeaderClient client, OffsetSpec spec, String name, String topic, int p, PartitionOffsets now) {
     long atTime = -1;
-    if (spec.timestampMs() != null) {
-      atTime = client.fetchOffsets(topic, p, spec.timestampMs() * 1000).offset();
+    Long ms = spec.timeFor(topic, p);
+    if (ms != null) {
+      atTime = client.fetchOffsets(topic, p, ms * 1000).offset();
     }
     return Planning.resolve(
         spec, name, topic, p, now, now.end(options.isolation()), atTime,

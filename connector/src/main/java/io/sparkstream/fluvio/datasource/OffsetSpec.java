@@ -13,13 +13,63 @@ import java.util.List;
  * @param group the group form {@code group:NAME} (starting offsets only): each partition
  *     starts at the group's committed offset, {@code defaultOffset} where it has none;
  *     null when not given
+ * @param timestamps the per-partition time form ({@code startingOffsetsByTimestamp}/{@code
+ *     endingOffsetsByTimestamp}): each {@link Specific} holds a time in ms, not an offset;
+ *     partitions not named take {@code defaultOffset}
+ * @param timeStrategy a starting time with no record at or after it: {@code latest} starts
+ *     at the end, {@code error} fails the query ({@code startingOffsetsByTimestampStrategy})
  */
-public record OffsetSpec(long defaultOffset, List<Specific> specific, Long timestampMs, String group)
+public record OffsetSpec(
+    long defaultOffset, List<Specific> specific, Long timestampMs, String group,
+    List<Specific> timestamps, String timeStrategy)
     implements Serializable {
 
-  /** A spec without the group form. */
+  /** A spec without the group and per-partition time forms. */
   public OffsetSpec(long defaultOffset, List<Specific> specific, Long timestampMs) {
     this(defaultOffset, specific, timestampMs, null);
+  }
+
+  /** A spec without the per-partition time form. */
+  public OffsetSpec(long defaultOffset, List<Specific> specific, Long timestampMs, String group) {
+    this(defaultOffset, specific, timestampMs, group, List.of(), "latest");
+  }
+
+  /**
+   * The time (ms) this spec names for one partition, or null (an offset form).
+   *
+   * @param topic the topic
+   * @param partition the partition
+   * @return the time, or null
+   */
+  public Long timeFor(String topic, int partition) {
+    for (Specific s : timestamps) {
+      if (s.topic.equals(topic) && s.partition == partition) {
+        return s.offset;
+      }
+    }
+    return timestampMs;
+  }
+
+  /**
+   * The option a spec came from ({@code _spec_name} of {@code datasource/reader.py}).
+   *
+   * @param offsets the offsets option's name ({@code startingOffsets})
+   * @param timestamp the time option's name ({@code startingTimestamp})
+   * @return {@code offsets + "ByTimestamp"}, {@code timestamp} or {@code offsets}
+   */
+  public String optionName(String offsets, String timestamp) {
+    if (!timestamps.isEmpty()) {
+      return offsets + "ByTimestamp";
+    }
+    return timestampMs != null ? timestamp : offsets;
+  }
+
+  /** Topics the JSON forms name. */
+  public java.util.Set<String> topics() {
+    java.util.TreeSet<String> out = new java.util.TreeSet<>();
+    specific.forEach(s -> out.add(s.topic));
+    timestamps.forEach(s -> out.add(s.topic));
+    return out;
   }
 
   /** In offset JSON, as in Kafka: the first offset still in the log. */

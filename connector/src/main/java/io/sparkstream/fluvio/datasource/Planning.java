@@ -25,6 +25,14 @@ final class Planning {
    *     topic does not have
    */
   static List<Integer> partitions(String topic, int count, List<Integer> wanted) {
+    return partitions(topic, count, wanted, "partitions");
+  }
+
+  /**
+   * As {@link #partitions(String, int, List)}, naming {@code option} ({@code partitions} or
+   * {@code assign}) when a partition is missing.
+   */
+  static List<Integer> partitions(String topic, int count, List<Integer> wanted, String option) {
     if (wanted == null) {
       return java.util.stream.IntStream.range(0, count).boxed().toList();
     }
@@ -37,8 +45,8 @@ final class Planning {
     if (!missing.isEmpty()) {
       throw new FluvioException(
           ErrorCode.DATA_SOURCE_OPTION,
-          "option 'partitions': topic %s has no partition(s) %s (it has %d)"
-              .formatted(ReaderOptions.pyRepr(topic), String.join(", ", missing.stream().map(String::valueOf).toList()), count));
+          "option '%s': topic %s has no partition(s) %s (it has %d)"
+              .formatted(option, ReaderOptions.pyRepr(topic), String.join(", ", missing.stream().map(String::valueOf).toList()), count));
     }
     return wanted.stream().filter(p -> p < count).sorted().toList();
   }
@@ -62,7 +70,15 @@ final class Planning {
   static long resolve(
       OffsetSpec spec, String name, String topic, int partition, PartitionOffsets now, long end,
       long atTime, boolean failOnDataLoss, String isolation) {
-    if (spec.timestampMs() != null) {
+    Long ms = spec.timeFor(topic, partition);
+    if (ms != null) {
+      if (atTime < 0 && spec.timeStrategy().equals("error")) {
+        throw new FluvioException(
+            ErrorCode.DATA_SOURCE_OPTION,
+            ("option '%s': %s/%d has no record at or after %d ms; set "
+                    + "startingOffsetsByTimestampStrategy=latest to start at its end")
+                .formatted(name, topic, partition, ms));
+      }
       return atTime < 0 ? end : Math.min(Math.max(atTime, now.logStart()), end);
     }
     long wanted = spec.forPartition(topic, partition);
@@ -100,7 +116,9 @@ final class Planning {
    * @throws FluvioException {@code DATA_SOURCE_OPTION}, naming the first such entry
    */
   static void checkNamed(OffsetSpec spec, String name, java.util.Set<String> read) {
-    for (OffsetSpec.Specific s : spec.specific()) {
+    List<OffsetSpec.Specific> named = new java.util.ArrayList<>(spec.specific());
+    named.addAll(spec.timestamps());
+    for (OffsetSpec.Specific s : named) {
       if (!read.contains(s.topic() + "/" + s.partition())) {
         throw new FluvioException(
             ErrorCode.DATA_SOURCE_OPTION,

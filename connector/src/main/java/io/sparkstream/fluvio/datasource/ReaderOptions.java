@@ -41,6 +41,8 @@ import java.util.TreeSet;
  * @param localReads read a leader's segment files directly when they are on this host
  * @param topicPattern a regex over topic names, matched in full ({@code topicPattern});
  *     {@code topics} is then empty and planning lists the SC's topics; null otherwise
+ * @param assign Kafka's {@code assign}: the only partitions read of each topic ({@code
+ *     topics} then holds the same topics); null otherwise
  */
 public record ReaderOptions(
     Endpoint endpoint,
@@ -54,7 +56,8 @@ public record ReaderOptions(
     boolean failOnDataLoss,
     Integer minPartitions,
     boolean localReads,
-    String topicPattern)
+    String topicPattern,
+    List<KafkaOptionValues.Assigned> assign)
     implements Serializable {
 
   /** Options without a topic pattern. */
@@ -63,7 +66,26 @@ public record ReaderOptions(
       OffsetSpec ending, Isolation isolation, boolean includeHeaders, int fetchMaxBytes,
       boolean failOnDataLoss, Integer minPartitions, boolean localReads) {
     this(endpoint, topics, partitions, starting, ending, isolation, includeHeaders, fetchMaxBytes,
-        failOnDataLoss, minPartitions, localReads, null);
+        failOnDataLoss, minPartitions, localReads, null, null);
+  }
+
+  /**
+   * The partitions read of {@code topic}: {@code assign}'s, else {@code partitions}.
+   *
+   * @param topic a topic the read subscribes to
+   * @return the partition indexes; null = all
+   */
+  public List<Integer> partitionsOf(String topic) {
+    if (assign != null) {
+      return assign.stream().filter(a -> a.topic().equals(topic)).findFirst()
+          .map(KafkaOptionValues.Assigned::partitions).orElse(List.of());
+    }
+    return partitions;
+  }
+
+  /** The option that selects partitions ({@code assign} or {@code partitions}), for messages. */
+  public String partitionsOption() {
+    return assign != null ? "assign" : "partitions";
   }
 
   /** Every reader option name, as in Python (the unknown-option message lists them). */
@@ -72,18 +94,22 @@ public record ReaderOptions(
           "endpoint", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
           "startingTimestamp", "endingOffsets", "endingTimestamp", "isolation",
           "maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minPartitions",
-          "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "progressGroup");
+          "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "progressGroup",
+          "assign", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
+          "endingOffsetsByTimestamp", "minOffsetsPerTrigger", "maxTriggerDelay");
 
   private static final List<String> STREAM_ONLY =
-      List.of("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "progressGroup");
-  private static final List<String> BATCH_ONLY = List.of("endingOffsets", "endingTimestamp");
-  private static final List<String> SPARK_OWNED = List.of("checkpointlocation");
+      List.of("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "progressGroup",
+          "minOffsetsPerTrigger", "maxTriggerDelay");
+  private static final List<String> BATCH_ONLY =
+      List.of("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp");
+  /** {@code maxTriggerDelay} when not set: 15 minutes, as Spark's Kafka source. */
+  static final long DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000L;
   private static final String GROUP_PREFIX = "group:";
   private static final int MAX_GROUP_NAME = 249;
   private static final java.util.regex.Pattern NAME_RULE =
       java.util.regex.Pattern.compile("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
   private static final int DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024;
-  private static final long MAX_MS = 253_402_300_799_999L; // 9999-12-31T23:59:59.999Z
 
   /**
    * Reject unknown option names (at {@code load()}, before any planning).
@@ -118,53 +144,67 @@ public record ReaderOptions(
    * @throws FluvioException {@code DATA_SOURCE_OPTION}, naming the option at fault
    */
   static ReaderOptions parse(Map<String, String> options, boolean stream) {
-    Map<String, String> opts = canonical(options);
+    OptionNames.Given given = OptionNames.canonical(options, READER, OptionNames.READER_ALIASES);
+    Map<String, String> opts = given.values();
     for (String name : stream ? BATCH_ONLY : STREAM_ONLY) {
       if (opts.containsKey(name)) {
         throw error("option '%s' only applies to %s reads".formatted(name, stream ? "batch" : "streaming"));
       }
     }
-    exclusive(opts, "topic", "topics", "topicPattern");
-    exclusive(opts, "maxRecordsPerTrigger", "maxOffsetsPerTrigger");
+    exclusive(given, "topic", "topics", "topicPattern", "assign");
+    exclusive(given, "maxRecordsPerTrigger", "maxOffsetsPerTrigger");
+    exclusive(given, "assign", "partitions");
     List<String> topics;
     String pattern = null;
+    List<KafkaOptionValues.Assigned> assign = null;
     if (opts.containsKey("topic")) {
       topics = topicNames(opts.get("topic"), "topic");
       if (topics.size() > 1) {
         throw error("option 'topic' names one topic; use 'topics' for many");
       }
     } else if (opts.containsKey("topics")) {
-      topics = topicNames(opts.get("topics"), "topics");
+      topics = topicNames(opts.get("topics"), given.name("topics"));
     } else if (opts.containsKey("topicPattern")) {
       topics = List.of();
       pattern = opts.get("topicPattern");
       try {
         java.util.regex.Pattern.compile(pattern);
       } catch (java.util.regex.PatternSyntaxException e) {
-        throw error("option 'topicPattern' is not a regex: " + e.getDescription());
+        throw error("option '%s' is not a regex: %s".formatted(given.name("topicPattern"), e.getDescription()));
       }
+    } else if (opts.containsKey("assign")) {
+      assign = KafkaOptionValues.assign(opts.get("assign"), "assign");
+      topics = assign.stream().map(KafkaOptionValues.Assigned::topic).toList();
     } else {
-      throw error("one of the options 'topic', 'topics', 'topicPattern' is required");
+      throw error("one of the options 'topic', 'topics' ('subscribe'), 'topicPattern' "
+          + "('subscribePattern'), 'assign' is required");
     }
     List<Integer> partitions = null;
     if (opts.containsKey("partitions")) {
       partitions = partitionList(opts.get("partitions"));
     }
+    String strategy = timeStrategy(opts);
+    String[] startNames = {"startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp"};
     OffsetSpec starting =
-        offsetsOrTime(opts, "startingOffsets", "startingTimestamp", false,
-            stream ? OffsetSpec.LATEST : OffsetSpec.EARLIEST);
+        offsetsOrTime(given, startNames, false, stream ? OffsetSpec.LATEST : OffsetSpec.EARLIEST, strategy);
     if (!stream && starting.defaultOffset() == OffsetSpec.LATEST && starting.specific().isEmpty()
-        && starting.timestampMs() == null) {
+        && starting.timestampMs() == null && starting.timestamps().isEmpty()) {
       throw error("option 'startingOffsets' cannot be 'latest' for batch reads");
     }
+    String[] endNames = {"endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"};
     OffsetSpec ending = stream
         ? new OffsetSpec(OffsetSpec.LATEST, List.of(), null)
-        : offsetsOrTime(opts, "endingOffsets", "endingTimestamp", true, OffsetSpec.LATEST);
-    for (Map.Entry<String, OffsetSpec> e : Map.of("startingOffsets", starting, "endingOffsets", ending).entrySet()) {
+        : offsetsOrTime(given, endNames, true, OffsetSpec.LATEST, "latest");
+    List<Map.Entry<String, OffsetSpec>> checked = new ArrayList<>();
+    checked.add(Map.entry(given(opts, startNames), starting));
+    if (!stream) {
+      checked.add(Map.entry(given(opts, endNames), ending));
+    }
+    for (Map.Entry<String, OffsetSpec> e : checked) {
       TreeSet<String> stray = new TreeSet<>();
-      for (OffsetSpec.Specific s : e.getValue().specific()) {
-        if (!subscribed(s.topic(), topics, pattern)) {
-          stray.add(s.topic());
+      for (String topic : e.getValue().topics()) {
+        if (!subscribed(topic, topics, pattern)) {
+          stray.add(topic);
         }
       }
       if (!stray.isEmpty()) {
@@ -172,14 +212,13 @@ public record ReaderOptions(
             .formatted(e.getKey(), String.join(", ", stray)));
       }
     }
-    Endpoint endpoint = endpoint(opts);
+    Endpoint endpoint = endpoint(given);
     if (longInteger(opts, "maxRecordsPerTrigger") == null) {
       longInteger(opts, "maxOffsetsPerTrigger");
     }
+    triggerWait(opts);
     // The rest in Python's order, so a case with two faults names the same one.
-    Isolation isolation =
-        Isolation.valueOf(choice(opts, "isolation", List.of("committed", "uncommitted"), "committed")
-            .toUpperCase(Locale.ROOT));
+    Isolation isolation = isolation(given);
     longInteger(opts, "maxBytesPerTrigger");
     Integer minPartitions = integer(opts, "minPartitions", 1);
     boolean failOnDataLoss = bool(opts, "failOnDataLoss", true);
@@ -191,7 +230,66 @@ public record ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
         starting, ending, isolation, includeHeaders,
         fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss, minPartitions,
-        localReads, pattern);
+        localReads, pattern, assign);
+  }
+
+  /** The first of {@code names} given, else the first ({@code _offsets_or_time}'s name). */
+  private static String given(Map<String, String> opts, String[] names) {
+    for (String n : names) {
+      if (opts.containsKey(n)) {
+        return n;
+      }
+    }
+    return names[0];
+  }
+
+  /**
+   * {@code startingOffsetsByTimestampStrategy}: Kafka's default {@code error} with the
+   * per-partition form, {@code latest} with {@code startingTimestamp}; refused without either.
+   */
+  private static String timeStrategy(Map<String, String> opts) {
+    String name = "startingOffsetsByTimestampStrategy";
+    if (!opts.containsKey(name)) {
+      return opts.containsKey("startingOffsetsByTimestamp") ? "error" : "latest";
+    }
+    if (!opts.containsKey("startingTimestamp") && !opts.containsKey("startingOffsetsByTimestamp")) {
+      throw error("option '%s' only applies with 'startingOffsetsByTimestamp' or 'startingTimestamp'"
+          .formatted(name));
+    }
+    return choice(opts, name, List.of("error", "latest"), "error");
+  }
+
+  /**
+   * {@code minOffsetsPerTrigger} and {@code maxTriggerDelay} (ms), as {@code _trigger_wait}
+   * of Python: the delay needs the minimum.
+   *
+   * @param opts the options by canonical name
+   * @return {minimum or null, delay ms}
+   */
+  static Long[] triggerWait(Map<String, String> opts) {
+    Long minimum = longInteger(opts, "minOffsetsPerTrigger");
+    long delay = DEFAULT_MAX_TRIGGER_DELAY_MS;
+    if (opts.containsKey("maxTriggerDelay")) {
+      if (minimum == null) {
+        throw error("option 'maxTriggerDelay' only applies with 'minOffsetsPerTrigger'");
+      }
+      delay = KafkaOptionValues.durationMs(opts.get("maxTriggerDelay"), "maxTriggerDelay");
+    }
+    return new Long[] {minimum, delay};
+  }
+
+  /** {@code isolation} ({@code kafka.isolation.level}) in the words of {@link Isolation#WORDS}. */
+  private static Isolation isolation(OptionNames.Given given) {
+    String raw = given.values().get("isolation");
+    if (raw == null) {
+      return Isolation.COMMITTED;
+    }
+    Isolation found = Isolation.parse(raw);
+    if (found == null) {
+      throw error("option '%s' must be one of %s, got %s".formatted(
+          given.name("isolation"), String.join(", ", Isolation.WORDS.keySet()), pyRepr(raw)));
+    }
+    return found;
   }
 
   /** True when the read subscribes to {@code topic}: named, or matched by the pattern. */
@@ -233,32 +331,14 @@ public record ReaderOptions(
   }
 
   private static Map<String, String> canonical(Map<String, String> options) {
-    Map<String, String> byLower = new LinkedHashMap<>();
-    READER.forEach(n -> byLower.put(n.toLowerCase(Locale.ROOT), n));
-    Map<String, String> out = new LinkedHashMap<>();
-    for (Map.Entry<String, String> e : options.entrySet()) {
-      String key = e.getKey();
-      String name = byLower.get(key.toLowerCase(Locale.ROOT));
-      if (name == null) {
-        if (SPARK_OWNED.contains(key.toLowerCase(Locale.ROOT))) {
-          continue;
-        }
-        String hint = key.equalsIgnoreCase("path") ? " (name the topic with option('topic', ...))" : "";
-        TreeSet<String> known = new TreeSet<>(Comparator.naturalOrder());
-        known.addAll(READER);
-        throw error("unknown option '%s' for format('fluvio')%s; known options: %s"
-            .formatted(key, hint, String.join(", ", known)));
-      }
-      out.put(name, e.getValue());
-    }
-    return out;
+    return OptionNames.canonical(options, READER, OptionNames.READER_ALIASES).values();
   }
 
-  private static void exclusive(Map<String, String> opts, String... names) {
+  private static void exclusive(OptionNames.Given opts, String... names) {
     List<String> given = new ArrayList<>();
     for (String n : names) {
-      if (opts.containsKey(n)) {
-        given.add("'" + n + "'");
+      if (opts.values().containsKey(n)) {
+        given.add("'" + opts.name(n) + "'");
       }
     }
     if (given.size() > 1) {
@@ -294,13 +374,19 @@ public record ReaderOptions(
   }
 
   private static OffsetSpec offsetsOrTime(
-      Map<String, String> opts, String offsetsName, String timeName, boolean ending, long dflt) {
-    exclusive(opts, offsetsName, timeName);
-    if (opts.containsKey(timeName)) {
-      return new OffsetSpec(dflt, List.of(), timestampMs(opts.get(timeName), timeName));
+      OptionNames.Given given, String[] names, boolean ending, long dflt, String strategy) {
+    exclusive(given, names);
+    Map<String, String> opts = given.values();
+    if (opts.containsKey(names[1])) {
+      long ms = KafkaOptionValues.timestampMs(opts.get(names[1]), names[1]);
+      return new OffsetSpec(dflt, List.of(), ms, null, List.of(), strategy);
     }
-    if (opts.containsKey(offsetsName)) {
-      return offsetSpec(opts.get(offsetsName), offsetsName, ending);
+    if (opts.containsKey(names[2])) {
+      List<OffsetSpec.Specific> times = KafkaOptionValues.timestamps(opts.get(names[2]), names[2]);
+      return new OffsetSpec(dflt, List.of(), null, null, times, strategy);
+    }
+    if (opts.containsKey(names[0])) {
+      return offsetSpec(opts.get(names[0]), names[0], ending);
     }
     return new OffsetSpec(dflt, List.of(), null);
   }
@@ -372,49 +458,12 @@ public record ReaderOptions(
   }
 
   /**
-   * A time option in milliseconds, checked as {@code to_timestamp_us(ms, "ms", ...)} of
-   * {@code spark_stream/client/timestamps.py} checks it: a value past the year 9999 was
-   * written in a finer unit and would read nothing, so it is refused naming that unit.
+   * The {@code endpoint} option ({@code kafka.bootstrap.servers}), else {@code
+   * FLUVIO_ENDPOINT}, else the profile. Kafka's form lists several servers,
+   * comma-separated: each is checked and the first is used (a cluster has one SC).
    */
-  private static long timestampMs(String raw, String name) {
-    BigInteger ms;
-    try {
-      ms = new BigInteger(raw.strip());
-    } catch (NumberFormatException e) {
-      throw error("option '%s' must be an integer (milliseconds since the epoch), got %s"
-          .formatted(name, pyRepr(raw)));
-    }
-    String what = "option '" + name + "'";
-    if (ms.signum() < 0) {
-      throw error("%s is milliseconds since the epoch and must be >= 0, got %s".formatted(what, ms));
-    }
-    BigInteger limit = BigInteger.valueOf(MAX_MS);
-    if (ms.compareTo(limit) <= 0) {
-      return ms.longValueExact();
-    }
-    String[][] finer = {{"microseconds", "1000"}, {"nanoseconds", "1000000"}};
-    for (String[] unit : finer) {
-      BigInteger converted = ms.divide(new BigInteger(unit[1]));
-      if (converted.compareTo(limit) <= 0) {
-        throw error(("%s is milliseconds since the epoch, and %s ms is after the year 9999: it "
-                + "looks like %s; in milliseconds that is %s (%s)")
-            .formatted(what, ms, unit[0], converted, iso(converted.longValueExact())));
-      }
-    }
-    throw error("%s is milliseconds since the epoch, and %s ms is after the year 9999".formatted(what, ms));
-  }
-
-  /** Python's {@code datetime.isoformat()} of a UTC time in ms, with {@code Z}. */
-  private static String iso(long ms) {
-    java.time.LocalDateTime t =
-        java.time.LocalDateTime.ofEpochSecond(Math.floorDiv(ms, 1000), Math.floorMod(ms, 1000) * 1_000_000,
-            java.time.ZoneOffset.UTC);
-    String base = t.format(java.time.format.DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss"));
-    return (ms % 1000 == 0 ? base : base + ".%06d".formatted(Math.floorMod(ms, 1000) * 1000)) + "Z";
-  }
-
-  static Endpoint endpoint(Map<String, String> opts) {
-    String raw = opts.get("endpoint");
+  static Endpoint endpoint(OptionNames.Given given) {
+    String raw = given.values().get("endpoint");
     if (raw == null) {
       raw = System.getenv("FLUVIO_ENDPOINT");
       if (raw == null || raw.isBlank()) {
@@ -422,8 +471,12 @@ public record ReaderOptions(
       }
       return wrap(() -> Endpoint.parse(System.getenv("FLUVIO_ENDPOINT"), "FLUVIO_ENDPOINT"));
     }
-    String given = raw;
-    return wrap(() -> Endpoint.parse(given, "option 'endpoint'"));
+    String what = "option '%s'".formatted(given.name("endpoint"));
+    List<Endpoint> hosts = new ArrayList<>();
+    for (String host : raw.split(",", -1)) {
+      hosts.add(wrap(() -> Endpoint.parse(host.strip(), what)));
+    }
+    return hosts.get(0);
   }
 
   private static Endpoint wrap(java.util.function.Supplier<Endpoint> parse) {
@@ -472,23 +525,47 @@ public record ReaderOptions(
     return value.bitLength() < 64 ? value.longValue() : Long.MAX_VALUE;
   }
 
-  /** The options as canonically spelled names (as {@link #checkNames} checks them). */
   /**
-   * The topics a read or write names ({@code topic}/{@code topics}), empty with a pattern
-   * or none: {@code named_topics} of {@code datasource/options.py}.
+   * The topics a read names ({@code topic}/{@code topics}/{@code assign}, and Kafka's
+   * aliases), empty with a pattern or none: {@code named_topics} of {@code
+   * datasource/options.py}.
    *
-   * @throws FluvioException {@code DATA_SOURCE_OPTION}: an empty topic name
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}: an unknown option, an empty topic
+   *     name, a bad {@code assign}
    */
   static List<String> namedTopics(Map<String, String> options) {
-    Map<String, String> opts = canonical(options);
-    for (String name : List.of("topic", "topics")) {
-      if (opts.containsKey(name)) {
-        return topicNames(opts.get(name), name);
+    OptionNames.Given given = OptionNames.canonical(options, READER, OptionNames.READER_ALIASES);
+    Map<String, String> opts = given.values();
+    if (opts.containsKey("topicPattern")) {
+      return List.of();
+    }
+    if (opts.containsKey("topic")) {
+      List<String> topics = topicNames(opts.get("topic"), "topic");
+      if (topics.size() > 1) {
+        throw error("option 'topic' names one topic; use 'topics' for many");
       }
+      return topics;
+    }
+    if (opts.containsKey("topics")) {
+      return topicNames(opts.get("topics"), given.name("topics"));
+    }
+    if (opts.containsKey("assign")) {
+      return KafkaOptionValues.assign(opts.get("assign"), "assign").stream()
+          .map(KafkaOptionValues.Assigned::topic).toList();
     }
     return List.of();
   }
 
+  /**
+   * The endpoint a read names ({@code endpoint}, {@code kafka.bootstrap.servers}), else
+   * {@code FLUVIO_ENDPOINT}, else the profile: {@code named_endpoint} of {@code
+   * datasource/options.py}.
+   */
+  static Endpoint namedEndpoint(Map<String, String> options) {
+    return endpoint(OptionNames.canonical(options, READER, OptionNames.READER_ALIASES));
+  }
+
+  /** The options as canonically spelled names (as {@link #checkNames} checks them). */
   static Map<String, String> canonicalNames(Map<String, String> options) {
     return canonical(options);
   }

@@ -61,6 +61,27 @@ final class StreamLimits {
   }
 
   /**
+   * Whether a trigger waits ({@code minOffsetsPerTrigger} + {@code maxTriggerDelay}, as
+   * {@code delay_batch} of {@code datasource/planning.py} and Spark's Kafka source decide
+   * it): while fewer than {@code minRows} records are new and less than {@code maxDelayMs}
+   * passed since the last trigger that ran ({@code lastMs}; 0 before the first, so the
+   * first trigger never waits).
+   *
+   * @param minRows {@code minOffsetsPerTrigger}
+   * @param newRows records visible past the query's position now
+   * @param nowMs the time now
+   * @param lastMs when the last trigger that did not wait ran
+   * @param maxDelayMs {@code maxTriggerDelay}
+   * @return true to skip this trigger
+   */
+  static boolean delayBatch(long minRows, long newRows, long nowMs, long lastMs, long maxDelayMs) {
+    if (nowMs - lastMs >= maxDelayMs) {
+      return false;
+    }
+    return newRows < minRows;
+  }
+
+  /**
    * End offsets that admit at most {@code maxRows} records in total past {@code start}.
    *
    * @param start where each partition starts (a partition missing here starts at 0)

@@ -14,9 +14,13 @@ import java.util.Map;
  * @param maxBytesPerTrigger stored frame bytes per micro-batch; null = no limit
  * @param progressGroup the consumer group the query's committed offsets are mirrored into
  *     ({@link ProgressMirror}); null = none
+ * @param minRecordsPerTrigger {@code minOffsetsPerTrigger}: a micro-batch waits until this
+ *     many new records are visible or {@code maxTriggerDelayMs} passed; null = no wait
+ * @param maxTriggerDelayMs {@code maxTriggerDelay} (default 15 minutes)
  */
 record StreamOptions(
-    ReaderOptions read, Long maxRecordsPerTrigger, Long maxBytesPerTrigger, String progressGroup)
+    ReaderOptions read, Long maxRecordsPerTrigger, Long maxBytesPerTrigger, String progressGroup,
+    Long minRecordsPerTrigger, long maxTriggerDelayMs)
     implements Serializable {
 
   /**
@@ -34,8 +38,9 @@ record StreamOptions(
     if (maxRecords == null) {
       maxRecords = ReaderOptions.longInteger(opts, "maxOffsetsPerTrigger");
     }
+    Long[] wait = ReaderOptions.triggerWait(opts);
     return new StreamOptions(
         read, maxRecords, ReaderOptions.longInteger(opts, "maxBytesPerTrigger"),
-        ReaderOptions.progressGroup(opts));
+        ReaderOptions.progressGroup(opts), wait[0], wait[1]);
   }
 }

@@ -53,12 +53,13 @@ public record WriterOptions(
    * @throws FluvioException {@code DATA_SOURCE_OPTION}, naming the option at fault
    */
   public static WriterOptions parse(Map<String, String> options) {
-    Map<String, String> opts = canonical(options);
+    OptionNames.Given given = OptionNames.canonical(options, WRITER, OptionNames.WRITER_ALIASES);
+    Map<String, String> opts = given.values();
     String topic = opts.get("topic");
     if (topic != null && topic.isBlank()) {
       throw ReaderOptions.error("option 'topic' must not be empty");
     }
-    Endpoint endpoint = ReaderOptions.endpoint(opts);
+    Endpoint endpoint = ReaderOptions.endpoint(given);
     Compression compression = null;
     if (opts.containsKey("compression")) {
       compression =
@@ -79,27 +80,5 @@ public record WriterOptions(
         batchSize == null || batchSize == 0 ? DEFAULT_BATCH_SIZE : batchSize,
         acks,
         preserve);
-  }
-
-  private static Map<String, String> canonical(Map<String, String> options) {
-    Map<String, String> out = new LinkedHashMap<>();
-    for (Map.Entry<String, String> e : options.entrySet()) {
-      String key = e.getKey();
-      String name = WRITER.stream().filter(n -> n.equalsIgnoreCase(key)).findFirst().orElse(null);
-      if (name == null) {
-        if (key.equalsIgnoreCase("checkpointLocation")) {
-          continue;
-        }
-        String hint = key.equalsIgnoreCase("path") ? " (name the topic with option('topic', ...))" : "";
-        TreeSet<String> known = new TreeSet<>(Comparator.naturalOrder());
-        known.addAll(WRITER);
-        throw new FluvioException(
-            ErrorCode.DATA_SOURCE_OPTION,
-            "unknown option '%s' for format('fluvio')%s; known options: %s"
-                .formatted(key, hint, String.join(", ", known)));
-      }
-      out.put(name, e.getValue());
-    }
-    return out;
   }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.sparkstream.fluvio.Vectors;
 import io.sparkstream.fluvio.errors.FluvioException;
 import java.util.ArrayList;
@@ -13,7 +14,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** Batch reader options parse as {@code datasource/options.py} parses them, messages too. */
+/** Batch and stream reader options parse as {@code datasource/options.py} parses them, messages too. */
 class ReaderOptionsTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -41,6 +42,36 @@ class ReaderOptionsTest {
     assertTrue(checked >= 40, "cases read: " + checked);
   }
 
+  @Test
+  void everyStreamCaseParsesOrFailsAsInPython() {
+    int checked = 0;
+    for (JsonNode c : Vectors.load("reader_options.json").get("stream")) {
+      Map<String, String> options = new LinkedHashMap<>();
+      c.get("options").properties().forEach(e -> options.put(e.getKey(), e.getValue().asText()));
+      String name = options.toString();
+      if (c.has("error")) {
+        String got;
+        try {
+          StreamOptions.parse(options);
+          got = "accepted";
+        } catch (FluvioException e) {
+          got = e.toString();
+        }
+        assertEquals(c.get("error").asText(), got, name);
+      } else {
+        StreamOptions parsed = StreamOptions.parse(options);
+        ObjectNode summary = (ObjectNode) summary(parsed.read());
+        summary.putNull("ending"); // a stream has none (Python: None)
+        summary.put("max_records_per_trigger", parsed.maxRecordsPerTrigger());
+        summary.put("min_records_per_trigger", parsed.minRecordsPerTrigger());
+        summary.put("max_trigger_delay_ms", parsed.maxTriggerDelayMs());
+        assertEquals(c.get("parsed").toString(), summary.toString(), name);
+      }
+      checked++;
+    }
+    assertTrue(checked >= 15, "cases read: " + checked);
+  }
+
   private static JsonNode summary(ReaderOptions o) {
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("endpoint", o.endpoint().toString());
@@ -57,6 +88,11 @@ class ReaderOptionsTest {
     if (o.topicPattern() != null) {
       out.put("topic_pattern", o.topicPattern());
     }
+    if (o.assign() != null) {
+      List<List<Object>> assign = new ArrayList<>();
+      o.assign().forEach(a -> assign.add(List.of(a.topic(), a.partitions())));
+      out.put("assign", assign);
+    }
     return JSON.valueToTree(out);
   }
 
@@ -71,6 +107,16 @@ class ReaderOptionsTest {
     out.put("timestamp_ms", s.timestampMs());
     if (s.group() != null) {
       out.put("group", s.group());
+    }
+    if (!s.timestamps().isEmpty()) {
+      List<List<Object>> times = new ArrayList<>();
+      for (OffsetSpec.Specific e : s.timestamps()) {
+        times.add(List.of(e.topic(), e.partition(), e.offset()));
+      }
+      out.put("timestamps", times);
+    }
+    if (!s.timestamps().isEmpty() || s.timestampMs() != null) {
+      out.put("time_strategy", s.timeStrategy());
     }
     return out;
   }
