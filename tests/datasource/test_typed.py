@@ -66,6 +66,14 @@ def test_a_typed_topic_reads_as_its_columns_older_records_null_in_new_ones(
         TimestampType(),
         DoubleType(),
     )
+    # Kafka's option names find the typed topic too.
+    kafka = (
+        spark.read.format("fluvio")
+        .option("kafka.bootstrap.servers", fluvio_cluster.endpoint)
+        .option("subscribe", topic)
+        .load()
+    )
+    assert kafka.schema == df.schema and kafka.count() == 3
     rows = sorted(df.select("id", "name", "at", "score", "key", "topic").collect())
     assert [(r.id, r.name, r.at.astimezone(UTC), r.score, r.key, r.topic) for r in rows] == [
         (1, "a", WHEN, None, b"k1", topic),
