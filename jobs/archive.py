@@ -2,7 +2,14 @@
 
     python -m jobs.archive --topic orders --table data/orders_archive \
         [--starting-offsets earliest|JSON] [--ending-offsets latest|JSON] [--include-headers]
+    python -m jobs.archive --topic orders     (a topic created with --table delta)
     spark-submit jobs/archive.py ...     (same arguments)
+
+A topic created with ``--table delta`` already is a Delta table: every tiered segment is
+committed to the table at its tier directory as it is tiered. Archiving such a topic
+copies nothing; the job names that table (``copied: false``), which holds the topic's
+history up to its tiered end (the unsealed tail of each partition follows as segments
+seal). ``--table`` may then be left out, or name the tier itself.
 
 Idempotence: the table itself records what was archived. Before reading, the job looks
 up the highest archived offset of every partition of the topic, starts each partition
@@ -27,6 +34,8 @@ from datasource.clients import client_for
 from jobs._main import run_job
 from jobs._progress import JobProgress
 from jobs._session import job_session
+from jobs._tier import delta_tier, same_location
+from spark_stream.errors import DataSourceOptionError
 
 __all__ = ["ArchiveResult", "archive", "archived_offsets", "main"]
 
@@ -39,6 +48,8 @@ class ArchiveResult:
     table: str
     records_added: int
     seconds: float
+    #: False when the topic's own Delta table over its tier is the archive (no copy).
+    copied: bool = True
 
 
 def _is_delta(spark: SparkSession, table: str) -> bool:
@@ -76,7 +87,7 @@ def _resume_offsets(endpoint: str | None, topic: str, done: dict[int, int]) -> s
 def archive(
     spark: SparkSession,
     topic: str,
-    table: str,
+    table: str | None,
     *,
     endpoint: str | None = None,
     starting_offsets: str = "earliest",
@@ -86,10 +97,22 @@ def archive(
 ) -> ArchiveResult:
     """Append ``topic``'s records in the range (minus those archived) to the Delta ``table``.
 
+    A topic with a Delta table over its tier (``--table delta``) is not copied when
+    ``table`` is None or that table: the result names it, with ``copied`` False.
+
     Raises:
-        DataSourceOptionError: bad offsets, or a topic that does not exist.
+        DataSourceOptionError: bad offsets, a topic that does not exist, or no ``table``
+            for a topic without a Delta table over its tier.
     """
     started = time.monotonic()
+    tier = delta_tier(spark, endpoint, topic)
+    if tier is not None and (table is None or same_location(table, tier)):
+        return ArchiveResult(topic, tier, 0, round(time.monotonic() - started, 3), copied=False)
+    if table is None:
+        raise DataSourceOptionError(
+            f"archive: give --table; topic {topic!r} has no Delta table over its tier "
+            "(a topic created with --table delta has one once a segment is tiered)"
+        )
     done = archived_offsets(spark, table, topic)
     if starting_offsets.strip().lower() == "earliest" and done:
         starting_offsets = _resume_offsets(endpoint, topic, done)
@@ -134,7 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m jobs.archive", description="Archive a topic's offset range into Delta."
     )
     parser.add_argument("--topic", required=True)
-    parser.add_argument("--table", required=True, help="Delta table path or URL")
+    parser.add_argument(
+        "--table",
+        default=None,
+        help="Delta table path or URL (optional for a topic created with --table delta)",
+    )
     parser.add_argument("--endpoint", default=None, help="SC host:port (default: the profile)")
     parser.add_argument("--starting-offsets", default="earliest")
     parser.add_argument("--ending-offsets", default="latest")

@@ -2,7 +2,13 @@
 
     python -m jobs.backfill --source data/orders --format delta --topic orders \
         [--key-column id] [--value-column payload] [--timestamp-column ts]
+    python -m jobs.backfill --source-topic old_orders --topic orders
     spark-submit jobs/backfill.py ...     (same arguments)
+
+``--source-topic T`` reads the history of a topic created with ``--table delta`` from the
+Delta table over its tier (no SPU is read): its ``key``, ``value`` and ``timestamp``
+columns are the records' by default (a typed topic's user columns become the JSON value),
+and its ``offset`` and ``partition`` columns are dropped.
 
 Each row becomes one record. The value is ``--value-column`` (binary or string), or the
 whole row as JSON when none is given; the key and timestamp are optional columns. The
@@ -27,9 +33,13 @@ from datasource.clients import client_for
 from jobs._main import run_job
 from jobs._progress import JobProgress
 from jobs._session import job_session
-from spark_stream.errors import SinkSchemaError
+from jobs._tier import TIER_COLUMNS, delta_tier
+from spark_stream.errors import DataSourceOptionError, SinkSchemaError
 
-__all__ = ["BackfillResult", "backfill", "records_frame", "main"]
+__all__ = ["BackfillResult", "backfill", "records_frame", "tier_source", "main"]
+
+#: The record columns of a tier table that map to the sink's, when not named otherwise.
+_RECORD_COLUMNS = ("key", "value", "timestamp")
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,23 @@ def records_frame(
     return df.select(*cols)
 
 
+def tier_source(spark: SparkSession, endpoint: str | None, topic: str) -> DataFrame:
+    """``topic``'s history from the Delta table over its tier, as a backfill source.
+
+    Raises:
+        DataSourceOptionError: the topic has no Delta table over its tier (or does not
+            exist).
+    """
+    table = delta_tier(spark, endpoint, topic)
+    if table is None:
+        raise DataSourceOptionError(
+            f"backfill: topic {topic!r} has no Delta table over its tier (create it with "
+            "--table delta; the table appears once a segment is tiered)"
+        )
+    df = spark.read.format("delta").load(table)
+    return df.drop(*TIER_COLUMNS, "headers")
+
+
 def _topic_records(endpoint: str | None, topic: str) -> int:
     client = client_for(endpoint)
     return sum(client.fetch_offsets(topic, p.partition).leo for p in client.topic_partitions(topic))
@@ -73,7 +100,7 @@ def _topic_records(endpoint: str | None, topic: str) -> int:
 
 def backfill(
     spark: SparkSession,
-    source: str,
+    source: str | None,
     topic: str,
     *,
     fmt: str = "parquet",
@@ -81,19 +108,41 @@ def backfill(
     key_column: str | None = None,
     value_column: str | None = None,
     timestamp_column: str | None = None,
+    source_topic: str | None = None,
     progress: bool = True,
 ) -> BackfillResult:
     """Copy the table at ``source`` (``fmt`` parquet or delta) into ``topic``.
 
+    With ``source_topic`` instead of ``source``: that topic's Delta table over its tier
+    (``tier_source``), its record columns mapped to the sink's unless named.
+
     Raises:
         SinkSchemaError: a named column does not exist.
         UnknownTopicError: the topic does not exist.
+        DataSourceOptionError: both or neither of ``source`` and ``source_topic``, or a
+            source topic without a Delta table over its tier.
     """
+    if (source is None) == (source_topic is None):
+        raise DataSourceOptionError("backfill: give one of --source and --source-topic")
+    if source_topic is not None:
+        df = tier_source(spark, endpoint, source_topic)
+        key_column, value_column, timestamp_column = (
+            given or (name if name in df.columns else None)
+            for given, name in zip(
+                (key_column, value_column, timestamp_column), _RECORD_COLUMNS, strict=True
+            )
+        )
+        if value_column is None:  # a typed topic: the JSON of its user columns
+            user = [c for c in df.columns if c not in _RECORD_COLUMNS]
+            df = df.withColumn("value", F.to_json(F.struct(*user)))
+            value_column = "value"
+    else:
+        assert source is not None
+        df = spark.read.format(fmt).load(source)
     before = _topic_records(endpoint, topic)
     frame = records_frame(
-        spark.read.format(fmt).load(source),
-        key_column=key_column, value_column=value_column, timestamp_column=timestamp_column,
-    )  # fmt: skip
+        df, key_column=key_column, value_column=value_column, timestamp_column=timestamp_column
+    )
     rows = frame.count()
     writer = frame.write.format("fluvio").option("topic", topic).mode("append")
     if endpoint:
@@ -117,7 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m jobs.backfill", description="Copy a Parquet or Delta table into a topic."
     )
-    parser.add_argument("--source", required=True, help="table path or URL")
+    origin = parser.add_mutually_exclusive_group(required=True)
+    origin.add_argument("--source", help="table path or URL")
+    origin.add_argument(
+        "--source-topic", help="a topic created with --table delta: its tier's Delta table"
+    )
     parser.add_argument("--format", default="parquet", choices=["parquet", "delta"])
     parser.add_argument("--topic", required=True)
     parser.add_argument("--endpoint", default=None, help="SC host:port (default: the profile)")
@@ -127,11 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def body() -> int:
-        spark = job_session("backfill", delta=args.format == "delta")
+        delta = args.format == "delta" or args.source_topic is not None
+        spark = job_session("backfill", delta=delta)
         result = backfill(
             spark, args.source, args.topic, fmt=args.format, endpoint=args.endpoint,
             key_column=args.key_column, value_column=args.value_column,
-            timestamp_column=args.timestamp_column,
+            timestamp_column=args.timestamp_column, source_topic=args.source_topic,
         )  # fmt: skip
         print(json.dumps(asdict(result)))
         return 0

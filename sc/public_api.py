@@ -57,6 +57,7 @@ from spark_stream.models import (
     TopicSpec,
 )
 from spark_stream.models.topic_schema import decode_arrow
+from spark_stream.models.topic_table import TableFormat, check_delta_types
 from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
@@ -581,7 +582,10 @@ def evolved_schema(topic: Topic, arrow: str) -> TopicSchema:
         raise InvalidConfigError(
             f"topic {topic.name!r} is untyped; a schema is set when a topic is created"
         )
-    return old.evolve(decode_arrow(arrow))
+    new = old.evolve(decode_arrow(arrow))
+    if topic.spec.table is TableFormat.DELTA:
+        check_delta_types(new.arrow_schema)
+    return new
 
 
 def _spu_spec(data: dict[str, Any]) -> SpuSpec:

@@ -20,13 +20,19 @@ def with_tier(topic: Topic, tier_root: str | None) -> Topic:
     """``topic`` with its tier resolved (see the module docstring).
 
     Raises:
-        InvalidConfigError: a tier URL whose protocol fsspec does not know, or a local
-            retention without a tier, or longer than the tier's retention.
+        InvalidConfigError: a tier URL whose protocol fsspec does not know, a local
+            retention or a table without a tier, or a local retention longer than the
+            tier's retention.
     """
     spec = topic.spec
     if spec.tier is None and tier_root is not None:
         spec = spec.model_copy(update={"tier": topic_tier_url(tier_root, topic.name)})
     if spec.tier is None:
+        if spec.table is not None:
+            raise InvalidConfigError(
+                f"topic {topic.name!r}: a table ({spec.table.value}) is kept over the tier "
+                "(--tier URL); this cluster has no default tier"
+            )
         if spec.local_retention_secs is not None:
             raise InvalidConfigError(
                 f"topic {topic.name!r}: a local retention needs a tier (--tier URL); "

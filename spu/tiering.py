@@ -131,6 +131,8 @@ def tier_slices(
             if hook is not None:
                 hook.on_tiered(partition, entry)
         if cutoff_us is not None and (expired := manifest.expired(cutoff_us)):
+            if hook is not None:  # out of the table before the files go
+                hook.on_expired(partition, expired)
             manifest = manifest.without(expired)
             save_manifest(tier_url, manifest)
             for gone in expired:

@@ -51,6 +51,7 @@ TOPIC_COLUMNS = (
     "segment_size",
     "compression",
     "schema",
+    "table",
     "status",
     "reason",
 )
@@ -86,6 +87,7 @@ def topic_row(topic: Topic) -> dict[str, Any]:
         "segment_size": spec.segment_size,
         "compression": spec.compression.value,
         "schema": _schema_cell(spec.topic_schema),
+        "table": None if spec.table is None else spec.table.value,
         "status": topic.status.resolution.value,
         "reason": topic.status.reason,
     }
@@ -194,6 +196,8 @@ def topic_spec(args: argparse.Namespace) -> dict[str, Any]:
         spec["ignore_rack_assignment"] = True
     if getattr(args, "schema", None) is not None:
         spec["topic_schema"] = TopicSchema.of(schema_from_file(args.schema)).to_dict()
+    if getattr(args, "table", None) is not None:
+        spec["table"] = args.table
     return spec
 
 

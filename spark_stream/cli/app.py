@@ -179,6 +179,11 @@ def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         help="a typed topic: its columns from a JSON description "
         '([{"name": "id", "type": "int64", "nullable": false}, ...]) or a Parquet/Arrow file',
     )
+    create.add_argument(
+        "--table",
+        choices=("delta",),
+        help="also commit every tiered Parquet file to a Delta table at the tier's root",
+    )
     upd = _client(
         tsub,
         "update-schema",

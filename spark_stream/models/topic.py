@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from spark_stream.errors import InvalidConfigError
 from spark_stream.models._base import (
     CaseInsensitiveEnum,
     FrozenModel,
@@ -39,9 +40,11 @@ from spark_stream.models._base import (
     check_name,
 )
 from spark_stream.models.topic_schema import TopicSchema
+from spark_stream.models.topic_table import TableFormat, check_delta_types
 
 __all__ = [
     "Compression",
+    "TableFormat",
     "TopicSettings",
     "PartitionAssignment",
     "TopicSpec",
@@ -98,6 +101,8 @@ class TopicSettings(FrozenModel):
     unclean_leader_election: bool = False
     #: The user columns of a typed topic, with their version; None: untyped records.
     topic_schema: TopicSchema | None = None
+    #: ``delta``: every tiered file is also committed to a Delta table at the tier's root.
+    table: TableFormat | None = None
 
     @field_validator("segment_size")
     @classmethod
@@ -116,6 +121,16 @@ class TopicSettings(FrozenModel):
         if value is not None and (value != value.strip() or "\n" in value):
             raise ValueError(f"tier {value!r} must be a URL or a path without surrounding space")
         return value
+
+    @model_validator(mode="after")
+    def _table_types(self) -> Self:
+        # A Delta table must hold every column as it is (see topic_table).
+        if self.table is TableFormat.DELTA and self.topic_schema is not None:
+            try:
+                check_delta_types(self.topic_schema.arrow_schema)
+            except InvalidConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return self
 
     def settings(self) -> dict[str, Any]:
         """Return the settings fields alone (snake_case), to copy into a partition spec."""

@@ -21,6 +21,8 @@ def topic(**spec: object) -> Topic:
         ({}, "s3://b/t/", "s3://b/t/orders"),
         ({"tier": "/elsewhere/o"}, "/data/tier", "/elsewhere/o"),  # given wins
         ({"tier": "memory://x/o"}, None, "memory://x/o"),
+        ({"table": "delta"}, "/data/tier", "/data/tier/orders"),  # a table over the default
+        ({"table": "delta", "tier": "/elsewhere/o"}, None, "/elsewhere/o"),
     ],
 )
 def test_tier_resolution(spec: dict[str, object], root: str | None, tier: str | None) -> None:
@@ -31,6 +33,7 @@ def test_tier_resolution(spec: dict[str, object], root: str | None, tier: str | 
     ("spec", "root", "message"),
     [
         ({"localRetentionSecs": 60}, None, "a local retention needs a tier"),
+        ({"table": "delta"}, None, r"a table \(delta\) is kept over the tier"),
         ({"tier": "nosuchfs://x/y"}, None, "tier 'nosuchfs://x/y'"),
         (
             {"tier": "/t", "localRetentionSecs": 7200, "retentionSecs": 3600},

@@ -153,3 +153,40 @@ def test_a_missing_schema_file_is_named(
     missing = tmp_path / "nope.json"
     code, _, err = cli(cluster, capsys, "topic", "create", unique(), "--schema", str(missing))
     assert code == 1 and "cannot read schema file" in err and "nope.json" in err
+
+
+def test_table_delta_is_a_topic_setting_checked_against_the_columns(
+    cluster: LocalCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain, typed, bad = unique(), unique(), unique()
+    assert cli(cluster, capsys, "topic", "create", plain, "--table", "delta")[0] == 0
+    _, out, _ = cli(cluster, capsys, "topic", "list", "-O", "json")
+    rows = {t["name"]: t for t in json.loads(out)}
+    assert rows[plain]["table"] == "delta"
+    _, out, _ = cli(cluster, capsys, "topic", "describe", plain, "-O", "json")
+    assert json.loads(out)["spec"]["table"] == "delta"
+
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(json.dumps(COLUMNS))
+    code, _, err = cli(
+        cluster, capsys, "topic", "create", typed, "--schema", str(schema_file), "--table", "delta"
+    )
+    assert code == 0, err
+    _, out, _ = cli(cluster, capsys, "topic", "list", "-O", "json")
+    assert {t["name"]: t["table"] for t in json.loads(out)}[typed] == "delta"
+
+    unsigned = tmp_path / "unsigned.json"
+    unsigned.write_text(json.dumps([{"name": "n", "type": "uint32"}]))
+    code, _, err = cli(
+        cluster, capsys, "topic", "create", bad, "--schema", str(unsigned), "--table", "delta"
+    )
+    assert code == 1
+    assert "column 'n' (uint32) cannot be in a Delta table: Delta has no unsigned" in err
+    wider = tmp_path / "wider.json"
+    wider.write_text(json.dumps([*COLUMNS, {"name": "ns", "type": "timestamp[ns]"}]))
+    code, _, err = cli(cluster, capsys, "topic", "update-schema", typed, "--schema", str(wider))
+    assert code == 1
+    assert "column 'ns' (timestamp[ns]) cannot be in a Delta table" in err
+    # Without a Delta table the same columns are fine.
+    code, _, err = cli(cluster, capsys, "topic", "create", bad, "--schema", str(unsigned))
+    assert code == 0, err

@@ -94,6 +94,7 @@ def test_settings_carry_retention_and_segments() -> None:
         "min_in_sync_replicas": 2,
         "unclean_leader_election": True,
         "topic_schema": None,  # an untyped topic's partitions carry no schema
+        "table": None,  # no Delta table
     }
 
 
