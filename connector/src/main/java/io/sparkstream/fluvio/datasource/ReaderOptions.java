@@ -525,6 +525,46 @@ public record ReaderOptions(
     return value.bitLength() < 64 ? value.longValue() : Long.MAX_VALUE;
   }
 
+  /**
+   * The topics a read names ({@code topic}/{@code topics}/{@code assign}, and Kafka's
+   * aliases), empty with a pattern or none: {@code named_topics} of {@code
+   * datasource/options.py}.
+   *
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}: an unknown option, an empty topic
+   *     name, a bad {@code assign}
+   */
+  static List<String> namedTopics(Map<String, String> options) {
+    OptionNames.Given given = OptionNames.canonical(options, READER, OptionNames.READER_ALIASES);
+    Map<String, String> opts = given.values();
+    if (opts.containsKey("topicPattern")) {
+      return List.of();
+    }
+    if (opts.containsKey("topic")) {
+      List<String> topics = topicNames(opts.get("topic"), "topic");
+      if (topics.size() > 1) {
+        throw error("option 'topic' names one topic; use 'topics' for many");
+      }
+      return topics;
+    }
+    if (opts.containsKey("topics")) {
+      return topicNames(opts.get("topics"), given.name("topics"));
+    }
+    if (opts.containsKey("assign")) {
+      return KafkaOptionValues.assign(opts.get("assign"), "assign").stream()
+          .map(KafkaOptionValues.Assigned::topic).toList();
+    }
+    return List.of();
+  }
+
+  /**
+   * The endpoint a read names ({@code endpoint}, {@code kafka.bootstrap.servers}), else
+   * {@code FLUVIO_ENDPOINT}, else the profile: {@code named_endpoint} of {@code
+   * datasource/options.py}.
+   */
+  static Endpoint namedEndpoint(Map<String, String> options) {
+    return endpoint(OptionNames.canonical(options, READER, OptionNames.READER_ALIASES));
+  }
+
   /** The options as canonically spelled names (as {@link #checkNames} checks them). */
   static Map<String, String> canonicalNames(Map<String, String> options) {
     return canonical(options);
