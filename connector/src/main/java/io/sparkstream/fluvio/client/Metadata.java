@@ -15,8 +15,10 @@ import java.util.Map;
  * @param topic the topic
  * @param leaders leader SPU id by partition index; -1 when the partition has none
  * @param spus public endpoint by SPU id
+ * @param tier the topic's tier directory (an fsspec URL, {@code spec.tier}), null when it
+ *     is not tiered
  */
-public record Metadata(String topic, List<Integer> leaders, Map<Integer, Endpoint> spus) {
+public record Metadata(String topic, List<Integer> leaders, Map<Integer, Endpoint> spus, String tier) {
 
   /**
    * Ask the SC.
@@ -55,7 +57,8 @@ public record Metadata(String topic, List<Integer> leaders, Map<Integer, Endpoin
       int port = ((Number) pub.get("port")).intValue();
       spus.put(id, new Endpoint(host(pub), port));
     }
-    return new Metadata(topic, List.copyOf(leaders), Map.copyOf(spus));
+    Object tier = topicSpec instanceof Map<?, ?> s ? s.get("tier") : null;
+    return new Metadata(topic, List.copyOf(leaders), Map.copyOf(spus), tier == null ? null : tier.toString());
   }
 
   /** Partitions of the topic. */
