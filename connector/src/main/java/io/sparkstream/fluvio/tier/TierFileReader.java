@@ -211,6 +211,9 @@ public final class TierFileReader implements AutoCloseable {
       skipFlat(timestamps, timestampColumn, n);
       readHeaders(n, null);
     } else {
+      for (var vector : root.getFieldVectors()) {
+        vector.setInitialCapacity(n); // one allocation for the batch, not doublings
+      }
       root.allocateNew();
       readBinary(keys, keyColumn, n, (VarBinaryVector) root.getVector("key"));
       readBinary(values, valueColumn, n, (VarBinaryVector) root.getVector("value"));
@@ -264,7 +267,7 @@ public final class TierFileReader implements AutoCloseable {
 
   private void readTimestamps(int n, TimeStampMicroTZVector out) {
     for (int i = 0; i < n; i++) {
-      out.set(i, timestamps.getLong() * timestampScale);
+      out.setSafe(i, timestamps.getLong() * timestampScale);
       timestamps.consume();
     }
     out.setValueCount(n);
