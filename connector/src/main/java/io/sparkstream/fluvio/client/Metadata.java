@@ -17,9 +17,15 @@ import java.util.Map;
  * @param leaders leader SPU id by partition index; -1 when the partition has none
  * @param spus public endpoint by SPU id
  * @param schema a typed topic's schema ({@code spec.topicSchema}), null for an untyped topic
+ * @param tier the topic's tier directory (an fsspec URL, {@code spec.tier}), null when it
+ *     is not tiered
  */
 public record Metadata(
-    String topic, List<Integer> leaders, Map<Integer, Endpoint> spus, TopicSchema schema) {
+    String topic,
+    List<Integer> leaders,
+    Map<Integer, Endpoint> spus,
+    TopicSchema schema,
+    String tier) {
 
   /**
    * Ask the SC.
@@ -49,7 +55,9 @@ public record Metadata(
       int port = ((Number) pub.get("port")).intValue();
       spus.put(id, new Endpoint(host(pub), port));
     }
-    return new Metadata(topic, List.copyOf(leaders), Map.copyOf(spus), typed);
+    Object tier = topicSpec instanceof Map<?, ?> s ? s.get("tier") : null;
+    return new Metadata(
+        topic, List.copyOf(leaders), Map.copyOf(spus), typed, tier == null ? null : tier.toString());
   }
 
   /** Partitions of the topic. */
