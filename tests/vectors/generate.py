@@ -48,8 +48,8 @@ from spark_stream.records import (
     verify_frame,
     with_base_offset,
 )
-from tests.vectors.typed_cases import typed_frames
 from tests.vectors.tier_cases import tier_file, tier_manifests
+from tests.vectors.typed_cases import typed_frames
 from tests.vectors.writer_cases import writer_options
 
 __all__ = ["DATA_DIR", "generate", "write"]
