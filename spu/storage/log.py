@@ -451,7 +451,8 @@ class ReplicaLog:
         return split_frames(
             frames,
             max_frame_bytes=self.config.max_batch_bytes,
-            schema=self.schema if self.config.check_payload else None,
+            schema=self.schema,
+            check=self.config.check_payload,
         )
 
     def _segment_for(self, offset: int) -> Segment:
