@@ -99,7 +99,7 @@ class _Table:
         start = at + _read(_U32, self.buf, at)
         count = _read(_U32, self.buf, start)
         self._check(start + 4, count * _PAIR.size)
-        return [_PAIR.unpack_from(self.buf, start + 4 + k * _PAIR.size) for k in range(count)]
+        return list(_PAIR.iter_unpack(self.buf[start + 4 : start + 4 + count * _PAIR.size]))
 
 
 def _read(kind: struct.Struct, buf: memoryview, pos: int) -> int:
@@ -122,12 +122,8 @@ def _message(payload: memoryview, pos: int) -> tuple[memoryview, int]:
     return payload[start : start + length], start + length
 
 
-def _batch_message(payload: memoryview, typed: bool) -> tuple[_Table, int, int]:
-    """The record-batch table, its message's body length and where the body starts."""
-    pos = 0
-    if typed:  # the schema message comes first (the leader compares it to the topic's)
-        _, pos = _message(payload, 0)
-        pos += _body_length(_root(payload, 0))
+def _batch_message(payload: memoryview, pos: int) -> tuple[_Table, int, int]:
+    """The record-batch table at ``pos``, its body length and where the body starts."""
     meta, body_start = _message(payload, pos)
     message = _Table(meta, _read(_U32, meta, 0))
     if message.scalar(1, _U8) != _RECORD_BATCH:
@@ -138,16 +134,33 @@ def _batch_message(payload: memoryview, typed: bool) -> tuple[_Table, int, int]:
     return batch, message.scalar(3, _I64), body_start
 
 
-def _root(payload: memoryview, pos: int) -> _Table:
-    meta, _ = _message(payload, pos)
-    return _Table(meta, _read(_U32, meta, 0))
+_LAYOUTS: dict[object, tuple[pa.Schema, tuple[int, int]]] = {}
+_MAX_LAYOUTS = 256
 
 
-def _body_length(message: _Table) -> int:
-    return message.scalar(3, _I64)
+def _layout_by_identity(schema: pa.Schema) -> tuple[int, int]:
+    """``_layout`` cached by the schema object: hashing a ``pa.Schema`` costs tens of
+    microseconds, more than the whole structure check; a log keeps one schema object."""
+    hit = _LAYOUTS.get(id(schema))
+    if hit is not None and hit[0] is schema:  # the schema object pins its id
+        return hit[1]
+    if len(_LAYOUTS) >= _MAX_LAYOUTS:
+        _LAYOUTS.clear()
+    layout = _layout(schema)
+    _LAYOUTS[id(schema)] = (schema, layout)
+    return layout
 
 
 @lru_cache(maxsize=256)
+def _typed_layout(schema_message: bytes) -> tuple[int, int]:
+    """The layout of the schema a typed frame carries, cached by its message bytes.
+
+    Raises:
+        CorruptFrameError: the bytes are not a schema message.
+    """
+    return _layout(frame_schema(schema_message))
+
+
 def _layout(schema: pa.Schema) -> tuple[int, int]:
     """How many field nodes and buffers a record batch of ``schema`` has."""
     empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
@@ -174,11 +187,15 @@ def check_structure(frame: memoryview, header: BatchHeader, schema: pa.Schema) -
         CorruptFrameError: naming the frame's offsets and the first thing wrong.
     """
     payload = frame[BATCH_HEADER_SIZE:]
-    typed = header.schema_version > 0
     try:
-        written = frame_schema(payload) if typed else schema
-        batch, body_length, body_start = _batch_message(payload, typed)
-        _check_batch(batch, body_length, len(payload) - body_start, header, written)
+        pos = 0
+        if header.schema_version:  # the schema message first (the leader compared it)
+            _, pos = _message(payload, 0)  # a schema message has no body
+            layout = _typed_layout(bytes(payload[:pos]))
+        else:
+            layout = _layout_by_identity(schema)
+        batch, body_length, body_start = _batch_message(payload, pos)
+        _check_batch(batch, body_length, len(payload) - body_start, header, layout)
     except (_Bad, CorruptFrameError) as exc:
         raise CorruptFrameError(
             f"the payload of {frame_range(header)} is not a record batch of the log's schema: {exc}"
@@ -186,7 +203,7 @@ def check_structure(frame: memoryview, header: BatchHeader, schema: pa.Schema) -
 
 
 def _check_batch(
-    batch: _Table, body_length: int, body_left: int, header: BatchHeader, schema: pa.Schema
+    batch: _Table, body_length: int, body_left: int, header: BatchHeader, layout: tuple[int, int]
 ) -> None:
     if body_length != body_left:
         raise _Bad(f"its body is {body_length} bytes but {body_left} follow its header")
@@ -194,11 +211,11 @@ def _check_batch(
     if rows != header.record_count:
         raise _Bad(f"it has {rows} rows, the frame header says {header.record_count}")
     nodes, buffers = batch.pairs(1), batch.pairs(2)
-    want_nodes, want_buffers = _layout(schema)
+    want_nodes, want_buffers = layout
     if len(nodes) != want_nodes or len(buffers) != want_buffers:
         raise _Bad(
             f"it has {len(nodes)} field nodes and {len(buffers)} buffers, the schema "
-            f"({len(schema)} columns) needs {want_nodes} and {want_buffers}"
+            f"needs {want_nodes} and {want_buffers}"
         )
     for k, (length, nulls) in enumerate(nodes):
         if length < 0 or not 0 <= nulls <= length:
