@@ -14,6 +14,7 @@ Prints a table and, as the last line, one JSON object.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -75,10 +76,8 @@ def measure(rows: int, size: int, compression: Compression, rounds: int) -> dict
     }
     for level in PAYLOAD_CHECKS:
         if level != "none":
-            row[f"{level}_us"] = round(
-                _best_us(lambda lv=level: check_payload(view, header, RECORD_SCHEMA, lv), rounds),
-                1,
-            )
+            check = functools.partial(check_payload, view, header, RECORD_SCHEMA, level)
+            row[f"{level}_us"] = round(_best_us(check, rounds), 1)
     row["full_mb_per_s"] = round(len(frame) / row["full_us"], 1)
     return row
 
