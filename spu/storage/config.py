@@ -52,7 +52,8 @@ class LogConfig(BaseModel):
             written (``spark_stream.frame_check``): ``"none"`` (header and crc only),
             ``"structure"`` (the record-batch message's header, layout and buffer
             bounds, values not read) or ``"full"`` (a record batch every reader can
-            decode, ``validate(full=True)``). Default ``"full"``.
+            decode, ``validate(full=True)``). Default ``"full"``. Produced appends only:
+            replicated ones were checked by their leader.
         tier_url: fsspec URL of the directory Parquet exports go to; ``None`` means a
             ``tier/`` directory inside the replica directory.
     """

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from spark_stream.errors import CorruptFrameError
-from spark_stream.records import BATCH_HEADER_SIZE, decode_frame
+from spark_stream.records import BATCH_HEADER_SIZE, decode_frame, with_base_offset
 from spu.storage import LogConfig, ReplicaLog
 from tests.frame_mutations import POISON, resealed, sample
 from tests.spu.storage.helpers import make_frame, read_values
@@ -58,3 +58,17 @@ def test_every_single_byte_change_is_refused_or_reads_back_exactly(open_log: Ope
         (stored,) = log.read(base, 1 << 20).decode()
         assert stored.equals(decode_frame(mutated))
     assert accepted > 0
+
+
+def test_a_follower_takes_what_its_leader_holds_without_a_second_payload_check(
+    open_log: OpenLog,
+) -> None:
+    """The leader is the one that checks payloads; a follower refusing a frame its leader
+    holds (one appended under ``none``) would only fall out of sync. The crc still counts."""
+    log = open_log(LogConfig())
+    poison = POISON["list offsets past the child"](sample())
+    assert log.append_replicated(poison) == [0]
+    damaged = bytearray(make_frame(1, 1))
+    damaged[-3] ^= 0x55
+    with pytest.raises(CorruptFrameError, match="crc mismatch"):
+        log.append_replicated(with_base_offset(bytes(damaged), 2))
