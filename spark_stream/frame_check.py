@@ -15,7 +15,7 @@ each appended payload at one of three levels (``PayloadCheck``):
 - ``"full"``: ``"structure"`` and then exactly what a reader does: decode the payload
   and ``RecordBatch.validate(full=True)`` (offsets monotonic and in bounds, UTF-8, ...).
   A frame that passes decodes for every reader. O(rows) a frame, plus the inflation of
-  a compressed frame.
+  a compressed frame (whose claimed inflated size the structure step bounds first).
 
 Every failure raises ``CorruptFrameError`` naming the frame's offsets and what is wrong.
 The expected layout (node and buffer counts) of a schema is learnt once, by writing an
@@ -41,7 +41,13 @@ from spark_stream.records import (
     frame_schema,
 )
 
-__all__ = ["PayloadCheck", "PAYLOAD_CHECKS", "check_payload", "check_structure"]
+__all__ = [
+    "PayloadCheck",
+    "PAYLOAD_CHECKS",
+    "MAX_INFLATED_BYTES",
+    "check_payload",
+    "check_structure",
+]
 
 PayloadCheck = Literal["none", "structure", "full"]
 PAYLOAD_CHECKS: tuple[PayloadCheck, ...] = get_args(PayloadCheck)
@@ -52,6 +58,8 @@ _U8, _U16 = struct.Struct("<B"), struct.Struct("<H")
 _I32, _U32, _I64 = struct.Struct("<i"), struct.Struct("<I"), struct.Struct("<q")
 _PAIR = struct.Struct("<qq")  # FieldNode (length, null_count) and Buffer (offset, length)
 _RECORD_BATCH = 3  # MessageHeader union tag
+MAX_INFLATED_BYTES = 2**31 - 1
+"""What a compressed frame's buffers may inflate to: an uncompressed payload's limit."""
 _ARROW_CODECS = {0: "lz4", 1: "zstd"}  # BodyCompression.codec
 
 
@@ -196,6 +204,8 @@ def check_structure(frame: memoryview, header: BatchHeader, schema: pa.Schema) -
             layout = _layout_by_identity(schema)
         batch, body_length, body_start = _batch_message(payload, pos)
         _check_batch(batch, body_length, len(payload) - body_start, header, layout)
+        if header.compression != "none":
+            _check_inflated(payload[body_start:], batch.pairs(2))
     except (_Bad, CorruptFrameError) as exc:
         raise CorruptFrameError(
             f"the payload of {frame_range(header)} is not a record batch of the log's schema: {exc}"
@@ -232,6 +242,27 @@ def _check_batch(
         raise _Bad(
             f"its buffers are compressed {codec}, the frame header says {header.compression}"
         )
+
+
+def _check_inflated(body: memoryview, buffers: list[tuple[int, int]]) -> None:
+    """Bound what a compressed body claims to inflate to, before anything inflates it.
+
+    Each non-empty compressed buffer starts with its uncompressed length (int64; -1:
+    stored as is). A hostile frame could claim gigabytes and make the decode allocate
+    them: the total may not pass the largest uncompressed payload a frame may hold.
+    """
+    total = 0
+    for k, (offset, length) in enumerate(buffers):
+        if length == 0:
+            continue
+        if length < _I64.size:
+            raise _Bad(f"compressed buffer {k} has {length} bytes, no length prefix")
+        inflated = _read(_I64, body, offset)
+        if inflated < -1:
+            raise _Bad(f"compressed buffer {k} claims {inflated} bytes")
+        total += length - _I64.size if inflated == -1 else inflated
+    if total > MAX_INFLATED_BYTES:
+        raise _Bad(f"its buffers inflate to {total} bytes, over {MAX_INFLATED_BYTES}")
 
 
 def check_payload(

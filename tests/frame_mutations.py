@@ -31,6 +31,7 @@ __all__ = [
     "column_missing",
     "value_column_int64",
     "row_count_lie",
+    "inflates_to_a_terabyte",
 ]
 
 _CRC_START = 20
@@ -118,6 +119,18 @@ def row_count_lie(frame: bytes) -> bytes:
     return resealed(out)
 
 
+def inflates_to_a_terabyte(frame: bytes) -> bytes:
+    """An lz4 frame whose first buffer claims to inflate to 1 TiB."""
+    compressed = encode_batch(
+        ipc.read_record_batch(pa.py_buffer(frame[BATCH_HEADER_SIZE:]), RECORD_SCHEMA),
+        compression="lz4",
+    )
+    body = ipc.read_message(pa.py_buffer(compressed[BATCH_HEADER_SIZE:])).body
+    out = bytearray(compressed)
+    struct.pack_into("<q", out, len(out) - body.size, 1 << 40)
+    return resealed(out)
+
+
 POISON = {
     "list offsets past the child": list_offsets_past_child,
     "list offsets decreasing": list_offsets_decreasing,
@@ -125,5 +138,6 @@ POISON = {
     "a column missing": column_missing,
     "value column int64": value_column_int64,
     "row count lie": row_count_lie,
+    "inflates to a terabyte": inflates_to_a_terabyte,
 }
 """Structured mutations, by what they break."""

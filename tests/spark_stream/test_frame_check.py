@@ -27,7 +27,13 @@ from spark_stream.records import (
 from tests.frame_mutations import POISON, resealed, sample
 
 # What the structure level sees: everything but values inside buffers (list offsets).
-STRUCTURAL = {"buffer out of bounds", "a column missing", "value column int64", "row count lie"}
+STRUCTURAL = {
+    "buffer out of bounds",
+    "a column missing",
+    "value column int64",
+    "row count lie",
+    "inflates to a terabyte",
+}
 
 
 def check(frame: bytes, level: PayloadCheck) -> None:
@@ -112,9 +118,14 @@ def test_every_single_byte_change_is_refused_or_decodes() -> None:
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6))
-def test_random_changes_are_refused_or_decode(changes: list[tuple[int, int]]) -> None:
-    frame = bytearray(sample())
+@given(
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=6),
+    st.sampled_from(["none", "lz4", "zstd"]),
+)
+def test_random_changes_are_refused_or_decode(
+    changes: list[tuple[int, int]], compression: Compression
+) -> None:
+    frame = bytearray(encode_batch(decode_frame(sample()), compression=compression))
     for pos, value in changes:
         frame[BATCH_HEADER_SIZE + pos % (len(frame) - BATCH_HEADER_SIZE)] = value
     mutated = resealed(frame)
