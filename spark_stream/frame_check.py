@@ -171,10 +171,13 @@ def _typed_layout(schema_message: bytes) -> tuple[int, int]:
 
 def _layout(schema: pa.Schema) -> tuple[int, int]:
     """How many field nodes and buffers a record batch of ``schema`` has."""
-    empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
-    sink = pa.BufferOutputStream()
-    with ipc.new_stream(sink, schema) as writer:
-        writer.write_batch(empty)
+    try:
+        empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
+        sink = pa.BufferOutputStream()
+        with ipc.new_stream(sink, schema) as writer:
+            writer.write_batch(empty)
+    except (pa.ArrowException, ValueError, TypeError) as exc:  # a frame's odd schema
+        raise _Bad(f"no record-batch layout for its schema: {exc}") from None
     stream = memoryview(sink.getvalue())
     _, pos = _message(stream, 0)
     meta, _ = _message(stream, pos)

@@ -95,9 +95,10 @@ def test_a_broken_message_prefix_is_refused(mutate: Callable[[bytes], bytes], me
         check(resealed(mutate(sample())), "structure")
 
 
-def test_every_single_byte_change_is_refused_or_decodes() -> None:
+@pytest.mark.parametrize("kind", ["untyped", "typed"])
+def test_every_single_byte_change_is_refused_or_decodes(kind: str) -> None:
     """Byte by byte over the whole payload, two changes each: nothing but the typed error."""
-    frame = sample()
+    frame = sample() if kind == "untyped" else typed_frame("none")
     refused = accepted = 0
     for pos in range(BATCH_HEADER_SIZE, len(frame)):
         for flip in (0x01, 0xFF):
