@@ -89,14 +89,17 @@ def split_frames(
             out.append(BatchFrame(header, view))
     if not out:
         raise InvalidRequestError("an append needs at least one batch frame")
-    for frame in out:
+    for index, frame in enumerate(out):
         if frame.header.frame_length > max_frame_bytes:
             raise RecordTooLargeError(
                 f"batch of {frame.header.frame_length} bytes at offset "
                 f"{frame.header.base_offset} is over the {max_frame_bytes}-byte limit"
             )
         if schema is not None:
-            check_payload(frame.data, frame.header, schema, check)
+            try:
+                check_payload(frame.data, frame.header, schema, check)
+            except CorruptFrameError as exc:  # a producer numbers its frames from 0
+                raise CorruptFrameError(f"batch {index} of {len(out)}: {exc}") from None
     return out
 
 
