@@ -42,6 +42,7 @@ _OPTIONS = {
     "heartbeat_interval_s": float,
     "replica_max_lag_ms": int,
     "max_batch_bytes": int,
+    "frame_validation": str,
     "metrics_port": int,
 }
 

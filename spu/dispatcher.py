@@ -432,7 +432,11 @@ class SpuDispatcher:
         a new directory gets the uid before the log opens in it.
         """
         path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
-        config = storage_config(replica.spec, max_batch_bytes=self.settings.max_batch_bytes)
+        config = storage_config(
+            replica.spec,
+            max_batch_bytes=self.settings.max_batch_bytes,
+            check_payload=self.settings.frame_validation,
+        )
         try:
             if path.exists() and read_uid(path) != replica.uid:
                 remove_replica_dir(path)

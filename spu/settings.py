@@ -13,6 +13,7 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from spark_stream.config import ProcessSettings
+from spark_stream.frame_check import PayloadCheck
 
 __all__ = ["SpuSettings"]
 
@@ -38,6 +39,12 @@ class SpuSettings(ProcessSettings):
         "(tests check the audit of SPUs they kill); relative to data_dir.",
     )
     max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")
+    frame_validation: PayloadCheck = Field(
+        "full",
+        description="How much of each appended batch's Arrow payload is checked before it is "
+        "written: none (crc only), structure (message header and buffer bounds) or full "
+        "(every reader can decode it).",
+    )
     metrics_port: int | None = Field(
         None,
         ge=0,

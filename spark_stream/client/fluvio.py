@@ -326,6 +326,7 @@ class FluvioAsync:
         with_offsets: bool = True,
         local: bool = True,
         group: fetch.GroupFetch | None = None,
+        skip_corrupt_frames: bool = False,
     ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches.
 
@@ -341,6 +342,9 @@ class FluvioAsync:
             group: a consumer-group member's grant: the reads are gated by the leader
                 and carry the partition's leader epoch (fetch version 2);
                 ``FencedMemberError`` when the grant is not current.
+            skip_corrupt_frames: a frame found damaged (bit rot) is skipped with a
+                WARNING naming its offsets; by default the read fails with
+                ``CorruptFrameError`` naming them.
         """
         await self._known_topic(topic)
         schema = fetch.typed_read_schema(self.watcher, topic)
@@ -372,6 +376,7 @@ class FluvioAsync:
                 schema=schema,
                 local=self.local_files if local else None,
                 group=group,
+                skip_corrupt=skip_corrupt_frames,
             )
         ) as batches:
             async for batch in batches:

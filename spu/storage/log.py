@@ -56,6 +56,7 @@ from spark_stream.errors import (
     OffsetOutOfRangeError,
     StorageError,
 )
+from spark_stream.frame_check import PayloadCheck
 from spark_stream.records import RECORD_SCHEMA, now_us
 from spu.storage._fileio import fsync_dir
 from spu.storage.checkpoint import read_checkpoint, write_checkpoint
@@ -221,6 +222,10 @@ class ReplicaLog:
     def append_replicated(self, frames: FramesInput) -> list[int]:
         """Append batches fetched from the leader, keeping their offsets (the follower's).
 
+        Frames are checked whole and by crc, not by payload: the leader checked each
+        payload before appending it (``check_payload``), and a follower refusing what its
+        leader holds would only fall out of sync.
+
         Returns:
             The batches' base offsets.
 
@@ -229,7 +234,7 @@ class ReplicaLog:
                 ends; the message names both offsets. Nothing was appended.
             CorruptFrameError, RecordTooLargeError, StorageError: as ``append_produced``.
         """
-        batch = self._validate(frames)
+        batch = self._validate(frames, check="none")
         expected = self.leo
         for frame in batch:
             base = frame.header.base_offset
@@ -446,12 +451,13 @@ class ReplicaLog:
         if self._closed:
             raise StorageError(f"the log in {self.directory} is closed")
 
-    def _validate(self, frames: FramesInput) -> list[BatchFrame]:
+    def _validate(self, frames: FramesInput, check: PayloadCheck | None = None) -> list[BatchFrame]:
         self._check_open()
         return split_frames(
             frames,
             max_frame_bytes=self.config.max_batch_bytes,
-            schema=self.schema if self.config.check_payload else None,
+            schema=self.schema,
+            check=self.config.check_payload if check is None else check,
         )
 
     def _segment_for(self, offset: int) -> Segment:

@@ -94,7 +94,8 @@ public record ReaderOptions(
           "endpoint", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
           "startingTimestamp", "endingOffsets", "endingTimestamp", "isolation",
           "maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minPartitions",
-          "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "progressGroup",
+          "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "skipCorruptFrames",
+          "progressGroup",
           "assign", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
           "endingOffsetsByTimestamp", "minOffsetsPerTrigger", "maxTriggerDelay");
 
@@ -225,6 +226,12 @@ public record ReaderOptions(
     boolean includeHeaders = bool(opts, "includeHeaders", false);
     Integer fetchMax = integer(opts, "fetchMaxBytes", 1024);
     boolean localReads = bool(opts, "localReads", true);
+    if (bool(opts, "skipCorruptFrames", false)) {
+      // The Python source skips damaged frames; this reader has no skip path yet.
+      throw error(
+          "option 'skipCorruptFrames' is not supported by the JVM connector: damaged frames "
+              + "fail the task naming their offsets; read with the Python source to skip them");
+    }
     progressGroup(opts); // checked last, as Python does; StreamOptions keeps it
     return new ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),

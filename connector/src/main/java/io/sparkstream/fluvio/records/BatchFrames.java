@@ -131,8 +131,8 @@ public final class BatchFrames {
       }
       throw new FluvioException(
           ErrorCode.CORRUPT_FRAME,
-          "payload at offset %d is not a record batch of the schema: %s"
-              .formatted(header.baseOffset(), e.getMessage()),
+          "the payload of %s is not a record batch of the schema: %s"
+              .formatted(header.frameRange(), e.getMessage()),
           e);
     }
     if (root.getRowCount() != header.recordCount()) {
@@ -140,7 +140,8 @@ public final class BatchFrames {
       root.close();
       throw new FluvioException(
           ErrorCode.CORRUPT_FRAME,
-          "payload has %d rows but the header says %d".formatted(rows, header.recordCount()));
+          "the payload of %s has %d rows but its header says %d"
+              .formatted(header.frameRange(), rows, header.recordCount()));
     }
     return root;
   }

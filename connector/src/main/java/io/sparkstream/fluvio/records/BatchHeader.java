@@ -93,6 +93,11 @@ public record BatchHeader(
     return baseOffset + recordCount;
   }
 
+  /** The frame's offsets as error messages name them (as Python's {@code frame_range}). */
+  public String frameRange() {
+    return "the frame of offsets [%d, %d]".formatted(baseOffset, lastOffset());
+  }
+
   /** Offset of the last record. */
   public long lastOffset() {
     return baseOffset + recordCount - 1;
@@ -175,8 +180,8 @@ public record BatchHeader(
     long actual = crc32c(buf, pos + CRC_START, (int) end);
     if (actual != header.crc) {
       throw corrupt(
-          "crc mismatch at byte %d: stored %s, computed %s"
-              .formatted(pos, PyRepr.hex8(header.crc), PyRepr.hex8(actual)));
+          "crc mismatch in %s at byte %d: stored %s, computed %s"
+              .formatted(header.frameRange(), pos, PyRepr.hex8(header.crc), PyRepr.hex8(actual)));
     }
     return header;
   }
