@@ -4,8 +4,10 @@ Theory of operation. ``Scrubber.run`` makes passes over every open replica log (
 and followers'): for each sealed segment not verified in this pass (``plan_scrub``), a
 worker thread reads its ``.log`` through a descriptor of its own, in chunks, each chunk
 after the shared ``RateLimiter`` allows it (``scrub_mb_per_s``), and checks every frame
-(``check_chunk``, ``finish``). The event loop only plans and takes results, so neither the
-I/O nor the crc work stalls produce, fetch or replication. A segment deleted meanwhile
+(``check_chunk``, ``finish``). The event loop plans, waits out the budget (a cancellable
+sleep) and takes results; each chunk is read and checked in a thread, so neither the I/O
+nor the crc work stalls produce, fetch or replication, and stopping the SPU waits for
+one chunk at most. A segment deleted meanwhile
 (retention, a repair) is simply skipped: the thread's descriptor keeps the old inode.
 
 A damage is taken only if the segment is still in the log as it was read (same base and
@@ -35,11 +37,74 @@ from spu.storage.scrub import (
     plan_scrub,
 )
 
-__all__ = ["Scrubber", "scrub_segment"]
+__all__ = ["SegmentCheck", "Scrubber", "scrub_segment"]
 
 logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 * MIB
+
+
+class SegmentCheck:
+    """The check of one segment's log, one chunk per ``step`` (a blocking read: a thread's).
+
+    The descriptor is its own, so the file may be deleted or replaced meanwhile: the check
+    goes on over the bytes it opened. ``close`` it when done.
+
+    Args:
+        path: the segment's ``.log``.
+        base_offset: its base offset.
+        end_offset: where it must end (the next segment's base offset).
+        chunk_bytes: bytes read per step.
+    """
+
+    def __init__(
+        self, path: Path, base_offset: int, end_offset: int, chunk_bytes: int = CHUNK_BYTES
+    ) -> None:
+        self.base_offset, self.end_offset, self.chunk_bytes = base_offset, end_offset, chunk_bytes
+        self.damage: Damage | None = None
+        """The first damage, once a step found it."""
+        self.done = False
+        try:
+            self._fd: int | None = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            self._fd, self.done = None, True  # deleted meanwhile: nothing to check
+        self._pending = bytearray()
+        self._read_at = 0
+        self._expected = base_offset
+        self._consumed_at = 0
+
+    def step(self) -> bool:
+        """Read and check the next chunk; True once the check is over (damage or end)."""
+        if self.done or self._fd is None:
+            return True
+        chunk = os.pread(self._fd, self.chunk_bytes, self._read_at)
+        self._read_at += len(chunk)
+        self._pending += chunk
+        result = check_chunk(self._pending, self._expected)
+        if result.error is not None:
+            position = self._consumed_at + result.consumed
+            self._found(result.next_offset, position, result.error)
+            return True
+        self._expected = result.next_offset
+        self._consumed_at += result.consumed
+        del self._pending[: result.consumed]
+        if chunk:
+            return False
+        reason = finish(len(self._pending), self._expected, self.end_offset)
+        if reason is not None:
+            self._found(self._expected, self._consumed_at, reason)
+        self.done = True
+        return True
+
+    def close(self) -> None:
+        """Release the descriptor."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _found(self, offset: int, position: int, reason: str) -> None:
+        self.damage = Damage(self.base_offset, offset, self.end_offset, position, reason)
+        self.done = True
 
 
 def scrub_segment(
@@ -52,46 +117,21 @@ def scrub_segment(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Damage | None:
-    """Read one sealed segment log and check every frame (blocking: run it in a thread).
-
-    Args:
-        path: the segment's ``.log``.
-        base_offset: its base offset.
-        end_offset: where it must end (the next segment's base offset).
-        limiter: the I/O budget, shared by every scrub of the process.
+    """Check one sealed segment whole, blocking (tools and tests; the SPU uses ``Scrubber``).
 
     Returns:
         The first damage, or ``None`` when the segment checks (or is gone).
     """
+    check = SegmentCheck(path, base_offset, end_offset, chunk_bytes)
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        pending = bytearray()
-        read_at, expected, consumed_at = 0, base_offset, 0
-        while True:
+        while not check.done:
             delay = limiter.reserve(chunk_bytes, clock())
             if delay > 0:
                 sleep(delay)
-            chunk = os.pread(fd, chunk_bytes, read_at)
-            read_at += len(chunk)
-            pending += chunk
-            result = check_chunk(pending, expected)
-            if result.error is not None:
-                position = consumed_at + result.consumed
-                return Damage(base_offset, result.next_offset, end_offset, position, result.error)
-            expected = result.next_offset
-            consumed_at += result.consumed
-            del pending[: result.consumed]
-            if not chunk:
-                break
-        reason = finish(len(pending), expected, end_offset)
-        if reason is None:
-            return None
-        return Damage(base_offset, expected, end_offset, consumed_at, reason)
+            check.step()
+        return check.damage
     finally:
-        os.close(fd)
+        check.close()
 
 
 class Scrubber:
@@ -149,7 +189,7 @@ class Scrubber:
             base = todo[0]
             i = next(k for k, s in enumerate(segments) if s.base_offset == base)
             info, end = segments[i], segments[i + 1].base_offset
-            damage = await asyncio.to_thread(scrub_segment, info.path, base, end, self.limiter)
+            damage = await self._check(info.path, base, end)
             done.add((base, info.size))
             self.segments_checked += 1
             if damage is None or log.closed:
@@ -161,3 +201,16 @@ class Scrubber:
             )
             self.damages.append((name, damage))
             self._on_damage(name, log, damage)
+
+    async def _check(self, path: Path, base: int, end: int) -> Damage | None:
+        """Check one segment: waits on the loop (cancellable), reads and checks in a thread."""
+        check = SegmentCheck(path, base, end)
+        try:
+            while not check.done:
+                delay = self.limiter.reserve(check.chunk_bytes, time.monotonic())
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                await asyncio.to_thread(check.step)
+            return check.damage
+        finally:
+            check.close()

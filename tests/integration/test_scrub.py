@@ -86,19 +86,25 @@ def test_bit_rot_in_the_leaders_sealed_segment_is_scrubbed_and_repaired(
         values = _produce(fluvio, topic)
 
         def all_in_sync() -> bool:
-            info = fluvio.topic_partitions(topic)[0]
-            return len(info.in_sync) == 3 and info.hw == RECORDS
+            status = _status(fluvio, topic).status
+            return status.hw == RECORDS and sum(r.in_sync for r in status.lrs) == 3
 
         wait_until(all_in_sync, 60, "three in-sync replicas holding every record")
-        leader = fluvio.topic_partitions(topic)[0].leader
+        leader = _status(fluvio, topic).status.leader
         assert leader is not None
         _flip_byte_in_sealed_segment(replica_dir(cluster.spu_dir(leader), topic, 0))
 
+        seen: list[str] = []
+
         def moved() -> bool:
-            info = fluvio.topic_partitions(topic)[0]
-            return info.leader is not None and info.leader != leader
+            status = _status(fluvio, topic).status
+            rep = status.replica(leader)
+            if rep is not None and rep.repair is not None:
+                seen.append(rep.repair)
+            return status.leader is not None and status.leader != leader
 
         wait_until(moved, 60, "leadership moved off the damaged replica")
+        print("repair states seen:", seen)
         time.sleep(0.5)
         read = _read_all(fluvio, topic)
         assert read == values
@@ -112,3 +118,4 @@ def test_bit_rot_in_the_leaders_sealed_segment_is_scrubbed_and_repaired(
         rep = _status(fluvio, topic).status.replica(leader)
         assert rep is not None and rep.repair is not None
         assert rep.repair.startswith("repaired from offset ")
+        print("final:", _status(fluvio, topic).status)
