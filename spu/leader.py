@@ -79,6 +79,7 @@ from spu.replication import (
     record_follower_report,
 )
 from spu.storage import LogSlice, ReplicaLog
+from spu.storage.layout import parse_segment_name
 from spu.storage.scrub import Damage, check_chunk
 from spu.traffic import PartitionTraffic
 
@@ -163,6 +164,10 @@ class LeaderController:
         self._progress: dict[int, FollowerProgress | None] = {}
         self._isr: frozenset[int] = frozenset({spu_id})
         self._repairs: dict[int, int] = {}  # follower -> where it cut its damaged log
+        # Sealed segment base -> bytes from its start that reads already checked: a sealed
+        # segment never changes, so history re-read by many consumers is checked once
+        # (bit rot after that is the scrub's to find).
+        self._checked: dict[int, int] = {}
         self._producers = ProducerTable()
         self._subscribers = Subscribers()
         self._waiters = OffsetWaiters()
@@ -396,7 +401,7 @@ class LeaderController:
         end = self.log.hw if isolation is Isolation.COMMITTED else None
         piece = self.log.read(offset, max_bytes, end_offset=end)
         if piece.length and piece.base_offset < self.log.active_base:
-            return self._checked(piece)
+            return self._check_sealed(piece)
         return piece
 
     def damaged(self, damage: Damage) -> None:
@@ -405,15 +410,26 @@ class LeaderController:
         The SC then elects a healthy in-sync replica if one is online; this SPU repairs
         as its follower (the log is cut at ``log.damage`` when it starts following).
         """
+        self._checked.clear()  # checked before the damage came: check again
         if self.log.damage is None or damage.offset < self.log.damage.offset:
             self.log.damage = damage
             logger.error("damaged replica partition=%s %s", self.name, damage.describe())
         self._report()
 
-    def _checked(self, piece: LogSlice) -> LogSlice:
+    def _check_sealed(self, piece: LogSlice) -> LogSlice:
         """``piece`` cut before its first damaged frame; an error when that is the first."""
+        segment_base = parse_segment_name(piece.path.name) if piece.path is not None else None
+        end = piece.position + piece.length
+        checked = self._checked.get(segment_base, 0) if segment_base is not None else 0
+        if end <= checked:
+            return piece
         result = check_chunk(piece.data, piece.base_offset)
         if result.error is None:
+            if segment_base is not None and piece.position <= checked:
+                if segment_base not in self._checked:  # a new key: forget deleted segments
+                    start = self.log.log_start_offset
+                    self._checked = {b: n for b, n in self._checked.items() if b >= start}
+                self._checked[segment_base] = end
             return piece
         segment = max(
             s.base_offset for s in self.log.segments if s.base_offset <= piece.base_offset

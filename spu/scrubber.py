@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -68,6 +69,9 @@ class SegmentCheck:
             self._fd: int | None = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             self._fd, self.done = None, True  # deleted meanwhile: nothing to check
+        # ``close`` may come from the loop while a cancelled step still reads in its
+        # thread: the lock keeps the descriptor open until that step is over.
+        self._lock = threading.Lock()
         self._pending = bytearray()
         self._read_at = 0
         self._expected = base_offset
@@ -75,6 +79,10 @@ class SegmentCheck:
 
     def step(self) -> bool:
         """Read and check the next chunk; True once the check is over (damage or end)."""
+        with self._lock:
+            return self._step()
+
+    def _step(self) -> bool:
         if self.done or self._fd is None:
             return True
         chunk = os.pread(self._fd, self.chunk_bytes, self._read_at)
@@ -97,10 +105,12 @@ class SegmentCheck:
         return True
 
     def close(self) -> None:
-        """Release the descriptor."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Release the descriptor (after a step running in another thread)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            self.done = True
 
     def _found(self, offset: int, position: int, reason: str) -> None:
         self.damage = Damage(self.base_offset, offset, self.end_offset, position, reason)
@@ -159,7 +169,7 @@ class Scrubber:
         self.pass_interval_s = pass_interval_s
         self.passes = 0
         self.segments_checked = 0
-        self.damages: list[tuple[str, Damage]] = []
+        self.damages_found = 0
 
     async def run(self) -> None:
         """Forever: a pass, then a pause."""
@@ -199,7 +209,7 @@ class Scrubber:
             logger.error(
                 "scrub found damage partition=%s dir=%s %s", name, log.directory, damage.describe()
             )
-            self.damages.append((name, damage))
+            self.damages_found += 1
             self._on_damage(name, log, damage)
 
     async def _check(self, path: Path, base: int, end: int) -> Damage | None:

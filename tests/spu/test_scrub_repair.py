@@ -207,3 +207,25 @@ def test_the_scrubber_runs_off_the_event_loop(tmp_path: Path) -> None:
                 await task
 
     run(body)
+
+
+def test_history_is_checked_once_until_a_damage_is_reported(log: ReplicaLog) -> None:
+    async def body() -> None:
+        _fill(log)
+        leader = _leader(log, (LEADER,), Clock())
+
+        def read_all() -> int:
+            offset = 0
+            while offset < log.leo:
+                offset = leader.read(offset, 1 << 20, Isolation.UNCOMMITTED).next_offset
+            return offset
+
+        assert read_all() == log.leo
+        offset, position = _flip_second_frame(log)
+        assert read_all() == log.leo  # checked already: the scrub's to find now
+        leader.damaged(Damage(0, offset, log.segments[1].base_offset, position, "crc mismatch"))
+        with pytest.raises(CorruptSegmentError, match=r"offsets \[3, "):
+            leader.read(offset, 1 << 20, Isolation.UNCOMMITTED)
+        await leader.stop()
+
+    run(body)
