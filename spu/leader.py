@@ -301,7 +301,7 @@ class LeaderController:
                         spu_id=spu,
                         leo=leo,
                         hw=hw,
-                        in_sync=True,
+                        in_sync=damage is None,  # a damaged copy is out of sync, even here
                         damaged=damage is not None,
                         repair=None if damage is None else f"damaged: {damage.describe()}",
                     )

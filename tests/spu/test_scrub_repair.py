@@ -94,7 +94,7 @@ def test_a_leader_read_meets_damage_serves_the_intact_prefix_then_hands_over(
         with pytest.raises(NotLeaderError, match="damaged copy .* at offset 3"):
             leader.read(offset, 1 << 20, Isolation.COMMITTED)
         own = leader.status().status.replica(LEADER)
-        assert own is not None and own.damaged
+        assert own is not None and own.damaged and not own.in_sync
         assert own.repair is not None and own.repair.startswith("damaged: offsets [3, ")
         # Reads past the damaged frame still work (another frame, another check).
         assert leader.read(offset + 3, 1 << 20, Isolation.COMMITTED).base_offset == offset + 3
