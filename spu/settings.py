@@ -58,3 +58,11 @@ class SpuSettings(ProcessSettings):
         1.0, gt=0, description="How often leaders look for sealed segments to tier."
     )
     tier_concurrency: int = Field(2, ge=1, description="Tiering jobs (threads) at once.")
+    scrub_mb_per_s: float = Field(
+        4.0,
+        ge=0,
+        description="Read budget (MiB/s) of the background scrub of sealed segments; 0: off.",
+    )
+    scrub_pass_interval_s: float = Field(
+        3600.0, gt=0, description="Pause between two scrub passes over every sealed segment."
+    )

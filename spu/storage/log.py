@@ -29,6 +29,10 @@ last one is *active* (takes appends), the others are *sealed* (immutable, fsynce
   append and by ``maybe_flush``), and always on roll and close. Recovery at open is in
   ``recovery.py``; a damaged sealed segment is set aside (renamed ``*.corrupt``) with all
   later segments, reported in ``recovery.corrupt_segments``, and the log opens up to it.
+* **Damage.** A sealed segment that fails its checks later (bit rot, found by the SPU's
+  scrub or a read) is recorded in ``damage``; ``cut_damage`` is a repair's first step:
+  the log is cut at the damaged frame (every offset below it is intact) and the replica
+  fetches the rest again from a healthy copy.
 
 Concurrency. One writer (the replica's leader or follower controller) and any number of
 readers, all on one asyncio event loop: every method is synchronous and never yields, so
@@ -50,6 +54,7 @@ from types import TracebackType
 import pyarrow as pa
 
 from spark_stream.errors import (
+    CorruptSegmentError,
     InvalidRequestError,
     LogGapError,
     NotFoundError,
@@ -73,6 +78,7 @@ from spu.storage.recovery import (
     remove_leftovers,
 )
 from spu.storage.retention import segments_to_delete
+from spu.storage.scrub import Damage
 from spu.storage.segment import Segment, SegmentInfo
 from spu.storage.slices import LogSlice
 from spu.storage.tier import write_parquet
@@ -112,6 +118,8 @@ class ReplicaLog:
         self._unflushed = 0
         self._last_flush_us = clock()
         self._closed = False
+        self.damage: Damage | None = None
+        """The first damaged frame found in a sealed segment and not cut away yet."""
 
     @classmethod
     def open(
@@ -179,6 +187,11 @@ class ReplicaLog:
             )
         if value != self._hw:
             self._hw, self._hw_dirty = value, True
+
+    @property
+    def active_base(self) -> int:
+        """Base offset of the active segment: offsets below it are in sealed segments."""
+        return self._bases[-1]
 
     @property
     def segments(self) -> list[SegmentInfo]:
@@ -318,6 +331,25 @@ class ReplicaLog:
         if self._hw > self.leo:
             self._hw, self._hw_dirty = self.leo, True
         self.checkpoint()
+        return self.leo
+
+    def cut_damage(self) -> int | None:
+        """Cut the log at its recorded ``damage`` and forget it (a repair's first step).
+
+        The cut is at the damaged frame; when the walk to it fails (the damage hit a frame
+        header), at the start of the damaged segment.
+
+        Returns:
+            The new LEO, or ``None`` when no damage was recorded.
+        """
+        damage = self.damage
+        if damage is None:
+            return None
+        try:
+            self.truncate_to(damage.offset)
+        except CorruptSegmentError:
+            self.truncate_to(damage.segment)
+        self.damage = None
         return self.leo
 
     def reset(self, offset: int) -> None:
