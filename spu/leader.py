@@ -170,6 +170,10 @@ class LeaderController:
         self._set_followers(self._replica, now, initial=True)
         self._last_leo = self.log.leo
         self._started = True
+        # Before anything is served: the checkpointed HW can be up to a checkpoint period
+        # old (0 after a crash before the first one); alone in its in-sync set (RF 1) the
+        # leader's HW is its LEO, and a consumer at the end must not be sent back to it.
+        self._refresh(now)
         tick = min(max(self.policy.max_lag_ms / 4000, 0.05), 1.0)
         self._tick_task = asyncio.get_running_loop().create_task(
             self._tick(tick), name=f"leader-{self.name}"
