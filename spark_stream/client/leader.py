@@ -19,7 +19,8 @@ leader (another SPU leads, or the SPU went offline: ``replaced``): it fails with
 ``NotLeaderError`` and is retried like one, so requests to a hung leader fail over when
 the SC replaces it, not after their request timeout (an idempotent producer's retry is
 deduplicated by its sequence numbers). Non-retriable errors surface at once, typed:
-among them the lookup's own verdicts on a partition that will not get a leader by itself (``MetadataView.no_leader_problem``).
+among them the lookup's own verdicts on a partition that will not get a leader by
+itself (``MetadataView.no_leader_problem``).
 """
 
 from __future__ import annotations
