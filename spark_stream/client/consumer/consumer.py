@@ -152,7 +152,7 @@ class AsyncPartitionConsumer:
             found = await offset_for_timestamp(
                 self._leaders, self.topic, self.partition, offset.value, policy
             )
-        return offset.resolve(offsets.log_start, end, found), end
+        return offset.resolve(offsets.log_start, end, found, leo=offsets.leo), end
 
     async def stream_batches(
         self,
