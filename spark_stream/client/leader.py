@@ -41,6 +41,7 @@ from spark_stream.errors import (
     FluvioError,
     GateNotReadyError,
     NotLeaderError,
+    OffsetNotAvailableError,
     RequestTimeoutError,
     UnknownLeaderEpochError,
     UnknownPartitionError,
@@ -71,7 +72,12 @@ GATE_RETRY_S = (0.01, 0.05)
 
 #: Errors whose cure is an SC push or a metadata update tens of milliseconds away: the
 #: retry waits ``GATE_RETRY_S`` (a fenced epoch's lookup waits for the metadata itself).
-SHORT_RETRY_ERRORS = (GateNotReadyError, FencedLeaderEpochError, UnknownLeaderEpochError)
+SHORT_RETRY_ERRORS = (
+    GateNotReadyError,
+    FencedLeaderEpochError,
+    UnknownLeaderEpochError,
+    OffsetNotAvailableError,  # a new leader's followers are about to report
+)
 
 
 @dataclass(frozen=True, slots=True)
