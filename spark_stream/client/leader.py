@@ -26,9 +26,10 @@ itself (``MetadataView.no_leader_problem``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -47,7 +48,7 @@ from spark_stream.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from spark_stream.net.connection import Connection
+from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import Message
 
 __all__ = [
@@ -140,6 +141,13 @@ def replaced(current: Leader | None, spu_id: int) -> bool:
     return current is None or current.spu_id != spu_id
 
 
+def _replaced_error(topic: str, partition: int, spu_id: int) -> NotLeaderError:
+    return NotLeaderError(
+        f"{topic}-{partition}: the metadata replaced leader SPU {spu_id} while a request "
+        "was in flight"
+    )
+
+
 def retry_backoff(initial_ms: float, maximum_ms: float) -> BackoffPolicy | None:
     """The backoff a client config asks for: ``initial_ms`` doubling up to ``maximum_ms``.
 
@@ -162,6 +170,7 @@ class LeaderClient:
         # cancelled (``_leaders_changed``) and fails with ``NotLeaderError`` at once.
         self._attempts: dict[asyncio.Task[Message], tuple[str, int, int]] = {}
         self._moved: set[asyncio.Task[Message]] = set()
+        self._streams: dict[Stream, tuple[str, int, int]] = {}
         watcher.add_listener(self._leaders_changed)
 
     def _leaders_changed(self, view: MetadataView) -> None:
@@ -169,6 +178,23 @@ class LeaderClient:
             if not attempt.done() and replaced(view.leader(topic, partition), spu_id):
                 self._moved.add(attempt)
                 attempt.cancel()
+        for stream, (topic, partition, spu_id) in list(self._streams.items()):
+            if replaced(view.leader(topic, partition), spu_id):
+                stream.fail(_replaced_error(topic, partition, spu_id))
+
+    @contextlib.contextmanager
+    def failing_over(
+        self, stream: Stream, topic: str, partition: int, leader: Leader
+    ) -> Iterator[None]:
+        """While inside, ``stream`` (opened to ``leader``) ends with ``NotLeaderError`` as
+        soon as the metadata names another leader, as a request in flight does."""
+        if replaced(self.watcher.view.leader(topic, partition), leader.spu_id):
+            stream.fail(_replaced_error(topic, partition, leader.spu_id))
+        self._streams[stream] = (topic, partition, leader.spu_id)
+        try:
+            yield
+        finally:
+            self._streams.pop(stream, None)
 
     async def _attempt(
         self,
@@ -194,10 +220,7 @@ class LeaderClient:
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if attempt in self._moved and (current is None or not current.cancelling()):
-                raise NotLeaderError(
-                    f"{topic}-{partition}: the metadata replaced leader SPU {leader.spu_id} "
-                    "while a request was in flight"
-                ) from None
+                raise _replaced_error(topic, partition, leader.spu_id) from None
             raise
         finally:
             self._attempts.pop(attempt, None)

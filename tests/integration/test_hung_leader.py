@@ -1,5 +1,6 @@
-"""A hung leader (SIGSTOP): in-flight produce requests fail over as soon as the metadata
-names a new leader, instead of waiting out their request timeout.
+"""A hung leader (SIGSTOP): in-flight produce requests and an open consumer stream fail
+over as soon as the metadata names a new leader, instead of waiting out their request
+timeout (or, for the stream, until the SPU is continued).
 
 The SC marks the stopped SPU offline after its heartbeat timeout (6 s) and elects a new
 leader. Before the fix the producer's requests to the stopped SPU waited out their 30 s
@@ -14,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from spark_stream.client import Fluvio
+from spark_stream.client import Fluvio, Offset
 from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.errors import FluvioError
 from spark_stream.local.cluster import LocalCluster
@@ -57,6 +59,18 @@ def test_in_flight_produce_fails_over_from_a_hung_leader(cluster: LocalCluster) 
         )
         futures: list[tuple[bytes, DeliveryFuture]] = []
         stopped = False
+        consumed: list[tuple[int, bytes]] = []
+        stream = fluvio.partition_consumer(topic, 0).stream(Offset.beginning())
+
+        def consume() -> None:
+            with contextlib.suppress(FluvioError):  # closed at the end
+                for record in stream:
+                    consumed.append((record.offset, record.value))
+                    if len(consumed) >= SENT:
+                        return
+
+        reader = threading.Thread(target=consume, daemon=True)
+        reader.start()
         try:
             for i in range(SENT):
                 value = f"r{i:06d}".encode()
@@ -75,6 +89,9 @@ def test_in_flight_produce_fails_over_from_a_hung_leader(cluster: LocalCluster) 
                 60,
                 "a new leader",
             )
+            # the consumer's stream was open on the hung leader: it moves too, before
+            # the hung SPU is continued
+            wait_until(lambda: len(consumed) >= SENT, 60, "the consumer to read every record")
         finally:
             if stopped:
                 os.kill(pid, signal.SIGCONT)
@@ -82,4 +99,7 @@ def test_in_flight_produce_fails_over_from_a_hung_leader(cluster: LocalCluster) 
         acked = [v for v, _ in futures]
         log = [v for b in fluvio.fetch_batches(topic, 0, 0) for v in b.column("value").to_pylist()]
         assert log == acked  # every acknowledged record once, in order
+        reader.join(30)
+        stream.close()
+        assert consumed == list(enumerate(acked))
         producer.close()

@@ -245,28 +245,30 @@ class AsyncPartitionConsumer:
                     **group_fields(group, leader),
                 )
                 async with await conn.stream(request, window=cfg.window) as stream:
-                    async for push in stream:
-                        message = push.message()
-                        if not isinstance(message, StreamFetchPush):
-                            continue
-                        failures = 0
-                        for header, frame in iter_frames(received_tail(message.tail)):
-                            if header.next_offset <= position:
+                    # a hung leader's stream ends as soon as the metadata replaces it
+                    with self._leaders.failing_over(stream, self.topic, self.partition, leader):
+                        async for push in stream:
+                            message = push.message()
+                            if not isinstance(message, StreamFetchPush):
                                 continue
-                            schema = typed_read_schema(
-                                self._leaders.watcher, self.topic, header.schema_version
-                            )
-                            batch = decode_frame(
-                                frame, schema=schema, with_offsets=True, check_crc=False
-                            )
-                            stop = end if end is not None else header.next_offset
-                            rows = slice_to_range(batch, header.base_offset, position, stop)
-                            position = min(header.next_offset, stop)
-                            self.position = position
-                            if rows.num_rows:
-                                yield rows
-                            if end is not None and position >= end:
-                                return
+                            failures = 0
+                            for header, frame in iter_frames(received_tail(message.tail)):
+                                if header.next_offset <= position:
+                                    continue
+                                schema = typed_read_schema(
+                                    self._leaders.watcher, self.topic, header.schema_version
+                                )
+                                batch = decode_frame(
+                                    frame, schema=schema, with_offsets=True, check_crc=False
+                                )
+                                stop = end if end is not None else header.next_offset
+                                rows = slice_to_range(batch, header.base_offset, position, stop)
+                                position = min(header.next_offset, stop)
+                                self.position = position
+                                if rows.num_rows:
+                                    yield rows
+                                if end is not None and position >= end:
+                                    return
                 # The leader ended the stream (e.g. it stepped down): reopen where we are.
                 raise NotLeaderError(f"{self.topic}-{self.partition}: the leader ended the stream")
             except FluvioError as raised:
