@@ -101,6 +101,7 @@ class ScApp:
             group_defaults=settings.group_defaults(),
             gates=self.cm,
             tier_root=settings.tier_root,
+            kv_budget_s=settings.admin_kv_timeout_s,
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False

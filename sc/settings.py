@@ -39,6 +39,12 @@ class ScSettings(ProcessSettings):
         description="Default tier of new topics: {tier_root}/{topic} (an fsspec URL every "
         "SPU can write); None: topics are tiered only when created with a tier.",
     )
+    admin_kv_timeout_s: float = Field(
+        3.0,
+        gt=0,
+        description="How long an admin request retries an unreachable Redis before it "
+        "answers KvUnavailableError (retriable); the SC's own loops retry for 30 s.",
+    )
     redis_start_timeout_s: float = Field(
         10.0,
         gt=0,

@@ -56,6 +56,7 @@ from spark_stream.errors import (
     FluvioError,
     NotEnoughReplicasError,
     NotLeaderError,
+    OffsetNotAvailableError,
     RequestTimeoutError,
     StorageError,
     UnknownLeaderEpochError,
@@ -172,6 +173,8 @@ class LeaderController:
         self._subscribers = Subscribers()
         self._waiters = OffsetWaiters()
         self._last_leo = -1
+        self._epoch_start = 0
+        """The LEO when this leadership began: a HW below it may lag what was reported."""
         self._stopped = False
         self._started = False
         self._tick_task: asyncio.Task[None] | None = None
@@ -184,8 +187,12 @@ class LeaderController:
         self._producers = ProducerTable.rebuild(log_headers(self.log))
         now = self._clock()
         self._set_followers(self._replica, now, initial=True)
-        self._last_leo = self.log.leo
+        self._last_leo = self._epoch_start = self.log.leo
         self._started = True
+        # Before anything is served: the checkpointed HW can be up to a checkpoint period
+        # old (0 after a crash before the first one); alone in its in-sync set (RF 1) the
+        # leader's HW is its LEO, and a consumer at the end must not be sent back to it.
+        self._refresh(now)
         tick = min(max(self.policy.max_lag_ms / 4000, 0.05), 1.0)
         self._tick_task = asyncio.get_running_loop().create_task(
             self._tick(tick), name=f"leader-{self.name}"
@@ -269,6 +276,26 @@ class LeaderController:
     def leo(self) -> int:
         """The log end offset."""
         return self.log.leo
+
+    def check_hw_current(self) -> None:
+        """Refuse to report a HW that may be below one reported before (Kafka's rule).
+
+        A new leadership (a restart, a promoted follower) starts from a HW that may lag:
+        the checkpoint, or what the follower last heard. Every record below this
+        leadership's starting LEO may have been committed and reported, so until the HW
+        reaches it, offset requests get the retriable ``OffsetNotAvailableError``
+        (followers' first fetches move it, in milliseconds; a follower that never
+        fetches leaves the in-sync set after ``max_lag_ms``).
+
+        Raises:
+            OffsetNotAvailableError: the HW is below the LEO this leadership began with.
+        """
+        self._check_leading()
+        if self.log.hw < self._epoch_start:
+            raise OffsetNotAvailableError(
+                f"{self.name}: high watermark {self.log.hw} is below the leader's start "
+                f"{self._epoch_start} until its followers report"
+            )
 
     @property
     def log_start(self) -> int:

@@ -26,6 +26,7 @@ from spark_stream.client.consumer import fetch, tiered
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
 from spark_stream.client.consumer.group import AsyncGroupConsumer, RebalanceCallback
 from spark_stream.client.consumer.local_files import LocalFiles
+from spark_stream.client.consumer.offset import check_start
 from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
@@ -352,6 +353,8 @@ class FluvioAsync:
             if end_exclusive is None:  # the end visible now, before the tier is read
                 offsets = await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
                 end_exclusive = fetch.visible_end(offsets, parse_isolation(isolation))
+                # past the end: the one rule; below the leader's log start the tier decides
+                check_start(start, min(start, offsets.log_start), offsets.leo, topic)
             async with contextlib.aclosing(
                 tiered.tier_prefix(
                     self.leaders, topic, partition, start, end_exclusive, schema, self._policy()

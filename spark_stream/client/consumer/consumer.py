@@ -153,7 +153,7 @@ class AsyncPartitionConsumer:
             found = await offset_for_timestamp(
                 self._leaders, self.topic, self.partition, offset.value, policy
             )
-        return offset.resolve(offsets.log_start, end, found), end
+        return offset.resolve(offsets.log_start, end, found, leo=offsets.leo), end
 
     async def stream_batches(
         self,
@@ -247,31 +247,33 @@ class AsyncPartitionConsumer:
                     **group_fields(group, leader),
                 )
                 async with await conn.stream(request, window=cfg.window) as stream:
-                    async for push in stream:
-                        message = push.message()
-                        if not isinstance(message, StreamFetchPush):
-                            continue
-                        failures = 0
-                        tail = received_tail(message.tail)
-                        for header, frame in iter_frames(tail, check_crc=False):
-                            if header.next_offset <= position:
+                    # a hung leader's stream ends as soon as the metadata replaces it
+                    with self._leaders.failing_over(stream, self.topic, self.partition, leader):
+                        async for push in stream:
+                            message = push.message()
+                            if not isinstance(message, StreamFetchPush):
                                 continue
-                            schema = typed_read_schema(
-                                self._leaders.watcher, self.topic, header.schema_version
-                            )
-                            batch = read_frame(
-                                frame, header, schema=schema, with_offsets=True,
-                                where=where, skip=cfg.skip_corrupt_frames, check_crc=True,
-                            )  # fmt: skip
-                            stop = end if end is not None else header.next_offset
-                            start, position = position, min(header.next_offset, stop)
-                            self.position = position
-                            if batch is not None:  # None: damaged, skipped with a WARNING
-                                rows = slice_to_range(batch, header.base_offset, start, stop)
-                                if rows.num_rows:
-                                    yield rows
-                            if end is not None and position >= end:
-                                return
+                            failures = 0
+                            tail = received_tail(message.tail)
+                            for header, frame in iter_frames(tail, check_crc=False):
+                                if header.next_offset <= position:
+                                    continue
+                                schema = typed_read_schema(
+                                    self._leaders.watcher, self.topic, header.schema_version
+                                )
+                                batch = read_frame(
+                                    frame, header, schema=schema, with_offsets=True,
+                                    where=where, skip=cfg.skip_corrupt_frames, check_crc=True,
+                                )  # fmt: skip
+                                stop = end if end is not None else header.next_offset
+                                start, position = position, min(header.next_offset, stop)
+                                self.position = position
+                                if batch is not None:  # None: damaged, skipped with a WARNING
+                                    rows = slice_to_range(batch, header.base_offset, start, stop)
+                                    if rows.num_rows:
+                                        yield rows
+                                if end is not None and position >= end:
+                                    return
                 # The leader ended the stream (e.g. it stepped down): reopen where we are.
                 raise NotLeaderError(f"{self.topic}-{self.partition}: the leader ended the stream")
             except FluvioError as raised:

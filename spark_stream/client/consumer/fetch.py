@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from spark_stream.client.consumer.corrupt import checked, read_frame
 from spark_stream.client.consumer.local_files import LocalFiles
+from spark_stream.client.consumer.offset import check_start
 from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import Leader, MetadataWatcher
 from spark_stream.client.types import PartitionOffsets
@@ -195,10 +196,7 @@ async def fetch_range(
     if end_exclusive is None:
         offsets = await fetch_offsets(leaders, topic, partition, policy)
         end = visible_end(offsets, isolation) if end_exclusive is None else end_exclusive
-        if start < offsets.log_start or start > max(end, offsets.leo):
-            raise OffsetOutOfRangeError(
-                f"{topic}-{partition}: offset {start} outside [{offsets.log_start}, {end}]"
-            )
+        check_start(start, offsets.log_start, max(end, offsets.leo), f"{topic}-{partition}")
     else:
         end = end_exclusive
     position = start
@@ -401,6 +399,7 @@ async def fetch_batches(
     if end is None:
         offsets = await fetch_offsets(leaders, topic, partition, policy)
         end = visible_end(offsets, isolation)
+        check_start(start, offsets.log_start, max(end, offsets.leo), f"{topic}-{partition}")
     where = f"{topic}-{partition}"
     async for header, frame in fetch_range(
         leaders, topic, partition, start, end, isolation, max_bytes, policy, local,
