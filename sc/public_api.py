@@ -58,6 +58,7 @@ from spark_stream.models import (
 )
 from spark_stream.models.topic_schema import decode_arrow
 from spark_stream.models.topic_table import TableFormat, check_delta_types
+from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
@@ -205,6 +206,8 @@ class PublicApi:
         group_defaults: the spec of a consumer group a join creates (its timeouts).
         gates: the SPUs' gate reports (the connection manager), so the coordinator
             pushes a grant once the leader holds its gate.
+        tier_root: the cluster's default tier (topics with a table need one).
+        budget: the process's request-bytes budget (shared with the private server).
     """
 
     def __init__(
@@ -217,6 +220,7 @@ class PublicApi:
         group_defaults: ConsumerGroupSpec | None = None,
         gates: GateAcks | None = None,
         tier_root: str | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.kv = kv
         self.tier_root = tier_root
@@ -250,6 +254,7 @@ class PublicApi:
             port=port,
             name="sc-public",
             on_disconnect=group_api.disconnected,
+            budget=budget,
         )
 
     @property

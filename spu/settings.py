@@ -38,6 +38,13 @@ class SpuSettings(ProcessSettings):
         "(tests check the audit of SPUs they kill); relative to data_dir.",
     )
     max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")
+    request_budget_bytes: int = Field(
+        256 * 2**20,
+        gt=0,
+        description="Bytes of request frames held in memory at once, over all connections "
+        "of both servers; a connection whose next frame does not fit stops reading until "
+        "bytes are released (one frame larger than this is let in alone).",
+    )
     metrics_port: int | None = Field(
         None,
         ge=0,
