@@ -22,9 +22,10 @@ Three rules keep that from deadlocking:
 
 Grants are first come, first served, so a large frame is not starved by a stream of
 smaller ones. ``ByteBudget`` is the pure accounting (no asyncio, table-tested);
-``RequestBudget`` wraps it with futures. When the budget drains to zero after a burst, it
+``RequestBudget`` wraps it with futures. When the budget drains after a burst, it
 asks glibc to return freed heap pages to the system (``release_free_memory``), so the
-process's RSS goes back to its baseline once the connections are idle or closed.
+process's RSS goes back to its baseline once the connections are idle or closed (servers
+also call ``trim_soon`` when a connection closes, as its read buffers are freed then).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ SMALL_FRAME = 64 << 10
 """Frames below this size are charged but never wait for the budget."""
 TRIM_AFTER_BYTES = 32 << 20
 """Bytes released since the last trim before a drained budget trims the heap again."""
+DRAINED_BYTES = 1 << 20
+"""Held bytes at or below which the budget counts as drained: open streams keep their
+(small) request frames held for as long as they last."""
 TRIM_DELAY = 0.5
 """Seconds the budget must stay drained before the heap is trimmed (one trim per lull)."""
 
@@ -208,8 +212,13 @@ class RequestBudget:
         """Give back ``n`` bytes taken with ``acquire``; wakes the frames that fit now."""
         self._wake(self._bytes.release(n))
         self._released += n
-        if self._bytes.used == 0 and self._released >= TRIM_AFTER_BYTES:
+        if self._bytes.used <= DRAINED_BYTES and self._released >= TRIM_AFTER_BYTES:
             self._schedule_trim()
+
+    def trim_soon(self) -> None:
+        """Trim the heap once the budget has stayed drained a moment (a connection closed:
+        its read buffers were freed); calls within ``TRIM_DELAY`` make one trim."""
+        self._schedule_trim()
 
     def _wake(self, granted: list[Hashable]) -> None:
         for key in granted:
@@ -228,7 +237,7 @@ class RequestBudget:
 
     def _trim_if_idle(self) -> None:
         self._trim_handle = None
-        if self._bytes.used == 0:
+        if self._bytes.used <= DRAINED_BYTES:
             self._released = 0
             self._trim()
 

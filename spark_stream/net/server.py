@@ -342,6 +342,7 @@ class _Session:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await close_writer(self.writer)
+            self.budget.trim_soon()  # this connection's read buffers are free now
             await self._disconnected(cause)
 
     async def _receive(self) -> bool:
