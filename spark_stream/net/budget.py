@@ -98,6 +98,18 @@ class ByteBudget:
         self._queue[key] = n
         return False
 
+    def try_take(self, n: int) -> bool:
+        """Take ``n`` bytes if they are granted now (nobody waits and they fit); never queues.
+
+        Raises:
+            ValueError: ``n`` is negative.
+        """
+        _check_size(n)
+        if self._queue or not self._fits(n):
+            return False
+        self._add(n)
+        return True
+
     def charge(self, n: int) -> None:
         """Count ``n`` bytes as held without waiting, even past the capacity."""
         _check_size(n)
@@ -163,6 +175,7 @@ class RequestBudget:
         self._trim = trim or release_free_memory
         self._released = 0  # bytes released since the last trim
         self._trim_handle: asyncio.TimerHandle | None = None
+        self._active_at = 0.0  # loop time of the last release or close
         self._waits: dict[asyncio.Future[None], int] = {}  # queued grants and their sizes
 
     @property
@@ -185,13 +198,19 @@ class RequestBudget:
         """Frames waiting for bytes (their connections are not reading)."""
         return self._bytes.waiting
 
+    def try_acquire(self, n: int) -> bool:
+        """Hold ``n`` bytes if that needs no wait (always, for a small frame)."""
+        if n < SMALL_FRAME:
+            self._bytes.charge(n)
+            return True
+        return self._bytes.try_take(n)
+
     async def acquire(self, n: int) -> None:
         """Hold ``n`` bytes, waiting for them if needed (small frames never wait).
 
         Cancelling the wait leaves nothing held.
         """
-        if n < SMALL_FRAME:
-            self._bytes.charge(n)
+        if self.try_acquire(n):
             return
         grant: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._bytes.take(grant, n):
@@ -213,12 +232,19 @@ class RequestBudget:
         self._wake(self._bytes.release(n))
         self._released += n
         if self._bytes.used <= DRAINED_BYTES and self._released >= TRIM_AFTER_BYTES:
-            self._schedule_trim()
+            self.trim_soon()
 
     def trim_soon(self) -> None:
-        """Trim the heap once the budget has stayed drained a moment (a connection closed:
-        its read buffers were freed); calls within ``TRIM_DELAY`` make one trim."""
-        self._schedule_trim()
+        """Trim the heap once the budget has stayed drained for ``TRIM_DELAY`` seconds.
+
+        Called when a burst drained the budget and when a connection closed (its read
+        buffers were freed). Each call restarts the delay, so under steady load (the budget
+        draining between frames) the heap is not trimmed and re-faulted over and over.
+        """
+        loop = asyncio.get_running_loop()
+        self._active_at = loop.time()
+        if self._trim_handle is None:
+            self._trim_handle = loop.call_later(TRIM_DELAY, self._trim_if_idle)
 
     def _wake(self, granted: list[Hashable]) -> None:
         for key in granted:
@@ -229,13 +255,12 @@ class RequestBudget:
             else:  # cancelled while still queued: nobody will hold these bytes
                 self._wake(self._bytes.release(self._waits[grant]))
 
-    def _schedule_trim(self) -> None:
-        if self._trim_handle is not None:
-            return
-        loop = asyncio.get_running_loop()
-        self._trim_handle = loop.call_later(TRIM_DELAY, self._trim_if_idle)
-
     def _trim_if_idle(self) -> None:
+        loop = asyncio.get_running_loop()
+        quiet = loop.time() - self._active_at
+        if quiet < TRIM_DELAY:  # active since: wait for the rest of the delay
+            self._trim_handle = loop.call_later(TRIM_DELAY - quiet, self._trim_if_idle)
+            return
         self._trim_handle = None
         if self._bytes.used <= DRAINED_BYTES:
             self._released = 0

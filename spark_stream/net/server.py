@@ -429,6 +429,8 @@ class _Session:
         The wait is its own future so ``close()`` can end it without cancelling the read
         loop (which still has to clean up).
         """
+        if self.budget.try_acquire(n):
+            return True  # the common case: no task, no wait
         waiting = self.waiting = asyncio.ensure_future(self.budget.acquire(n))
         try:
             await asyncio.wait([waiting])

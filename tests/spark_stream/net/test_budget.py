@@ -88,6 +88,19 @@ ROWS: list[tuple[str, int, list[tuple[Any, ...]], int]] = [
     ),
     ("withdrawing an unknown key changes nothing", 100, [("withdraw", "x", [])], 0),
     ("a zero-byte request is granted", 100, [("charge", 100), ("take", "z", 0, True)], 100),
+    (
+        "try_take grants what fits now and never queues or jumps the queue",
+        100,
+        [
+            ("try", 60, True),
+            ("try", 50, False),
+            ("take", "a", 50, False),
+            ("try", 10, False),
+            ("release", 60, ["a"]),
+            ("try", 50, True),
+        ],
+        100,
+    ),
 ]
 
 
@@ -99,6 +112,9 @@ def test_byte_budget(capacity: int, steps: list[tuple[Any, ...]], held: int) -> 
     for step in steps:
         if step[0] == "take":
             assert budget.take(step[1], step[2]) is step[3], step
+        elif step[0] == "try":
+            assert budget.try_take(step[1]) is step[2], step
+            assert budget.waiting == 0 or step[2] is False
         elif step[0] == "charge":
             budget.charge(step[1])
         elif step[0] == "release":
