@@ -44,6 +44,7 @@ __all__ = [
     "SMALL_FRAME",
     "TRIM_AFTER_BYTES",
     "release_free_memory",
+    "tune_heap",
 ]
 
 DEFAULT_REQUEST_BUDGET = 256 << 20
@@ -267,15 +268,53 @@ class RequestBudget:
             self._trim()
 
 
+HEAP_MMAP_THRESHOLD = 32 << 20
+"""Allocations below this come from glibc's heap (reused), larger ones are mmap'd."""
+HEAP_TRIM_THRESHOLD = 128 << 20
+"""Free bytes at the top of the heap before glibc gives them back on its own."""
+_M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
+_M_MMAP_THRESHOLD = -3
+
+
 @functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+def _libc() -> ctypes.CDLL | None:
     name = ctypes.util.find_library("c")
     if name is None:
         return None
     try:
-        func = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
+        return ctypes.CDLL(name)
+    except OSError:
+        return None
+
+
+def tune_heap() -> bool:
+    """Fix glibc's heap thresholds for a server process; False where that is not possible.
+
+    Called once by the SC and SPU at start. By default glibc raises its mmap threshold to
+    the largest buffer freed and trims the heap top past twice that, so a frame body freed
+    at the top of the heap is handed back to the system and the next one is page-faulted
+    in again: about 256 faults per MiB received (measured: 480,000 faults and 1.5 CPU s
+    per GiB of 1 MiB frames, against 6,000 and 0.84 s with fixed thresholds). With fixed
+    thresholds, frame bodies up to 32 MiB reuse heap memory while the server is busy, and
+    the budget's ``release_free_memory`` returns it once the server is idle.
+    """
+    libc = _libc()
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is None:
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(
+        mallopt(_M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD)
+        and mallopt(_M_TRIM_THRESHOLD, HEAP_TRIM_THRESHOLD)
+    )
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
+    func = getattr(_libc(), "malloc_trim", None)
+    if func is None:
         return None
     func.argtypes = [ctypes.c_size_t]
     func.restype = ctypes.c_int

@@ -14,6 +14,7 @@ from spark_stream.net.budget import (
     ByteBudget,
     RequestBudget,
     release_free_memory,
+    tune_heap,
 )
 from tests.polling import until
 
@@ -219,3 +220,7 @@ def test_a_drained_budget_trims_the_heap_once_after_a_burst() -> None:
 def test_release_free_memory_works_here() -> None:
     # The test machines run glibc; elsewhere the call is a no-op returning False.
     assert release_free_memory() is True
+
+
+def test_tune_heap_works_here() -> None:
+    assert tune_heap() is True
