@@ -60,6 +60,7 @@ from spark_stream.models import (
 )
 from spark_stream.models.topic_schema import decode_arrow
 from spark_stream.models.topic_table import TableFormat, check_delta_types
+from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import ConnContext, Handler, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
@@ -207,6 +208,8 @@ class PublicApi:
         group_defaults: the spec of a consumer group a join creates (its timeouts).
         gates: the SPUs' gate reports (the connection manager), so the coordinator
             pushes a grant once the leader holds its gate.
+        tier_root: the cluster's default tier (topics with a table need one).
+        budget: the process's request-bytes budget (shared with the private server).
     """
 
     def __init__(
@@ -220,6 +223,7 @@ class PublicApi:
         gates: GateAcks | None = None,
         tier_root: str | None = None,
         kv_budget_s: float = 3.0,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.kv = kv
         self.kv_budget_s = kv_budget_s
@@ -257,6 +261,7 @@ class PublicApi:
             port=port,
             name="sc-public",
             on_disconnect=group_api.disconnected,
+            budget=budget,
         )
 
     @property

@@ -63,6 +63,13 @@ class ScSettings(ProcessSettings):
         description="Consumer groups: default time a member has to release a revoke.",
     )
 
+    request_budget_bytes: int = Field(
+        256 * 2**20,
+        gt=0,
+        description="Bytes of request frames held in memory at once, over all connections "
+        "of both servers; a connection whose next frame does not fit stops reading until "
+        "bytes are released (one frame larger than this is let in alone).",
+    )
     metrics_port: int | None = Field(
         None,
         ge=0,
