@@ -84,7 +84,7 @@ final class TierColumn {
       throw new FluvioException(
           ErrorCode.DATA_SOURCE_OPTION,
           ("column %s (%s) of a typed topic is not read from the tier by the JVM connector: "
-                  + "read it with the Python source (spark.fluvio.source=python)")
+                  + "read it through the Python source (a session without the connector jar)")
               .formatted(repr(name), typeName));
     }
     Type held = schema.getType(name);
