@@ -5,19 +5,27 @@ plans from it (``tier_start`` for log starts, ``covering_entries`` for ranges, w
 error type and message of a range the tier does not hold), for ``TierManifestTest``.
 ``tier_file.json``: a tier file exactly as the SPU's ``write_parquet`` writes it (hex) and
 its records, for ``TierFileReaderTest`` to read back column by column.
+``tier_typed_file.json``: a typed topic's spec (two schema versions) and two tier files as
+tiering writes them, one before the schema evolved (no ``score`` column) and one after
+(its older frame widened), with their rows in the latest version, for ``TypedTierTest``.
 """
 
 from __future__ import annotations
 
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from spark_stream.errors import FluvioError
-from spark_stream.records import RECORD_SCHEMA, encode_records, with_base_offset
-from spark_stream.tier import TierEntry, TierManifest, covering_entries, data_file, tier_start
+import pyarrow as pa
 
-__all__ = ["tier_file", "tier_manifests"]
+from spark_stream.errors import FluvioError
+from spark_stream.models.topic_schema import TopicSchema, storage_schema
+from spark_stream.records import RECORD_SCHEMA, encode_batch, encode_records, with_base_offset
+from spark_stream.tier import TierEntry, TierManifest, covering_entries, data_file, tier_start
+from tests.vectors.typed_cases import V1, json_value, typed_rows
+
+__all__ = ["tier_file", "tier_manifests", "tier_typed_file"]
 
 _FILE_BASE = 500
 _TS = 1_764_000_000_000_000
@@ -156,3 +164,76 @@ def tier_file() -> dict[str, Any]:
             for i, r in enumerate(records)
         ],
     }
+
+
+_TYPED_V1 = V1.append(pa.field("sec", pa.timestamp("s"))).append(pa.field("tiny", pa.int8()))
+_TYPED_V1 = _TYPED_V1.append(pa.field("count", pa.int32())).append(
+    pa.field("raw", pa.large_binary())
+)
+_TYPED_V2 = _TYPED_V1.append(pa.field("score", pa.float64()))
+
+
+def _typed_batch(version: int, first: int, n: int) -> pa.RecordBatch:
+    """Rows ``first..first+n`` of the typed topic's ``version``: every column type the
+    JVM's typed read serves, nulls in each nullable one."""
+    user = _TYPED_V1 if version == 1 else _TYPED_V2
+    rows = typed_rows(first + n, version)[first:]
+    for i, row in enumerate(rows, start=first):
+        row["sec"] = None if i == 1 else datetime(2025, 6, 1, 0, 0, i)
+        row["tiny"] = None if i == 4 else i - 3
+        row["count"] = i * 1000
+        row["raw"] = None if i == 5 else bytes([i]) * i
+    table = pa.Table.from_pylist(rows, schema=user)
+    keys = pa.array([None if i % 3 == 0 else f"k{i}".encode() for i in range(first, first + n)])
+    ts = pa.array([_TS + i for i in range(first, first + n)], pa.timestamp("us", tz="UTC"))
+    headers = pa.array(
+        [None if i % 2 else [("h", bytes([i]))] for i in range(first, first + n)],
+        storage_schema(user).field("headers").type,
+    )
+    columns = [c.combine_chunks() for c in table.columns]
+    return pa.RecordBatch.from_arrays(
+        [*columns, keys.cast(pa.binary()), ts, headers], schema=storage_schema(user)
+    )
+
+
+def _typed_parquet(batches: list[tuple[int, pa.RecordBatch]], base: int, latest: int) -> bytes:
+    """The tier file of frames ``batches`` (version, records) at ``base``, as tiering writes
+    it with the topic's ``latest`` version then."""
+    from spu.storage.tier import write_parquet
+
+    frames = b""
+    offset = base
+    for version, batch in batches:
+        frames += encode_batch(batch, base_offset=offset, schema_version=version)
+        offset += batch.num_rows
+    user = _TYPED_V1 if latest == 1 else _TYPED_V2
+    with tempfile.TemporaryDirectory() as folder:
+        url = write_parquet(
+            memoryview(frames),
+            base_offset=base,
+            next_offset=offset,
+            schema=storage_schema(user),
+            tier_url=folder,
+        )
+        return Path(url).read_bytes()
+
+
+def tier_typed_file() -> dict[str, Any]:
+    """A typed topic's spec and two of its tier files (before and after ``score`` was
+    added); ``rows`` are the records of both in offset order, in the latest version."""
+    schema = TopicSchema.of(_TYPED_V1).evolve(_TYPED_V2)
+    first = _typed_batch(1, 0, 6)
+    second = [(1, _typed_batch(1, 6, 3)), (2, _typed_batch(2, 9, 5))]
+    files = [
+        {"base_offset": 700, "records": 6, "parquet": _typed_parquet([(1, first)], 700, 1).hex()},
+        {"base_offset": 706, "records": 8, "parquet": _typed_parquet(second, 706, 2).hex()},
+    ]
+    rows = []
+    for batch in (first, second[0][1], second[1][1]):
+        for row in batch.to_pylist():
+            out = {f.name: json_value(row.get(f.name), f.type) for f in _TYPED_V2}
+            out["key"] = None if row["key"] is None else row["key"].hex()
+            out["timestamp"] = json_value(row["timestamp"], pa.timestamp("us", tz="UTC"))
+            out["headers"] = None if row["headers"] is None else len(row["headers"])
+            rows.append(out)
+    return {"topic_schema": schema.to_dict(), "files": files, "rows": rows}

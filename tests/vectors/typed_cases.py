@@ -33,7 +33,7 @@ from spark_stream.errors import FluvioError
 from spark_stream.models.topic_schema import TopicSchema, encode_arrow, storage_schema
 from spark_stream.records import Compression, encode_batch, read_header
 
-__all__ = ["typed_frames"]
+__all__ = ["V1", "json_value", "typed_frames", "typed_rows"]
 
 _BASE_TS = 1_764_000_000_000_000
 _COMPRESSIONS: tuple[Compression, ...] = ("none", "lz4", "zstd")
@@ -57,7 +57,7 @@ V1 = pa.schema(
 V2 = V1.append(pa.field("score", pa.float64()))
 
 
-def _user_rows(n: int, version: int) -> list[dict[str, Any]]:
+def typed_rows(n: int, version: int) -> list[dict[str, Any]]:
     rows = []
     for i in range(n):
         row: dict[str, Any] = {
@@ -82,7 +82,7 @@ def _user_rows(n: int, version: int) -> list[dict[str, Any]]:
 
 def _batch(version: int, n: int) -> pa.RecordBatch:
     user = V1 if version == 1 else V2
-    table = pa.Table.from_pylist(_user_rows(n, version), schema=user)
+    table = pa.Table.from_pylist(typed_rows(n, version), schema=user)
     keys = pa.array([None if i % 3 == 0 else f"k{i}".encode() for i in range(n)], pa.binary())
     ts = pa.array([_BASE_TS + i for i in range(n)], pa.timestamp("us", tz="UTC"))
     headers = pa.nulls(n, storage_schema(user).field("headers").type)
@@ -93,7 +93,7 @@ def _batch(version: int, n: int) -> pa.RecordBatch:
     )
 
 
-def _json_value(value: Any, kind: pa.DataType) -> Any:
+def json_value(value: Any, kind: pa.DataType) -> Any:
     if value is None:
         return None
     if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
@@ -101,7 +101,7 @@ def _json_value(value: Any, kind: pa.DataType) -> Any:
         return pa.scalar(value, kind).cast(raw).as_py()
     if pa.types.is_decimal(kind):
         return str(value)
-    if pa.types.is_binary(kind):
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
         return bytes(value).hex()
     return value
 
@@ -115,7 +115,7 @@ def _frame_json(version: int, compression: Compression, index: int) -> dict[str,
     header = read_header(frame)
     rows = []
     for i, row in enumerate(batch.to_pylist()):
-        out = {f.name: _json_value(row[f.name], f.type) for f in V2 if f.name in row}
+        out = {f.name: json_value(row[f.name], f.type) for f in V2 if f.name in row}
         out.setdefault("score", None)  # read in the latest version: null before v2
         out["key"] = None if row["key"] is None else row["key"].hex()
         out["timestamp"] = _BASE_TS + i

@@ -3,8 +3,11 @@ package io.sparkstream.fluvio.tier;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import io.sparkstream.fluvio.records.RecordSchema;
+import io.sparkstream.fluvio.records.TopicSchema;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
 import org.apache.arrow.vector.VarBinaryVector;
@@ -12,6 +15,8 @@ import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.StructVector;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.parquet.VersionParser;
 import org.apache.parquet.column.ColumnDescriptor;
 import org.apache.parquet.column.ColumnReader;
@@ -38,6 +43,13 @@ import org.apache.parquet.schema.Type;
  * (a list of {@code key}/{@code value} structs, as pyarrow writes it: three-level LIST) go
  * to the vectors of the same names. A file that lacks a column or holds another type is a
  * {@code CORRUPT_FRAME}, as in Python ({@code reader.read_entry}).
+ *
+ * <p>A typed topic's file (tiering writes the topic's storage columns as they were when
+ * the segment was tiered: its user columns, then {@code key}, {@code timestamp}, {@code
+ * headers}, no {@code value}) reads into the storage schema of the file's version: the
+ * latest schema's user columns the file holds, each by {@link TierColumn}, then the record
+ * columns above. A column added after the file was written has no vector, as in an older
+ * SPU frame, so {@code FrameColumns} reads it as null.
  */
 public final class TierFileReader implements AutoCloseable {
   private static final PrimitiveConverter NO_CONVERTER = new PrimitiveConverter() {};
@@ -47,6 +59,8 @@ public final class TierFileReader implements AutoCloseable {
   private final ParquetFileReader file;
   private final MessageType schema;
   private final VersionParser.ParsedVersion writer;
+  private final Schema rootSchema;
+  private final List<TierColumn> userColumns = new ArrayList<>();
   private final ColumnDescriptor offsetColumn;
   private final ColumnDescriptor keyColumn;
   private final ColumnDescriptor valueColumn;
@@ -63,6 +77,7 @@ public final class TierFileReader implements AutoCloseable {
   private ColumnReader keys;
   private ColumnReader values;
   private ColumnReader timestamps;
+  private ColumnReader[] userReaders;
   private Leaf headerKeys;
   private Leaf headerValues;
   private long nextOffset;
@@ -78,7 +93,7 @@ public final class TierFileReader implements AutoCloseable {
     }
   }
 
-  private TierFileReader(String tierUrl, TierEntry entry) throws IOException {
+  private TierFileReader(String tierUrl, TierEntry entry, TopicSchema topic) throws IOException {
     this.url = TierFiles.join(tierUrl, entry.file());
     this.entry = entry;
     this.file = ParquetFileReader.open(HadoopInputFile.fromPath(TierFiles.path(url), TierFiles.conf()));
@@ -91,7 +106,8 @@ public final class TierFileReader implements AutoCloseable {
       }
       offsetColumn = leaf(Type.Repetition.REQUIRED, "offset");
       keyColumn = leaf(Type.Repetition.OPTIONAL, "key");
-      valueColumn = leaf(null, "value");
+      valueColumn = topic == null ? leaf(null, "value") : null;
+      rootSchema = topic == null ? RecordSchema.SCHEMA : typedSchema(topic);
       timestampColumn = leaf(null, "timestamp");
       timestampScale = timestampScale();
       GroupType headers = group(schema, "headers");
@@ -110,8 +126,25 @@ public final class TierFileReader implements AutoCloseable {
     this.nextOffset = entry.baseOffset();
   }
 
+  /** The storage columns of a typed topic's file: its user columns of {@code topic}, then the record columns. */
+  private Schema typedSchema(TopicSchema topic) {
+    List<Field> fields = new ArrayList<>();
+    List<Field> user = topic.userSchema().getFields();
+    for (int i = 0; i < user.size(); i++) {
+      Field f = user.get(i);
+      if (schema.containsField(f.getName())) {
+        userColumns.add(TierColumn.of(url, schema, f, topic.typeName(i)));
+        fields.add(f);
+      }
+    }
+    for (String name : TopicSchema.SYSTEM) {
+      fields.add(RecordSchema.SCHEMA.findField(name));
+    }
+    return new Schema(fields);
+  }
+
   /**
-   * Open the file of {@code entry}.
+   * Open the file of {@code entry} of an untyped topic.
    *
    * @param tierUrl the topic's tier directory
    * @param entry the manifest entry
@@ -120,8 +153,24 @@ public final class TierFileReader implements AutoCloseable {
    *     it does not hold the entry's rows or the record columns
    */
   public static TierFileReader open(String tierUrl, TierEntry entry) {
+    return open(tierUrl, entry, null);
+  }
+
+  /**
+   * Open the file of {@code entry}.
+   *
+   * @param tierUrl the topic's tier directory
+   * @param entry the manifest entry
+   * @param topic the typed topic's latest schema, null for an untyped topic
+   * @return a reader positioned at the entry's first record
+   * @throws FluvioException {@code STORAGE}: the file cannot be read; {@code CORRUPT_FRAME}:
+   *     it does not hold the entry's rows or the record columns, or a user column has
+   *     another type than {@code topic} says; {@code DATA_SOURCE_OPTION}: a user column the
+   *     tier reader does not serve (nested types), named
+   */
+  public static TierFileReader open(String tierUrl, TierEntry entry, TopicSchema topic) {
     try {
-      return new TierFileReader(tierUrl, entry);
+      return new TierFileReader(tierUrl, entry, topic);
     } catch (IOException | RuntimeException e) {
       throw wrap(TierFiles.join(tierUrl, entry.file()), e);
     }
@@ -168,11 +217,12 @@ public final class TierFileReader implements AutoCloseable {
    *
    * @param maxRows most rows to return
    * @param allocator where the vectors live
-   * @return a root of {@link RecordSchema#SCHEMA} owned by the caller; its first row's
+   * @return a root of {@link RecordSchema#SCHEMA} (a typed topic's: of the file's storage
+   *     columns) owned by the caller; its first row's
    *     offset was {@link #position()} before the call
    */
   public VectorSchemaRoot next(int maxRows, BufferAllocator allocator) {
-    VectorSchemaRoot root = VectorSchemaRoot.create(RecordSchema.SCHEMA, allocator);
+    VectorSchemaRoot root = VectorSchemaRoot.create(rootSchema, allocator);
     try {
       int n = read(maxRows, root);
       if (n == 0) {
@@ -198,7 +248,11 @@ public final class TierFileReader implements AutoCloseable {
       groupRowsLeft = pages.getRowCount();
       offsets = column(pages, offsetColumn);
       keys = column(pages, keyColumn);
-      values = column(pages, valueColumn);
+      values = valueColumn == null ? null : column(pages, valueColumn);
+      userReaders = new ColumnReader[userColumns.size()];
+      for (int c = 0; c < userReaders.length; c++) {
+        userReaders[c] = column(pages, userColumns.get(c).descriptor);
+      }
       timestamps = column(pages, timestampColumn);
       headerKeys = new Leaf(column(pages, headerKeyColumn));
       headerValues = new Leaf(column(pages, headerValueColumn));
@@ -207,8 +261,13 @@ public final class TierFileReader implements AutoCloseable {
     readOffsets(n);
     if (root == null) {
       skipFlat(keys, keyColumn, n);
-      skipFlat(values, valueColumn, n);
+      if (values != null) {
+        skipFlat(values, valueColumn, n);
+      }
       skipFlat(timestamps, timestampColumn, n);
+      for (int c = 0; c < userReaders.length; c++) {
+        userColumns.get(c).read(userReaders[c], n, null);
+      }
       readHeaders(n, null);
     } else {
       for (var vector : root.getFieldVectors()) {
@@ -216,7 +275,13 @@ public final class TierFileReader implements AutoCloseable {
       }
       root.allocateNew();
       readBinary(keys, keyColumn, n, (VarBinaryVector) root.getVector("key"));
-      readBinary(values, valueColumn, n, (VarBinaryVector) root.getVector("value"));
+      if (values != null) {
+        readBinary(values, valueColumn, n, (VarBinaryVector) root.getVector("value"));
+      }
+      for (int c = 0; c < userReaders.length; c++) {
+        TierColumn column = userColumns.get(c);
+        column.read(userReaders[c], n, root.getVector(column.field.getName()));
+      }
       readTimestamps(n, (TimeStampMicroTZVector) root.getVector("timestamp"));
       readHeaders(n, (ListVector) root.getVector("headers"));
       root.setRowCount(n);

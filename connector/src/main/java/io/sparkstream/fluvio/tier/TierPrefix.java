@@ -4,6 +4,7 @@ import io.sparkstream.fluvio.client.LeaderClient;
 import io.sparkstream.fluvio.client.PartitionOffsets;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.records.TopicSchema;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -26,11 +27,13 @@ public final class TierPrefix implements AutoCloseable {
   private final String topic;
   private final int partition;
   private final String tierUrl;
+  private final TopicSchema schema;
   private TierFileReader file;
   private long fileStop;
 
   /**
-   * The tier prefix of a partition.
+   * The tier prefix of a partition. A typed topic's files are read in its latest schema
+   * as the SC has it now (a file of an older version lacks the columns added since).
    *
    * @param client a client of the cluster (not closed here)
    * @param topic the topic
@@ -42,6 +45,7 @@ public final class TierPrefix implements AutoCloseable {
     this.topic = topic;
     this.partition = partition;
     this.tierUrl = tierUrl;
+    this.schema = client.metadata(topic).schema();
   }
 
   /** The topic's tier as the SC has it, or null when the topic is not tiered. */
@@ -76,7 +80,8 @@ public final class TierPrefix implements AutoCloseable {
    * @param end offset after the last one the reader wants ({@link Long#MAX_VALUE}: none)
    * @param maxRows most rows to return
    * @param allocator where the vectors live
-   * @return a root of {@code RecordSchema.SCHEMA} whose first row is at {@code position},
+   * @return a root of {@code RecordSchema.SCHEMA} (a typed topic's: its storage columns)
+   *     whose first row is at {@code position},
    *     owned by the caller; null when {@code position} is on the SPU (or at {@code end})
    * @throws FluvioException {@code OFFSET_OUT_OF_RANGE}: the tier does not hold {@code
    *     position} (tier retention); {@code STORAGE}, {@code CORRUPT_FRAME}: as {@link
@@ -120,7 +125,7 @@ public final class TierPrefix implements AutoCloseable {
               .formatted(topic, partition, position, offsets.logStart(), tierUrl, held));
     }
     TierEntry entry = entries.get(0);
-    file = TierFileReader.open(tierUrl, entry);
+    file = TierFileReader.open(tierUrl, entry, schema);
     try {
       file.skip(position - entry.baseOffset());
     } catch (RuntimeException e) {
