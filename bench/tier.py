@@ -1,6 +1,6 @@
 """Tier benchmark: sealed segments to Parquet and the Delta table, and reading them back.
 
-    .venv/bin/python -m bench.tier [--records 5000000] [--partitions 2]
+    .venv/bin/python -m bench.tier [--records 10000000] [--partitions 2]
         [--segment-size 32Mi] [--rate 100] [--repeat 3] [--quick]
 
 One run on a local cluster of one SPU (replication factor 1) whose topic has a tier and
@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from bench._rates import best_rates, best_seconds
+from bench._rates import best_times, jvm_cpu_seconds
 
 VALUE_BYTES = 100
 TOPIC = "bench-tier"
@@ -199,6 +199,40 @@ def _sum_lengths(df: Any) -> int:
     return int(df.selectExpr("sum(length(value)) AS n").collect()[0]["n"] or 0)
 
 
+def _tier_cpu(replicas: dict[int, Path], scratch: Path) -> dict[str, Any]:
+    """The tier path's own cost, apart from the machine's load: the sealed segments tiered
+    again in this process (``spu.tiering.tier_slices``: Parquet file, manifest, Delta
+    commit) into ``scratch``, timed by CPU seconds. ``tier_cpu_mbps`` is segment MB per
+    CPU-second: the share of one core tiering takes at a produce rate is rate / it."""
+    from spark_stream.records import RECORD_SCHEMA
+    from spark_stream.tier import TierManifest
+    from spu.delta_hook import DeltaTableHook
+    from spu.storage.slices import LogSlice
+    from spu.tiering import tier_slices
+
+    url = str(scratch)
+    hook = DeltaTableHook(url)
+    total = 0
+    cpu = wall = 0.0
+    for p, replica in replicas.items():
+        manifest = TierManifest(partition=p)
+        for base, nxt, log in _sealed(replica):
+            data = log.read_bytes()
+            piece = LogSlice(base, base, nxt, memoryview(data))
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            outcome = tier_slices(url, manifest, [piece], RECORD_SCHEMA, hook)
+            cpu += time.process_time() - cpu0
+            wall += time.perf_counter() - wall0
+            if outcome.error is not None:
+                raise AssertionError(f"tiering again failed: {outcome.error}")
+            manifest = outcome.manifest
+            total += len(data)
+    return {
+        "tier_cpu_mbps": round(total / max(cpu, 1e-9) / 1e6, 1),
+        "tier_wall_mbps": round(total / max(wall, 1e-9) / 1e6, 1),
+    }
+
+
 def _tier_figures(
     tier: Path,
     replicas: dict[int, Path],
@@ -268,17 +302,27 @@ def _read_figures(
             "fluvio": fluvio_df,
         }
         runs = {label: functools.partial(_sum_lengths, df) for label, df in frames.items()}
-        rates = best_rates(runs, tier_records, VALUE_BYTES, repeat, prefix="bench.tier")
+        clocks = {"wall": time.perf_counter, "cpu": jvm_cpu_seconds}
+        expected = dict.fromkeys(runs, tier_records * VALUE_BYTES)
+        best = best_times(runs, expected, repeat, prefix="bench.tier", clocks=clocks)
         empty = {
             label: functools.partial(_sum_lengths, frames[label].where("partition < 0"))
             for label in ("delta", "parquet")
         }
-        overhead = best_seconds(empty, dict.fromkeys(empty, 0), repeat, prefix="bench.tier")
+        idle = best_times(
+            empty, dict.fromkeys(empty, 0), repeat, prefix="bench.tier", clocks=clocks
+        )
     finally:
         spark.stop()
-    out: dict[str, Any] = {f"{label}_rps": round(rate) for label, rate in rates.items()}
-    out["delta_ratio_to_parquet"] = round(rates["delta"] / rates["parquet"], 3)
-    out.update({f"{label}_query_overhead_s": round(s, 3) for label, s in overhead.items()})
+    out: dict[str, Any] = {
+        f"{label}_rps": round(tier_records / s) for label, s in best["wall"].items()
+    }
+    out["delta_ratio_to_parquet"] = round(best["wall"]["parquet"] / best["wall"]["delta"], 3)
+    out["delta_cpu_ratio_to_parquet"] = round(best["cpu"]["parquet"] / best["cpu"]["delta"], 3)
+    for label in ("delta", "parquet"):
+        out[f"{label}_jvm_cpu_s"] = round(best["cpu"][label], 3)
+        out[f"{label}_query_overhead_s"] = round(idle["wall"][label], 3)
+        out[f"{label}_query_overhead_cpu_s"] = round(idle["cpu"][label], 3)
     out["fluvio_source"] = "jvm" if jar_path() is not None else "python"
     return out
 
@@ -332,6 +376,7 @@ def run(
                 tier, replicas, records, started, produced_at, produce_mbps
             )
             result.update(partitions=partitions, segment_size=segment_size, rate_mbps=rate_mbps)
+            result.update(_tier_cpu(replicas, workdir / "scratch-tier"))
             _say(f"tiering: {result}")
             result.update(
                 _read_figures(endpoint, tier, manifests, result["tiered_records"], repeat)
@@ -345,7 +390,7 @@ def run(
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; the last line printed is the JSON of the figures."""
     parser = argparse.ArgumentParser(prog="python -m bench.tier", description=__doc__)
-    parser.add_argument("--records", type=int, default=5_000_000)
+    parser.add_argument("--records", type=int, default=10_000_000)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--segment-size", default="32Mi", help="e.g. 32Mi, 1Mi")
     parser.add_argument("--rate", type=float, default=GOAL_MBPS, help="MB/s, 0: unpaced")
