@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 __all__ = ["best_rates", "best_times", "jvm_cpu_seconds"]
@@ -43,13 +43,13 @@ def jvm_cpu_seconds() -> float:
 
 
 def best_times(
-    runs: dict[str, Callable[[], int]],
-    expected: dict[str, int],
+    runs: Mapping[str, Callable[[], int]],
+    expected: Mapping[str, int],
     repeat: int,
     *,
     rounds: int = 2,
     prefix: str = "bench",
-    clocks: dict[str, Clock] | None = None,
+    clocks: Mapping[str, Clock] | None = None,
 ) -> dict[str, dict[str, float]]:
     """The best time of each run by each clock, of ``rounds`` x ``repeat`` runs after one
     warm-up.
@@ -93,7 +93,7 @@ def best_times(
 
 
 def best_rates(
-    runs: dict[str, Callable[[], int]],
+    runs: Mapping[str, Callable[[], int]],
     records: int,
     value_bytes: int,
     repeat: int,
