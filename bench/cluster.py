@@ -15,7 +15,13 @@ measures, in one run:
 
 Prints a human summary and, as the last line, one JSON object.
 
-    .venv/bin/python -m bench.cluster [--records 2000000] [--rate 1000]
+``--frame-validation`` sets the SPUs' payload check (``none``, ``structure``, ``full``,
+the default; see ``spark_stream.frame_check``), so the bulk produce path can be measured
+with the check on and off: run it twice on an idle machine and compare
+``produce_*_rps``.
+
+    .venv/bin/python -m bench.cluster [--records 2000000] [--rate 1000] \
+        [--frame-validation none]
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import pyarrow as pa
 import redis
 
 from spark_stream.client import Fluvio, FluvioAsync, Offset
+from spark_stream.frame_check import PAYLOAD_CHECKS
 from spark_stream.local.cluster import LocalCluster
 
 GOAL_RPS = 1_000_000
@@ -162,8 +169,10 @@ def redis_baseline(url: str, values: list[bytes]) -> tuple[float, float]:
     return xadd, xread
 
 
-def run(records: int, per_record: int, rate: float, seconds: float) -> dict[str, Any]:
-    results: dict[str, Any] = {}
+def run(
+    records: int, per_record: int, rate: float, seconds: float, validation: str = "full"
+) -> dict[str, Any]:
+    results: dict[str, Any] = {"frame_validation": validation}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         cluster = LocalCluster(
             Path(tmp),
@@ -172,6 +181,7 @@ def run(records: int, per_record: int, rate: float, seconds: float) -> dict[str,
             spu_mode="custom",
             profile=Path(tmp) / "profile.json",
             start_timeout=60,
+            env={"FLUVIO_SPU_FRAME_VALIDATION": validation},
         )
         try:
             cluster.start()
@@ -233,8 +243,14 @@ def main() -> None:
     )
     parser.add_argument("--rate", type=float, default=1000.0, help="e2e records/s")
     parser.add_argument("--seconds", type=float, default=5.0, help="e2e duration")
+    parser.add_argument(
+        "--frame-validation",
+        choices=PAYLOAD_CHECKS,
+        default="full",
+        help="the SPUs' payload check of produced batches (default full)",
+    )
     args = parser.parse_args()
-    results = run(args.records, args.per_record, args.rate, args.seconds)
+    results = run(args.records, args.per_record, args.rate, args.seconds, args.frame_validation)
     for key, value in results.items():
         print(f"{key:28s} {value}")
     goal = results["produce_100b_rf1_rps"] >= GOAL_RPS and results["bulk_vs_redis_xadd"] >= 5

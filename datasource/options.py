@@ -80,6 +80,7 @@ _READER = (
     "includeHeaders",
     "fetchMaxBytes",
     "localReads",
+    "skipCorruptFrames",
     "progressGroup",
     "assign",
     "startingOffsetsByTimestamp",
@@ -175,6 +176,9 @@ class ReaderOptions:
         fetch_max_bytes: bytes asked of a leader per fetch request.
         local_reads: read a leader's segment files directly when they are on the
             executor's host (``localReads``, default true).
+        skip_corrupt_frames: skip a frame found damaged on disk, with a WARNING in the
+            executor's log naming its offsets, instead of failing the task
+            (``skipCorruptFrames``, default false).
         progress_group: streams only: the progress-only consumer group each committed
             micro-batch's end offsets are mirrored into (``progressGroup``).
         assign: Kafka's ``assign``: ``(topic, partitions)`` pairs, the only partitions
@@ -199,6 +203,7 @@ class ReaderOptions:
     include_headers: bool
     fetch_max_bytes: int
     local_reads: bool = True
+    skip_corrupt_frames: bool = False
     progress_group: str | None = None
     assign: tuple[tuple[str, tuple[int, ...]], ...] | None = None
     min_records_per_trigger: int | None = None
@@ -570,6 +575,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         include_headers=_bool(opts, "includeHeaders", False),
         fetch_max_bytes=_int(opts, "fetchMaxBytes", 1024) or _DEFAULT_FETCH_MAX_BYTES,
         local_reads=_bool(opts, "localReads", True),
+        skip_corrupt_frames=_bool(opts, "skipCorruptFrames", False),
         progress_group=(
             _group_name(opts["progressGroup"], "progressGroup") if "progressGroup" in opts else None
         ),

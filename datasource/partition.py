@@ -54,6 +54,7 @@ class ReadSpec:
         fail_on_data_loss: fail when records of the range are gone.
         fetch_max_bytes: bytes asked of the leader per fetch.
         local_reads: read the leader's segment files directly when they are on this host.
+        skip_corrupt_frames: skip frames found damaged (a WARNING names their offsets).
         output: a typed topic's output Arrow schema (``datasource.typed``); None: the
             fixed columns of untyped topics.
     """
@@ -64,6 +65,7 @@ class ReadSpec:
     fail_on_data_loss: bool = True
     fetch_max_bytes: int = 8 * 1024 * 1024
     local_reads: bool = True
+    skip_corrupt_frames: bool = False
     output: pa.Schema | None = None
 
 
@@ -147,7 +149,7 @@ def _prefetched(client: Fluvio, part: FluvioPartition, start: int) -> Iterator[p
             batches = client.core.fetch_batches(
                 part.topic, part.partition, start, part.end,
                 isolation=spec.isolation, max_bytes=spec.fetch_max_bytes, with_offsets=True,
-                local=spec.local_reads,
+                local=spec.local_reads, skip_corrupt_frames=spec.skip_corrupt_frames,
             )  # fmt: skip
             async for batch in batches:
                 await queue.put(batch)

@@ -69,6 +69,7 @@ def read_spec(
         fail_on_data_loss=opts.fail_on_data_loss,
         fetch_max_bytes=opts.fetch_max_bytes,
         local_reads=opts.local_reads,
+        skip_corrupt_frames=opts.skip_corrupt_frames,
         output=output,
     )
 

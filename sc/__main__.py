@@ -38,6 +38,7 @@ from sc.kv import RedisKvStore
 from sc.settings import ScSettings
 from spark_stream.config import load_settings, settings_files
 from spark_stream.errors import FluvioError, InvalidConfigError, KvUnavailableError
+from spark_stream.net.budget import tune_heap
 
 __all__ = ["main", "parse_args"]
 
@@ -214,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         log.error("bad configuration error=%s", exc)
         return 2
     log.info("settings files: %s", ", ".join(settings_files(ScSettings)) or "none")
+    tune_heap()  # frame bodies reuse heap memory; the request budget trims it when idle
     return asyncio.run(_run(settings, args))
 
 

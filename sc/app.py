@@ -43,6 +43,7 @@ from sc.settings import ScSettings
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
 from spark_stream.metrics import MetricsEndpoint
 from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
+from spark_stream.net.budget import RequestBudget
 from spark_stream.net.endpoint import Endpoint
 
 __all__ = ["ScApp"]
@@ -90,8 +91,14 @@ class ScApp:
         self.actions = ActionDispatcher(KvUpdater(self.kv), self.cm, self.provisioner_updater)
         self.dispatcher = Dispatcher(self.kv, self.store, self.actions.execute, reducers)
         self.dispatcher.add_listener(self._groups_changed)
+        self.budget = RequestBudget(settings.request_budget_bytes)  # both servers share it
         self.private = PrivateApi(
-            self.cm, self.dispatcher, self.kv, host=settings.host, port=settings.private_port
+            self.cm,
+            self.dispatcher,
+            self.kv,
+            host=settings.host,
+            port=settings.private_port,
+            budget=self.budget,
         )
         self.public = PublicApi(
             self.kv,
@@ -101,6 +108,8 @@ class ScApp:
             group_defaults=settings.group_defaults(),
             gates=self.cm,
             tier_root=settings.tier_root,
+            kv_budget_s=settings.admin_kv_timeout_s,
+            budget=self.budget,
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False

@@ -11,6 +11,8 @@ Theory of operation:
   replica listed first in the partition's replica list (the assignment's preference).
 - No in-sync replica online -> no leader: the partition goes ``Offline`` and waits for
   an eligible replica to come back (Offline -> Online when it does).
+- A replica known **damaged** (a frame of its log failed its crc, not repaired yet) never
+  leads, clean or unclean: it would serve readers a frame they cannot read.
 - **Unclean election** only when the topic asks (``uncleanLeaderElection``): if no clean
   candidate exists, the online replica with the highest LEO leads even though it may
   lack committed records. Availability over durability, never by default.
@@ -34,11 +36,13 @@ class ReplicaStanding:
         spu: the SPU holding the replica.
         leo: its log end offset (-1: never reported).
         in_sync: whether the leader last counted it in the in-sync set.
+        damaged: its log holds a frame that failed its crc and is not repaired yet.
     """
 
     spu: int
     leo: int = -1
     in_sync: bool = False
+    damaged: bool = False
 
 
 def _by_spu(
@@ -73,8 +77,9 @@ def elect_leader(
     known = _by_spu(standings)
     ranked: list[tuple[int, int, ReplicaStanding]] = []
     for index, spu in enumerate(replicas):
-        if spu in online and spu not in exclude:
-            ranked.append((index, spu, known.get(spu) or ReplicaStanding(spu)))
+        standing = known.get(spu) or ReplicaStanding(spu)
+        if spu in online and spu not in exclude and not standing.damaged:
+            ranked.append((index, spu, standing))
     clean = [entry for entry in ranked if entry[2].in_sync]
     pool = clean or (ranked if unclean else [])
     if not pool:
@@ -93,11 +98,14 @@ def is_eligible(
 ) -> bool:
     """Whether ``spu`` may lead the partition at all (ignoring who else is online).
 
-    A replica may lead when it was in sync; with ``unclean``, any replica may.
+    A replica may lead when it was in sync; with ``unclean``, any replica may; a
+    damaged one never may.
     """
     if spu not in replicas:
         return False
+    standing = _by_spu(standings).get(spu)
+    if standing is not None and standing.damaged:
+        return False
     if unclean:
         return True
-    standing = _by_spu(standings).get(spu)
     return standing is not None and standing.in_sync

@@ -8,7 +8,9 @@ that mirror state are read at scrape time on the event loop: ``fluvio_sc_topics`
 ``fluvio_sc_partitions``, ``fluvio_sc_spus`` (label ``resolution``),
 ``fluvio_sc_spus_connected``, ``fluvio_sc_under_replicated_partitions`` (as the
 leaders' last live status reports), ``fluvio_sc_dispatcher_backlog``,
-``fluvio_sc_reconcile_errors_total`` and ``fluvio_sc_connections`` (``server``).
+``fluvio_sc_reconcile_errors_total``, ``fluvio_sc_connections`` (``server``),
+``fluvio_sc_request_budget_bytes`` (``kind``: used, capacity) and
+``fluvio_sc_request_budget_waiting``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from spark_stream.metrics import (
     LATENCY_BUCKETS,
     LoopCollector,
     MetricsHook,
+    budget_gauges,
     connections_gauge,
     request_latency,
 )
@@ -150,4 +153,5 @@ class ScMetrics:
             )
         )
         metrics.append(connections_gauge(PREFIX, self._servers.items()))
+        metrics += budget_gauges(PREFIX, self._servers.items())
         return metrics

@@ -29,6 +29,7 @@ from sc.dispatcher import Dispatcher
 from sc.kv.store import KvStore
 from spark_stream.errors import ConflictError, InvalidRequestError, UnauthorizedError
 from spark_stream.models import PrivateEndpoint, PublicEndpoint, Spu
+from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol.control import (
@@ -55,6 +56,7 @@ class PrivateApi:
         kv: the KV store (to record the endpoints an SPU bound).
         host: address to bind.
         port: port to bind (0: any free one; read ``port`` after ``start``).
+        budget: the process's request-bytes budget (shared with the public server).
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class PrivateApi:
         *,
         host: str = "127.0.0.1",
         port: int = 9004,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.cm = cm
         self.dispatcher = dispatcher
@@ -79,6 +82,7 @@ class PrivateApi:
             port=port,
             name="sc-private",
             on_disconnect=self._on_disconnect,
+            budget=budget,
         )
         self._watchdog: asyncio.Task[None] | None = None
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import inspect
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -29,6 +30,7 @@ from sc.controllers.topic.policy import missing_spus
 from sc.dispatcher import Dispatcher
 from sc.groups import GateAcks, GroupCoordinator
 from sc.groups.api import GroupApi
+from sc.kv.budget import retry_budget
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from sc.topic_tier import with_tier
@@ -58,7 +60,8 @@ from spark_stream.models import (
 )
 from spark_stream.models.topic_schema import decode_arrow
 from spark_stream.models.topic_table import TableFormat, check_delta_types
-from spark_stream.net.server import ConnContext, Server
+from spark_stream.net.budget import RequestBudget
+from spark_stream.net.server import ConnContext, Handler, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol import control as c
 
@@ -205,6 +208,8 @@ class PublicApi:
         group_defaults: the spec of a consumer group a join creates (its timeouts).
         gates: the SPUs' gate reports (the connection manager), so the coordinator
             pushes a grant once the leader holds its gate.
+        tier_root: the cluster's default tier (topics with a table need one).
+        budget: the process's request-bytes budget (shared with the private server).
     """
 
     def __init__(
@@ -217,8 +222,11 @@ class PublicApi:
         group_defaults: ConsumerGroupSpec | None = None,
         gates: GateAcks | None = None,
         tier_root: str | None = None,
+        kv_budget_s: float = 3.0,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.kv = kv
+        self.kv_budget_s = kv_budget_s
         self.tier_root = tier_root
         self.dispatcher = dispatcher
         self.store = dispatcher.store
@@ -228,21 +236,24 @@ class PublicApi:
         self.groups = GroupCoordinator(kv, self.store, defaults=group_defaults, gates=gates)
         dispatcher.add_listener(self.groups.on_changes)
         group_api = GroupApi(kv, self.store, self.groups)
+        admin: dict[int, Handler] = {
+            ApiKey.CREATE_TOPIC: self._create_topic,
+            ApiKey.DELETE_TOPIC: self._delete_topic,
+            ApiKey.LIST_TOPICS: self._list_topics,
+            ApiKey.DESCRIBE_TOPIC: self._describe_topic,
+            ApiKey.LIST_PARTITIONS: self._list_partitions,
+            ApiKey.ADD_PARTITIONS: self._add_partitions,
+            ApiKey.UPDATE_TOPIC_SCHEMA: self._update_topic_schema,
+            ApiKey.REGISTER_SPU: self._register_spu,
+            ApiKey.UNREGISTER_SPU: self._unregister_spu,
+            ApiKey.LIST_SPUS: self._list_spus,
+            ApiKey.CREATE_SPU_GROUP: self._create_spu_group,
+            ApiKey.DELETE_SPU_GROUP: self._delete_spu_group,
+            ApiKey.LIST_SPU_GROUPS: self._list_spu_groups,
+        }
         self.server = Server(
             {
-                ApiKey.CREATE_TOPIC: self._create_topic,
-                ApiKey.DELETE_TOPIC: self._delete_topic,
-                ApiKey.LIST_TOPICS: self._list_topics,
-                ApiKey.DESCRIBE_TOPIC: self._describe_topic,
-                ApiKey.LIST_PARTITIONS: self._list_partitions,
-                ApiKey.ADD_PARTITIONS: self._add_partitions,
-                ApiKey.UPDATE_TOPIC_SCHEMA: self._update_topic_schema,
-                ApiKey.REGISTER_SPU: self._register_spu,
-                ApiKey.UNREGISTER_SPU: self._unregister_spu,
-                ApiKey.LIST_SPUS: self._list_spus,
-                ApiKey.CREATE_SPU_GROUP: self._create_spu_group,
-                ApiKey.DELETE_SPU_GROUP: self._delete_spu_group,
-                ApiKey.LIST_SPU_GROUPS: self._list_spu_groups,
+                **{key: self._bounded(handler) for key, handler in admin.items()},
                 ApiKey.WATCH_METADATA: self._watch_metadata,
                 **group_api.routes(),
             },
@@ -250,6 +261,7 @@ class PublicApi:
             port=port,
             name="sc-public",
             on_disconnect=group_api.disconnected,
+            budget=budget,
         )
 
     @property
@@ -270,6 +282,17 @@ class PublicApi:
         await self.groups.stop()
 
     # -- helpers -----------------------------------------------------------------------
+
+    def _bounded(self, handler: Handler) -> Handler:
+        """``handler`` with its KV calls bounded by ``kv_budget_s`` (fail fast while Redis
+        is down: the client gets a typed retriable error, not a 30 s wait)."""
+
+        async def bounded(request: Request, ctx: ConnContext) -> Any:
+            with retry_budget(self.kv_budget_s):
+                reply = handler(request, ctx)
+                return await reply if inspect.isawaitable(reply) else reply
+
+        return bounded
 
     async def _fresh(self) -> int:
         """Wait until the mirror holds what the KV holds now; return the revision."""

@@ -39,6 +39,12 @@ class ScSettings(ProcessSettings):
         description="Default tier of new topics: {tier_root}/{topic} (an fsspec URL every "
         "SPU can write); None: topics are tiered only when created with a tier.",
     )
+    admin_kv_timeout_s: float = Field(
+        3.0,
+        gt=0,
+        description="How long an admin request retries an unreachable Redis before it "
+        "answers KvUnavailableError (retriable); the SC's own loops retry for 30 s.",
+    )
     redis_start_timeout_s: float = Field(
         10.0,
         gt=0,
@@ -57,6 +63,13 @@ class ScSettings(ProcessSettings):
         description="Consumer groups: default time a member has to release a revoke.",
     )
 
+    request_budget_bytes: int = Field(
+        256 * 2**20,
+        gt=0,
+        description="Bytes of request frames held in memory at once, over all connections "
+        "of both servers; a connection whose next frame does not fit stops reading until "
+        "bytes are released (one frame larger than this is let in alone).",
+    )
     metrics_port: int | None = Field(
         None,
         ge=0,

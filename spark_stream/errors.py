@@ -34,6 +34,7 @@ __all__ = [
     "StorageError",
     "FencedLeaderEpochError",
     "UnknownLeaderEpochError",
+    "OffsetNotAvailableError",
     "ObjectExistsError",
     "SchemaMismatchError",
     "KvUnavailableError",
@@ -202,6 +203,19 @@ class UnknownLeaderEpochError(FluvioError):
     """
 
     code = 24
+    retriable = True
+
+
+class OffsetNotAvailableError(FluvioError):
+    """The leader's high watermark is not yet known to be current: retry shortly.
+
+    A leader that just took over (a restart, a follower promoted) has a HW that may lag
+    the one the previous leadership reported, until its followers' first fetches (Kafka's
+    ``OFFSET_NOT_AVAILABLE``); it answers offset requests with this rather than a HW
+    below one a reader may already have seen.
+    """
+
+    code = 26
     retriable = True
 
 

@@ -126,6 +126,26 @@ def connections_gauge(prefix: str, servers: Iterable[tuple[str, Server]]) -> Gau
     return gauge
 
 
+def budget_gauges(prefix: str, servers: Iterable[tuple[str, Server]]) -> list[Metric]:
+    """``{prefix}_request_budget_bytes{kind=used|capacity}`` and
+    ``{prefix}_request_budget_waiting`` (connections not reading for want of bytes), of
+    the request budget the servers share (each budget once)."""
+    used = GaugeMetricFamily(
+        f"{prefix}_request_budget_bytes",
+        "Request bytes held in memory, and the budget's capacity.",
+        labels=["kind"],
+    )
+    waiting = GaugeMetricFamily(
+        f"{prefix}_request_budget_waiting",
+        "Frames whose connection stopped reading until the budget has room.",
+    )
+    budgets = {id(server.budget): server.budget for _, server in servers}.values()
+    used.add_metric(["used"], sum(b.used for b in budgets))
+    used.add_metric(["capacity"], sum(b.capacity for b in budgets))
+    waiting.add_metric([], sum(b.waiting for b in budgets))
+    return [used, waiting]
+
+
 class MetricsEndpoint:
     """Serves one registry at ``http://{host}:{port}/metrics``.
 

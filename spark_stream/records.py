@@ -69,6 +69,7 @@ __all__ = [
     "decode_frames",
     "with_base_offset",
     "frame_schema",
+    "frame_range",
     "widen",
     "now_us",
     "null_headers",
@@ -342,6 +343,11 @@ def read_header(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
     )
 
 
+def frame_range(header: BatchHeader) -> str:
+    """The frame's offsets as error messages and warnings name them."""
+    return f"the frame of offsets [{header.base_offset}, {header.last_offset}]"
+
+
 def verify_frame(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
     """Parse the header at ``pos`` and check the payload is whole and its crc matches.
 
@@ -359,7 +365,8 @@ def verify_frame(buf: ReadableBuffer, pos: int = 0) -> BatchHeader:
     actual = crc32c(view[pos + _CRC_START : end])
     if actual != header.crc:
         raise CorruptFrameError(
-            f"crc mismatch at byte {pos}: stored {header.crc:#010x}, computed {actual:#010x}"
+            f"crc mismatch in {frame_range(header)} at byte {pos}: stored {header.crc:#010x}, "
+            f"computed {actual:#010x}"
         )
     return header
 
@@ -402,11 +409,12 @@ def _decode_payload(
         batch.validate(full=True)
     except (pa.ArrowException, ValueError, OSError) as exc:
         raise CorruptFrameError(
-            f"payload at offset {header.base_offset} is not a record batch of the schema: {exc}"
+            f"the payload of {frame_range(header)} is not a record batch of the schema: {exc}"
         ) from exc
     if batch.num_rows != header.record_count:
         raise CorruptFrameError(
-            f"payload has {batch.num_rows} rows but the header says {header.record_count}"
+            f"the payload of {frame_range(header)} has {batch.num_rows} rows but its "
+            f"header says {header.record_count}"
         )
     if with_offsets:
         offsets = pa.array(

@@ -67,6 +67,9 @@ POLL_BACKOFF = BackoffPolicy(initial=0.01, maximum=0.2)
 _SAME_START = 0.01
 """Create times closer than this (seconds) name the same process."""
 
+_ENDING_S = 5.0
+"""How long a process seen ending (its main thread a zombie) may take to be collectable."""
+
 
 @dataclass(frozen=True, slots=True)
 class PidRecord:
@@ -145,20 +148,30 @@ def running(path: Path) -> PidRecord | None:
     return None
 
 
-def reap(pid: int) -> int | None:
+def reap(pid: int, *, wait_s: float = 0.0) -> int | None:
     """Collect the exit status of ``pid`` if it is an exited child of ours.
 
+    A process whose main thread has exited shows as a zombie while its other threads
+    are still ending, and cannot be collected until they have: ``wait_s`` gives such a
+    child that long (polled, bounded) when the caller knows it is ending.
+
     Returns:
-        Its exit code (negative: the signal that ended it); None when it still runs or
-        is not our child.
+        Its exit code (negative: the signal that ended it); None when it still runs (after
+        ``wait_s``) or is not our child.
     """
     if pid <= 0:
         return None  # waitpid would take any child of the group
-    try:
-        done, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return None
-    return os.waitstatus_to_exitcode(status) if done else None
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)  # bounded by wait_s: the child's last threads are ending
 
 
 def spawn(
@@ -236,7 +249,7 @@ class _Stop:
         """True once the process ended (a zombie counts); our exited child is reaped."""
         if self.record.alive():
             return False
-        code = reap(self.record.pid)
+        code = reap(self.record.pid, wait_s=_ENDING_S)
         if code is not None:
             self.exit_code = code
         return True

@@ -21,6 +21,7 @@ from typing import Any
 
 from spark_stream.config import load_settings, settings_files
 from spark_stream.errors import FluvioError
+from spark_stream.net.budget import tune_heap
 from spu.app import SpuApp
 from spu.settings import SpuSettings
 
@@ -42,6 +43,7 @@ _OPTIONS = {
     "heartbeat_interval_s": float,
     "replica_max_lag_ms": int,
     "max_batch_bytes": int,
+    "frame_validation": str,
     "metrics_port": int,
 }
 
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(SpuSettings, **overrides)
         log.info("settings files: %s", ", ".join(settings_files(SpuSettings)) or "none")
+        tune_heap()  # frame bodies reuse heap memory; the request budget trims it when idle
         asyncio.run(_serve(settings))
     except FluvioError as exc:
         log.error("spu failed to start: %s: %s", type(exc).__name__, exc)

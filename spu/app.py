@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Self
 
 from spark_stream.metrics import MetricsEndpoint
+from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import Server
 from spark_stream.supervision import METRICS_URL_FILE
 from spu.dispatcher import SpuDispatcher
@@ -42,18 +43,21 @@ class SpuApp:
     def __init__(self, settings: SpuSettings) -> None:
         self.settings = settings
         self.dispatcher = SpuDispatcher(settings, on_status=self._lrs_changed)
+        self.budget = RequestBudget(settings.request_budget_bytes)  # both servers share it
         self.public = Server(
             public_routes(self.dispatcher, self.dispatcher.gates),
             host=settings.host,
             port=settings.public_port,
             name=f"spu-{settings.id}-public",
             max_frame_size=max(settings.max_batch_bytes * 2, 64 << 20),
+            budget=self.budget,
         )
         self.private = Server(
             private_routes(self.dispatcher),
             host=settings.host,
             port=settings.private_port,
             name=f"spu-{settings.id}-private",
+            budget=self.budget,
         )
         self.link: ScLink | None = None
         self.metrics: SpuMetrics | None = None

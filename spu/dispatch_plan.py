@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from spark_stream.frame_check import PayloadCheck
 from spark_stream.models import TopicSettings
 from spark_stream.protocol.control import Replica, ReplicaId
 from spu.storage import LogConfig
@@ -256,7 +257,9 @@ def plan_controllers(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> 
 _ENGINE_DEFAULTS = LogConfig()
 
 
-def storage_config(settings: TopicSettings, *, max_batch_bytes: int) -> LogConfig:
+def storage_config(
+    settings: TopicSettings, *, max_batch_bytes: int, check_payload: PayloadCheck = "full"
+) -> LogConfig:
     """The log settings of a replica: the topic's where it sets them, else the engine's.
 
     A tiered topic's local retention is ``local_retention_secs`` when set (else its
@@ -268,6 +271,8 @@ def storage_config(settings: TopicSettings, *, max_batch_bytes: int) -> LogConfi
     Args:
         settings: the topic settings the partition spec carries.
         max_batch_bytes: the largest produce batch this SPU accepts.
+        check_payload: how much of each appended payload to check (the SPU's
+            ``frame_validation``).
     """
     segment, retention = settings.segment_size, settings.retention_secs
     if settings.tier is not None and settings.local_retention_secs is not None:
@@ -283,4 +288,5 @@ def storage_config(settings: TopicSettings, *, max_batch_bytes: int) -> LogConfi
         flush_bytes=None,
         flush_interval_ms=None,
         max_batch_bytes=max_batch_bytes,
+        check_payload=check_payload,
     )

@@ -63,6 +63,7 @@ from spu.gates import GateKey, GateTable, GateUpdate
 from spu.housekeeping import Housekeeper
 from spu.leader import LeaderController, check_leader_epoch, monotonic_ms
 from spu.notify import Subscribers
+from spu.scrubber import Scrubber
 from spu.settings import SpuSettings
 from spu.storage import (
     ReplicaLog,
@@ -72,6 +73,7 @@ from spu.storage import (
     replica_dir,
     write_uid,
 )
+from spu.storage.scrub import Damage
 from spu.tiering import TierKeeper
 from spu.traffic import PartitionTraffic
 
@@ -134,6 +136,9 @@ class SpuDispatcher:
         self._tiering: asyncio.Task[None] | None = None
         self.housekeeper: Housekeeper | None = None
         """The running housekeeping (after ``start``)."""
+        self._scrubbing: asyncio.Task[None] | None = None
+        self.scrubber: Scrubber | None = None
+        """The running scrub of sealed segments (after ``start``; None when it is off)."""
         self.tier_keeper = TierKeeper(
             lambda: self._logs,
             lambda: self._replicas,
@@ -230,9 +235,39 @@ class SpuDispatcher:
         loop = asyncio.get_running_loop()
         self._housekeeping = loop.create_task(keeper.run(), name="spu-housekeeping")
         self._tiering = loop.create_task(self.tier_keeper.run(), name="spu-tiering")
+        if self.settings.scrub_mb_per_s > 0:
+            self.scrubber = Scrubber(
+                lambda: self._logs,
+                self.damage_found,
+                mb_per_s=self.settings.scrub_mb_per_s,
+                pass_interval_s=self.settings.scrub_pass_interval_s,
+            )
+            self._scrubbing = loop.create_task(self.scrubber.run(), name="spu-scrub")
+
+    def damage_found(self, name: str, log: ReplicaLog, damage: Damage) -> None:
+        """A damaged frame in ``name``'s log (the scrub's news): mark it and repair it.
+
+        Leading here: the leader records it and reports its replica damaged, so the SC
+        elects a healthy replica and this one repairs as its follower. Following: the
+        follower controller cuts the log at the damage and fetches the rest again.
+        """
+        if self._logs.get(name) is not log:
+            return  # closed or replaced meanwhile
+        leader = self._leaders.get(name)
+        if leader is not None:
+            leader.damaged(damage)
+            return
+        if log.damage is None or damage.offset < log.damage.offset:
+            log.damage = damage
+        replica = self._replicas.get(name)
+        leader_id = None if replica is None else replica.leader
+        follower = None if leader_id is None else self._followers.get(leader_id)
+        if follower is not None:
+            follower.repair(name)
 
     async def stop(self) -> None:
         """Stop every controller and close every log."""
+        await cancel_and_wait(self._scrubbing)
         await cancel_and_wait(self._housekeeping)
         await cancel_and_wait(self._tiering)
         async with self._lock:
@@ -432,7 +467,11 @@ class SpuDispatcher:
         a new directory gets the uid before the log opens in it.
         """
         path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
-        config = storage_config(replica.spec, max_batch_bytes=self.settings.max_batch_bytes)
+        config = storage_config(
+            replica.spec,
+            max_batch_bytes=self.settings.max_batch_bytes,
+            check_payload=self.settings.frame_validation,
+        )
         try:
             if path.exists() and read_uid(path) != replica.uid:
                 remove_replica_dir(path)

@@ -13,6 +13,11 @@ the stream with each replica's offsets and tail signature, then applies pushes:
 - ``error``: the leader stopped serving the replica; the stream is reopened after a short
   pause so every replica syncs again.
 
+A replica whose log holds a recorded damage (bit rot found by the scrub, see
+``spu.scrubber``) is cut at the damaged frame when a stream opens (``repair``
+reopens it at once), and its offsets say ``repair_from``: the leader then sends the
+cut range again like any missing tail, and shows the repair in its status.
+
 A reporter task on the same connection sends ``FollowerLeoRequest`` with the LEO of
 every synced replica after appends (coalesced) and every ``report_interval_s`` when idle,
 so the leader sees a caught-up follower as in sync. Changing the replica set or the
@@ -92,6 +97,7 @@ class FollowerController:
         self._endpoint: tuple[str, int] | None = None
         self._logs: dict[str, ReplicaLog] = {}
         self._states: dict[str, _State] = {}
+        self._repairs: dict[str, int] = {}  # where each repaired replica was cut
         self._changed = asyncio.Event()
         self._dirty = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -118,6 +124,12 @@ class FollowerController:
         """Stop following; no append happens after this returns."""
         await cancel_and_wait(self._task)
         self._task = None
+
+    def repair(self, name: str) -> None:
+        """Replica ``name``'s log has a recorded damage: reopen the stream, which cuts
+        the log there and fetches the rest again from the leader."""
+        if name in self._logs:
+            self._changed.set()
 
     def set_endpoint(self, host: str, port: int) -> None:
         """Where the leader's private server is; a change reconnects."""
@@ -192,8 +204,19 @@ class FollowerController:
         self._states = {name: _State(log) for name, log in self._logs.items()}
         offsets = {}
         for name, state in self._states.items():
+            cut = state.log.cut_damage()
+            if cut is not None:
+                logger.warning(
+                    "repairing partition=%s from leader=%d: cut the damaged log at %d",
+                    name,
+                    self.leader_id,
+                    cut,
+                )
+                self._repairs[name] = cut
             start, tail = tail_signature(state.log, state.log.hw, MAX_TAIL_SIGNATURE)
-            offsets[name] = ReplicaOffsets(state.log.leo, start, tuple(tail))
+            offsets[name] = ReplicaOffsets(
+                state.log.leo, start, tuple(tail), self._repairs.get(name)
+            )
         request = FollowerStreamRequest.build(self.spu_id, offsets, self.max_bytes)
         self.sessions += 1
         reporter = asyncio.create_task(self._report_loop(conn))

@@ -22,7 +22,14 @@ only writer. It
   change truncates exactly what differs;
 - **serves reads** up to the high watermark (committed) or the LEO (uncommitted), and
   wakes subscribed streams on every change;
-- **reports** its live replica status through ``on_status`` (coalesced by the SC link);
+- **checks what it serves from sealed segments** (crc per frame, cheap next to the copy):
+  a damaged frame (bit rot) is recorded like a damage the scrub found (``damaged``):
+  the reader gets the intact frames before it, then ``NotLeaderError`` while a healthy
+  in-sync replica exists (the SC moves leadership there, and this replica repairs as its
+  follower), or ``CorruptSegmentError`` naming the range when none does;
+- **reports** its live replica status through ``on_status`` (coalesced by the SC link):
+  its own replica ``damaged`` while its log has a recorded damage (the SC then elects a
+  healthy replica), and followers that repair (``repair_from``) as repairing/repaired;
 - **knows its leader epoch** (``leader_epoch``, from the SC's replica entry): requests
   that carry one are checked against it (``check_leader_epoch``), and a newer epoch
   pushed while it keeps leading wakes the streams, which end if they were opened under
@@ -37,16 +44,19 @@ no method yields between reading and changing state.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
 from collections.abc import Callable
 
 from spark_stream.errors import (
+    CorruptSegmentError,
     FencedLeaderEpochError,
     FluvioError,
     NotEnoughReplicasError,
     NotLeaderError,
+    OffsetNotAvailableError,
     RequestTimeoutError,
     StorageError,
     UnknownLeaderEpochError,
@@ -70,6 +80,8 @@ from spu.replication import (
     record_follower_report,
 )
 from spu.storage import LogSlice, ReplicaLog
+from spu.storage.layout import parse_segment_name
+from spu.storage.scrub import Damage, check_chunk
 from spu.traffic import PartitionTraffic
 
 __all__ = ["LeaderController", "check_leader_epoch", "monotonic_ms"]
@@ -152,10 +164,17 @@ class LeaderController:
         self._followers: tuple[int, ...] = ()
         self._progress: dict[int, FollowerProgress | None] = {}
         self._isr: frozenset[int] = frozenset({spu_id})
+        self._repairs: dict[int, int] = {}  # follower -> where it cut its damaged log
+        # Sealed segment base -> bytes from its start that reads already checked: a sealed
+        # segment never changes, so history re-read by many consumers is checked once
+        # (bit rot after that is the scrub's to find).
+        self._checked: dict[int, int] = {}
         self._producers = ProducerTable()
         self._subscribers = Subscribers()
         self._waiters = OffsetWaiters()
         self._last_leo = -1
+        self._epoch_start = 0
+        """The LEO when this leadership began: a HW below it may lag what was reported."""
         self._stopped = False
         self._started = False
         self._tick_task: asyncio.Task[None] | None = None
@@ -168,8 +187,12 @@ class LeaderController:
         self._producers = ProducerTable.rebuild(log_headers(self.log))
         now = self._clock()
         self._set_followers(self._replica, now, initial=True)
-        self._last_leo = self.log.leo
+        self._last_leo = self._epoch_start = self.log.leo
         self._started = True
+        # Before anything is served: the checkpointed HW can be up to a checkpoint period
+        # old (0 after a crash before the first one); alone in its in-sync set (RF 1) the
+        # leader's HW is its LEO, and a consumer at the end must not be sent back to it.
+        self._refresh(now)
         tick = min(max(self.policy.max_lag_ms / 4000, 0.05), 1.0)
         self._tick_task = asyncio.get_running_loop().create_task(
             self._tick(tick), name=f"leader-{self.name}"
@@ -254,6 +277,26 @@ class LeaderController:
         """The log end offset."""
         return self.log.leo
 
+    def check_hw_current(self) -> None:
+        """Refuse to report a HW that may be below one reported before (Kafka's rule).
+
+        A new leadership (a restart, a promoted follower) starts from a HW that may lag:
+        the checkpoint, or what the follower last heard. Every record below this
+        leadership's starting LEO may have been committed and reported, so until the HW
+        reaches it, offset requests get the retriable ``OffsetNotAvailableError``
+        (followers' first fetches move it, in milliseconds; a follower that never
+        fetches leaves the in-sync set after ``max_lag_ms``).
+
+        Raises:
+            OffsetNotAvailableError: the HW is below the LEO this leadership began with.
+        """
+        self._check_leading()
+        if self.log.hw < self._epoch_start:
+            raise OffsetNotAvailableError(
+                f"{self.name}: high watermark {self.log.hw} is below the leader's start "
+                f"{self._epoch_start} until its followers report"
+            )
+
     @property
     def log_start(self) -> int:
         """The first offset still stored."""
@@ -279,13 +322,33 @@ class LeaderController:
         lrs = []
         for spu in self._replica.replicas:
             if spu == self.spu_id:
-                lrs.append(ReplicaStatus(spu_id=spu, leo=leo, hw=hw, in_sync=True))
+                damage = self.log.damage
+                lrs.append(
+                    ReplicaStatus(
+                        spu_id=spu,
+                        leo=leo,
+                        hw=hw,
+                        in_sync=damage is None,  # a damaged copy is out of sync, even here
+                        damaged=damage is not None,
+                        repair=None if damage is None else f"damaged: {damage.describe()}",
+                    )
+                )
             elif spu in self._progress:
                 progress = self._progress[spu]
                 f_leo = progress.leo if progress is not None else -1
+                in_sync = spu in self._isr
+                cut = self._repairs.get(spu)
+                repair = None
+                if cut is not None:
+                    repair = f"{'repaired' if in_sync else 'repairing'} from offset {cut}"
                 lrs.append(
                     ReplicaStatus(
-                        spu_id=spu, leo=f_leo, hw=min(hw, f_leo), in_sync=spu in self._isr
+                        spu_id=spu,
+                        leo=f_leo,
+                        hw=min(hw, f_leo),
+                        in_sync=in_sync,
+                        damaged=cut is not None and not in_sync,
+                        repair=repair,
                     )
                 )
         status = PartitionStatus(
@@ -363,7 +426,60 @@ class LeaderController:
         """
         self._check_leading()
         end = self.log.hw if isolation is Isolation.COMMITTED else None
-        return self.log.read(offset, max_bytes, end_offset=end)
+        piece = self.log.read(offset, max_bytes, end_offset=end)
+        if piece.length and piece.base_offset < self.log.active_base:
+            return self._check_sealed(piece)
+        return piece
+
+    def damaged(self, damage: Damage) -> None:
+        """A frame of this log is damaged (scrub or read): record it, report at once.
+
+        The SC then elects a healthy in-sync replica if one is online; this SPU repairs
+        as its follower (the log is cut at ``log.damage`` when it starts following).
+        """
+        self._checked.clear()  # checked before the damage came: check again
+        if self.log.damage is None or damage.offset < self.log.damage.offset:
+            self.log.damage = damage
+            logger.error("damaged replica partition=%s %s", self.name, damage.describe())
+        self._report()
+
+    def _check_sealed(self, piece: LogSlice) -> LogSlice:
+        """``piece`` cut before its first damaged frame; an error when that is the first."""
+        segment_base = parse_segment_name(piece.path.name) if piece.path is not None else None
+        end = piece.position + piece.length
+        checked = self._checked.get(segment_base, 0) if segment_base is not None else 0
+        if end <= checked:
+            return piece
+        result = check_chunk(piece.data, piece.base_offset)
+        if result.error is None:
+            if segment_base is not None and piece.position <= checked:
+                if segment_base not in self._checked:  # a new key: forget deleted segments
+                    start = self.log.log_start_offset
+                    self._checked = {b: n for b, n in self._checked.items() if b >= start}
+                self._checked[segment_base] = end
+            return piece
+        segment = max(
+            s.base_offset for s in self.log.segments if s.base_offset <= piece.base_offset
+        )
+        end = min(
+            (s.base_offset for s in self.log.segments if s.base_offset > segment),
+            default=self.log.leo,
+        )
+        position = piece.position + result.consumed
+        self.damaged(Damage(segment, result.next_offset, end, position, result.error))
+        if result.consumed:
+            return dataclasses.replace(
+                piece, next_offset=result.next_offset, data=piece.data[: result.consumed]
+            )
+        if len(self._isr) > 1:  # in-sync followers hold every committed record intact
+            raise NotLeaderError(
+                f"SPU {self.spu_id} holds a damaged copy of {self.name} at offset "
+                f"{result.next_offset}; leadership moves to a healthy replica"
+            )
+        raise CorruptSegmentError(
+            f"{self.name}: offsets [{result.next_offset}, {end}) are damaged on SPU "
+            f"{self.spu_id} and no healthy in-sync replica holds them: {result.error}"
+        )
 
     def offset_for_timestamp(self, ts_us: int) -> int | None:
         """The first offset whose timestamp is at least ``ts_us`` (up to the LEO)."""
@@ -399,6 +515,8 @@ class LeaderController:
             ``(offset, reset)``: the follower's LEO after the cut.
         """
         self._check_leading()
+        if offsets.repair_from is not None:
+            self._repairs[spu_id] = offsets.repair_from
         leo, log_start = self.log.leo, self.log.log_start_offset
         point = min(offsets.start, leo)
         for base, crc in offsets.tail:

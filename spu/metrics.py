@@ -12,8 +12,9 @@ Names (all prefixed ``fluvio_spu_``): ``partition_leo``, ``partition_hw``,
 (leaders); ``produced_bytes_total``, ``produced_records_total``,
 ``fetched_bytes_total``, ``fetched_records_total``; ``replication_lag_records``
 (labels ``topic``, ``partition``, ``follower``; -1: no report yet);
-``under_replicated_partitions``; ``connections`` (``server``); ``request_seconds``
-(``api``).
+``under_replicated_partitions``; ``connections`` (``server``);
+``request_budget_bytes`` (``kind``: used, capacity), ``request_budget_waiting``;
+``request_seconds`` (``api``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ import asyncio
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from spark_stream.metrics import LoopCollector, connections_gauge, request_latency
+from spark_stream.metrics import (
+    LoopCollector,
+    budget_gauges,
+    connections_gauge,
+    request_latency,
+)
 from spark_stream.models import parse_partition_name
 from spark_stream.net.server import RequestHook, Server
 from spu.dispatcher import SpuDispatcher
@@ -102,6 +108,7 @@ class SpuMetrics:
         metrics: list[Metric] = [*gauges.values()]
         metrics += _traffic(d)
         metrics.append(connections_gauge(PREFIX, self._servers.items()))
+        metrics += budget_gauges(PREFIX, self._servers.items())
         return metrics
 
 

@@ -54,15 +54,25 @@ class ReplicaOffsets:
         start: offsets below it match the leader's (committed data); the tail from here
             on must be checked.
         tail: ``(base offset, crc)`` of the follower's frames from ``start``, ascending.
+        repair_from: the follower cut its log here because a frame of it was damaged (bit
+            rot) and fetches the rest again; ``None``: no repair. Optional on the wire.
     """
 
     leo: int
     start: int
     tail: tuple[tuple[int, int], ...] = ()
+    repair_from: int | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The msgpack-able map."""
-        return {"leo": self.leo, "start": self.start, "tail": [list(t) for t in self.tail]}
+        wire: dict[str, Any] = {
+            "leo": self.leo,
+            "start": self.start,
+            "tail": [list(t) for t in self.tail],
+        }
+        if self.repair_from is not None:
+            wire["repair"] = self.repair_from
+        return wire
 
     @classmethod
     def from_wire(cls, name: str, data: Any) -> ReplicaOffsets:
@@ -91,7 +101,9 @@ class ReplicaOffsets:
             ):
                 raise InvalidRequestError(f"replica {name!r}.tail holds a bad pair {item!r}")
             pairs.append((int(item[0]), int(item[1])))
-        return cls(leo, start, tuple(pairs))
+        repair = data.get("repair")
+        repair_from = None if repair is None else _offset(name, "repair", repair)
+        return cls(leo, start, tuple(pairs), repair_from)
 
 
 @message(ApiKey.FOLLOWER_STREAM, Role.REQUEST)

@@ -150,6 +150,7 @@ def public_routes(leaders: LeaderLookup, gates: GateTable) -> Mapping[int, Handl
         msg = request.message()
         assert isinstance(msg, FetchOffsetsRequest)
         leader = leaders.lookup(msg.topic, msg.partition)
+        leader.check_hw_current()  # never a HW below one reported before
         offset = None
         if msg.timestamp_us is not None:
             offset = leader.offset_for_timestamp(msg.timestamp_us)

@@ -14,6 +14,9 @@ Theory of operation (Kafka's model, in free functions the leader controller call
 - **Eviction**: a member of the in-sync set that lags is dropped. **Re-admission**: a
   follower outside the set rejoins once it is not lagging *and* its LEO has reached the
   current high watermark, so admitting it can never pull the watermark down.
+- **Below the watermark**: a member whose reported LEO falls below the high watermark
+  lost committed records (a repair cut its damaged log) and is evicted at once, however
+  recently it was caught up; it rejoins by the re-admission rule once repaired.
 - **High watermark** = min LEO over the in-sync set (leader included), never below its
   previous value: a record once committed stays committed.
 - ``acks=all`` can be served only while the in-sync set (leader included) has at least
@@ -148,7 +151,8 @@ def next_in_sync_set(
 
     Args:
         leader: the leader's SPU id (always a member).
-        current: the in-sync set so far.
+        current: the in-sync set so far (a member stays by the same rules a follower
+            rejoins by: not lagging and LEO at or above ``hw``).
         followers: every follower replica and its progress (``None``: never reported).
             Members of ``current`` that are not followers any more are dropped.
         leader_leo: the leader's LEO.
@@ -162,8 +166,9 @@ def next_in_sync_set(
             continue
         if is_lagging(progress, leader_leo, now_ms, policy):
             continue
-        if spu in current or progress.leo >= hw:
-            members.add(spu)
+        if progress.leo < hw:
+            continue  # lacks committed records: never in sync, member or not
+        members.add(spu)
     return frozenset(members)
 
 

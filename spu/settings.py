@@ -13,6 +13,7 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from spark_stream.config import ProcessSettings
+from spark_stream.frame_check import PayloadCheck
 
 __all__ = ["SpuSettings"]
 
@@ -38,6 +39,19 @@ class SpuSettings(ProcessSettings):
         "(tests check the audit of SPUs they kill); relative to data_dir.",
     )
     max_batch_bytes: int = Field(16 * 2**20, gt=0, description="Largest produce batch accepted.")
+    frame_validation: PayloadCheck = Field(
+        "full",
+        description="How much of each appended batch's Arrow payload is checked before it is "
+        "written: none (crc only), structure (message header and buffer bounds) or full "
+        "(every reader can decode it).",
+    )
+    request_budget_bytes: int = Field(
+        256 * 2**20,
+        gt=0,
+        description="Bytes of request frames held in memory at once, over all connections "
+        "of both servers; a connection whose next frame does not fit stops reading until "
+        "bytes are released (one frame larger than this is let in alone).",
+    )
     metrics_port: int | None = Field(
         None,
         ge=0,
@@ -51,3 +65,11 @@ class SpuSettings(ProcessSettings):
         1.0, gt=0, description="How often leaders look for sealed segments to tier."
     )
     tier_concurrency: int = Field(2, ge=1, description="Tiering jobs (threads) at once.")
+    scrub_mb_per_s: float = Field(
+        4.0,
+        ge=0,
+        description="Read budget (MiB/s) of the background scrub of sealed segments; 0: off.",
+    )
+    scrub_pass_interval_s: float = Field(
+        3600.0, gt=0, description="Pause between two scrub passes over every sealed segment."
+    )

@@ -38,6 +38,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from sc.kv import _lua
 from sc.kv import groups as g
 from sc.kv._batch import ScriptBatcher
+from sc.kv.budget import budget_deadline, call_deadline
 from sc.kv.groups import (
     GROUP_KIND,
     CommitOutcome,
@@ -200,11 +201,21 @@ class RedisKvStore(KvStore):
 
     async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._reconnect_timeout
+        budget = budget_deadline()
+        deadline = call_deadline(loop.time(), self._reconnect_timeout, budget)
         backoff = self._backoff.start()
         while True:
             try:
-                return await op()
+                if budget is None:
+                    return await op()
+                # A waiting caller: also bound one attempt (a Redis that accepts and
+                # never answers would otherwise hold it for the socket timeout).
+                async with asyncio.timeout_at(deadline):
+                    return await op()
+            except TimeoutError as exc:
+                if budget is None or loop.time() < deadline:
+                    raise
+                raise KvUnavailableError(f"redis did not answer in time: {exc!r}") from exc
             except _TRANSIENT as exc:
                 delay = backoff.next()
                 if self._closed or loop.time() + delay > deadline:

@@ -68,6 +68,7 @@ PARTITION_COLUMNS = (
     "hw",
     "lrs",
     "tier",
+    "repair",
 )
 PARTITION_LIST_COLUMNS = (*PARTITION_COLUMNS, "lag")
 SPU_COLUMNS = ("id", "name", "status", "type", "rack", "public", "private")
@@ -102,16 +103,22 @@ def _schema_cell(schema: TopicSchema | None) -> str | None:
 
 
 def partition_row(part: Partition, *, human: bool = False) -> dict[str, Any]:
-    """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync; the
+    """One ``partition list`` row (LRS as ``spu:leo/hw``, ``*`` when out of sync, ``!``
+    when damaged (a frame failed its crc, not repaired yet); the
     leader epoch counts the partition's elections). ``size`` is the leader's log in bytes
     (``human``: as ``1.5 KiB``, for tables); it and ``log-start`` are None until the
     leader reports. ``tier``: the leader's tiering state, ``ok: N files [a, b)`` or
-    ``error: <cause>``."""
+    ``error: <cause>``. ``repair``: per replica that was damaged, ``spu: what happened``
+    (``damaged: ...``, ``repairing from offset N``, ``repaired from offset N``)."""
     status = part.status
     size: int | str | None = None if status.size < 0 else status.size
     if human and isinstance(size, int):
         size = format_size(size)
-    lrs = [f"{r.spu_id}:{r.leo}/{r.hw}" + ("" if r.in_sync else "*") for r in status.lrs]
+    lrs = [
+        f"{r.spu_id}:{r.leo}/{r.hw}" + ("" if r.in_sync else "*") + ("!" if r.damaged else "")
+        for r in status.lrs
+    ]
+    repairs = [f"{r.spu_id}: {r.repair}" for r in status.lrs if r.repair is not None]
     return {
         "topic": part.topic,
         "partition": part.index,
@@ -125,6 +132,7 @@ def partition_row(part: Partition, *, human: bool = False) -> dict[str, Any]:
         "hw": status.hw,
         "lrs": lrs,
         "tier": status.tier,
+        "repair": repairs or None,
     }
 
 

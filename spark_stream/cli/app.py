@@ -317,6 +317,12 @@ def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     cons.add_argument(
         "--isolation", default="read_committed", help="read_committed (default) or read_uncommitted"
     )
+    cons.add_argument(
+        "--skip-corrupt-frames",
+        action="store_true",
+        help="skip a batch found damaged on disk (a warning names its offsets) instead of "
+        "stopping with an error",
+    )
     cons.add_argument("-k", "--key-value", action="store_true", help="print [key] value")
     cons.add_argument(
         "-F",

@@ -381,6 +381,8 @@ def consume(args: argparse.Namespace, fluvio: Fluvio) -> int:
     out: TextIO = sys.stdout
     end_offset = args.end + 1 if args.end is not None else None
     fetch: dict[str, Any] = {} if args.max_bytes is None else {"max_bytes": args.max_bytes}
+    if args.skip_corrupt_frames:
+        fetch["skip_corrupt_frames"] = True
     group = None
     pattern = getattr(args, "pattern", None)  # the parser checked it goes with -g
     if getattr(args, "group", None) is not None:

@@ -219,6 +219,9 @@ class ConsumerConfig:
         retry_backoff_ms: first backoff between reconnects, doubled per attempt.
         retry_backoff_max_ms: backoff ceiling.
         request_timeout_ms: bound on one fetch request.
+        skip_corrupt_frames: a frame found damaged on the way out (bit rot: its crc or
+            its decode fails) is skipped with a WARNING naming its offsets, instead of
+            ending the read with ``CorruptFrameError`` (the default, False).
     """
 
     isolation: Isolation = Isolation.COMMITTED
@@ -228,9 +231,14 @@ class ConsumerConfig:
     retry_backoff_ms: float = 50.0
     retry_backoff_max_ms: float = 1000.0
     request_timeout_ms: float = 30_000.0
+    skip_corrupt_frames: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "isolation", parse_isolation(self.isolation))
+        if not isinstance(self.skip_corrupt_frames, bool):
+            raise InvalidConfigError(
+                f"skip_corrupt_frames: must be true or false, got {self.skip_corrupt_frames!r}"
+            )
         _positive(self, "max_bytes", "window", "request_timeout_ms")
         _non_negative(self, "retries", "retry_backoff_ms", "retry_backoff_max_ms")
 

@@ -26,6 +26,7 @@ from spark_stream.client.consumer import fetch, tiered
 from spark_stream.client.consumer.consumer import AsyncConsumer, AsyncPartitionConsumer
 from spark_stream.client.consumer.group import AsyncGroupConsumer, RebalanceCallback
 from spark_stream.client.consumer.local_files import LocalFiles
+from spark_stream.client.consumer.offset import check_start
 from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
@@ -326,6 +327,7 @@ class FluvioAsync:
         with_offsets: bool = True,
         local: bool = True,
         group: fetch.GroupFetch | None = None,
+        skip_corrupt_frames: bool = False,
     ) -> AsyncGenerator[pa.RecordBatch, None]:
         """Exactly the records ``[start, end_exclusive)`` as Arrow batches.
 
@@ -341,6 +343,9 @@ class FluvioAsync:
             group: a consumer-group member's grant: the reads are gated by the leader
                 and carry the partition's leader epoch (fetch version 2);
                 ``FencedMemberError`` when the grant is not current.
+            skip_corrupt_frames: a frame found damaged (bit rot) is skipped with a
+                WARNING naming its offsets; by default the read fails with
+                ``CorruptFrameError`` naming them.
         """
         await self._known_topic(topic)
         schema = fetch.typed_read_schema(self.watcher, topic)
@@ -348,6 +353,8 @@ class FluvioAsync:
             if end_exclusive is None:  # the end visible now, before the tier is read
                 offsets = await fetch.fetch_offsets(self.leaders, topic, partition, self._policy())
                 end_exclusive = fetch.visible_end(offsets, parse_isolation(isolation))
+                # past the end: the one rule; below the leader's log start the tier decides
+                check_start(start, min(start, offsets.log_start), offsets.leo, topic)
             async with contextlib.aclosing(
                 tiered.tier_prefix(
                     self.leaders, topic, partition, start, end_exclusive, schema, self._policy()
@@ -372,6 +379,7 @@ class FluvioAsync:
                 schema=schema,
                 local=self.local_files if local else None,
                 group=group,
+                skip_corrupt=skip_corrupt_frames,
             )
         ) as batches:
             async for batch in batches:

@@ -14,16 +14,22 @@ and ``GateNotReadyError`` retry within 10-50 ms. An SPU that has not yet been to
 partition the metadata lists (a new topic, a partition just added) and holds nothing
 else of its topic answers ``UnknownTopicError``: ``from_leader`` makes that the
 retriable ``UnknownPartitionError``, since the SC says the partition exists.
-Non-retriable errors surface at once, typed: among them the lookup's own verdicts on a
-partition that will not get a leader by itself (``MetadataView.no_leader_problem``).
+An attempt in flight is also given up the moment the metadata stops naming its SPU
+leader (another SPU leads, or the SPU went offline: ``replaced``): it fails with
+``NotLeaderError`` and is retried like one, so requests to a hung leader fail over when
+the SC replaces it, not after their request timeout (an idempotent producer's retry is
+deduplicated by its sequence numbers). Non-retriable errors surface at once, typed:
+among them the lookup's own verdicts on a partition that will not get a leader by
+itself (``MetadataView.no_leader_problem``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -36,15 +42,23 @@ from spark_stream.errors import (
     FluvioError,
     GateNotReadyError,
     NotLeaderError,
+    OffsetNotAvailableError,
     RequestTimeoutError,
     UnknownLeaderEpochError,
     UnknownPartitionError,
     UnknownTopicError,
 )
-from spark_stream.net.connection import Connection
+from spark_stream.net.connection import Connection, Stream
 from spark_stream.protocol import Message
 
-__all__ = ["RetryPolicy", "LeaderClient", "retry_backoff", "lookup_hints", "from_leader"]
+__all__ = [
+    "RetryPolicy",
+    "LeaderClient",
+    "retry_backoff",
+    "lookup_hints",
+    "from_leader",
+    "replaced",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +73,12 @@ GATE_RETRY_S = (0.01, 0.05)
 
 #: Errors whose cure is an SC push or a metadata update tens of milliseconds away: the
 #: retry waits ``GATE_RETRY_S`` (a fenced epoch's lookup waits for the metadata itself).
-SHORT_RETRY_ERRORS = (GateNotReadyError, FencedLeaderEpochError, UnknownLeaderEpochError)
+SHORT_RETRY_ERRORS = (
+    GateNotReadyError,
+    FencedLeaderEpochError,
+    UnknownLeaderEpochError,
+    OffsetNotAvailableError,  # a new leader's followers are about to report
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +134,20 @@ def lookup_hints(exc: FluvioError, leader: Leader | None) -> tuple[int | None, i
     return not_spu, stale
 
 
+def replaced(current: Leader | None, spu_id: int) -> bool:
+    """Whether the metadata's ``current`` leader of a partition means a request in flight
+    to SPU ``spu_id`` should fail over: another SPU leads, or none is reachable (the SC
+    marked it offline)."""
+    return current is None or current.spu_id != spu_id
+
+
+def _replaced_error(topic: str, partition: int, spu_id: int) -> NotLeaderError:
+    return NotLeaderError(
+        f"{topic}-{partition}: the metadata replaced leader SPU {spu_id} while a request "
+        "was in flight"
+    )
+
+
 def retry_backoff(initial_ms: float, maximum_ms: float) -> BackoffPolicy | None:
     """The backoff a client config asks for: ``initial_ms`` doubling up to ``maximum_ms``.
 
@@ -133,6 +166,67 @@ class LeaderClient:
     def __init__(self, watcher: MetadataWatcher, pool: ConnectionPool) -> None:
         self.watcher = watcher
         self.pool = pool
+        # Attempts in flight and the leader each went to; one the metadata replaces is
+        # cancelled (``_leaders_changed``) and fails with ``NotLeaderError`` at once.
+        self._attempts: dict[asyncio.Task[Message], tuple[str, int, int]] = {}
+        self._moved: set[asyncio.Task[Message]] = set()
+        self._streams: dict[Stream, tuple[str, int, int]] = {}
+        watcher.add_listener(self._leaders_changed)
+
+    def _leaders_changed(self, view: MetadataView) -> None:
+        for attempt, (topic, partition, spu_id) in self._attempts.items():
+            if not attempt.done() and replaced(view.leader(topic, partition), spu_id):
+                self._moved.add(attempt)
+                attempt.cancel()
+        for stream, (topic, partition, spu_id) in list(self._streams.items()):
+            if replaced(view.leader(topic, partition), spu_id):
+                stream.fail(_replaced_error(topic, partition, spu_id))
+
+    @contextlib.contextmanager
+    def failing_over(
+        self, stream: Stream, topic: str, partition: int, leader: Leader
+    ) -> Iterator[None]:
+        """While inside, ``stream`` (opened to ``leader``) ends with ``NotLeaderError`` as
+        soon as the metadata names another leader, as a request in flight does."""
+        if replaced(self.watcher.view.leader(topic, partition), leader.spu_id):
+            stream.fail(_replaced_error(topic, partition, leader.spu_id))
+        self._streams[stream] = (topic, partition, leader.spu_id)
+        try:
+            yield
+        finally:
+            self._streams.pop(stream, None)
+
+    async def _attempt(
+        self,
+        conn: Connection,
+        msg: Message,
+        timeout: float,  # noqa: ASYNC109 - the connection's typed RequestTimeoutError
+        topic: str,
+        partition: int,
+        leader: Leader,
+    ) -> Message:
+        """One request to ``leader``, given up as soon as the metadata names another (a
+        hung leader's requests would otherwise wait out their timeout).
+
+        Raises:
+            NotLeaderError: the metadata replaced ``leader`` before the reply came.
+        """
+        if replaced(self.watcher.view.leader(topic, partition), leader.spu_id):
+            raise NotLeaderError(f"the metadata no longer names SPU {leader.spu_id} leader")
+        attempt = asyncio.get_running_loop().create_task(conn.call(msg, timeout=timeout))
+        self._attempts[attempt] = (topic, partition, leader.spu_id)
+        try:
+            return await attempt
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if attempt in self._moved and (current is None or not current.cancelling()):
+                raise _replaced_error(topic, partition, leader.spu_id) from None
+            raise
+        finally:
+            self._attempts.pop(attempt, None)
+            self._moved.discard(attempt)
+            if not attempt.done():
+                attempt.cancel()
 
     async def connection(
         self,
@@ -219,7 +313,7 @@ class LeaderClient:
                         attempt + 1,
                     )
                 timeout = min(policy.request_timeout_s, max(0.001, deadline - time.monotonic()))
-                return await conn.call(msg, timeout=timeout)
+                return await self._attempt(conn, msg, timeout, topic, partition, leader)
             except FluvioError as raised:
                 exc = from_leader(raised, self.watcher.view, topic, partition)
                 retry = (exc.retriable or isinstance(exc, retriable)) and attempt < policy.retries

@@ -348,7 +348,13 @@ class MetadataWatcher:
         self._task: asyncio.Task[None] | None = None
         self._conn: Connection | None = None
         self._closed = False
+        self._listeners: list[Callable[[MetadataView], None]] = []
         self.last_error: BaseException | None = None
+
+    def add_listener(self, listener: Callable[[MetadataView], None]) -> None:
+        """Call ``listener(view)`` on the loop after every applied update (it must not
+        block: ``LeaderClient`` uses it to fail over requests to a replaced leader)."""
+        self._listeners.append(listener)
 
     async def start(self, timeout: float) -> None:  # noqa: ASYNC109 - typed error
         """Open the stream and wait for the first snapshot.
@@ -407,6 +413,8 @@ class MetadataWatcher:
                 await pause.sleep()
 
     async def _notify(self) -> None:
+        for listener in self._listeners:
+            listener(self.view)
         async with self._changed:
             self._version += 1
             self._changed.notify_all()

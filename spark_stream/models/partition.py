@@ -125,12 +125,20 @@ class PartitionResolution(CaseInsensitiveEnum):
 
 
 class ReplicaStatus(FrozenModel):
-    """One live replica as the leader reports it; -1 means "not known yet"."""
+    """One live replica as the leader reports it; -1 means "not known yet".
+
+    ``damaged``: the replica holds a frame that failed its crc on disk (found by the
+    scrub or a read) and is not repaired yet; it is out of sync and never elected.
+    ``repair``: what happened to it, for people (``damaged: crc mismatch ...``,
+    ``repairing from offset 120``, ``repaired from offset 120``); None when nothing did.
+    """
 
     spu_id: int = Field(ge=0, le=MAX_SPU_ID)
     leo: int = Field(default=-1, ge=-1)
     hw: int = Field(default=-1, ge=-1)
     in_sync: bool = True
+    damaged: bool = False
+    repair: str | None = None
 
     @model_validator(mode="before")
     @classmethod

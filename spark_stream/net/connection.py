@@ -522,6 +522,12 @@ class Stream:
                     encode_frame(FrameKind.CANCEL, self.api_key, self.correlation_id)
                 )
 
+    def fail(self, err: FluvioError) -> None:
+        """End the stream with ``err`` from this side (pushes already received come
+        first), cancelling it on the server: e.g. the metadata says its SPU is gone."""
+        if not self._done:
+            self._conn._fail_one(self.correlation_id, err)
+
     async def __aenter__(self) -> Self:
         return self
 

@@ -14,6 +14,10 @@ meta or an unknown api/version gets an error reply, and a frame whose header can
 read gets a connection-level error (correlation id 0) and closes that connection only.
 ``stop()`` stops listening, closes every connection and waits for their handlers.
 
+Memory. Each request frame is charged to a ``RequestBudget`` (one per process, shared by
+its servers) from its header until its handler is done; a connection whose next frame
+does not fit stops reading until bytes are released (see ``spark_stream.net.budget``).
+
 Replies whose tail holds a large ``FileRegion`` (a fetch answered from a log segment)
 go out with ``sendfile``: the kernel moves the file's pages to the socket with no copy
 through Python. One such frame is sent at a time per connection; other replies written
@@ -40,6 +44,7 @@ from spark_stream.errors import (
     UnsupportedVersionError,
 )
 from spark_stream.net._sockets import READ_CHUNK, STREAM_LIMIT, close_writer, write_parts
+from spark_stream.net.budget import RequestBudget
 from spark_stream.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     ApiKey,
@@ -142,6 +147,8 @@ class Server:
         on_disconnect: called once per connection when it closes, with the cause.
         on_request: called with (api key, seconds) after each request's reply; streams
             are not timed (they last as long as the client keeps them).
+        budget: the process's budget for request bytes held in memory, shared by its
+            servers; None gives this server a budget of its own of the default size.
     """
 
     def __init__(
@@ -157,6 +164,7 @@ class Server:
         on_connect: ConnectHook | None = None,
         on_disconnect: DisconnectHook | None = None,
         on_request: RequestHook | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.routes: dict[int, Route] = {
             int(key): h if isinstance(h, Route) else Route(h) for key, h in handlers.items()
@@ -171,6 +179,7 @@ class Server:
         self.on_connect = on_connect
         self.on_disconnect = on_disconnect
         self.on_request = on_request
+        self.budget = budget if budget is not None else RequestBudget()
         self._server: asyncio.Server | None = None
         self._sessions: set[_Session] = set()
         self._session_tasks: set[asyncio.Task[None]] = set()
@@ -262,6 +271,9 @@ class _Session:
         self.reader = reader
         self.writer = writer
         self.decoder = FrameDecoder(server.max_frame_size)
+        self.budget = server.budget
+        self.reserved: int | None = None  # bytes held for the frame ``decoder.pending`` begins
+        self.waiting: asyncio.Future[None] | None = None  # a wait for budget bytes
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.credit: dict[int, _Credit] = {}
         self.slots = asyncio.Semaphore(server.max_in_flight)
@@ -277,6 +289,8 @@ class _Session:
         if not self.closing:
             self.closing = True
             self.writer.close()
+            if self.waiting is not None:
+                self.waiting.cancel()
             current = asyncio.current_task()
             for task in [*self.tasks.values(), *self.sends]:
                 if task is not current:
@@ -300,17 +314,8 @@ class _Session:
                 self.ctx.id,
                 self.ctx.peer,
             )
-            while not self.closing:
-                data = await self.reader.read(max(READ_CHUNK, self.decoder.bytes_needed()))
-                if not data:
-                    break
-                for event in self.decoder.feed(data):
-                    if self.closing:
-                        break
-                    if isinstance(event, OversizedFrame):
-                        self._oversized(event)
-                    else:
-                        await self._on_frame(event)
+            while not self.closing and await self._receive():
+                pass
         except FluvioError as exc:  # a corrupt frame, or on_connect refused the peer
             cause = exc
             log.warning(
@@ -329,12 +334,44 @@ class _Session:
             log.exception("connection failed server=%s conn=%d", self.server.name, self.ctx.id)
         finally:
             self.close()
+            if self.reserved is not None:  # a frame the peer never finished sending
+                self.budget.release(self.reserved)
+                self.reserved = None
             tasks = list(self.tasks.values())
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await close_writer(self.writer)
+            self.budget.trim_soon()  # this connection's read buffers are free now
             await self._disconnected(cause)
+
+    async def _receive(self) -> bool:
+        """Read once and act on every frame that completes; False at end of input.
+
+        A method of its own so that no local outlives it: a frame (or the chunk it came
+        in) kept alive by the read loop while it waits for budget is memory no budget
+        counts.
+        """
+        if self.reserved is None and (pending := self.decoder.pending) is not None:
+            # The whole frame is reserved before its body is read: reading stops here
+            # while the budget is spent, and never holds half a frame.
+            if not await self._hold(pending.frame_length):
+                return False
+            self.reserved = pending.frame_length
+        data = await self.reader.read(max(READ_CHUNK, self.decoder.bytes_needed()))
+        if not data:
+            return False
+        for event in self.decoder.feed(data):
+            if self.closing:
+                return False
+            if isinstance(event, OversizedFrame):
+                self._oversized(event)
+                continue
+            charged = await self._charge(event)
+            if charged is None:
+                return False
+            await self._on_frame(event, charged)
+        return True
 
     async def _linger(self) -> None:
         """Half-close and drain what the peer still sends, so it reads our error reply.
@@ -376,7 +413,54 @@ class _Session:
                 ),
             )
 
-    async def _on_frame(self, frame: Frame) -> None:
+    async def _charge(self, frame: Frame) -> int | None:
+        """The bytes held for ``frame``: its reservation, or taken now (it came whole).
+
+        None when the connection closed while waiting.
+        """
+        if self.reserved is not None:
+            charged, self.reserved = self.reserved, None
+            return charged
+        return frame.header.frame_length if await self._hold(frame.header.frame_length) else None
+
+    async def _hold(self, n: int) -> bool:
+        """Take ``n`` bytes from the budget, waiting while it is spent; False if closed.
+
+        The wait is its own future so ``close()`` can end it without cancelling the read
+        loop (which still has to clean up).
+        """
+        if self.budget.try_acquire(n):
+            return True  # the common case: no task, no wait
+        waiting = self.waiting = asyncio.ensure_future(self.budget.acquire(n))
+        try:
+            await asyncio.wait([waiting])
+        except asyncio.CancelledError:
+            waiting.cancel()
+            raise
+        finally:
+            self.waiting = None
+        if waiting.cancelled():
+            return False
+        waiting.result()
+        if self.closing:
+            self.budget.release(n)
+            return False
+        return True
+
+    async def _on_frame(self, frame: Frame, charged: int) -> None:
+        """Act on one frame; its ``charged`` bytes go back when its handler is done."""
+        try:
+            task = await self._dispatch(frame)
+        except BaseException:
+            self.budget.release(charged)
+            raise
+        if task is None:
+            self.budget.release(charged)
+        else:
+            task.add_done_callback(lambda _task: self.budget.release(charged))
+
+    async def _dispatch(self, frame: Frame) -> asyncio.Task[None] | None:
+        """Start a request's handler (returned), or apply a credit or cancel frame."""
         header = frame.header
         cid = header.correlation_id
         if header.kind is FrameKind.REQUEST:
@@ -388,7 +472,7 @@ class _Session:
                         f"correlation id {cid} is already in use on this connection"
                     ),
                 )
-                return
+                return None
             if header.is_stream:
                 if len(self.credit) >= self.server.max_streams:
                     self._write_error(
@@ -398,16 +482,17 @@ class _Session:
                             f"too many open streams (limit {self.server.max_streams})"
                         ),
                     )
-                    return
+                    return None
                 self.credit[cid] = _Credit()
             else:
                 await self.slots.acquire()  # pauses reading while too many requests run
                 if self.closing:
                     self.slots.release()
-                    return
+                    return None
             task = asyncio.create_task(self._handle(frame))
             self.tasks[cid] = task
             task.add_done_callback(lambda _task: self._done(cid, header.is_stream))
+            return task
         elif header.kind is FrameKind.CREDIT:
             if (credit := self.credit.get(cid)) is not None:
                 try:
@@ -424,6 +509,7 @@ class _Session:
                 self.server.name,
                 self.ctx.id,
             )
+        return None
 
     def _cancel(self, cid: int) -> None:
         if (task := self.tasks.get(cid)) is not None:

@@ -8,7 +8,11 @@ chunks:
   ``CorruptFrameError`` and stays failed (every later call raises again).
 - *body*: wait until the whole body is buffered, then hand out a ``Frame`` whose meta
   and tail are memoryview slices. A body that lies inside one received chunk is sliced
-  from it without a copy; a body spread over chunks is joined once into one buffer.
+  from it without a copy; a body spread over chunks is joined once into one buffer. A
+  body of ``BODY_BUFFER_MIN`` bytes or more gets that buffer at the first ``feed`` after
+  its header, and each later chunk is copied in and dropped at once, so a large frame
+  never sits in memory both as chunks and as its joined copy (and a caller can reserve
+  memory for ``pending`` before feeding its body).
 - *skip*: a frame whose header is valid but whose size passes ``max_frame_size`` is
   reported as ``OversizedFrame`` at once and its body is discarded as it arrives, so
   the receiver can answer it and the stream stays in sync.
@@ -34,9 +38,12 @@ from spark_stream.protocol.frame import (
     parse_header,
 )
 
-__all__ = ["FrameDecoder", "Event", "classify_header", "split_body"]
+__all__ = ["FrameDecoder", "Event", "classify_header", "split_body", "BODY_BUFFER_MIN"]
 
 Event = Frame | OversizedFrame
+
+BODY_BUFFER_MIN = 1 << 16
+"""Bodies at least this long, spread over chunks, are copied into their buffer as fed."""
 
 
 def classify_header(buf: Buffer, max_frame_size: int, pos: int = 0) -> FrameHeader | OversizedFrame:
@@ -77,13 +84,24 @@ class FrameDecoder:
         self._chunks: deque[memoryview] = deque()
         self._buffered = 0
         self._header: FrameHeader | None = None
+        self._body: memoryview | None = None  # the pending frame's own buffer, if it has one
+        self._filled = 0
         self._skip = 0
         self._error: str | None = None
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet handed out (or skipped)."""
-        return self._buffered
+        return self._buffered + self._filled
+
+    @property
+    def pending(self) -> FrameHeader | None:
+        """The header of the frame whose body is being buffered, None between frames.
+
+        A server reserves the frame's bytes from its memory budget as soon as this is set,
+        before it reads the body.
+        """
+        return self._header
 
     @property
     def failed(self) -> bool:
@@ -96,7 +114,7 @@ class FrameDecoder:
             return self._skip
         if self._header is None:
             return max(1, FRAME_HEADER_SIZE - self._buffered)
-        return max(1, self._header.body_length - self._buffered)
+        return max(1, self._header.body_length - self._buffered - self._filled)
 
     def feed(self, data: Buffer) -> Iterator[Event]:
         """Buffer ``data`` and iterate over every event that is now complete.
@@ -111,6 +129,8 @@ class FrameDecoder:
         view = memoryview(data)
         if view.format != "B" or view.ndim != 1:
             view = view.cast("B")
+        if view.nbytes and self._header is not None and not self._skip:
+            view = self._fill(self._header, view)
         if view.nbytes:
             self._chunks.append(view)
             self._buffered += view.nbytes
@@ -140,11 +160,37 @@ class FrameDecoder:
                 return parsed
             self._header = parsed
         header = self._header
-        if self._buffered < header.body_length:
+        if self._body is not None:
+            if self._filled < header.body_length:
+                return None
+            body, self._body, self._filled = self._body, None, 0
+        elif self._buffered < header.body_length:
             return None
-        body = self._take(header.body_length)
+        else:
+            body = self._take(header.body_length)
         self._header = None
         return split_body(header, body)
+
+    def _fill(self, header: FrameHeader, data: memoryview) -> memoryview:
+        """Copy what ``data`` holds of a large pending body into its buffer; the rest."""
+        if self._body is None:
+            if (
+                header.body_length < BODY_BUFFER_MIN
+                or self._buffered >= header.body_length  # already whole (events not taken)
+                or (not self._chunks and data.nbytes >= header.body_length)
+            ):
+                return data  # small, or whole in one chunk: sliced without a copy
+            self._body = memoryview(bytearray(header.body_length))
+            self._filled = 0
+            while self._chunks:  # only body bytes are buffered now (buffered < body_length)
+                chunk = self._chunks.popleft()
+                self._body[self._filled : self._filled + chunk.nbytes] = chunk
+                self._filled += chunk.nbytes
+            self._buffered = 0
+        step = min(data.nbytes, self._body.nbytes - self._filled)
+        self._body[self._filled : self._filled + step] = data[:step]
+        self._filled += step
+        return data[step:]
 
     def _events(self) -> Iterator[Event]:
         while (event := self.next_event()) is not None:
@@ -158,6 +204,7 @@ class FrameDecoder:
         self._error = reason
         self._chunks.clear()
         self._buffered = 0
+        self._body, self._filled = None, 0
 
     def _take(self, n: int) -> memoryview:
         """Remove ``n`` buffered bytes (n <= buffered): a slice if one chunk holds them."""

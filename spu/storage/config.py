@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from spark_stream.frame_check import PayloadCheck
 from spark_stream.models import MAX_SEGMENT_SIZE
 from spark_stream.records import BATCH_HEADER_SIZE
 
@@ -47,9 +48,12 @@ class LogConfig(BaseModel):
         max_batch_bytes: largest accepted batch frame, header included. Default 16 MiB.
         recovery_scan: at open, crc-scan only the ``"active"`` segment (sealed segments get
             a cheap index and tail check) or ``"all"`` segments. Default ``"active"``.
-        check_payload: on append, check that each payload parses as an Arrow record batch
-            of the log's schema with the header's row count (metadata only, the column
-            buffers are not validated). Default ``True``.
+        check_payload: on append, how much of each payload to check before anything is
+            written (``spark_stream.frame_check``): ``"none"`` (header and crc only),
+            ``"structure"`` (the record-batch message's header, layout and buffer
+            bounds, values not read) or ``"full"`` (a record batch every reader can
+            decode, ``validate(full=True)``). Default ``"full"``. Produced appends only:
+            replicated ones were checked by their leader.
         tier_url: fsspec URL of the directory Parquet exports go to; ``None`` means a
             ``tier/`` directory inside the replica directory.
     """
@@ -65,5 +69,5 @@ class LogConfig(BaseModel):
     flush_interval_ms: int | None = Field(1000, ge=0)
     max_batch_bytes: int = Field(16 * MIB, ge=BATCH_HEADER_SIZE + 1, le=_MAX_SEGMENT_BYTES)
     recovery_scan: Literal["active", "all"] = "active"
-    check_payload: bool = True
+    check_payload: PayloadCheck = "full"
     tier_url: str | None = None

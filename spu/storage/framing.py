@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.ipc as ipc
 
 from spark_stream.errors import CorruptFrameError, InvalidRequestError, RecordTooLargeError
+from spark_stream.frame_check import PayloadCheck, check_payload
 from spark_stream.records import (
-    BATCH_HEADER_SIZE,
     BatchHeader,
-    decode_frame,
     iter_frames,
     read_header,
     verify_frame,
@@ -58,6 +56,7 @@ def split_frames(
     *,
     max_frame_bytes: int,
     schema: pa.Schema | None = None,
+    check: PayloadCheck = "full",
 ) -> list[BatchFrame]:
     """Validate the frames of one append and split them.
 
@@ -65,8 +64,10 @@ def split_frames(
         frames: a buffer of back-to-back frames (as a produce or fetch reply carries
             them), or a sequence of buffers holding exactly one frame each.
         max_frame_bytes: the largest frame accepted, header included.
-        schema: when given, each payload must parse as an Arrow record batch of this
-            schema with the header's row count (metadata only, buffers not validated).
+        schema: when given, each payload must be a record batch of this schema (a
+            typed frame: of the schema it carries) with the header's row count.
+        check: how much of each payload ``schema`` asks to check
+            (``spark_stream.frame_check.check_payload``).
 
     Raises:
         InvalidRequestError: no frames at all.
@@ -88,34 +89,18 @@ def split_frames(
             out.append(BatchFrame(header, view))
     if not out:
         raise InvalidRequestError("an append needs at least one batch frame")
-    for frame in out:
+    for index, frame in enumerate(out):
         if frame.header.frame_length > max_frame_bytes:
             raise RecordTooLargeError(
                 f"batch of {frame.header.frame_length} bytes at offset "
                 f"{frame.header.base_offset} is over the {max_frame_bytes}-byte limit"
             )
         if schema is not None:
-            _check_payload(frame, schema)
+            try:
+                check_payload(frame.data, frame.header, schema, check)
+            except CorruptFrameError as exc:  # a producer numbers its frames from 0
+                raise CorruptFrameError(f"batch {index} of {len(out)}: {exc}") from None
     return out
-
-
-def _check_payload(frame: BatchFrame, schema: pa.Schema) -> None:
-    if frame.header.schema_version:
-        # A typed frame carries its schema (the leader checked it against the topic's):
-        # it must decode with it, whole. ``decode_frame`` counts its rows too.
-        decode_frame(frame.data, check_crc=False)
-        return
-    try:
-        batch = ipc.read_record_batch(pa.py_buffer(frame.data[BATCH_HEADER_SIZE:]), schema)
-    except (pa.ArrowException, ValueError, OSError) as exc:
-        raise CorruptFrameError(
-            f"payload of the batch with {frame.header.record_count} records is not a "
-            f"record batch of the log's schema: {exc}"
-        ) from exc
-    if batch.num_rows != frame.header.record_count:
-        raise CorruptFrameError(
-            f"payload has {batch.num_rows} rows but the header says {frame.header.record_count}"
-        )
 
 
 @dataclass(frozen=True, slots=True)

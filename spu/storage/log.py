@@ -29,6 +29,10 @@ last one is *active* (takes appends), the others are *sealed* (immutable, fsynce
   append and by ``maybe_flush``), and always on roll and close. Recovery at open is in
   ``recovery.py``; a damaged sealed segment is set aside (renamed ``*.corrupt``) with all
   later segments, reported in ``recovery.corrupt_segments``, and the log opens up to it.
+* **Damage.** A sealed segment that fails its checks later (bit rot, found by the SPU's
+  scrub or a read) is recorded in ``damage``; ``cut_damage`` is a repair's first step:
+  the log is cut at the damaged frame (every offset below it is intact) and the replica
+  fetches the rest again from a healthy copy.
 
 Concurrency. One writer (the replica's leader or follower controller) and any number of
 readers, all on one asyncio event loop: every method is synchronous and never yields, so
@@ -50,12 +54,14 @@ from types import TracebackType
 import pyarrow as pa
 
 from spark_stream.errors import (
+    CorruptSegmentError,
     InvalidRequestError,
     LogGapError,
     NotFoundError,
     OffsetOutOfRangeError,
     StorageError,
 )
+from spark_stream.frame_check import PayloadCheck
 from spark_stream.records import RECORD_SCHEMA, now_us
 from spu.storage._fileio import fsync_dir
 from spu.storage.checkpoint import read_checkpoint, write_checkpoint
@@ -72,6 +78,7 @@ from spu.storage.recovery import (
     remove_leftovers,
 )
 from spu.storage.retention import segments_to_delete
+from spu.storage.scrub import Damage
 from spu.storage.segment import Segment, SegmentInfo
 from spu.storage.slices import LogSlice
 from spu.storage.tier import write_parquet
@@ -111,6 +118,8 @@ class ReplicaLog:
         self._unflushed = 0
         self._last_flush_us = clock()
         self._closed = False
+        self.damage: Damage | None = None
+        """The first damaged frame found in a sealed segment and not cut away yet."""
 
     @classmethod
     def open(
@@ -180,6 +189,11 @@ class ReplicaLog:
             self._hw, self._hw_dirty = value, True
 
     @property
+    def active_base(self) -> int:
+        """Base offset of the active segment: offsets below it are in sealed segments."""
+        return self._bases[-1]
+
+    @property
     def segments(self) -> list[SegmentInfo]:
         """Snapshots of the segments, oldest first (the last one is active)."""
         return [s.info() for s in self._segments]
@@ -221,6 +235,10 @@ class ReplicaLog:
     def append_replicated(self, frames: FramesInput) -> list[int]:
         """Append batches fetched from the leader, keeping their offsets (the follower's).
 
+        Frames are checked whole and by crc, not by payload: the leader checked each
+        payload before appending it (``check_payload``), and a follower refusing what its
+        leader holds would only fall out of sync.
+
         Returns:
             The batches' base offsets.
 
@@ -229,7 +247,7 @@ class ReplicaLog:
                 ends; the message names both offsets. Nothing was appended.
             CorruptFrameError, RecordTooLargeError, StorageError: as ``append_produced``.
         """
-        batch = self._validate(frames)
+        batch = self._validate(frames, check="none")
         expected = self.leo
         for frame in batch:
             base = frame.header.base_offset
@@ -313,6 +331,25 @@ class ReplicaLog:
         if self._hw > self.leo:
             self._hw, self._hw_dirty = self.leo, True
         self.checkpoint()
+        return self.leo
+
+    def cut_damage(self) -> int | None:
+        """Cut the log at its recorded ``damage`` and forget it (a repair's first step).
+
+        The cut is at the damaged frame; when the walk to it fails (the damage hit a frame
+        header), at the start of the damaged segment.
+
+        Returns:
+            The new LEO, or ``None`` when no damage was recorded.
+        """
+        damage = self.damage
+        if damage is None:
+            return None
+        try:
+            self.truncate_to(damage.offset)
+        except CorruptSegmentError:
+            self.truncate_to(damage.segment)
+        self.damage = None
         return self.leo
 
     def reset(self, offset: int) -> None:
@@ -446,12 +483,13 @@ class ReplicaLog:
         if self._closed:
             raise StorageError(f"the log in {self.directory} is closed")
 
-    def _validate(self, frames: FramesInput) -> list[BatchFrame]:
+    def _validate(self, frames: FramesInput, check: PayloadCheck | None = None) -> list[BatchFrame]:
         self._check_open()
         return split_frames(
             frames,
             max_frame_bytes=self.config.max_batch_bytes,
-            schema=self.schema if self.config.check_payload else None,
+            schema=self.schema,
+            check=self.config.check_payload if check is None else check,
         )
 
     def _segment_for(self, offset: int) -> Segment:

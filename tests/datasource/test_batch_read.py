@@ -20,6 +20,7 @@ from spark_stream.client import Fluvio
 from spark_stream.client.profile import Profile, save_profile
 from spark_stream.local.cluster import LocalCluster
 from spark_stream.local.redis_server import free_port
+from spu.storage.layout import replica_dir
 from tests.polling import wait_until
 from tests.spark_conftest import produce
 
@@ -244,3 +245,35 @@ def test_fluvio_endpoint_names_the_cluster_without_an_endpoint_option(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == sorted(values)
+
+
+def test_a_damaged_frame_fails_the_read_naming_it_unless_skipped(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    request: pytest.FixtureRequest,
+) -> None:
+    """Both sources name the damaged range; the Python source skips it when asked, the
+    JVM connector refuses to be asked (it has no skip path)."""
+    topic = new_topic()
+    for part in (["a0", "a1"], ["rot2", "rot3"], ["b4", "b5"]):
+        produce(fluvio, topic, part)  # one frame each
+    leader = fluvio.topic_partitions(topic)[0].leader
+    assert leader is not None
+    log_file = replica_dir(fluvio_cluster.spu_dir(leader), topic, 0) / f"{0:020}.log"
+    at = log_file.read_bytes().find(b"rot3") + 1
+    with log_file.open("r+b") as f:  # bit rot inside the second frame's values, in place
+        f.seek(at)
+        f.write(b"\x00")
+
+    with pytest.raises(Exception, match=re.escape("crc mismatch in the frame of offsets [2, 3]")):
+        _read(spark, fluvio_cluster, topic=topic).collect()
+    if request.node.callspec.params["spark"] == "jvm":
+        with pytest.raises(Exception, match="'skipCorruptFrames' is not supported by the JVM"):
+            _read(spark, fluvio_cluster, topic=topic, skipCorruptFrames="true").collect()
+        return
+    rows = _read(spark, fluvio_cluster, topic=topic, skipCorruptFrames="true").collect()
+    assert sorted((r.offset, bytes(r.value)) for r in rows) == [
+        (0, b"a0"), (1, b"a1"), (4, b"b4"), (5, b"b5")
+    ]  # fmt: skip

@@ -242,7 +242,8 @@ def test_jvm_options_and_ranges_against_the_cluster(
         f"option 'partitions': topic '{topic}' has no partition(s) 9 (it has 2)",
         f"option 'startingOffsets': offset 999 of {topic}/0 is past its end 50 (committed)",
         f"option 'endingOffsets' names {topic}/1, which the query does not read",
-        "option 'isolation' must be one of committed, uncommitted, got 'sometimes'",
+        "option 'isolation' must be one of read_committed, read_uncommitted, committed, "
+        "uncommitted, got 'sometimes'",
         "option 'maxRecordsPerTrigger' only applies to streaming reads",
     ]
     for message, error in zip(expected, out["errors"], strict=True):

@@ -20,6 +20,7 @@ from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
 from tests.datasource.test_jvm_batch_read import _run_child, connector_jar  # noqa: F401
 from tests.harness.local_cluster import kill_spu
+from tests.polling import wait_until
 from tests.spark_conftest import produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -28,6 +29,7 @@ _HELPERS = """
 import glob, os, time
 from spark_stream.client import Fluvio
 from tests.harness.local_cluster import kill_spu
+from tests.polling import wait_until
 from tests.spark_conftest import produce
 
 # A continuous or real-time task holds a task slot for the whole query (one per topic
@@ -291,3 +293,91 @@ def test_continuous_query_rides_out_a_killed_leader(
     assert [r[2] for r in out["rows"]] == [f"a{i}" for i in range(40)] + [
         f"b{i}" for i in range(30)
     ]
+
+
+def test_continuous_and_real_time_queries_read_the_tier_first(
+    connector_jar: Path,  # noqa: F811
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """A tiered topic whose SPU no longer holds its first records: continuous and
+    real-time queries from earliest deliver the tier's records, then the SPU's, then those
+    produced while they run, each offset once and in order."""
+    topic = new_topic(segmentSize=1024, tier=str(tmp_path / "tier"), localRetentionSecs=1)
+    sent = []
+    for n in range(8):  # about 2 KiB a batch: a segment each
+        values = [f"{n}-{i}-{'v' * 60}" for i in range(25)]
+        produce(fluvio, topic, values)
+        sent += values
+
+    def spu_log_start() -> int:
+        (part,) = fluvio.admin().list_partitions(topic)
+        return part.status.log_start_offset
+
+    wait_until(lambda: spu_log_start() >= 100, 90, "local retention")
+    assert fluvio.fetch_offsets(topic, 0).log_start == 0  # the tier holds the start
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    out = _run_child(
+        _HELPERS
+        + textwrap.dedent(
+            f"""
+            import json, uuid
+            sink_dir = {str(sink)!r}
+
+            class FileSink:
+                def open(self, partition_id, epoch_id):
+                    name = f"{{partition_id}}-{{epoch_id}}-{{uuid.uuid4().hex}}.jsonl"
+                    self.file = open(os.path.join(sink_dir, name), "a")
+                    return True
+                def process(self, row):
+                    self.file.write(json.dumps([row["offset"], row["value"].decode()]) + "\\n")
+                    self.file.flush()
+                def close(self, error):
+                    self.file.close()
+
+            def sink_rows():
+                rows = []
+                for path in glob.glob(os.path.join(sink_dir, "*.jsonl")):
+                    with open(path) as f:
+                        rows += [json.loads(line) for line in f if line.endswith("\\n")]
+                return rows
+
+            query = continuous_to_memory("tiered_sink")
+            try:
+                count = memory_count("tiered_sink")
+                wait_for(count, 200, "records in the tier and on the SPU")
+                with Fluvio.connect(endpoint) as client:
+                    produce(client, topic, [f"b{{i}}" for i in range(30)])
+                wait_for(count, 230, "records produced during the query")
+                out["error"] = None if query.exception() is None else str(query.exception())
+            finally:
+                query.stop()
+            out["continuous"] = memory_rows("tiered_sink")
+
+            df = stream(startingOffsets="earliest").select("offset", "value")
+            query = (
+                df.writeStream.foreach(FileSink()).outputMode("update")
+                .option("checkpointLocation", os.path.join(sink_dir, "..", "checkpoint"))
+                .trigger(realTime="5 seconds").start()
+            )
+            try:
+                wait_for(lambda: len(sink_rows()), 230, "records in the tier and on the SPU")
+                out["real_time_error"] = (
+                    None if query.exception() is None else str(query.exception()))
+            finally:
+                query.stop()
+            out["real_time"] = sink_rows()
+            """
+        ),
+        fluvio_cluster.endpoint,
+        topic,
+    )
+    expected = list(enumerate([*sent, *(f"b{i}" for i in range(30))]))
+    assert out["error"] is None
+    continuous = [(int(o), str(v)) for _, o, v in out["continuous"]]
+    assert continuous == expected  # a memory sink keeps a partition's order
+    assert out["real_time_error"] is None
+    assert sorted((int(o), str(v)) for o, v in out["real_time"]) == expected

@@ -1,6 +1,6 @@
-"""``format("fluvio")`` (the Python source) reads a tiered topic's history that only the
-tier still holds: batch and streaming from earliest, the same offsets and values as
-produced."""
+"""``format("fluvio")`` reads a tiered topic's history that only the tier still holds, on
+both paths (the Python source and the JVM connector): batch and streaming from earliest,
+the same offsets and values as produced."""
 
 from __future__ import annotations
 
@@ -16,11 +16,7 @@ from spark_stream.tier import load_manifest
 from tests.polling import wait_until
 from tests.spark_conftest import produce
 
-pytestmark = [
-    pytest.mark.spark,
-    pytest.mark.integration,
-    pytest.mark.spark_source("python", reason="the JVM connector does not read the tier"),
-]
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 QUERY_TIMEOUT_S = 120
 

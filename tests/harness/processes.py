@@ -90,7 +90,7 @@ class ChildProcess:
             return False
         if self.record.alive():
             return True
-        self.returncode = reap(self.record.pid)
+        self.returncode = reap(self.record.pid, wait_s=5.0)  # its last threads may be ending
         self.record = None
         return False
 

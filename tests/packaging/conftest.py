@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 # What the wheel is built from (pyproject's packages, py-modules and readme).
 WHEEL_SOURCES = ("pyproject.toml", "README.md", "pyspark_fluvio.py", "spark_stream", "sc", "spu")
 WHEEL_SOURCES += ("datasource", "jobs")
-# The connector jar (when built) is package data of datasource/; the core never needs it.
-_SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "jars")
+# The connector jar, when built, is package data of datasource/ and goes into the wheel.
+_SKIP = shutil.ignore_patterns("__pycache__", "*.pyc")
 # Variables that would point the fresh venv at the source tree or at this venv.
 _HIDDEN = (
     "PYTHONPATH",

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from datasource.connector_jar import JAR_NAME, jar_path
 from tests.packaging.conftest import WheelEnv, core_requirements
 
 pytestmark = pytest.mark.integration
@@ -40,6 +42,24 @@ def test_the_core_requirements_name_no_spark(wheel_env: WheelEnv) -> None:
         r.split("<")[0].split(">")[0].split("=")[0] for r in core_requirements(wheel_env.wheel)
     }
     assert not names & {"pyspark", "delta-spark", "pandas"}, names
+
+
+def test_the_wheel_carries_the_connector_jar_when_it_is_built(wheel_env: WheelEnv) -> None:
+    """``./dev setup`` (and so CI) builds the jar before anything packages the project."""
+    built = jar_path()
+    with zipfile.ZipFile(wheel_env.wheel) as zf:
+        names = set(zf.namelist())
+    packaged = f"datasource/jars/{JAR_NAME}"
+    if built is None:
+        assert packaged not in names
+    else:
+        assert packaged in names
+        assert zf_bytes(wheel_env.wheel, packaged) == built.read_bytes()
+
+
+def zf_bytes(wheel: Path, name: str) -> bytes:
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.read(name)
 
 
 def test_pyspark_is_absent_and_every_core_module_imports(

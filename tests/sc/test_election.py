@@ -7,8 +7,8 @@ import pytest
 from sc.election import ReplicaStanding, elect_leader, is_eligible
 
 
-def _st(spu: int, leo: int, in_sync: bool = True) -> ReplicaStanding:
-    return ReplicaStanding(spu=spu, leo=leo, in_sync=in_sync)
+def _st(spu: int, leo: int, in_sync: bool = True, damaged: bool = False) -> ReplicaStanding:
+    return ReplicaStanding(spu=spu, leo=leo, in_sync=in_sync, damaged=damaged)
 
 
 REPLICAS = (1, 2, 3)
@@ -41,6 +41,13 @@ ELECTIONS = [
      [_st(1, 10), _st(9, 99)], {9}, True, {1}, None),
     ("the excluded former leader is not re-elected",
      [_st(1, 10), _st(2, 3)], {1, 2}, False, {1}, 2),
+    ("a damaged replica never leads, however much it holds",
+     [_st(1, 10), _st(2, 12, damaged=True), _st(3, 9)], {2, 3}, False, {1}, 3),
+    ("a damaged replica never leads, even unclean and alone",
+     [_st(1, 10), _st(2, 12, damaged=True)], {2}, True, {1}, None),
+    ("only damaged replicas in sync: no leader",
+     [_st(1, 10, damaged=True), _st(2, 10, damaged=True), _st(3, 4, in_sync=False)], {1, 2, 3},
+     False, set(), None),
 ]  # fmt: skip
 
 
@@ -75,6 +82,8 @@ ELIGIBILITY = [
     ("unknown replica is not", 2, [], False, False),
     ("unclean makes any replica eligible", 2, [_st(2, 5, in_sync=False)], True, True),
     ("a non-replica never is", 7, [_st(7, 5)], True, False),
+    ("a damaged replica is not", 2, [_st(2, 5, damaged=True)], False, False),
+    ("a damaged replica is not, even unclean", 2, [_st(2, 5, damaged=True)], True, False),
 ]  # fmt: skip
 
 

@@ -131,6 +131,23 @@ def test_an_exited_child_is_a_zombie_until_reaped(tmp_path: Path, start: Spawn) 
     assert reap(child.pid) is None  # nothing left to collect
 
 
+_MAIN_THREAD_ENDS_FIRST = """
+import ctypes, os, threading, time
+threading.Thread(target=lambda: (time.sleep(1.0), os._exit(4))).start()
+ctypes.CDLL(None).pthread_exit(None)  # the main thread ends; the other one still runs
+"""
+
+
+def test_reap_waits_for_a_child_whose_main_thread_ended_first(start: Spawn) -> None:
+    """A zombie main thread with a live thread is not collectable yet (CI saw an SC in
+    that state: ``alive()`` false, exit code None); ``wait_s`` waits for the rest."""
+    child = start([sys.executable, "-c", _MAIN_THREAD_ENDS_FIRST])
+    wait_until(lambda: _zombie(child), 10, "the main thread to end")
+    assert not child.alive()
+    assert reap(child.pid) is None  # the other thread still runs: nothing to collect
+    assert reap(child.pid, wait_s=30) == 4
+
+
 def test_reap_returns_the_exit_code_of_our_child_only(start: Spawn) -> None:
     child = start([sys.executable, "-c", "raise SystemExit(7)"])
     wait_until(lambda: _zombie(child), 10, "the child to exit")

@@ -120,3 +120,14 @@ def test_replica_offsets_round_trip() -> None:
     request = FollowerStreamRequest.build(FOLLOWER, {"t-0": offsets})
     decoded = FollowerStreamRequest.from_meta(request.to_meta())
     assert decoded.offsets() == {"t-0": offsets}
+
+
+def test_replica_offsets_carry_a_repair_point_and_refuse_a_bad_one() -> None:
+    offsets = ReplicaOffsets(3, 3, (), repair_from=3)
+    request = FollowerStreamRequest.build(FOLLOWER, {"t-0": offsets})
+    decoded = FollowerStreamRequest.from_meta(request.to_meta())
+    assert decoded.offsets() == {"t-0": offsets}
+    assert "repair" not in ReplicaOffsets(3, 3).to_wire()  # absent unless repairing
+    bad = FollowerStreamRequest(FOLLOWER, {"t-0": {"leo": 3, "start": 3, "repair": -1}})
+    with pytest.raises(InvalidRequestError, match="repair must be an integer"):
+        bad.offsets()

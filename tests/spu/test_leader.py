@@ -16,6 +16,7 @@ from spark_stream.errors import (
     InvalidRequestError,
     NotEnoughReplicasError,
     NotLeaderError,
+    OffsetNotAvailableError,
     OutOfOrderSequenceError,
     RecordTooLargeError,
     RequestTimeoutError,
@@ -401,6 +402,38 @@ def test_a_full_disk_is_logged_at_error_naming_the_partition(
         [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
         assert "partition=orders-0" in record.getMessage()
         assert "No space left on device" in record.getMessage()
+        await leader.stop()
+
+    run(body)
+
+
+def test_a_new_leadership_reports_no_hw_below_its_starting_leo(log: ReplicaLog) -> None:
+    async def body() -> None:
+        alone = make(log, replica())
+        await alone.produce(memoryview(frame("a", "b", "c")), Acks.LEADER, 1000)
+        await alone.stop()
+        log.hw = 1  # a stale checkpoint (or a promoted follower's view)
+        leader = make(log, replica((LEADER, F1), min_isr=1))
+        assert (leader.hw, leader.leo) == (1, 3)
+        with pytest.raises(OffsetNotAvailableError, match="below the leader's start 3"):
+            leader.check_hw_current()
+        assert leader.follower_report(F1, 3)
+        assert leader.hw == 3
+        leader.check_hw_current()  # current now
+        await leader.stop()
+
+    run(body)
+
+
+def test_a_lone_leader_starts_with_its_hw_at_its_leo(log: ReplicaLog) -> None:
+    async def body() -> None:
+        first = make(log, replica())
+        await first.produce(memoryview(frame("a", "b")), Acks.LEADER, 1000)
+        await first.stop()
+        log.hw = 0  # the checkpoint of a SIGKILLed SPU: written every 10 s
+        leader = make(log, replica())
+        assert leader.hw == 2  # before anything is served, not at the first tick
+        leader.check_hw_current()
         await leader.stop()
 
     run(body)

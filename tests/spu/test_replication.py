@@ -162,6 +162,8 @@ ISR_ROWS = [
      {1, 2}),
     ("members no longer followers are dropped", {1, 2, 9}, {2: _fp(100, 900)}, 90, 1_000, {1, 2}),
     ("the leader is always in, even alone", set(), {}, 100, 1_000, {1}),
+    ("a fresh member whose LEO fell below HW (a repair cut its log) is evicted", {1, 2, 3},
+     {2: _fp(100, 900), 3: _fp(40, 990)}, 90, 1_000, {1, 2}),
 ]  # fmt: skip
 
 

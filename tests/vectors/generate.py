@@ -48,6 +48,8 @@ from spark_stream.records import (
     verify_frame,
     with_base_offset,
 )
+from tests.vectors.tier_cases import tier_file, tier_manifests
+from tests.vectors.typed_cases import typed_frames
 from tests.vectors.writer_cases import writer_options
 
 __all__ = ["DATA_DIR", "generate", "write"]
@@ -600,6 +602,9 @@ def generate() -> dict[str, str]:
         "error_codes.json": error_codes(),
         "reader_options.json": reader_options(),
         "writer_options.json": writer_options(),
+        "typed_frames.json": typed_frames(),
+        "tier_manifests.json": tier_manifests(),
+        "tier_file.json": tier_file(),
     }
     return {name: json.dumps(body, indent=1) + "\n" for name, body in files.items()}
 

@@ -20,7 +20,10 @@ def standings(partition: Partition) -> dict[int, ReplicaStanding]:
     status = partition.status
     if not status.lrs:
         return {spu: ReplicaStanding(spu, -1, True) for spu in partition.spec.replicas}
-    return {rep.spu_id: ReplicaStanding(rep.spu_id, rep.leo, rep.in_sync) for rep in status.lrs}
+    return {
+        rep.spu_id: ReplicaStanding(rep.spu_id, rep.leo, rep.in_sync, rep.damaged)
+        for rep in status.lrs
+    }
 
 
 def leader_of(partition: Partition) -> int:

@@ -20,7 +20,9 @@ Theory of operation (seed ``003``, "Partition Controller"):
 - **LRS change** -> status ``Online`` with the reported leader, replicas, LEO and HW,
   the leader epoch kept (only an election changes it). A report from an SPU that is not
   the partition's leader is dropped: that fences a deposed leader that comes back and
-  still believes it leads.
+  still believes it leads. A leader that reports **its own replica damaged** (a frame
+  of its log failed its crc) is replaced at once when a healthy in-sync replica is
+  online (same two actions as an election); otherwise it keeps leading, damaged.
 - **Reconcile** -> the same rules as a sweep: ``Init`` partitions go ``Offline``,
   partitions whose leader is not online get an election.
 
@@ -170,6 +172,12 @@ def _on_lrs(store: StoreView, report: LrsUpdate) -> list[Action]:
         size=report.size,
         tier=report.tier,
     )
+    own = status.replica(report.leader)
+    if own is not None and own.damaged:
+        reported = partition.model_copy(update={"status": status})
+        healthy = elect(reported, store.online_spu_ids(), exclude={report.leader})
+        if healthy is not None:
+            return _elected(reported, healthy)
     return _write(partition, status)
 
 

@@ -33,6 +33,7 @@ import pyarrow as pa
 
 from spark_stream.client.config import ConsumerConfig, parse_isolation
 from spark_stream.client.consumer._rows import rows_json
+from spark_stream.client.consumer.corrupt import read_frame
 from spark_stream.client.consumer.fetch import (
     GroupFetch,
     group_fields,
@@ -56,7 +57,7 @@ from spark_stream.errors import ConnectionClosedError, FluvioError, NotLeaderErr
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import received_tail
 from spark_stream.protocol.data import Isolation, StreamFetchPush, StreamFetchRequest
-from spark_stream.records import OFFSET_FIELD, RECORD_SCHEMA, decode_frame, iter_frames
+from spark_stream.records import OFFSET_FIELD, RECORD_SCHEMA, iter_frames
 
 __all__ = [
     "AsyncPartitionConsumer",
@@ -152,7 +153,7 @@ class AsyncPartitionConsumer:
             found = await offset_for_timestamp(
                 self._leaders, self.topic, self.partition, offset.value, policy
             )
-        return offset.resolve(offsets.log_start, end, found), end
+        return offset.resolve(offsets.log_start, end, found, leo=offsets.leo), end
 
     async def stream_batches(
         self,
@@ -226,6 +227,7 @@ class AsyncPartitionConsumer:
         if end is not None and position >= end:
             return
         failures = 0
+        where = f"{self.topic}-{self.partition}"
         not_spu: int | None = None
         stale_epoch: int | None = None
         timeout = cfg.request_timeout_ms / 1000.0
@@ -245,28 +247,33 @@ class AsyncPartitionConsumer:
                     **group_fields(group, leader),
                 )
                 async with await conn.stream(request, window=cfg.window) as stream:
-                    async for push in stream:
-                        message = push.message()
-                        if not isinstance(message, StreamFetchPush):
-                            continue
-                        failures = 0
-                        for header, frame in iter_frames(received_tail(message.tail)):
-                            if header.next_offset <= position:
+                    # a hung leader's stream ends as soon as the metadata replaces it
+                    with self._leaders.failing_over(stream, self.topic, self.partition, leader):
+                        async for push in stream:
+                            message = push.message()
+                            if not isinstance(message, StreamFetchPush):
                                 continue
-                            schema = typed_read_schema(
-                                self._leaders.watcher, self.topic, header.schema_version
-                            )
-                            batch = decode_frame(
-                                frame, schema=schema, with_offsets=True, check_crc=False
-                            )
-                            stop = end if end is not None else header.next_offset
-                            rows = slice_to_range(batch, header.base_offset, position, stop)
-                            position = min(header.next_offset, stop)
-                            self.position = position
-                            if rows.num_rows:
-                                yield rows
-                            if end is not None and position >= end:
-                                return
+                            failures = 0
+                            tail = received_tail(message.tail)
+                            for header, frame in iter_frames(tail, check_crc=False):
+                                if header.next_offset <= position:
+                                    continue
+                                schema = typed_read_schema(
+                                    self._leaders.watcher, self.topic, header.schema_version
+                                )
+                                batch = read_frame(
+                                    frame, header, schema=schema, with_offsets=True,
+                                    where=where, skip=cfg.skip_corrupt_frames, check_crc=True,
+                                )  # fmt: skip
+                                stop = end if end is not None else header.next_offset
+                                start, position = position, min(header.next_offset, stop)
+                                self.position = position
+                                if batch is not None:  # None: damaged, skipped with a WARNING
+                                    rows = slice_to_range(batch, header.base_offset, start, stop)
+                                    if rows.num_rows:
+                                        yield rows
+                                if end is not None and position >= end:
+                                    return
                 # The leader ended the stream (e.g. it stepped down): reopen where we are.
                 raise NotLeaderError(f"{self.topic}-{self.partition}: the leader ended the stream")
             except FluvioError as raised:

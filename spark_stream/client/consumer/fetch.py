@@ -24,7 +24,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from spark_stream.client.consumer.corrupt import checked, read_frame
 from spark_stream.client.consumer.local_files import LocalFiles
+from spark_stream.client.consumer.offset import check_start
 from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import Leader, MetadataWatcher
 from spark_stream.client.types import PartitionOffsets
@@ -48,7 +50,6 @@ from spark_stream.protocol.data import (
 from spark_stream.records import (
     RECORD_SCHEMA,
     BatchHeader,
-    decode_frame,
     iter_frames,
     read_header,
 )
@@ -112,8 +113,9 @@ def group_fields(group: GroupFetch | None, leader: Leader) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    """One fetch's answer: the partition's offsets and its frames, crc-checked as they
-    are iterated (a local read may name far more than the range still needs)."""
+    """One fetch's answer: the partition's offsets and its frames, headers walked as they
+    are iterated (a local read may name far more than the range still needs); the reader
+    checks the crc of each frame it uses."""
 
     log_start: int
     hw: int
@@ -175,24 +177,26 @@ async def fetch_range(
     local: LocalFiles | None = None,
     *,
     group: GroupFetch | None = None,
+    skip_corrupt: bool = False,
 ) -> AsyncGenerator[tuple[BatchHeader, memoryview], None]:
     """Whole frames (crc-checked) with their headers, covering ``[start, end_exclusive)``.
 
     Args:
         local: try local fetches first (the leader's files read from this host).
         group: a consumer-group member's grant (fetch version 1, gated by the leader).
+        skip_corrupt: a frame whose crc fails is skipped with a WARNING naming its
+            offsets (``consumer.corrupt``) instead of ending the read.
 
     Raises:
         OffsetOutOfRangeError: ``start`` lies outside the log.
         RequestTimeoutError: the range did not become readable within the policy's time.
+        CorruptFrameError: a damaged frame, naming its offsets (without ``skip_corrupt``).
     """
+    where = f"{topic}-{partition}"
     if end_exclusive is None:
         offsets = await fetch_offsets(leaders, topic, partition, policy)
         end = visible_end(offsets, isolation) if end_exclusive is None else end_exclusive
-        if start < offsets.log_start or start > max(end, offsets.leo):
-            raise OffsetOutOfRangeError(
-                f"{topic}-{partition}: offset {start} outside [{offsets.log_start}, {end}]"
-            )
+        check_start(start, offsets.log_start, max(end, offsets.leo), f"{topic}-{partition}")
     else:
         end = end_exclusive
     position = start
@@ -219,7 +223,9 @@ async def fetch_range(
             for header, frame in read.frames:
                 if header.next_offset <= position:
                     continue  # a frame wholly before what we still need
-                yield header, frame
+                # A local copy that fails falls back to the network (below), which decides.
+                if checked(frame, header, where=where, skip=skip_corrupt and not read.local):
+                    yield header, frame
                 position = header.next_offset
                 progressed = True
                 if position >= end:
@@ -271,7 +277,8 @@ async def _fetch(
 
     reply = await leaders.call(topic, partition, request, policy)
     assert isinstance(reply, FetchResponse)
-    return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(received_tail(reply.tail)))
+    frames = iter_frames(received_tail(reply.tail), check_crc=False)
+    return _Read(reply.log_start, reply.hw, reply.leo, frames)
 
 
 async def _fetch_local(
@@ -335,7 +342,8 @@ async def _fetch_local(
             reply.path,
         )
         return None
-    return _Read(reply.log_start, reply.hw, reply.leo, iter_frames(data), local=True)
+    frames = iter_frames(data, check_crc=False)
+    return _Read(reply.log_start, reply.hw, reply.leo, frames, local=True)
 
 
 def slice_to_range(batch: pa.RecordBatch, base: int, start: int, end: int) -> pa.RecordBatch:
@@ -377,21 +385,31 @@ async def fetch_batches(
     schema: pa.Schema = RECORD_SCHEMA,
     local: LocalFiles | None = None,
     group: GroupFetch | None = None,
+    skip_corrupt: bool = False,
 ) -> AsyncGenerator[pa.RecordBatch, None]:
     """Exactly the records ``[start, end_exclusive)`` as Arrow batches (zero-copy).
 
     Args:
         local: try local fetches first (see the module docstring).
         group: a consumer-group member's grant (see ``fetch_range``).
+        skip_corrupt: skip damaged frames with a WARNING naming their offsets
+            (``consumer.corrupt``) instead of raising ``CorruptFrameError``.
     """
     end = end_exclusive
     if end is None:
         offsets = await fetch_offsets(leaders, topic, partition, policy)
         end = visible_end(offsets, isolation)
+        check_start(start, offsets.log_start, max(end, offsets.leo), f"{topic}-{partition}")
+    where = f"{topic}-{partition}"
     async for header, frame in fetch_range(
-        leaders, topic, partition, start, end, isolation, max_bytes, policy, local, group=group
-    ):
-        batch = decode_frame(frame, schema=schema, with_offsets=with_offsets, check_crc=False)
+        leaders, topic, partition, start, end, isolation, max_bytes, policy, local,
+        group=group, skip_corrupt=skip_corrupt,
+    ):  # fmt: skip
+        batch = read_frame(
+            frame, header, schema=schema, with_offsets=with_offsets, where=where, skip=skip_corrupt
+        )
+        if batch is None:
+            continue
         part = slice_to_range(batch, header.base_offset, start, end)
         if part.num_rows:
             yield part

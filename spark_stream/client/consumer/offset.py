@@ -6,6 +6,12 @@ absolute offset given a partition's ``(log_start, end)`` offsets, where ``end`` 
 high watermark for committed readers and the LEO for uncommitted ones. A timestamp
 needs the leader's time index, so ``resolve`` takes the answer of that lookup
 (``None`` = no record that recent: start at the end).
+
+The rule for a start past the end is Kafka's, one for every read path (client fetch and
+stream, SPU fetch and stream, local files, the JVM connector through the SPU):
+``check_start`` accepts ``[log_start, leo]``; a start between the visible end (HW for
+committed readers) and the LEO is valid and reads nothing until the records are visible;
+a start past the LEO is ``OffsetOutOfRangeError``.
 """
 
 from __future__ import annotations
@@ -16,7 +22,18 @@ from enum import StrEnum
 from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.errors import InvalidRequestError, OffsetOutOfRangeError
 
-__all__ = ["Offset", "OffsetKind"]
+__all__ = ["Offset", "OffsetKind", "check_start"]
+
+
+def check_start(start: int, log_start: int, leo: int, where: str = "the log") -> int:
+    """``start`` when a read may begin there: within ``[log_start, leo]`` (see above).
+
+    Raises:
+        OffsetOutOfRangeError: below the log start (retention removed it) or past the LEO.
+    """
+    if not log_start <= start <= leo:
+        raise OffsetOutOfRangeError(f"offset {start} is outside {where} [{log_start}, {leo}]")
+    return start
 
 
 class OffsetKind(StrEnum):
@@ -89,7 +106,14 @@ class Offset:
         """True when resolving needs the leader's time index."""
         return self.kind is OffsetKind.TIMESTAMP
 
-    def resolve(self, log_start: int, end: int, timestamp_offset: int | None = None) -> int:
+    def resolve(
+        self,
+        log_start: int,
+        end: int,
+        timestamp_offset: int | None = None,
+        *,
+        leo: int | None = None,
+    ) -> int:
         """The absolute offset this spec names in a log holding ``[log_start, end)``.
 
         Args:
@@ -97,19 +121,17 @@ class Offset:
             end: the reader's end: HW (committed) or LEO (uncommitted).
             timestamp_offset: for ``from_timestamp``, the leader's answer (None: no
                 record that recent).
+            leo: the log end offset, up to which an absolute start is valid (default
+                ``end``).
 
         Raises:
-            OffsetOutOfRangeError: an absolute offset outside ``[log_start, end]``.
+            OffsetOutOfRangeError: an absolute offset outside ``[log_start, leo]``.
         """
         if log_start < 0 or end < log_start:
             raise InvalidRequestError(f"bad log range [{log_start}, {end})")
         match self.kind:
             case OffsetKind.ABSOLUTE:
-                if not log_start <= self.value <= end:
-                    raise OffsetOutOfRangeError(
-                        f"offset {self.value} is outside the log [{log_start}, {end}]"
-                    )
-                return self.value
+                return check_start(self.value, log_start, max(end, leo or end))
             case OffsetKind.FROM_BEGINNING:
                 return min(log_start + self.value, end)
             case OffsetKind.FROM_END:

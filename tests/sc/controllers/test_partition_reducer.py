@@ -86,6 +86,29 @@ def _lrs(p: Partition, leader: int, leo: int = 12, hw: int = 11) -> LrsUpdate:
     return LrsUpdate(p.name, leader, reps, leo, hw, 0, size=4096)
 
 
+def _damaged_lrs(p: Partition, *, follower_in_sync: bool = True) -> LrsUpdate:
+    """The leader 1 reports its own replica damaged (bit rot found by its scrub)."""
+    reps = (
+        ReplicaStatus(spu_id=1, leo=12, hw=11, damaged=True, repair="damaged: crc"),
+        ReplicaStatus(spu_id=2, leo=11, hw=11, in_sync=follower_in_sync),
+        ReplicaStatus(spu_id=3, leo=12, hw=11, in_sync=follower_in_sync),
+    )
+    return LrsUpdate(p.name, 1, reps, 12, 11, 0, size=4096)
+
+
+def _damaged_status(p: Partition, update: LrsUpdate, **changes: Any) -> PartitionStatus:
+    return PartitionStatus(
+        resolution=P.ONLINE,
+        leader=1,
+        leader_epoch=p.status.leader_epoch,
+        lrs=update.replicas,
+        leo=12,
+        hw=11,
+        log_start_offset=0,
+        size=4096,
+    ).model_copy(update=changes)
+
+
 LED_ONLINE_AGAIN = PartitionStatus(
     resolution=P.ONLINE,
     leader=1,
@@ -161,6 +184,19 @@ ROWS: list[tuple[str, list[KvObject[Any, Any]], Any, list[Action]]] = [
                      LED_ONLINE_AGAIN.model_copy(update={"leader_epoch": 4}), LED.revision)]),
     ("re-listed partition keeps its epoch", [*UP, LED_AT_4], added(LED_AT_4),
      [CmAddPartition(LED_AT_4)]),
+    # bit rot: a leader reporting its own replica damaged hands over to a healthy one
+    ("LRS: the leader's replica is damaged: the best healthy in-sync replica leads",
+     [*UP, LED], _damaged_lrs(LED),
+     [KvUpdateStatus("Partition", LED.name, _damaged_status(LED, _damaged_lrs(LED), leader=3,
+                     leader_epoch=1), LED.revision), CmLeaderChange(LED.name, 3, REPS, 1)]),
+    ("LRS: damaged leader, no healthy in-sync replica: it keeps leading, marked",
+     [*UP, LED], _damaged_lrs(LED, follower_in_sync=False),
+     [KvUpdateStatus("Partition", LED.name, _damaged_status(
+         LED, _damaged_lrs(LED, follower_in_sync=False)), LED.revision)]),
+    ("LRS: damaged leader, the healthy replicas offline: it keeps leading",
+     [make_spu(1), make_spu(2, OFFLINE), make_spu(3, OFFLINE), LED], _damaged_lrs(LED),
+     [KvUpdateStatus("Partition", LED.name, _damaged_status(LED, _damaged_lrs(LED)),
+                     LED.revision)]),
 ]  # fmt: skip
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from spark_stream.cli.admin_cmds import PARTITION_COLUMNS, partition_lags, partition_row
 from spark_stream.cli.output import ProgressBar, emit, render_table
-from spark_stream.models import Partition, PartitionSpec, PartitionStatus
+from spark_stream.models import Partition, PartitionSpec, PartitionStatus, ReplicaStatus
 
 
 def test_table_aligns_columns_and_marks_missing_values() -> None:
@@ -72,6 +72,22 @@ def test_partition_rows_show_size_and_log_start_once_reported() -> None:
     header, line = render_table([partition_row(part, human=True)], PARTITION_COLUMNS).splitlines()
     cells = dict(zip(header.split(), line.replace("3.0 MiB", "3.0MiB").split(), strict=False))
     assert (cells["SIZE"], cells["LOG-START"]) == ("3.0MiB", "10")
+
+
+def test_partition_rows_mark_damaged_replicas_and_their_repair() -> None:
+    spec = PartitionSpec(initial_leader=1, replicas=(1, 2, 3))
+    lrs = (
+        ReplicaStatus(spu_id=2, leo=40, hw=40),
+        ReplicaStatus(spu_id=1, leo=3, hw=3, in_sync=False, damaged=True,
+                      repair="repairing from offset 3"),
+        ReplicaStatus(spu_id=3, leo=40, hw=40, repair="repaired from offset 7"),
+    )  # fmt: skip
+    part = Partition.new("orders", 0, spec, PartitionStatus(leader=2, lrs=lrs, leo=40, hw=40))
+    row = partition_row(part)
+    assert row["lrs"] == ["2:40/40", "1:3/3*!", "3:40/40"]
+    assert row["repair"] == ["1: repairing from offset 3", "3: repaired from offset 7"]
+    healthy = Partition.new("orders", 1, spec, PartitionStatus(leader=2, lrs=lrs[:1]))
+    assert partition_row(healthy)["repair"] is None  # shown as '-'
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from spark_stream.backoff import BackoffPolicy
-from spark_stream.client.leader import RetryPolicy, from_leader, lookup_hints, retry_backoff
+from spark_stream.client.leader import (
+    RetryPolicy,
+    from_leader,
+    lookup_hints,
+    replaced,
+    retry_backoff,
+)
 from spark_stream.client.metadata import Leader
 from spark_stream.errors import (
     FencedLeaderEpochError,
@@ -87,3 +93,16 @@ def test_an_spu_unaware_of_a_listed_partition_is_retried(
     assert type(mapped) is expected
     assert mapped.retriable is (expected is not UnknownTopicError)
     assert str(error) in str(mapped)
+
+
+@pytest.mark.parametrize(
+    ("current", "spu_id", "expected"),
+    [
+        (Leader(5001, "127.0.0.1", 9005, 3), 5001, False),  # still the leader
+        (Leader(5001, "127.0.0.1", 9005, 4), 5001, False),  # re-elected: it answers
+        (Leader(5002, "127.0.0.1", 9007, 4), 5001, True),  # another SPU leads
+        (None, 5001, True),  # offline (a hung SPU past its heartbeat), no leader yet
+    ],
+)
+def test_replaced(current: Leader | None, spu_id: int, expected: bool) -> None:
+    assert replaced(current, spu_id) is expected

@@ -20,6 +20,7 @@ from spark_stream.errors import (
     UnauthorizedError,
     UnsupportedVersionError,
 )
+from spark_stream.net.budget import RequestBudget
 from spark_stream.net.connection import Connection
 from spark_stream.net.server import SENDFILE_MIN_BYTES, ConnContext, Route, Server
 from spark_stream.protocol import (
@@ -290,6 +291,87 @@ def test_in_flight_limit_bounds_concurrent_handlers() -> None:
             replies = await asyncio.gather(*tasks)
         assert [m["i"] for m, _ in replies] == list(range(10))
         assert peak == 2
+
+    run(main())
+
+
+def test_request_budget_stops_reading_until_bytes_are_released_and_loses_nothing() -> None:
+    async def main() -> None:
+        gate = asyncio.Event()
+        running = 0
+
+        async def gated(req: Request, ctx: ConnContext) -> Any:
+            nonlocal running
+            running += 1
+            await gate.wait()
+            return req.meta, bytes(req.tail)
+
+        budget = RequestBudget(1 << 20)
+        server = Server({TOPIC: gated}, budget=budget)
+        async with server:
+            conns = [await connect(server) for _ in range(4)]
+            tails = [bytes([i]) * (600 << 10) for i in range(4)]
+            tasks = [
+                asyncio.create_task(c.request(TOPIC, {"i": i}, tails[i], timeout=30))
+                for i, c in enumerate(conns)
+            ]
+            # One 600 KiB frame fits in 1 MiB; the three others wait, unread, for bytes.
+            await until(lambda: running == 1 and budget.waiting == 3, what="one in, three waiting")
+            assert budget.used < 1 << 20
+            gate.set()
+            replies = await asyncio.gather(*tasks)
+            for conn in conns:
+                await conn.close()
+        assert [(m["i"], bytes(t)) for m, t in replies] == [(i, tails[i]) for i in range(4)]
+        assert running == 4
+        assert budget.used == 0 and budget.waiting == 0
+        assert budget.peak <= 1 << 20  # never two of them held at once
+
+    run(main())
+
+
+def test_a_frame_larger_than_the_budget_is_let_in_alone() -> None:
+    async def main() -> None:
+        gate = asyncio.Event()
+        running = 0
+
+        async def gated(req: Request, ctx: ConnContext) -> Any:
+            nonlocal running
+            running += 1
+            await gate.wait()
+            return {"n": len(req.tail)}
+
+        budget = RequestBudget(256 << 10)
+        server = Server({TOPIC: gated}, budget=budget)
+        async with server, await connect(server) as first, await connect(server) as second:
+            one = asyncio.create_task(first.request(TOPIC, {}, b"a" * (1 << 20), timeout=30))
+            await until(lambda: running == 1, what="the first oversize frame in")
+            two = asyncio.create_task(second.request(TOPIC, {}, b"b" * (1 << 20), timeout=30))
+            await until(lambda: budget.waiting == 1, what="the second waiting")
+            assert running == 1
+            gate.set()
+            assert [m["n"] for m, _ in await asyncio.gather(one, two)] == [1 << 20, 1 << 20]
+        assert budget.used == 0
+
+    run(main())
+
+
+def test_stop_ends_a_wait_for_budget_and_leaves_nothing_held() -> None:
+    async def main() -> None:
+        budget = RequestBudget(128 << 10)
+        server = await Server({TOPIC: hang}, budget=budget).start()
+        conns = [await connect(server) for _ in range(2)]
+        pending = [
+            asyncio.create_task(c.request(TOPIC, {}, b"x" * (200 << 10), timeout=30)) for c in conns
+        ]
+        await until(lambda: budget.waiting == 1, what="the second connection waiting")
+        await server.stop(grace=60)  # well past run()'s bound if the wait were not ended
+        assert budget.used == 0 and budget.waiting == 0
+        for task in pending:
+            with pytest.raises(ConnectionClosedError):
+                await task
+        for conn in conns:
+            await conn.close()
 
     run(main())
 

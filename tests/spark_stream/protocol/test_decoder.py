@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +20,7 @@ from spark_stream.protocol import (
     decode_meta,
     encode_frame,
 )
+from spark_stream.protocol.decoder import BODY_BUFFER_MIN
 
 
 def frame_bytes(cid: int, meta: dict | None = None, tail: bytes = b"", **kw: object) -> bytes:
@@ -89,6 +91,40 @@ def test_partial_frame_waits_and_reports_bytes_needed() -> None:
     assert list(decoder.feed(data[:30])) == []
     assert decoder.bytes_needed() == len(data) - 30
     assert len(list(decoder.feed(data[30:]))) == 1
+
+
+def test_large_body_goes_into_its_own_buffer_as_it_is_fed() -> None:
+    big = frame_bytes(7, {"k": 1}, bytes(range(256)) * (BODY_BUFFER_MIN // 128))
+    after = frame_bytes(8, {}, b"next")
+    data = big + after
+    decoder = FrameDecoder()
+    assert list(decoder.feed(data[:1000])) == []
+    pending = decoder.pending
+    assert pending is not None and pending.frame_length == len(big)  # known before the body
+    events, kept = [], []
+    for i in range(1000, len(data), 4096):
+        chunk = data[i : i + 4096]
+        before = sys.getrefcount(chunk)
+        events += decoder.feed(chunk)
+        if i + 4096 < len(big):  # wholly body: copied into the body's buffer, not kept
+            kept.append(sys.getrefcount(chunk) - before)
+    assert summary(events) == [
+        (7, {"k": 1}, bytes(range(256)) * (BODY_BUFFER_MIN // 128)),
+        (8, {}, b"next"),
+    ]
+    assert kept and set(kept) == {0}  # the body once, never the body and its chunks
+    assert decoder.pending is None and decoder.buffered == 0
+
+
+def test_large_body_buffer_with_an_unfinished_iterator_loses_nothing() -> None:
+    big = frame_bytes(1, {}, b"y" * BODY_BUFFER_MIN)
+    data = frame_bytes(0) + big + frame_bytes(2)
+    decoder = FrameDecoder()
+    it = decoder.feed(data[:100])
+    first = next(it)  # frame 0; frame 1's header is still in the chunk, unparsed
+    events = [first, *decoder.feed(data[100:5000]), *decoder.feed(data[5000:])]
+    assert [e.header.correlation_id for e in events] == [0, 1, 2]
+    assert bytes(events[1].tail) == b"y" * BODY_BUFFER_MIN
 
 
 def test_oversized_frame_is_reported_and_its_body_skipped() -> None:

@@ -61,6 +61,8 @@ def test_sc_and_spu_endpoints_report_what_was_done(spu_cluster: ClusterFactory) 
             assert (spu.get("fluvio_spu_request_seconds_count", api="PRODUCE") or 0) >= 3
             assert (spu.get("fluvio_spu_request_seconds_count", api="FETCH") or 0) >= 1
             assert (spu.get("fluvio_spu_connections", server="public") or 0) >= 1
+            assert spu.get("fluvio_spu_request_budget_bytes", kind="capacity") == 256 << 20
+            assert spu.get("fluvio_spu_request_budget_waiting") == 0
 
             async def caught_up() -> Samples | None:
                 now = await _scrape(spu_url)
@@ -88,6 +90,9 @@ def test_sc_and_spu_endpoints_report_what_was_done(spu_cluster: ClusterFactory) 
             assert (sc.get("fluvio_sc_reconcile_seconds_count") or 0) > 0
             assert sum(sc.all("fluvio_sc_request_seconds_count")) > 0
             assert (sc.get("fluvio_sc_connections", server="private") or 0) == 2
+            assert sc.get("fluvio_sc_request_budget_bytes", kind="capacity") == 256 << 20
+            # Open streams (the SPUs' links, the metadata watch) keep their requests held.
+            assert 0 < (sc.get("fluvio_sc_request_budget_bytes", kind="used") or 0) < 1 << 20
 
     run(body)
 

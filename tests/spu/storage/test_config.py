@@ -18,7 +18,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert (config.flush_bytes, config.flush_interval_ms) == (None, 1000)
     assert config.max_batch_bytes == 16 * MIB
     assert config.recovery_scan == "active"
-    assert config.check_payload is True
+    assert config.check_payload == "full"
 
 
 @pytest.mark.parametrize(

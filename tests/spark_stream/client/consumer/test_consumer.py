@@ -140,6 +140,36 @@ def test_bad_positions_are_typed_errors(fluvio: Fluvio, topic: str) -> None:
         fluvio.partition_consumer(topic, 9)
 
 
+@pytest.mark.parametrize("local", [True, False])
+def test_one_rule_past_the_end(fluvio: Fluvio, topic: str, local: bool) -> None:
+    """A start past the LEO is ``OffsetOutOfRangeError`` on every path (fetch of frames or
+    batches, with or without an end, local files or network, a stream); a start at the
+    end is valid and reads nothing yet (Kafka's rule, docs/decisions.md)."""
+    assert fluvio.fetch_offsets(topic, 0) == (0, 10, 10)
+    past: list[tuple[str, object]] = [
+        ("fetch_frames", lambda: list(fluvio.fetch_frames(topic, 0, 15))),
+        ("fetch_batches", lambda: list(fluvio.fetch_batches(topic, 0, 15, local=local))),
+        ("fetch_batches to", lambda: list(fluvio.fetch_batches(topic, 0, 15, 20, local=local))),
+        (
+            "stream",
+            lambda: list(
+                fluvio.partition_consumer(topic, 0).stream(Offset.absolute(15), stop_at_end=True)
+            ),
+        ),
+    ]
+    outcomes = {}
+    for name, read in past:
+        try:
+            outcomes[name] = read()  # type: ignore[operator]
+        except OffsetOutOfRangeError as exc:
+            outcomes[name] = type(exc)
+    assert outcomes == {name: OffsetOutOfRangeError for name, _ in past}
+    assert list(fluvio.fetch_frames(topic, 0, 10)) == []
+    assert list(fluvio.fetch_batches(topic, 0, 10, local=local)) == []
+    at_end = fluvio.partition_consumer(topic, 0).stream(Offset.absolute(10), stop_at_end=True)
+    assert list(at_end) == []
+
+
 def test_fetch_batches_reads_the_leaders_files_from_this_host(fluvio: Fluvio, topic: str) -> None:
     fluvio.core.local_files.close()
     fluvio.core.local_files = LocalFiles()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_stream.client.consumer.offset import Offset
+from spark_stream.client.consumer.offset import Offset, check_start
 from spark_stream.errors import InvalidConfigError, InvalidRequestError, OffsetOutOfRangeError
 
 # (spec, log_start, end, timestamp lookup answer, expected)
@@ -34,6 +34,31 @@ def test_resolve(spec: Offset, start: int, end: int, found: int | None, expected
 def test_absolute_outside_the_log_is_out_of_range(offset: int) -> None:
     with pytest.raises(OffsetOutOfRangeError, match=str(offset)):
         Offset.absolute(offset).resolve(5, 10)
+
+
+# (start, log_start, leo, valid): Kafka's rule, one for every read path
+START_CASES = [
+    (5, 5, 10, True),  # the log start
+    (10, 5, 10, True),  # the LEO: valid, nothing to read yet
+    (4, 5, 10, False),  # below the log start: removed by retention
+    (11, 5, 10, False),  # past the LEO
+]
+
+
+@pytest.mark.parametrize(("start", "log_start", "leo", "valid"), START_CASES)
+def test_check_start(start: int, log_start: int, leo: int, valid: bool) -> None:
+    if valid:
+        assert check_start(start, log_start, leo) == start
+    else:
+        with pytest.raises(OffsetOutOfRangeError, match=f"offset {start} is outside"):
+            check_start(start, log_start, leo)
+
+
+def test_an_absolute_start_between_hw_and_leo_is_valid() -> None:
+    # as a fetch there reads nothing (yet) and the leader's stream accepts it
+    assert Offset.absolute(12).resolve(5, 10, leo=12) == 12
+    with pytest.raises(OffsetOutOfRangeError, match="13"):
+        Offset.absolute(13).resolve(5, 10, leo=12)
 
 
 def test_negative_values_are_refused() -> None:

@@ -5,6 +5,7 @@ import io.sparkstream.fluvio.errors.FluvioException;
 import io.sparkstream.fluvio.records.Compression;
 import io.sparkstream.fluvio.records.FrameEncoder;
 import io.sparkstream.fluvio.records.Record;
+import io.sparkstream.fluvio.records.TopicSchema;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -66,6 +67,8 @@ public final class IdempotentProducer implements AutoCloseable {
   private final long lingerNanos;
   private final BufferAllocator allocator;
   private final int partitions;
+  /** A typed topic's schema (its typed records are written in the latest version), or null. */
+  private final TopicSchema typed;
   private long roundRobin;
 
   // Guarded by `lock`: the queues, the cut frames waiting, the counters, the failure.
@@ -147,7 +150,9 @@ public final class IdempotentProducer implements AutoCloseable {
     this.lingerNanos = lingerMs < 0 ? -1 : lingerMs * 1_000_000L;
     this.allocator = allocator;
     synchronized (client) {
-      this.partitions = client.metadata(topic).partitionCount();
+      Metadata metadata = client.metadata(topic);
+      this.partitions = metadata.partitionCount();
+      this.typed = metadata.schema();
     }
   }
 
@@ -270,7 +275,14 @@ public final class IdempotentProducer implements AutoCloseable {
   }
 
   private static long dataBytes(Record r) {
-    long n = r.value().length + (r.key() == null ? 0 : r.key().length);
+    long n = r.key() == null ? 0 : r.key().length;
+    if (r.typed()) {
+      for (Object c : r.columns()) {
+        n += c instanceof byte[] b ? b.length : 8;
+      }
+    } else {
+      n += r.value().length;
+    }
     if (r.headers() != null) {
       for (Record.Header h : r.headers()) {
         n += h.key().getBytes(java.nio.charset.StandardCharsets.UTF_8).length + (h.value() == null ? 0 : h.value().length);
@@ -426,7 +438,7 @@ public final class IdempotentProducer implements AutoCloseable {
    * error is retried (a new leader settling), as Python does.
    */
   private void sendRange(int partition, List<Record> records, int sequence) {
-    byte[] frame = FrameEncoder.encode(records, compression, producerId, sequence, allocator);
+    byte[] frame = FrameEncoder.encode(records, typed, compression, producerId, sequence, allocator);
     try {
       synchronized (client) {
         client.produce(topic, partition, acks, frame, records.size() == 1);

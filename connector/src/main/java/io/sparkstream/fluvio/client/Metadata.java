@@ -2,6 +2,7 @@ package io.sparkstream.fluvio.client;
 
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.records.TopicSchema;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -15,8 +16,16 @@ import java.util.Map;
  * @param topic the topic
  * @param leaders leader SPU id by partition index; -1 when the partition has none
  * @param spus public endpoint by SPU id
+ * @param schema a typed topic's schema ({@code spec.topicSchema}), null for an untyped topic
+ * @param tier the topic's tier directory (an fsspec URL, {@code spec.tier}), null when it
+ *     is not tiered
  */
-public record Metadata(String topic, List<Integer> leaders, Map<Integer, Endpoint> spus) {
+public record Metadata(
+    String topic,
+    List<Integer> leaders,
+    Map<Integer, Endpoint> spus,
+    TopicSchema schema,
+    String tier) {
 
   /**
    * Ask the SC.
@@ -24,23 +33,14 @@ public record Metadata(String topic, List<Integer> leaders, Map<Integer, Endpoin
    * @param sc a connection to the SC
    * @param topic the topic
    * @return the snapshot
-   * @throws FluvioException {@code UNKNOWN_TOPIC} and the other errors of the SC;
-   *     {@code UNSUPPORTED_VERSION} for a typed topic (its frames carry a schema version
-   *     this connector does not decode yet)
+   * @throws FluvioException {@code UNKNOWN_TOPIC} and the other errors of the SC
    */
   public static Metadata load(Connection sc, String topic) {
     Map<String, Object> described =
         sc.request(ApiKeys.DESCRIBE_TOPIC, 0, Map.of("name", topic)).decodeMeta();
     Object topicSpec = described.get("topic") instanceof Map<?, ?> t ? t.get("spec") : null;
     Object schema = topicSpec instanceof Map<?, ?> s ? s.get("topicSchema") : null;
-    if (schema != null) {
-      throw new FluvioException(
-          ErrorCode.UNSUPPORTED_VERSION,
-          ("topic '%s' is typed (schema version %s): the JVM connector does not read or write "
-                  + "typed topics yet; use the Python data source (a session without the "
-                  + "connector jar)")
-              .formatted(topic, map(schema).get("version")));
-    }
+    TopicSchema typed = schema instanceof Map<?, ?> m ? TopicSchema.fromSpec(m) : null;
     List<Integer> leaders = new ArrayList<>();
     for (Object p : list(described.get("partitions"))) {
       Object leader = map(map(p).get("status")).get("leader");
@@ -55,7 +55,9 @@ public record Metadata(String topic, List<Integer> leaders, Map<Integer, Endpoin
       int port = ((Number) pub.get("port")).intValue();
       spus.put(id, new Endpoint(host(pub), port));
     }
-    return new Metadata(topic, List.copyOf(leaders), Map.copyOf(spus));
+    Object tier = topicSpec instanceof Map<?, ?> s ? s.get("tier") : null;
+    return new Metadata(
+        topic, List.copyOf(leaders), Map.copyOf(spus), typed, tier == null ? null : tier.toString());
   }
 
   /** Partitions of the topic. */

@@ -9,6 +9,7 @@ import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import io.sparkstream.fluvio.records.BatchHeader;
 import io.sparkstream.fluvio.records.FrameBuffer;
+import io.sparkstream.fluvio.tier.TierPrefix;
 import java.nio.ByteBuffer;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -30,6 +31,10 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * FrameBuffer} (a mapped segment range wrapped in place, a network reply copied once into
  * direct memory) and each batch's vectors are slices of it.
  *
+ * <p>A tiered topic's records below the SPU's log start come from the tier first ({@link
+ * TierPrefix}: its Parquet files, read column by column into the same Arrow schema), with
+ * the same offsets, and the read continues from the SPU where its log starts.
+ *
  * <p>Each batch's Arrow buffers live until the next call to {@link #next()} or {@link
  * #close()}, which Spark makes after it is done with the batch.
  */
@@ -42,6 +47,7 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
   private final FluvioInputPartition range;
   private final BufferAllocator allocator = new RootAllocator();
   private final LeaderClient client;
+  private TierPrefix tier;
   private FrameBuffer frames;
   private int nextFrame;
   private long next;
@@ -62,8 +68,20 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
   public boolean next() {
     release();
     if (next < 0) {
-      long logStart = client.fetchOffsets(range.topic(), range.partition(), null).logStart();
+      long logStart = TierPrefix.readableOffsets(client, range.topic(), range.partition()).logStart();
       next = Planning.checkedStart(range, logStart, options.failOnDataLoss());
+      String url = TierPrefix.tierUrl(client, range.topic());
+      tier = url == null ? null : new TierPrefix(client, range.topic(), range.partition(), url);
+    }
+    if (tier != null && next < range.end()) {
+      VectorSchemaRoot root = tier.next(next, range.end(), TierPrefix.MAX_BATCH_ROWS, allocator);
+      if (root != null) {
+        current = root;
+        batch = columns(root, next);
+        next += root.getRowCount();
+        return true;
+      }
+      closeTier(); // on the SPU from here
     }
     while (next < range.end()) {
       if (frames == null || nextFrame >= frames.size()) {
@@ -163,6 +181,13 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
     }
   }
 
+  private void closeTier() {
+    if (tier != null) {
+      tier.close();
+      tier = null;
+    }
+  }
+
   private void closeFrames() {
     if (frames != null) {
       frames.close();
@@ -173,6 +198,7 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
   @Override
   public void close() {
     release();
+    closeTier();
     closeFrames();
     client.close();
     allocator.close();

@@ -24,6 +24,8 @@ import org.apache.spark.sql.types.StructType;
 /**
  * One write task: every row produced with an idempotent producer per topic, all under
  * the task's derived producer id ({@code write_task} of {@code datasource/writer.py}).
+ * A row for a typed topic carries its user column values ({@link TypedSink}), and the
+ * producer writes typed frames of the topic's schema.
  *
  * <p>A fresh writer routes rows and numbers them from the rows alone (key hash, a round
  * robin from 0, record-based sequences per partition), so a re-run of the same rows under
@@ -77,7 +79,7 @@ final class FluvioDataWriter implements DataWriter<InternalRow> {
 
   @Override
   public void write(InternalRow row) {
-    if (row.isNullAt(columns.value())) {
+    if (columns.typed() == null && row.isNullAt(columns.value())) {
       throw new FluvioException(ErrorCode.SINK_SCHEMA, "column 'value' has 1 null value(s)");
     }
     String topic = opts.topic();
@@ -107,10 +109,14 @@ final class FluvioDataWriter implements DataWriter<InternalRow> {
   }
 
   private Record record(InternalRow row) {
-    byte[] value =
-        columns.valueIsString()
-            ? row.getUTF8String(columns.value()).getBytes()
-            : row.getBinary(columns.value());
+    TypedSink typed = columns.typed();
+    byte[] value = null;
+    if (typed == null) {
+      value =
+          columns.valueIsString()
+              ? row.getUTF8String(columns.value()).getBytes()
+              : row.getBinary(columns.value());
+    }
     byte[] key = null;
     if (columns.key() >= 0 && !row.isNullAt(columns.key())) {
       key = columns.keyIsString() ? row.getUTF8String(columns.key()).getBytes() : row.getBinary(columns.key());
@@ -132,7 +138,7 @@ final class FluvioDataWriter implements DataWriter<InternalRow> {
         headers.add(new Record.Header(h.getUTF8String(headerKey).toString(), hv));
       }
     }
-    return new Record(key, value, ts, headers);
+    return new Record(key, value, ts, headers, typed == null ? null : typed.values(row));
   }
 
   private IdempotentProducer producer(String topic) {

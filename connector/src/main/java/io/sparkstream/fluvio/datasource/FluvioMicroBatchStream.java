@@ -6,6 +6,7 @@ import io.sparkstream.fluvio.client.PartitionOffsets;
 import io.sparkstream.fluvio.datasource.FluvioOffset.TopicPartition;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.tier.TierPrefix;
 import io.sparkstream.fluvio.records.BatchFrames;
 import io.sparkstream.fluvio.records.FrameSlice;
 import java.util.ArrayList;
@@ -484,7 +485,7 @@ final class FluvioMicroBatchStream
   private static Map<TopicPartition, PartitionOffsets> offsetsOf(LeaderClient client, List<TopicPartition> tps) {
     Map<TopicPartition, PartitionOffsets> out = new TreeMap<>(FluvioOffset.ORDER);
     for (TopicPartition tp : tps) {
-      out.put(tp, client.fetchOffsets(tp.topic(), tp.partition(), null));
+      out.put(tp, TierPrefix.readableOffsets(client, tp.topic(), tp.partition()));
     }
     return out;
   }

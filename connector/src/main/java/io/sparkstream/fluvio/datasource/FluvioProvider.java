@@ -1,5 +1,7 @@
 package io.sparkstream.fluvio.datasource;
 
+import io.sparkstream.fluvio.records.TopicSchema;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
@@ -15,8 +17,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *
  * <p>It serves batch reads, streams (micro-batch, continuous, real-time) and batch and
  * streaming writes (see docs/jvm-connector.md); the read schema depends on {@code
- * includeHeaders}, and unknown reader option names fail here, at {@code load()}, as in
- * Python.
+ * includeHeaders}, or is a typed topic's columns ({@link TypedSchema}), and unknown
+ * reader option names fail here, at {@code load()}, as in Python.
  */
 public final class FluvioProvider implements TableProvider, DataSourceRegister {
 
@@ -29,8 +31,15 @@ public final class FluvioProvider implements TableProvider, DataSourceRegister {
   public StructType inferSchema(CaseInsensitiveStringMap options) {
     // Spark calls this for a write too, with the writer's options: those are checked
     // (against the writer's names) when the write is built, so only a read checks here.
+    // A read of a typed topic has its columns: asked of the SC here, at load(), as the
+    // Python source does; a write looks the topic up when it is built.
     if (!calledByAWriter()) {
       ReaderOptions.checkNames(options);
+      List<String> topics = ReaderOptions.namedTopics(options);
+      TopicSchema typed = topics.isEmpty() ? null : TypedSchema.lookUp(ReaderOptions.namedEndpoint(options), topics);
+      if (typed != null) {
+        return TypedSchema.of(typed);
+      }
     }
     String headers = options.getOrDefault("includeHeaders", "false");
     return ReadSchema.of(headers.strip().equalsIgnoreCase("true"));

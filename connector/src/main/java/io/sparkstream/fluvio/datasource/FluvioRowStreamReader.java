@@ -7,6 +7,7 @@ import io.sparkstream.fluvio.client.LeaderClient;
 import io.sparkstream.fluvio.errors.FluvioException;
 import io.sparkstream.fluvio.records.BatchFrames;
 import io.sparkstream.fluvio.records.FrameSlice;
+import io.sparkstream.fluvio.tier.TierPrefix;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import org.apache.arrow.memory.BufferAllocator;
@@ -24,6 +25,10 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * its leader: the reader of continuous tasks ({@code next} blocks until a record comes or
  * the reader is closed) and of real-time tasks ({@code nextWithTimeout} waits up to a
  * deadline).
+ *
+ * <p>A tiered topic's records below the SPU's log start are read from the tier first
+ * ({@link TierPrefix}, batch by batch like frames), then the stream opens where the SPU's
+ * log starts.
  *
  * <p>Each push's frames are checked (crc, Arrow validity), decoded one at a time and
  * trimmed to the next offset; a row is a view into the current frame's batch, valid until
@@ -45,6 +50,8 @@ final class FluvioRowStreamReader
   private final BufferAllocator allocator = new RootAllocator();
   private final Deque<FrameSlice> pending = new ArrayDeque<>();
   private FetchStream stream;
+  private TierPrefix tier;
+  private LeaderClient tierClient;
   private long next;
   private boolean started;
   private VectorSchemaRoot root;
@@ -122,6 +129,12 @@ final class FluvioRowStreamReader
       next = base + from + 1;
       return true;
     }
+    if (!started) {
+      start();
+    }
+    if (tier != null && fromTier()) {
+      return true;
+    }
     poll(waitMs);
     return false;
   }
@@ -149,16 +162,60 @@ final class FluvioRowStreamReader
 
   private void open() {
     try (LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS)) {
-      if (!started) {
-        long logStart = client.fetchOffsets(partition.topic(), partition.partition(), null).logStart();
-        FluvioInputPartition range = new FluvioInputPartition(
-            partition.topic(), partition.partition(), next, Long.MAX_VALUE, partition.fromLogStart());
-        next = Planning.checkedStart(range, logStart, options.failOnDataLoss());
-        started = true;
-      }
       Endpoint leader = client.metadata(partition.topic()).leader(partition.partition());
       stream = FetchStream.open(leader, partition.topic(), partition.partition(), next,
           options.fetchMaxBytes(), options.isolation(), FluvioScan.TIMEOUT_MS);
+    }
+  }
+
+  /**
+   * Where the reader starts (its planned offset, checked against the readable log start,
+   * which counts the tier in), and the tier prefix when the topic is tiered: it keeps a
+   * client of the cluster until the reader is past the tier.
+   */
+  private void start() {
+    LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS);
+    try {
+      long logStart = TierPrefix.readableOffsets(client, partition.topic(), partition.partition()).logStart();
+      FluvioInputPartition range = new FluvioInputPartition(
+          partition.topic(), partition.partition(), next, Long.MAX_VALUE, partition.fromLogStart());
+      next = Planning.checkedStart(range, logStart, options.failOnDataLoss());
+      String url = TierPrefix.tierUrl(client, partition.topic());
+      if (url != null) {
+        tier = new TierPrefix(client, partition.topic(), partition.partition(), url);
+        tierClient = client;
+        client = null;
+      }
+      started = true;
+    } finally {
+      if (client != null) {
+        client.close();
+      }
+    }
+  }
+
+  /** The next batch of the tier prefix, as the current batch; false once past the tier. */
+  private boolean fromTier() {
+    VectorSchemaRoot tiered = tier.next(next, Long.MAX_VALUE, TierPrefix.MAX_BATCH_ROWS, allocator);
+    if (tiered == null) {
+      closeTier(); // on the SPU from here
+      return false;
+    }
+    root = tiered;
+    batch = FrameColumns.of(schema, tiered, partition.topic(), partition.partition(), next);
+    row = 0;
+    next++;
+    return true;
+  }
+
+  private void closeTier() {
+    if (tier != null) {
+      tier.close();
+      tier = null;
+    }
+    if (tierClient != null) {
+      tierClient.close();
+      tierClient = null;
     }
   }
 
@@ -200,6 +257,7 @@ final class FluvioRowStreamReader
   public void close() {
     closed = true;
     closeStream();
+    closeTier();
     release();
     pending.clear();
     allocator.close();

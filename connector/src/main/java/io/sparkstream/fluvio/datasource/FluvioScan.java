@@ -5,6 +5,7 @@ import io.sparkstream.fluvio.client.Metadata;
 import io.sparkstream.fluvio.client.PartitionOffsets;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.tier.TierPrefix;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -92,7 +93,7 @@ final class FluvioScan implements Scan, Batch {
           wanted = wanted.stream().filter(p -> p < metadata.partitionCount()).toList();
         }
         for (int p : Planning.partitions(topic, metadata.partitionCount(), wanted, options.partitionsOption())) {
-          offsets.put(topic + "/" + p, client.fetchOffsets(topic, p, null));
+          offsets.put(topic + "/" + p, TierPrefix.readableOffsets(client, topic, p));
         }
       }
       Planning.checkNamed(options.starting(), options.starting().optionName("startingOffsets", "startingTimestamp"), offsets.keySet());

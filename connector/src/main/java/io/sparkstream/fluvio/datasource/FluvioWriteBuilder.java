@@ -2,6 +2,7 @@ package io.sparkstream.fluvio.datasource;
 
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.records.TopicSchema;
 import java.util.UUID;
 import org.apache.spark.sql.connector.write.BatchWrite;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -14,6 +15,8 @@ import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend;
 /**
  * {@code df.write} and {@code df.writeStream} to topics: the options and columns are
  * checked here, on the driver, before any task runs, with the Python writer's messages.
+ * A DataFrame without a {@code value} column written to a typed topic writes its user
+ * columns ({@link TypedSink}).
  *
  * <p>Topics are append-only. {@code mode("overwrite")} and {@code outputMode("complete")}
  * reach Spark as a truncate, which is accepted here only to be refused when the write is
@@ -37,7 +40,15 @@ final class FluvioWriteBuilder implements WriteBuilder, SupportsTruncate, Suppor
   @Override
   public Write build() {
     WriterOptions opts = WriterOptions.parse(info.options());
-    SinkColumns columns = SinkColumns.of(info.schema(), opts.topic() != null, opts.preservePartitions());
+    // A DataFrame with a 'value' column writes records (no typed topic has one): only one
+    // without it asks the SC whether the topic is typed, as the Python writer does.
+    boolean typedRows =
+        opts.topic() != null && !java.util.List.of(info.schema().fieldNames()).contains("value");
+    TopicSchema typed = typedRows ? TypedSchema.lookUp(opts.endpoint(), java.util.List.of(opts.topic())) : null;
+    SinkColumns columns =
+        typed == null
+            ? SinkColumns.of(info.schema(), opts.topic() != null, opts.preservePartitions())
+            : SinkColumns.typed(info.schema(), typed, opts.topic(), opts.preservePartitions());
     boolean truncating = truncate;
     return new Write() {
       @Override

@@ -94,7 +94,8 @@ public record ReaderOptions(
           "endpoint", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
           "startingTimestamp", "endingOffsets", "endingTimestamp", "isolation",
           "maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minPartitions",
-          "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "progressGroup",
+          "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "skipCorruptFrames",
+          "progressGroup",
           "assign", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
           "endingOffsetsByTimestamp", "minOffsetsPerTrigger", "maxTriggerDelay");
 
@@ -225,6 +226,12 @@ public record ReaderOptions(
     boolean includeHeaders = bool(opts, "includeHeaders", false);
     Integer fetchMax = integer(opts, "fetchMaxBytes", 1024);
     boolean localReads = bool(opts, "localReads", true);
+    if (bool(opts, "skipCorruptFrames", false)) {
+      // The Python source skips damaged frames; this reader has no skip path yet.
+      throw error(
+          "option 'skipCorruptFrames' is not supported by the JVM connector: damaged frames "
+              + "fail the task naming their offsets; read with the Python source to skip them");
+    }
     progressGroup(opts); // checked last, as Python does; StreamOptions keeps it
     return new ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
@@ -523,6 +530,46 @@ public record ReaderOptions(
       throw error("option '%s' must be >= 1, got %s".formatted(name, value));
     }
     return value.bitLength() < 64 ? value.longValue() : Long.MAX_VALUE;
+  }
+
+  /**
+   * The topics a read names ({@code topic}/{@code topics}/{@code assign}, and Kafka's
+   * aliases), empty with a pattern or none: {@code named_topics} of {@code
+   * datasource/options.py}.
+   *
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}: an unknown option, an empty topic
+   *     name, a bad {@code assign}
+   */
+  static List<String> namedTopics(Map<String, String> options) {
+    OptionNames.Given given = OptionNames.canonical(options, READER, OptionNames.READER_ALIASES);
+    Map<String, String> opts = given.values();
+    if (opts.containsKey("topicPattern")) {
+      return List.of();
+    }
+    if (opts.containsKey("topic")) {
+      List<String> topics = topicNames(opts.get("topic"), "topic");
+      if (topics.size() > 1) {
+        throw error("option 'topic' names one topic; use 'topics' for many");
+      }
+      return topics;
+    }
+    if (opts.containsKey("topics")) {
+      return topicNames(opts.get("topics"), given.name("topics"));
+    }
+    if (opts.containsKey("assign")) {
+      return KafkaOptionValues.assign(opts.get("assign"), "assign").stream()
+          .map(KafkaOptionValues.Assigned::topic).toList();
+    }
+    return List.of();
+  }
+
+  /**
+   * The endpoint a read names ({@code endpoint}, {@code kafka.bootstrap.servers}), else
+   * {@code FLUVIO_ENDPOINT}, else the profile: {@code named_endpoint} of {@code
+   * datasource/options.py}.
+   */
+  static Endpoint namedEndpoint(Map<String, String> options) {
+    return endpoint(OptionNames.canonical(options, READER, OptionNames.READER_ALIASES));
   }
 
   /** The options as canonically spelled names (as {@link #checkNames} checks them). */

@@ -37,6 +37,8 @@ import org.apache.spark.sql.types.TimestampType;
  * @param keyIsString whether {@code key} is a string column
  * @param partitionType the {@code partition} column's type name ({@code int}, {@code
  *     bigint} or {@code smallint}), or null
+ * @param typed a write to a typed topic: its user columns (then {@code value} is -1); null
+ *     for records
  */
 public record SinkColumns(
     int value,
@@ -47,7 +49,8 @@ public record SinkColumns(
     int headers,
     boolean valueIsString,
     boolean keyIsString,
-    String partitionType)
+    String partitionType,
+    TypedSink typed)
     implements Serializable {
 
   static final List<String> SINK = List.of("key", "value", "topic", "partition", "timestamp", "headers");
@@ -116,7 +119,41 @@ public record SinkColumns(
         used.get("headers") ? schema.fieldIndex("headers") : -1,
         schema.apply("value").dataType() instanceof StringType,
         names.contains("key") && schema.apply("key").dataType() instanceof StringType,
-        partition < 0 ? null : schema.fields()[partition].dataType().simpleString());
+        partition < 0 ? null : schema.fields()[partition].dataType().simpleString(),
+        null);
+  }
+
+  /**
+   * Check a DataFrame written to a typed topic ({@code _WriterBase} of {@code
+   * datasource/writer.py}): its user columns against the topic's ({@link TypedSink}), then
+   * its record columns as {@link #of} checks them.
+   *
+   * @param schema the DataFrame's schema
+   * @param topicSchema the topic's schema
+   * @param topic the topic (the {@code topic} option)
+   * @param preservePartitions the {@code preservePartitions} option, null when not given
+   * @return the columns used, ordinals into {@code schema}
+   * @throws FluvioException {@code SCHEMA_MISMATCH} for the user columns, {@code
+   *     SINK_SCHEMA} for the record columns
+   */
+  public static SinkColumns typed(
+      StructType schema, io.sparkstream.fluvio.records.TopicSchema topicSchema, String topic,
+      Boolean preservePartitions) {
+    TypedSink typed = TypedSink.check(schema, topicSchema, topic);
+    SinkColumns records = of(TypedSink.recordColumns(schema), true, preservePartitions);
+    List<String> names = List.of(schema.fieldNames());
+    java.util.function.Function<String, Integer> at = n -> names.indexOf(n);
+    return new SinkColumns(
+        -1,
+        records.key() >= 0 ? at.apply("key") : -1,
+        -1,
+        records.partition() >= 0 ? at.apply("partition") : -1,
+        records.timestamp() >= 0 ? at.apply("timestamp") : -1,
+        records.headers() >= 0 ? at.apply("headers") : -1,
+        false,
+        records.keyIsString(),
+        records.partitionType(),
+        typed);
   }
 
   /** What the column must be, or null when its type is right. */

@@ -38,6 +38,7 @@ public enum ErrorCode {
   FENCED_LEADER_EPOCH(23, "FencedLeaderEpochError", true),
   UNKNOWN_LEADER_EPOCH(24, "UnknownLeaderEpochError", true),
   SCHEMA_MISMATCH(25, "SchemaMismatchError", false),
+  OFFSET_NOT_AVAILABLE(26, "OffsetNotAvailableError", true),
   OBJECT_EXISTS(50, "ObjectExistsError", false),
   KV_UNAVAILABLE(51, "KvUnavailableError", true),
   SERVER_START(52, "ServerStartError", false),

@@ -13,6 +13,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ReadChannel;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.arrow.vector.util.ValueVectorUtility;
 
 /**
@@ -21,8 +22,10 @@ import org.apache.arrow.vector.util.ValueVectorUtility;
  *
  * <p>Decoding reads the payload's encapsulated IPC message into Arrow buffers owned by
  * the caller's allocator (lz4 and zstd buffers are decompressed by Arrow's commons
- * codecs), loads them into a {@link VectorSchemaRoot} of {@link RecordSchema#SCHEMA}, and
- * validates it fully: a frame from the network or a file is untrusted input, and a
+ * codecs), loads them into a {@link VectorSchemaRoot} of {@link RecordSchema#SCHEMA} (an
+ * untyped frame) or of the schema a typed frame carries before its records (schema
+ * version >= 1: a typed topic's user columns, then {@code key}, {@code timestamp}, {@code
+ * headers}), and validates it fully: a frame from the network or a file is untrusted input, and a
  * damaged one must fail as {@code CorruptFrameError}, never reach Spark.
  */
 public final class BatchFrames {
@@ -52,8 +55,8 @@ public final class BatchFrames {
   }
 
   /**
-   * Decode one frame's payload into a new root of {@link RecordSchema#SCHEMA}; the caller
-   * closes it.
+   * Decode one frame's payload into a new root of {@link RecordSchema#SCHEMA}, or of the
+   * schema a typed frame carries; the caller closes it.
    *
    * @param slice the frame
    * @param allocator where the Arrow buffers are allocated
@@ -65,7 +68,14 @@ public final class BatchFrames {
     RecordBatchSource copied =
         () -> {
           try (ReadChannel in = new ReadChannel(new ByteBufferChannel(slice.payload()))) {
-            return MessageSerializer.deserializeRecordBatch(in, allocator);
+            Schema schema = RecordSchema.SCHEMA;
+            if (slice.header().typed()) {
+              schema = MessageSerializer.deserializeSchema(in);
+              if (schema == null) {
+                throw new IOException("a typed frame does not start with its schema");
+              }
+            }
+            return new Payload(schema, MessageSerializer.deserializeRecordBatch(in, allocator));
           }
         };
     return load(slice.header(), copied, true, allocator);
@@ -74,12 +84,27 @@ public final class BatchFrames {
   /** Where a frame's record batch message comes from (copied, or read in place). */
   @FunctionalInterface
   interface RecordBatchSource {
-    /** The frame's record batch, or null when the payload holds none. */
-    ArrowRecordBatch read() throws IOException;
+    /** The frame's schema and record batch (null when the payload holds none). */
+    Payload read() throws IOException;
   }
 
   /**
-   * Load a frame's record batch into a root of the record schema, checked as every reader
+   * A frame's decoded payload.
+   *
+   * @param schema {@link RecordSchema#SCHEMA}, or the schema a typed frame carries
+   * @param batch its record batch, or null when the payload holds none
+   */
+  record Payload(Schema schema, ArrowRecordBatch batch) implements AutoCloseable {
+    @Override
+    public void close() {
+      if (batch != null) {
+        batch.close();
+      }
+    }
+  }
+
+  /**
+   * Load a frame's record batch into a root of its schema, checked as every reader
    * checks it (optionally {@code validateFull}, and the header's row count).
    *
    * @throws FluvioException {@code CORRUPT_FRAME}: the payload is not a valid record batch
@@ -87,24 +112,27 @@ public final class BatchFrames {
    */
   static VectorSchemaRoot load(
       BatchHeader header, RecordBatchSource source, boolean validate, BufferAllocator allocator) {
-    VectorSchemaRoot root = VectorSchemaRoot.create(RecordSchema.SCHEMA, allocator);
-    try (ArrowRecordBatch batch = source.read()) {
-      if (batch == null) {
+    VectorSchemaRoot root = null;
+    try (Payload payload = source.read()) {
+      if (payload == null || payload.batch() == null) {
         throw new IOException("no record batch message");
       }
-      new VectorLoader(root, CommonsCompressionFactory.INSTANCE).load(batch);
+      root = VectorSchemaRoot.create(payload.schema(), allocator);
+      new VectorLoader(root, CommonsCompressionFactory.INSTANCE).load(payload.batch());
       if (validate) {
         ValueVectorUtility.validateFull(root);
       }
     } catch (IOException | RuntimeException e) {
-      root.close();
+      if (root != null) {
+        root.close();
+      }
       if (e instanceof FluvioException f) {
         throw f;
       }
       throw new FluvioException(
           ErrorCode.CORRUPT_FRAME,
-          "payload at offset %d is not a record batch of the schema: %s"
-              .formatted(header.baseOffset(), e.getMessage()),
+          "the payload of %s is not a record batch of the schema: %s"
+              .formatted(header.frameRange(), e.getMessage()),
           e);
     }
     if (root.getRowCount() != header.recordCount()) {
@@ -112,7 +140,8 @@ public final class BatchFrames {
       root.close();
       throw new FluvioException(
           ErrorCode.CORRUPT_FRAME,
-          "payload has %d rows but the header says %d".formatted(rows, header.recordCount()));
+          "the payload of %s has %d rows but its header says %d"
+              .formatted(header.frameRange(), rows, header.recordCount()));
     }
     return root;
   }

@@ -11,7 +11,7 @@ import java.util.zip.CRC32C;
  * The fixed 56-byte header of a batch frame, as {@code spark_stream/records.py} defines it.
  *
  * <p>Theory of operation. A batch frame is this little-endian header followed by one Arrow
- * IPC record-batch message (without the schema):
+ * IPC record-batch message (an untyped frame's carries no schema; a typed one's does):
  *
  * <pre>
  *  off size field
@@ -21,7 +21,9 @@ import java.util.zip.CRC32C;
  *   16    4 crc32c           over bytes [20, 56 + payload_length): header tail + payload
  *   20    1 version          1
  *   21    1 attributes       bits 0-1: compression codec (0 none, 1 lz4, 2 zstd)
- *   22    2 reserved         0
+ *   22    2 schema_version   0: an untyped topic's record ({@link RecordSchema}); v >= 1:
+ *                            the typed topic's schema version the batch was written in,
+ *                            and then the payload starts with that schema's IPC message
  *   24    4 record_count     rows in the batch
  *   28    4 sequence         idempotent producer sequence, -1 when none
  *   32    8 first_timestamp  microseconds since the epoch, UTC
@@ -42,6 +44,7 @@ import java.util.zip.CRC32C;
  * @param producerId idempotent producer id, -1 when none
  * @param sequence idempotent producer sequence, -1 when none
  * @param attributes the attributes byte (compression codec in bits 0-1)
+ * @param schemaVersion 0 for untyped records, else the typed topic's schema version
  */
 public record BatchHeader(
     long baseOffset,
@@ -52,7 +55,21 @@ public record BatchHeader(
     long crc,
     long producerId,
     int sequence,
-    int attributes) {
+    int attributes,
+    int schemaVersion) {
+
+  /** An untyped frame's header (schema version 0). */
+  public BatchHeader(
+      long baseOffset, int recordCount, long firstTimestamp, long maxTimestamp, long payloadLength,
+      long crc, long producerId, int sequence, int attributes) {
+    this(baseOffset, recordCount, firstTimestamp, maxTimestamp, payloadLength, crc, producerId,
+        sequence, attributes, 0);
+  }
+
+  /** Whether the frame is typed: its payload carries its schema before the records. */
+  public boolean typed() {
+    return schemaVersion != 0;
+  }
 
   /** Bytes of the header. */
   public static final int SIZE = 56;
@@ -74,6 +91,11 @@ public record BatchHeader(
   /** Offset the batch after this one starts at. */
   public long nextOffset() {
     return baseOffset + recordCount;
+  }
+
+  /** The frame's offsets as error messages name them (as Python's {@code frame_range}). */
+  public String frameRange() {
+    return "the frame of offsets [%d, %d]".formatted(baseOffset, lastOffset());
   }
 
   /** Offset of the last record. */
@@ -109,6 +131,7 @@ public record BatchHeader(
     long crc = Integer.toUnsignedLong(b.getInt(pos + 16));
     int version = b.get(pos + 20) & 0xFF;
     int attributes = b.get(pos + 21) & 0xFF;
+    int schemaVersion = b.getShort(pos + 22) & 0xFFFF;
     int count = b.getInt(pos + 24);
     int sequence = b.getInt(pos + 28);
     long firstTs = b.getLong(pos + 32);
@@ -135,7 +158,7 @@ public record BatchHeader(
       throw corrupt("unknown compression codec in attributes 0x%x".formatted(attributes));
     }
     return new BatchHeader(
-        base, count, firstTs, maxTs, length, crc, producer, sequence, attributes);
+        base, count, firstTs, maxTs, length, crc, producer, sequence, attributes, schemaVersion);
   }
 
   /**
@@ -157,8 +180,8 @@ public record BatchHeader(
     long actual = crc32c(buf, pos + CRC_START, (int) end);
     if (actual != header.crc) {
       throw corrupt(
-          "crc mismatch at byte %d: stored %s, computed %s"
-              .formatted(pos, PyRepr.hex8(header.crc), PyRepr.hex8(actual)));
+          "crc mismatch in %s at byte %d: stored %s, computed %s"
+              .formatted(header.frameRange(), pos, PyRepr.hex8(header.crc), PyRepr.hex8(actual)));
     }
     return header;
   }
@@ -168,7 +191,8 @@ public record BatchHeader(
    * recomputed from {@code payload}) followed by the payload, exactly as Python's
    * {@code encode_batch} lays it out.
    *
-   * @param payload the encapsulated Arrow IPC record-batch message
+   * @param payload the encapsulated Arrow IPC record-batch message (preceded by the schema
+   *     message in a typed frame)
    * @return the frame bytes
    */
   public byte[] encode(byte[] payload) {
@@ -179,7 +203,7 @@ public record BatchHeader(
         .putInt(0)
         .put((byte) VERSION)
         .put((byte) attributes)
-        .putShort((short) 0)
+        .putShort((short) schemaVersion)
         .putInt(recordCount)
         .putInt(sequence)
         .putLong(firstTimestamp)

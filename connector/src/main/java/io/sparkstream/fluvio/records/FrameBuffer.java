@@ -11,9 +11,9 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.ForeignAllocation;
 import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
  * Zero-copy decoding of a buffer of back-to-back batch frames (what one fetch returns).
@@ -116,8 +116,9 @@ public final class FrameBuffer implements AutoCloseable {
   }
 
   /**
-   * Decode frame {@code i} into a new root of {@link RecordSchema#SCHEMA} whose
-   * uncompressed buffers are slices of this buffer; the caller closes it.
+   * Decode frame {@code i} into a new root of {@link RecordSchema#SCHEMA} (or, for a typed
+   * frame, of the schema it carries) whose uncompressed buffers are slices of this buffer;
+   * the caller closes it.
    *
    * @param i the frame's index
    * @param validate check the Arrow data fully ({@code validateFull})
@@ -137,18 +138,53 @@ public final class FrameBuffer implements AutoCloseable {
     return BatchFrames.load(header, () -> recordBatch(header, payload, end), validate, allocator);
   }
 
-  /** The frame's encapsulated IPC message, read in place: {@code [payload, end)}. */
-  private ArrowRecordBatch recordBatch(BatchHeader header, int payload, int end) throws IOException {
-    ByteBuffer le = bytes.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+  /**
+   * The frame's encapsulated IPC message(s), read in place: {@code [payload, end)}. A
+   * typed frame's schema message comes first (its metadata only: it has no body).
+   */
+  private BatchFrames.Payload recordBatch(BatchHeader header, int payload, int end) throws IOException {
     int at = payload;
-    if (end - at < 4) {
+    Schema schema = RecordSchema.SCHEMA;
+    if (header.typed()) {
+      Message head = message(at, end, "a typed frame does not start with its schema");
+      if (head.flatbuf().headerType() != org.apache.arrow.flatbuf.MessageHeader.Schema) {
+        throw new IOException("a typed frame does not start with its schema");
+      }
+      schema = MessageSerializer.deserializeSchema(head.flatbuf());
+      at = (int) (head.bodyStart() + head.bodyLength());
+    }
+    Message message = message(at, end, "no record batch message");
+    if (message.flatbuf().headerType() != org.apache.arrow.flatbuf.MessageHeader.RecordBatch) {
       throw new IOException("no record batch message");
+    }
+    long bodyStart = message.bodyStart();
+    long bodyLength = message.bodyLength();
+    if (bodyLength < 0 || bodyStart + bodyLength > end) {
+      throw new IOException("message body of %d bytes does not fit the payload".formatted(bodyLength));
+    }
+    ArrowBuf body = whole.slice(bodyStart, bodyLength);
+    // deserializeRecordBatch releases the body once; slices share the whole buffer's count.
+    whole.getReferenceManager().retain();
+    try {
+      return new BatchFrames.Payload(
+          schema, MessageSerializer.deserializeRecordBatch(message.metadata(), body));
+    } catch (IOException | RuntimeException e) {
+      whole.getReferenceManager().release(); // it failed before its own release
+      throw e;
+    }
+  }
+
+  /** The metadata of the encapsulated message at {@code at}, read in place. */
+  private Message message(int at, int end, String missing) throws IOException {
+    ByteBuffer le = bytes.duplicate().order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    if (end - at < 4) {
+      throw new IOException(missing);
     }
     int metaLength = le.getInt(at);
     at += 4;
     if (metaLength == CONTINUATION) {
       if (end - at < 4) {
-        throw new IOException("no record batch message");
+        throw new IOException(missing);
       }
       metaLength = le.getInt(at);
       at += 4;
@@ -157,23 +193,17 @@ public final class FrameBuffer implements AutoCloseable {
       throw new IOException("message metadata of %d bytes does not fit the payload".formatted(metaLength));
     }
     ByteBuffer meta = bytes.duplicate().limit(at + metaLength).position(at).slice();
-    MessageMetadataResult message = MessageMetadataResult.create(meta, metaLength);
-    if (message.getMessage().headerType() != org.apache.arrow.flatbuf.MessageHeader.RecordBatch) {
-      throw new IOException("no record batch message");
+    return new Message(MessageMetadataResult.create(meta, metaLength), (long) at + metaLength);
+  }
+
+  /** An encapsulated message's metadata, and where its body starts in the buffer. */
+  private record Message(MessageMetadataResult metadata, long bodyStart) {
+    org.apache.arrow.flatbuf.Message flatbuf() {
+      return metadata.getMessage();
     }
-    long bodyStart = (long) at + metaLength;
-    long bodyLength = message.getMessageBodyLength();
-    if (bodyLength < 0 || bodyStart + bodyLength > end) {
-      throw new IOException("message body of %d bytes does not fit the payload".formatted(bodyLength));
-    }
-    ArrowBuf body = whole.slice(bodyStart, bodyLength);
-    // deserializeRecordBatch releases the body once; slices share the whole buffer's count.
-    whole.getReferenceManager().retain();
-    try {
-      return MessageSerializer.deserializeRecordBatch(message, body);
-    } catch (IOException | RuntimeException e) {
-      whole.getReferenceManager().release(); // it failed before its own release
-      throw e;
+
+    long bodyLength() {
+      return metadata.getMessageBodyLength();
     }
   }
 

@@ -2,6 +2,7 @@ package io.sparkstream.fluvio.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
@@ -73,20 +74,32 @@ class LeaderClientTest {
   }
 
   @Test
-  void aTypedTopicIsRefusedNamingTheFallback() throws Exception {
+  @SuppressWarnings("unchecked")
+  void aTypedTopicsMetadataCarriesItsSchema() throws Exception {
+    Map<String, Object> spec =
+        new com.fasterxml.jackson.databind.ObjectMapper()
+            .convertValue(io.sparkstream.fluvio.Vectors.load("typed_frames.json").get("topic_schema"), Map.class);
     Map<String, Object> typed =
+        Map.of(
+            "topic", Map.of("spec", Map.of("topicSchema", spec)),
+            "partitions", List.of(Map.of("status", Map.of("leader", 1))),
+            "revision", 1);
+    try (FakePeer sc = new FakePeer(f -> f.header().apiKey() == ApiKeys.LIST_SPUS ? Map.of("spus", List.of()) : typed);
+        LeaderClient client = new LeaderClient(sc.endpoint(), 10_000)) {
+      Metadata metadata = client.metadata("ty");
+      assertEquals(2, metadata.schema().version());
+      assertEquals("id", metadata.schema().names().get(0));
+    }
+    Map<String, Object> broken =
         Map.of(
             "topic", Map.of("spec", Map.of("topicSchema", Map.of("version", 2))),
             "partitions", List.of(Map.of("status", Map.of("leader", 1))),
             "revision", 1);
-    try (FakePeer sc = new FakePeer(f -> typed);
+    try (FakePeer sc = new FakePeer(f -> broken);
         LeaderClient client = new LeaderClient(sc.endpoint(), 10_000)) {
       FluvioException e = assertThrows(FluvioException.class, () -> client.metadata("ty"));
-      assertEquals(ErrorCode.UNSUPPORTED_VERSION, e.code());
-      assertEquals(
-          "topic 'ty' is typed (schema version 2): the JVM connector does not read or write typed"
-              + " topics yet; use the Python data source (a session without the connector jar)",
-          e.getMessage());
+      assertEquals(ErrorCode.INVALID_REQUEST, e.code());
+      assertTrue(e.getMessage().startsWith("topic spec: malformed topicSchema"), e.getMessage());
     }
   }
 

@@ -43,6 +43,20 @@ class ReaderOptionsTest {
   }
 
   @Test
+  void skipCorruptFramesIsKnownButOnlyFalseIsAccepted() {
+    Map<String, String> options = new LinkedHashMap<>(Map.of("topic", "t", "endpoint", "h:1"));
+    options.put("skipCorruptFrames", "false");
+    assertEquals(List.of("t"), ReaderOptions.parseBatch(options).topics());
+    options.put("skipCorruptFrames", "true");
+    FluvioException refused =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            FluvioException.class, () -> ReaderOptions.parseBatch(options));
+    assertTrue(
+        refused.getMessage().contains("'skipCorruptFrames' is not supported by the JVM connector"),
+        refused.getMessage());
+  }
+
+  @Test
   void everyStreamCaseParsesOrFailsAsInPython() {
     int checked = 0;
     for (JsonNode c : Vectors.load("reader_options.json").get("stream")) {

@@ -90,7 +90,8 @@ class BatchFramesTest {
     FrameSlice slice = BatchFrames.split(ByteBuffer.wrap(lying.encode(payload)), true).get(0);
     FluvioException e = assertThrows(FluvioException.class, () -> BatchFrames.decode(slice, allocator));
     assertEquals(
-        "payload has %d rows but the header says %d".formatted(h.recordCount(), h.recordCount() + 1),
+        "the payload of %s has %d rows but its header says %d"
+            .formatted(lying.frameRange(), h.recordCount(), h.recordCount() + 1),
         e.getMessage());
   }
 

@@ -128,7 +128,8 @@ class FrameBufferTest {
     try (FrameBuffer frames = FrameBuffer.of(ByteBuffer.wrap(lying.encode(payload)), true, allocator)) {
       FluvioException e = assertThrows(FluvioException.class, () -> frames.decode(0, true, allocator));
       assertEquals(
-          "payload has %d rows but the header says %d".formatted(h.recordCount(), h.recordCount() + 1),
+          "the payload of %s has %d rows but its header says %d"
+            .formatted(lying.frameRange(), h.recordCount(), h.recordCount() + 1),
           e.getMessage());
     }
   }
