@@ -60,6 +60,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from bench._rates import best_rates
+
 VALUE_BYTES = 100
 TOPIC = "bench"
 PYTHON_FORMAT = "fluvio_python"
@@ -137,36 +139,6 @@ def _produce(client: Any, records: int, partitions: int) -> float:
         future.result(timeout=300)
     producer.close()
     return time.perf_counter() - started
-
-
-def _best_rates(
-    runs: dict[str, Callable[[], int]], records: int, repeat: int, rounds: int = 2
-) -> dict[str, float]:
-    """Records/s of each run: the best of ``rounds`` x ``repeat`` runs after one warm-up.
-
-    Each round runs every query ``repeat`` times in a row (a query keeps its warm caches,
-    as the ceiling should), and the rounds repeat the whole sequence, so a slow spell of
-    the shared machine cannot decide a query's figure alone.
-    """
-    for run in runs.values():
-        run()  # warm-up: Python workers, JIT, caches
-    rates: dict[str, list[float]] = {label: [] for label in runs}
-    for round_ in range(rounds):
-        for label, run in runs.items():
-            for i in range(repeat):
-                started = time.perf_counter()
-                total = run()
-                seconds = time.perf_counter() - started
-                if total != records * VALUE_BYTES:
-                    raise AssertionError(
-                        f"{label}: sum(length(value)) = {total}, expected {records * VALUE_BYTES}"
-                    )
-                rates[label].append(records / seconds)
-                _say(
-                    f"{label} round {round_ + 1} run {i + 1}: {seconds:.2f}s, "
-                    f"{records / seconds:,.0f} records/s"
-                )
-    return {label: max(values) for label, values in rates.items()}
 
 
 def _sum_lengths(df: Any) -> int:
@@ -330,7 +302,7 @@ def run(
                 }
                 if jar is not None:
                     runs = {"jvm": lambda: _sum_lengths(fluvio_df), **runs}
-                rates = _best_rates(runs, records, repeat)
+                rates = best_rates(runs, records, VALUE_BYTES, repeat, prefix="bench.spark")
                 result.update({f"{label}_rps": rate for label, rate in rates.items()})
                 result.update(
                     _streams(

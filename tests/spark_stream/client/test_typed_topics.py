@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pyarrow as pa
 import pytest
 
 from spark_stream.client import Fluvio, Offset
-from spark_stream.errors import InvalidConfigError, SchemaMismatchError
+from spark_stream.errors import ConflictError, InvalidConfigError, SchemaMismatchError
 from spark_stream.records import read_header
 from tests.integration.helpers import make_topic
 
@@ -137,3 +138,40 @@ def test_a_group_member_reads_typed_rows(fluvio: Fluvio) -> None:
         member.close()
     assert [json.loads(r.value) for r in records] == rows.to_pylist()
     assert {r.topic for r in records} == {topic}
+
+
+def test_concurrent_schema_updates_from_one_version_never_both_apply(fluvio: Fluvio) -> None:
+    """Two ``update-schema`` calls evolving the same version at once: one applies, the
+    other fails (a ``ConflictError`` when both read version 1, the SC's compare-and-set
+    on the topic's revision; an ``InvalidConfigError`` when it read the winner's version,
+    whose column it would drop); the schema is the winner's, never a lost update."""
+    topic = make_topic(fluvio, schema=USER)
+    clients = [Fluvio.connect(fluvio.endpoint, timeout=20.0) for _ in range(2)]
+    try:
+        start = threading.Barrier(2)
+        outcomes: dict[str, object] = {}
+
+        def update(client: Fluvio, column: str) -> None:
+            start.wait(timeout=30)
+            try:
+                client.admin().update_topic_schema(topic, USER.append(pa.field(column, pa.int8())))
+                outcomes[column] = "applied"
+            except (ConflictError, InvalidConfigError) as exc:
+                outcomes[column] = exc
+
+        threads = [
+            threading.Thread(target=update, args=(c, name))
+            for c, name in zip(clients, ["a", "b"], strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        for client in clients:
+            client.close()
+    assert sorted(str(o) == "applied" for o in outcomes.values()) == [False, True], outcomes
+    winner = next(c for c, o in outcomes.items() if o == "applied")
+    after = fluvio.admin().describe_topic(topic)[0].spec.topic_schema
+    assert after is not None and after.version == 2
+    assert after.arrow_schema.names == ["id", "name", winner]
