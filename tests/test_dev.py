@@ -20,7 +20,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOLS = ("bash", "sh", "sha1sum", "cut", "dirname", "basename", "rm", "touch", "tr", "printf")
+TOOLS = (
+    "bash",
+    "sh",
+    "cat",
+    "sha1sum",
+    "cut",
+    "dirname",
+    "basename",
+    "rm",
+    "touch",
+    "tr",
+    "printf",
+)
 STAND_IN = """#!/bin/sh
 printf '%s %s\\n' "$(basename "$0")" "$(printf '%s ' "$@" | tr '\\n' ' ')" >> "$DEV_LOG"
 """
@@ -35,12 +47,17 @@ def run_dev(tmp_path: Path) -> RunDev:
     ran); with ``mvn``, a stand-in ``mvn`` is on ``PATH``."""
     shutil.copy(ROOT / "dev", tmp_path / "dev")
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "constraints").mkdir()
+    shutil.copy(ROOT / "constraints" / "dev.txt", tmp_path / "constraints" / "dev.txt")
     venv_bin = tmp_path / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     for name in ("python", "ruff", "mypy", "lint-imports"):
         (venv_bin / name).write_text(STAND_IN)
         (venv_bin / name).chmod(0o755)
-    digest = hashlib.sha1((tmp_path / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    stamped = (tmp_path / "pyproject.toml").read_bytes() + (
+        tmp_path / "constraints" / "dev.txt"
+    ).read_bytes()
+    digest = hashlib.sha1(stamped).hexdigest()[:12]  # as ./dev names its install stamp
     (tmp_path / ".venv" / f".installed-{digest}").touch()
     path = tmp_path / "path"
     path.mkdir()
@@ -89,6 +106,7 @@ def test_only_setup_and_test_fetch_the_delta_jars(run_dev: RunDev) -> None:
     for args, fetches, last in COMMANDS:
         code, steps = run_dev(*args)
         assert code == 0, args
+        assert not any("pip install" in step for step in steps), (args, steps)  # stamp current
         fetched = bool(steps) and steps[0].startswith("python -c") and "delta_jars()" in steps[0]
         assert fetched == fetches, (args, steps)
         assert (BUILD_JAR in steps) == fetches, (args, steps)
