@@ -63,20 +63,6 @@ class ScSettings(ProcessSettings):
         description="Consumer groups: default time a member has to release a revoke.",
     )
 
-    request_budget_bytes: int = Field(
-        256 * 2**20,
-        gt=0,
-        description="Bytes of request frames held in memory at once, over all connections "
-        "of both servers; a connection whose next frame does not fit stops reading until "
-        "bytes are released (one frame larger than this is let in alone).",
-    )
-    metrics_port: int | None = Field(
-        None,
-        ge=0,
-        le=65535,
-        description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
-    )
-
     def group_defaults(self) -> ConsumerGroupSpec:
         """The spec a group gets when a join creates it without its own timeouts."""
         return ConsumerGroupSpec(

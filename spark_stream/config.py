@@ -16,7 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -62,6 +62,21 @@ class ProcessSettings(BaseSettings):
 
     yaml_file: ClassVar[str] = ""
     model_config = SettingsConfigDict(extra="forbid", env_nested_delimiter="__")
+
+    # What every server process (SC, SPU) takes alike.
+    request_budget_bytes: int = Field(
+        256 * 2**20,
+        gt=0,
+        description="Bytes of request frames held in memory at once, over all connections "
+        "of both servers; a connection whose next frame does not fit stops reading until "
+        "bytes are released (one frame larger than this is let in alone).",
+    )
+    metrics_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -45,19 +45,6 @@ class SpuSettings(ProcessSettings):
         "written: none (crc only), structure (message header and buffer bounds) or full "
         "(every reader can decode it).",
     )
-    request_budget_bytes: int = Field(
-        256 * 2**20,
-        gt=0,
-        description="Bytes of request frames held in memory at once, over all connections "
-        "of both servers; a connection whose next frame does not fit stops reading until "
-        "bytes are released (one frame larger than this is let in alone).",
-    )
-    metrics_port: int | None = Field(
-        None,
-        ge=0,
-        le=65535,
-        description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
-    )
     retention_interval_s: float = Field(
         60.0, gt=0, description="How often retention runs over the logs."
     )
