@@ -8,8 +8,9 @@ import org.apache.spark.sql.vectorized.ColumnarMap;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Base of the typed-topic columns that are not plain {@code ArrowColumnVector}s ({@link
- * NullColumn}, {@link TimestampColumn}): every getter fails until a subclass gives it, so
+ * Base of the columns that are not plain {@code ArrowColumnVector}s ({@link ValueColumn},
+ * and typed topics' {@link NullColumn}, {@link TimestampColumn}): every getter fails until a
+ * subclass gives it, so
  * a column only answers for the type it holds. It owns no memory ({@link #close()} does
  * nothing: the frame's root owns any vector it reads).
  */

@@ -1,19 +1,15 @@
 package io.sparkstream.fluvio.datasource;
 
 import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.Decimal;
-import org.apache.spark.sql.vectorized.ColumnVector;
-import org.apache.spark.sql.vectorized.ColumnarArray;
-import org.apache.spark.sql.vectorized.ColumnarMap;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * A column computed rather than stored, built on Spark's public {@link ColumnVector}: a
+ * A column computed rather than stored, a {@link ComputedColumn}: a
  * constant int ({@code partition}, {@code timestampType}), a constant string ({@code
  * topic}) or a run of offsets ({@code base + row}), since frames store none of these per
  * record.
  */
-final class ValueColumn extends ColumnVector {
+final class ValueColumn extends ComputedColumn {
   private final int intValue;
   private final UTF8String stringValue;
   private final long base;
@@ -40,9 +36,6 @@ final class ValueColumn extends ColumnVector {
   static ValueColumn offsets(long base) {
     return new ValueColumn(org.apache.spark.sql.types.DataTypes.LongType, 0, null, base);
   }
-
-  @Override
-  public void close() {}
 
   @Override
   public boolean hasNull() {
@@ -72,59 +65,5 @@ final class ValueColumn extends ColumnVector {
   @Override
   public UTF8String getUTF8String(int rowId) {
     return stringValue;
-  }
-
-  @Override
-  public boolean getBoolean(int rowId) {
-    throw unsupported();
-  }
-
-  @Override
-  public byte getByte(int rowId) {
-    throw unsupported();
-  }
-
-  @Override
-  public short getShort(int rowId) {
-    throw unsupported();
-  }
-
-  @Override
-  public float getFloat(int rowId) {
-    throw unsupported();
-  }
-
-  @Override
-  public double getDouble(int rowId) {
-    throw unsupported();
-  }
-
-  @Override
-  public ColumnarArray getArray(int rowId) {
-    throw unsupported();
-  }
-
-  @Override
-  public ColumnarMap getMap(int ordinal) {
-    throw unsupported();
-  }
-
-  @Override
-  public Decimal getDecimal(int rowId, int precision, int scale) {
-    throw unsupported();
-  }
-
-  @Override
-  public byte[] getBinary(int rowId) {
-    throw unsupported();
-  }
-
-  @Override
-  public ColumnVector getChild(int ordinal) {
-    throw unsupported();
-  }
-
-  private UnsupportedOperationException unsupported() {
-    return new UnsupportedOperationException("a " + dataType() + " column");
   }
 }
