@@ -69,6 +69,22 @@ def _status(fluvio: Fluvio, topic: str) -> Partition:
     return found[0]
 
 
+def _in_sync_topic(fluvio: Fluvio) -> tuple[str, list[bytes]]:
+    """An RF 3 topic of small segments holding ``RECORDS`` records on three in-sync
+    replicas; its name and the values produced."""
+    topic = make_topic(
+        fluvio, partitions=1, replication=3, min_in_sync_replicas=2, segment_size=4096
+    )
+    values = _produce(fluvio, topic)
+
+    def all_in_sync() -> bool:
+        status = _status(fluvio, topic).status
+        return status.hw == RECORDS and sum(r.in_sync for r in status.lrs) == 3
+
+    wait_until(all_in_sync, 60, "three in-sync replicas holding every record")
+    return topic, values
+
+
 def _flip_byte_in_sealed_segment(directory: Path) -> int:
     """Flip one payload byte of the second frame of the first sealed segment; returns the
     segment's base offset."""
@@ -88,16 +104,7 @@ def test_bit_rot_in_the_leaders_sealed_segment_is_scrubbed_and_repaired(
     cluster: LocalCluster,
 ) -> None:
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
-        topic = make_topic(
-            fluvio, partitions=1, replication=3, min_in_sync_replicas=2, segment_size=4096
-        )
-        values = _produce(fluvio, topic)
-
-        def all_in_sync() -> bool:
-            status = _status(fluvio, topic).status
-            return status.hw == RECORDS and sum(r.in_sync for r in status.lrs) == 3
-
-        wait_until(all_in_sync, 60, "three in-sync replicas holding every record")
+        topic, values = _in_sync_topic(fluvio)
         leader = _status(fluvio, topic).status.leader
         assert leader is not None
         _flip_byte_in_sealed_segment(replica_dir(cluster.spu_dir(leader), topic, 0))
@@ -107,8 +114,7 @@ def test_bit_rot_in_the_leaders_sealed_segment_is_scrubbed_and_repaired(
             return status.leader is not None and status.leader != leader
 
         wait_until(moved, 60, "leadership moved off the damaged replica")
-        time.sleep(0.5)
-        read = _read_all(fluvio, topic)
+        read = _read_all(fluvio, topic)  # the stream follows the leader, wherever it is
         assert read == values
 
         def repaired() -> bool:
@@ -142,16 +148,7 @@ def test_bit_rot_in_a_followers_sealed_segment_is_repaired_from_the_leader(
     cluster: LocalCluster,
 ) -> None:
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
-        topic = make_topic(
-            fluvio, partitions=1, replication=3, min_in_sync_replicas=2, segment_size=4096
-        )
-        values = _produce(fluvio, topic)
-
-        def all_in_sync() -> bool:
-            status = _status(fluvio, topic).status
-            return status.hw == RECORDS and sum(r.in_sync for r in status.lrs) == 3
-
-        wait_until(all_in_sync, 60, "three in-sync replicas holding every record")
+        topic, values = _in_sync_topic(fluvio)
         status = _status(fluvio, topic).status
         leader = status.leader
         follower = next(r.spu_id for r in status.lrs if r.spu_id != leader)
@@ -176,16 +173,7 @@ def test_a_reader_meeting_bit_rot_on_the_leader_reads_every_record_from_a_health
 ) -> None:
     cluster = unscrubbed
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
-        topic = make_topic(
-            fluvio, partitions=1, replication=3, min_in_sync_replicas=2, segment_size=4096
-        )
-        values = _produce(fluvio, topic)
-
-        def all_in_sync() -> bool:
-            status = _status(fluvio, topic).status
-            return status.hw == RECORDS and sum(r.in_sync for r in status.lrs) == 3
-
-        wait_until(all_in_sync, 60, "three in-sync replicas holding every record")
+        topic, values = _in_sync_topic(fluvio)
         leader = _status(fluvio, topic).status.leader
         assert leader is not None
         _flip_byte_in_sealed_segment(replica_dir(cluster.spu_dir(leader), topic, 0))
