@@ -103,12 +103,7 @@ final class FluvioOffset extends Offset {
       }
       for (Iterator<Map.Entry<String, JsonNode>> ps = topic.getValue().properties().iterator(); ps.hasNext(); ) {
         Map.Entry<String, JsonNode> part = ps.next();
-        int index;
-        try {
-          index = Integer.parseInt(part.getKey().strip());
-        } catch (NumberFormatException e) {
-          index = -1;
-        }
+        int index = ReaderOptions.partitionIndex(part.getKey());
         JsonNode offset = part.getValue();
         if (index < 0 || !offset.isIntegralNumber() || !offset.canConvertToLong() || offset.longValue() < 0) {
           throw new FluvioException(ErrorCode.INVALID_REQUEST, "bad offset entry %s/%s -> %s in a fluvio source offset"

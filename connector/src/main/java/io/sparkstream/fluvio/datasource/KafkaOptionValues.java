@@ -91,12 +91,7 @@ final class KafkaOptionValues {
       }
       for (Iterator<Map.Entry<String, JsonNode>> ps = topic.getValue().properties().iterator(); ps.hasNext(); ) {
         Map.Entry<String, JsonNode> part = ps.next();
-        int index;
-        try {
-          index = Integer.parseInt(part.getKey().strip());
-        } catch (NumberFormatException e) {
-          index = -1;
-        }
+        int index = ReaderOptions.partitionIndex(part.getKey());
         JsonNode ms = part.getValue();
         if (index < 0 || !ms.isIntegralNumber()) {
           throw ReaderOptions.error("option '%s': %s/%s -> %s is not a partition number mapped to milliseconds since the epoch"

@@ -441,12 +441,7 @@ public record ReaderOptions(
       }
       for (Iterator<Map.Entry<String, JsonNode>> ps = topic.getValue().properties().iterator(); ps.hasNext(); ) {
         Map.Entry<String, JsonNode> part = ps.next();
-        int index;
-        try {
-          index = Integer.parseInt(part.getKey().strip());
-        } catch (NumberFormatException e) {
-          index = -1;
-        }
+        int index = partitionIndex(part.getKey());
         JsonNode offset = part.getValue();
         if (index < 0 || !offset.isIntegralNumber()) {
           throw error("option '%s': %s/%s -> %s is not a partition number mapped to an integer offset"
@@ -639,5 +634,17 @@ public record ReaderOptions(
 
   static FluvioException error(String message) {
     return new FluvioException(ErrorCode.DATA_SOURCE_OPTION, message);
+  }
+
+  /**
+   * A JSON key naming a partition ({@code " 2"} as Python's {@code int()} reads it), or -1
+   * when it is not an integer; callers refuse a negative index with their own message.
+   */
+  static int partitionIndex(String key) {
+    try {
+      return Integer.parseInt(key.strip());
+    } catch (NumberFormatException e) {
+      return -1;
+    }
   }
 }
