@@ -64,6 +64,34 @@ def memory_count(name):
 def memory_rows(name):
     rows = spark.sql(f"select * from {name}").collect()
     return [[r["partition"], r["offset"], r["value"].decode()] for r in rows]
+
+# A foreach sink writing each task epoch's rows (the ``columns``, values decoded) as JSON
+# lines into a file of its own in ``sink_dir``; ``sink_files`` reads them back.
+import json, uuid
+
+class FileSink:
+    def __init__(self, sink_dir, columns):
+        self.sink_dir, self.columns = sink_dir, columns
+    def open(self, partition_id, epoch_id):
+        name = f"{partition_id}-{epoch_id}-{uuid.uuid4().hex}.jsonl"
+        self.file = open(os.path.join(self.sink_dir, name), "a")
+        return True
+    def process(self, row):
+        cells = [row[c].decode() if c == "value" else row[c] for c in self.columns]
+        self.file.write(json.dumps(cells) + "\\n")
+        self.file.flush()
+    def close(self, error):
+        self.file.close()
+
+def sink_files(sink_dir):
+    files = []
+    for path in sorted(glob.glob(os.path.join(sink_dir, "*.jsonl"))):
+        with open(path) as f:
+            files.append([json.loads(line) for line in f if line.endswith("\\n")])
+    return files
+
+def sink_rows(sink_dir):
+    return [row for rows in sink_files(sink_dir) for row in rows]
 """
 
 
@@ -131,55 +159,33 @@ def test_real_time_query_delivers_every_record_once_in_order(
         _HELPERS
         + textwrap.dedent(
             f"""
-            import json, uuid
             sink_dir = {str(sink)!r}
-
-            class FileSink:
-                def open(self, partition_id, epoch_id):
-                    name = f"{{partition_id}}-{{epoch_id}}-{{uuid.uuid4().hex}}.jsonl"
-                    self.file = open(os.path.join(sink_dir, name), "a")
-                    return True
-                def process(self, row):
-                    self.file.write(json.dumps(
-                        [row["partition"], row["offset"], row["value"].decode()]) + "\\n")
-                    self.file.flush()
-                def close(self, error):
-                    self.file.close()
-
-            def sink_files():
-                files = []
-                for path in sorted(glob.glob(os.path.join(sink_dir, "*.jsonl"))):
-                    with open(path) as f:
-                        files.append([json.loads(line) for line in f if line.endswith("\\n")])
-                return files
-
-            def sink_rows():
-                return [row for rows in sink_files() for row in rows]
+            sink = FileSink(sink_dir, ["partition", "offset", "value"])
 
             df = stream(startingOffsets="earliest").select("partition", "offset", "value")
             query = (
-                df.writeStream.foreach(FileSink()).outputMode("update")
+                df.writeStream.foreach(sink).outputMode("update")
                 .option("checkpointLocation", os.path.join(sink_dir, "..", "checkpoint"))
                 .trigger(realTime="5 seconds").start()
             )
             try:
-                wait_for(lambda: len(sink_rows()), 40, "records produced before the query")
+                wait_for(lambda: len(sink_rows(sink_dir)), 40, "records produced before the query")
                 with Fluvio.connect(endpoint) as client:
                     produce(client, topic, [f"b{{i}}" for i in range(30)],
                             keys=[f"k{{i}}" for i in range(30)])
-                wait_for(lambda: len(sink_rows()), 70, "records produced during the query")
+                wait_for(lambda: len(sink_rows(sink_dir)), 70, "records produced during the query")
                 out["error"] = None if query.exception() is None else str(query.exception())
             finally:
                 query.stop()
-            out["rows"] = sink_rows()
-            out["files"] = sink_files()
+            out["rows"] = sink_rows(sink_dir)
+            out["files"] = sink_files(sink_dir)
             limited = stream(startingOffsets="earliest", maxRecordsPerTrigger="10")
-            out["limit_error"] = error_of(lambda: limited.writeStream.foreach(FileSink())
+            out["limit_error"] = error_of(lambda: limited.writeStream.foreach(sink)
                 .outputMode("update").trigger(realTime="5 seconds").start().awaitTermination(60))
             waiting = stream(startingOffsets="earliest", minOffsetsPerTrigger="10")
-            out["min_error"] = error_of(lambda: waiting.writeStream.foreach(FileSink())
+            out["min_error"] = error_of(lambda: waiting.writeStream.foreach(sink)
                 .outputMode("update").trigger(realTime="5 seconds").start().awaitTermination(60))
-            out["continuous_min_error"] = error_of(lambda: waiting.writeStream.foreach(FileSink())
+            out["continuous_min_error"] = error_of(lambda: waiting.writeStream.foreach(sink)
                 .trigger(continuous="1 second").start().awaitTermination(60))
             """
         ),
@@ -324,26 +330,8 @@ def test_continuous_and_real_time_queries_read_the_tier_first(
         _HELPERS
         + textwrap.dedent(
             f"""
-            import json, uuid
             sink_dir = {str(sink)!r}
-
-            class FileSink:
-                def open(self, partition_id, epoch_id):
-                    name = f"{{partition_id}}-{{epoch_id}}-{{uuid.uuid4().hex}}.jsonl"
-                    self.file = open(os.path.join(sink_dir, name), "a")
-                    return True
-                def process(self, row):
-                    self.file.write(json.dumps([row["offset"], row["value"].decode()]) + "\\n")
-                    self.file.flush()
-                def close(self, error):
-                    self.file.close()
-
-            def sink_rows():
-                rows = []
-                for path in glob.glob(os.path.join(sink_dir, "*.jsonl")):
-                    with open(path) as f:
-                        rows += [json.loads(line) for line in f if line.endswith("\\n")]
-                return rows
+            sink = FileSink(sink_dir, ["offset", "value"])
 
             query = continuous_to_memory("tiered_sink")
             try:
@@ -359,17 +347,19 @@ def test_continuous_and_real_time_queries_read_the_tier_first(
 
             df = stream(startingOffsets="earliest").select("offset", "value")
             query = (
-                df.writeStream.foreach(FileSink()).outputMode("update")
+                df.writeStream.foreach(sink).outputMode("update")
                 .option("checkpointLocation", os.path.join(sink_dir, "..", "checkpoint"))
                 .trigger(realTime="5 seconds").start()
             )
             try:
-                wait_for(lambda: len(sink_rows()), 230, "records in the tier and on the SPU")
+                wait_for(
+                    lambda: len(sink_rows(sink_dir)), 230, "records in the tier and on the SPU"
+                )
                 out["real_time_error"] = (
                     None if query.exception() is None else str(query.exception()))
             finally:
                 query.stop()
-            out["real_time"] = sink_rows()
+            out["real_time"] = sink_rows(sink_dir)
             """
         ),
         fluvio_cluster.endpoint,
