@@ -13,6 +13,9 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.vectorized.ColumnVector;
 
 /**
  * The shared test vectors written by {@code python -m tests.vectors.generate} into {@code
@@ -47,6 +50,26 @@ public final class Vectors {
   /** Hex of bytes. */
   public static String hex(byte[] data) {
     return HexFormat.of().formatHex(data);
+  }
+
+  /**
+   * One cell of a Spark column as the vectors write it: binary as hex, integers (and
+   * dates, timestamps) as long, decimals as {@code BigDecimal}.
+   */
+  public static Object cell(ColumnVector col, int row, DataType type) {
+    return switch (type.typeName()) {
+      case "binary" -> hex(col.getBinary(row));
+      case "float" -> col.getFloat(row);
+      case "double" -> col.getDouble(row);
+      case "boolean" -> col.getBoolean(row);
+      case "string" -> col.getUTF8String(row).toString();
+      case "byte" -> (long) col.getByte(row);
+      case "short" -> (long) col.getShort(row);
+      case "integer", "date" -> (long) col.getInt(row);
+      default -> type instanceof DecimalType d
+          ? col.getDecimal(row, d.precision(), d.scale()).toJavaBigDecimal()
+          : col.getLong(row);
+    };
   }
 
   /**

@@ -196,7 +196,7 @@ class TypedTierTest {
               assertTrue(col.isNullAt(r), where);
             } else {
               String arrow = f.name().equals("key") ? "binary" : schema.typeName(user.indexOf(f.name()));
-              assertEquals(expected(x, f.dataType(), arrow), actual(col, r, f.dataType()), where);
+              assertEquals(expected(x, f.dataType(), arrow), Vectors.cell(col, r, f.dataType()), where);
             }
           }
         }
@@ -216,22 +216,6 @@ class TypedTierTest {
       case "boolean" -> x.asBoolean();
       case "string" -> x.asText();
       default -> type instanceof DecimalType ? new BigDecimal(x.asText()) : x.asLong();
-    };
-  }
-
-  private static Object actual(ColumnVector col, int r, DataType type) {
-    return switch (type.typeName()) {
-      case "binary" -> Vectors.hex(col.getBinary(r));
-      case "float" -> col.getFloat(r);
-      case "double" -> col.getDouble(r);
-      case "boolean" -> col.getBoolean(r);
-      case "string" -> col.getUTF8String(r).toString();
-      case "byte" -> (long) col.getByte(r);
-      case "short" -> (long) col.getShort(r);
-      case "integer", "date" -> (long) col.getInt(r);
-      default -> type instanceof DecimalType d
-          ? col.getDecimal(r, d.precision(), d.scale()).toJavaBigDecimal()
-          : col.getLong(r);
     };
   }
 }
