@@ -197,13 +197,7 @@ class ScApp:
         endpoint = MetricsEndpoint(
             self.metrics.registry, self.settings.host, self.settings.metrics_port
         )
-        try:
-            endpoint.start()
-        except OSError as exc:
-            raise OSError(
-                exc.errno,
-                f"metrics port {self.settings.host}:{self.settings.metrics_port}: {exc.strerror}",
-            ) from exc
+        endpoint.start()  # OSError names the port
         self._endpoint = endpoint
 
     def _make_provisioner(self) -> Provisioner:

@@ -177,11 +177,17 @@ class MetricsEndpoint:
         """Bind and serve on a daemon thread; return the URL.
 
         Raises:
-            OSError: the port cannot be bound (the caller logs it naming the port).
+            OSError: the port cannot be bound; the message names it (``metrics port
+                host:port: Address already in use``).
         """
-        self._server, self._thread = start_http_server(
-            self._requested, addr=self.host, registry=self.registry
-        )
+        try:
+            self._server, self._thread = start_http_server(
+                self._requested, addr=self.host, registry=self.registry
+            )
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"metrics port {self.host}:{self._requested}: {exc.strerror}"
+            ) from exc
         log.info("metrics served at %s", self.url)
         return self.url
 

@@ -155,13 +155,7 @@ class SpuApp:
         endpoint = MetricsEndpoint(
             self.metrics.registry, self.settings.host, self.settings.metrics_port
         )
-        try:
-            url = endpoint.start()
-        except OSError as exc:
-            raise OSError(
-                exc.errno,
-                f"metrics port {self.settings.host}:{self.settings.metrics_port}: {exc.strerror}",
-            ) from exc
+        url = endpoint.start()  # OSError names the port
         self._endpoint = endpoint
         path = self._url_file()
         path.parent.mkdir(parents=True, exist_ok=True)
