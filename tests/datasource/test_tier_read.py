@@ -164,3 +164,71 @@ def test_a_typed_topics_history_in_the_tier_reads_in_its_columns(
     )  # fmt: skip
     streamed = _available_now(stream.select(*TYPED_COLUMNS), tmp_path, "typed").collect()
     assert sorted(_typed_row(r) for r in streamed) == expected
+
+
+LOCAL_SCHEME = {
+    # Hadoop's view file system in front of the local one, for the scheme 'local:' (which
+    # fsspec, and so the SPU, knows and Hadoop does not); no cache, so every lookup asks
+    # the configuration the reader was given
+    "fs.local.impl": "org.apache.hadoop.fs.viewfs.ViewFileSystemOverloadScheme",
+    "fs.local.impl.disable.cache": "true",
+    "fs.viewfs.overload.scheme.target.file.impl": "org.apache.hadoop.fs.LocalFileSystem",
+    "fs.viewfs.mounttable.default.linkFallback": "file:///",
+}
+
+
+@pytest.mark.spark_source(
+    "jvm", reason="the Python source opens the tier with fsspec: Hadoop settings are the JVM's"
+)
+def test_the_sessions_hadoop_settings_reach_the_tier_reads(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """A tier URL Hadoop opens only with the session's settings: set on the session
+    (``spark.conf.set``) or where ``spark.hadoop.*`` land (the context's Hadoop
+    configuration), they reach the planning on the driver and the tasks' tier reads."""
+    tier = f"local://{tmp_path / 'tier'}"
+    topic = new_topic(segmentSize=1024, tier=tier, localRetentionSecs=1)
+    sent = []
+    for n in range(6):  # about 2 KiB a batch: a segment each
+        values = [f"{n}-{i}-{'h' * 60}" for i in range(25)]
+        produce(fluvio, topic, values)
+        sent += values
+    wait_until(lambda: spu_log_start(fluvio, topic) >= 75, 90, "local retention")
+    assert load_manifest(tier, 0).start_offset == 0
+
+    def read() -> list[tuple[int, str]]:
+        df = spark.read.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+        rows = df.option("topic", topic).load().select("offset", "value").collect()
+        return sorted((r["offset"], bytes(r["value"]).decode()) for r in rows)
+
+    with pytest.raises(Exception, match='No FileSystem for scheme "local"'):
+        read()  # a plain Hadoop configuration does not know the scheme
+
+    for key, value in LOCAL_SCHEME.items():
+        spark.conf.set(key, value)
+    try:
+        assert read() == list(enumerate(sent))
+        stream = (
+            spark.readStream.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+            .option("topic", topic).option("startingOffsets", "earliest").load()
+        )  # fmt: skip
+        streamed = _available_now(stream.select("offset", "value"), tmp_path, "hadoop").collect()
+        assert sorted((r["offset"], bytes(r["value"]).decode()) for r in streamed) == list(
+            enumerate(sent)
+        )
+    finally:
+        for key in LOCAL_SCHEME:
+            spark.conf.unset(key)
+
+    context = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    for key, value in LOCAL_SCHEME.items():
+        context.set(key, value)
+    try:
+        assert read() == list(enumerate(sent))
+    finally:
+        for key in LOCAL_SCHEME:
+            context.unset(key)

@@ -33,6 +33,7 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.StructField;
@@ -104,7 +105,7 @@ class TypedTierTest {
     int row = 0;
     for (int i = 0; i < 2; i++) {
       TierEntry entry = file(i);
-      try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema)) {
+      try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema, new Configuration())) {
         long first = reader.position();
         VectorSchemaRoot root;
         while ((root = reader.next(3, allocator)) != null) {
@@ -129,7 +130,7 @@ class TypedTierTest {
     TierEntry entry = file(1);
     int skipped = 5;
     int before = VECTORS.get("files").get(0).get("records").asInt();
-    try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema)) {
+    try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema, new Configuration())) {
       reader.skip(skipped);
       try (VectorSchemaRoot root = reader.next(100, allocator)) {
         assertEquals(entry.records() - skipped, root.getRowCount());
@@ -153,7 +154,7 @@ class TypedTierTest {
     }
     TopicSchema wrong = schemaOf(new Schema(fields), names);
     TierEntry entry = file(0);
-    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, wrong));
+    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, wrong, new Configuration()));
     assertEquals(ErrorCode.CORRUPT_FRAME, e.code());
     assertTrue(e.getMessage().contains("column 'count' is optional int32 count, expected int64"), e.getMessage());
   }
@@ -164,7 +165,7 @@ class TypedTierTest {
     Field list = new Field("name", FieldType.nullable(ArrowType.List.INSTANCE), List.of(item));
     TopicSchema nested = schemaOf(new Schema(List.of(list)), List.of("list<item: int32>"));
     TierEntry entry = file(0);
-    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, nested));
+    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, nested, new Configuration()));
     assertEquals(ErrorCode.DATA_SOURCE_OPTION, e.code());
     assertTrue(e.getMessage().startsWith("column 'name' (list<item: int32>) of a typed topic is not read from the tier"),
         e.getMessage());
