@@ -166,6 +166,53 @@ def test_a_typed_topics_history_in_the_tier_reads_in_its_columns(
     assert sorted(_typed_row(r) for r in streamed) == expected
 
 
+NESTED = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("tags", pa.list_(pa.int64())),
+        pa.field("point", pa.struct([("x", pa.int32()), ("label", pa.string())])),
+    ]
+)
+
+
+def _nested_rows(first: int, n: int) -> list[dict[str, Any]]:
+    """Null, empty and longer lists with null elements; null structs and null fields."""
+    rows = []
+    for i in range(first, first + n):
+        tags = None if i % 5 == 1 else [i * 10 + j if (i + j) % 4 else None for j in range(i % 4)]
+        x = None if i % 5 == 0 else -i
+        point = None if i % 4 == 3 else {"x": x, "label": None if i % 7 == 6 else f"p{i}"}
+        rows.append({"id": i, "tags": tags, "point": point, "key": f"k{i}"})
+    return rows
+
+
+def test_a_typed_topics_list_and_struct_columns_read_from_the_tier(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    tier = tmp_path / "tier"
+    topic = new_topic(schema=NESTED, segmentSize=1024, tier=str(tier), localRetentionSecs=1)
+    producer = fluvio.topic_producer(topic, acks="all")
+    sent: list[dict[str, Any]] = []
+    for _ in range(6):  # a segment or more a batch
+        rows = _nested_rows(len(sent), 20)
+        producer.send_batch(pa.Table.from_pylist(rows, schema=_with_key(NESTED))).result(60)
+        sent += rows
+    wait_until(lambda: spu_log_start(fluvio, topic) >= 80, 90, "local retention")
+    assert load_manifest(str(tier), 0).start_offset == 0
+    expected = [(i, r["tags"], r["point"]) for i, r in enumerate(sent)]
+
+    df = spark.read.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+    got = df.option("topic", topic).load().select("offset", "tags", "point").collect()
+    as_python = [
+        (r["offset"], r["tags"], None if r["point"] is None else r["point"].asDict()) for r in got
+    ]
+    assert sorted(as_python, key=lambda t: t[0]) == expected
+
+
 LOCAL_SCHEME = {
     # Hadoop's view file system in front of the local one, for the scheme 'local:' (which
     # fsspec, and so the SPU, knows and Hadoop does not); no cache, so every lookup asks

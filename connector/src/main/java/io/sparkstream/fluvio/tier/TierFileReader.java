@@ -78,7 +78,7 @@ public final class TierFileReader implements AutoCloseable {
   private ColumnReader keys;
   private ColumnReader values;
   private ColumnReader timestamps;
-  private ColumnReader[] userReaders;
+  private TierColumn.Values[] userValues;
   private Leaf headerKeys;
   private Leaf headerValues;
   private long nextOffset;
@@ -170,7 +170,7 @@ public final class TierFileReader implements AutoCloseable {
    * @throws FluvioException {@code STORAGE}: the file cannot be read; {@code CORRUPT_FRAME}:
    *     it does not hold the entry's rows or the record columns, or a user column has
    *     another type than {@code topic} says; {@code DATA_SOURCE_OPTION}: a user column the
-   *     tier reader does not serve (nested types), named
+   *     tier reader does not serve (nested deeper than a list or a struct of scalars), named
    */
   public static TierFileReader open(
       String tierUrl, TierEntry entry, TopicSchema topic, Configuration conf) {
@@ -254,9 +254,9 @@ public final class TierFileReader implements AutoCloseable {
       offsets = column(pages, offsetColumn);
       keys = column(pages, keyColumn);
       values = valueColumn == null ? null : column(pages, valueColumn);
-      userReaders = new ColumnReader[userColumns.size()];
-      for (int c = 0; c < userReaders.length; c++) {
-        userReaders[c] = column(pages, userColumns.get(c).descriptor);
+      userValues = new TierColumn.Values[userColumns.size()];
+      for (int c = 0; c < userValues.length; c++) {
+        userValues[c] = userColumns.get(c).values(d -> column(pages, d));
       }
       timestamps = column(pages, timestampColumn);
       headerKeys = new Leaf(column(pages, headerKeyColumn));
@@ -270,8 +270,8 @@ public final class TierFileReader implements AutoCloseable {
         skipFlat(values, valueColumn, n);
       }
       skipFlat(timestamps, timestampColumn, n);
-      for (int c = 0; c < userReaders.length; c++) {
-        userColumns.get(c).read(userReaders[c], n, null);
+      for (TierColumn.Values column : userValues) {
+        column.read(n, null);
       }
       readHeaders(n, null);
     } else {
@@ -283,9 +283,8 @@ public final class TierFileReader implements AutoCloseable {
       if (values != null) {
         readBinary(values, valueColumn, n, (VarBinaryVector) root.getVector("value"));
       }
-      for (int c = 0; c < userReaders.length; c++) {
-        TierColumn column = userColumns.get(c);
-        column.read(userReaders[c], n, root.getVector(column.field.getName()));
+      for (int c = 0; c < userValues.length; c++) {
+        userValues[c].read(n, root.getVector(userColumns.get(c).field.getName()));
       }
       readTimestamps(n, (TimeStampMicroTZVector) root.getVector("timestamp"));
       readHeaders(n, (ListVector) root.getVector("headers"));
