@@ -2,6 +2,7 @@ package io.sparkstream.fluvio.datasource;
 
 import io.sparkstream.fluvio.client.LeaderClient;
 import io.sparkstream.fluvio.datasource.FluvioOffset.TopicPartition;
+import io.sparkstream.fluvio.tier.TierFiles;
 import java.util.List;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.streaming.ContinuousPartitionReaderFactory;
@@ -9,6 +10,7 @@ import org.apache.spark.sql.connector.read.streaming.ContinuousStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * {@code Trigger.Continuous}: one long-running task per topic partition, each reading a
@@ -66,7 +68,8 @@ final class FluvioContinuousStream implements ContinuousStream {
 
   @Override
   public ContinuousPartitionReaderFactory createContinuousReaderFactory() {
-    return new FluvioContinuousReaderFactory(options.read(), readSchema);
+    return new FluvioContinuousReaderFactory(
+        options.read(), readSchema, new SerializableConfiguration(TierFiles.sessionConf()));
   }
 
   @Override

@@ -6,6 +6,7 @@ import io.sparkstream.fluvio.client.PartitionOffsets;
 import io.sparkstream.fluvio.datasource.FluvioOffset.TopicPartition;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.tier.TierFiles;
 import io.sparkstream.fluvio.tier.TierPrefix;
 import io.sparkstream.fluvio.records.BatchFrames;
 import io.sparkstream.fluvio.records.FrameSlice;
@@ -17,6 +18,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.logging.Logger;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
@@ -30,6 +32,7 @@ import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
 import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * {@code spark.readStream.format("fluvio")} in micro-batches, as {@code FluvioStreamReader}
@@ -361,7 +364,7 @@ final class FluvioMicroBatchStream
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new FluvioStreamReaderFactory(read(), readSchema);
+    return new FluvioStreamReaderFactory(read(), readSchema, new SerializableConfiguration(TierFiles.sessionConf()));
   }
 
   // -- real-time mode ------------------------------------------------------------------
@@ -484,8 +487,9 @@ final class FluvioMicroBatchStream
 
   private static Map<TopicPartition, PartitionOffsets> offsetsOf(LeaderClient client, List<TopicPartition> tps) {
     Map<TopicPartition, PartitionOffsets> out = new TreeMap<>(FluvioOffset.ORDER);
+    Configuration hadoopConf = TierFiles.sessionConf();
     for (TopicPartition tp : tps) {
-      out.put(tp, TierPrefix.readableOffsets(client, tp.topic(), tp.partition()));
+      out.put(tp, TierPrefix.readableOffsets(client, tp.topic(), tp.partition(), hadoopConf));
     }
     return out;
   }
