@@ -25,10 +25,12 @@ class ConnectionPool:
 
     Args:
         connect_timeout: bound on opening one connection.
+        token: the client token each connection presents (None: none).
     """
 
-    def __init__(self, connect_timeout: float = 5.0) -> None:
+    def __init__(self, connect_timeout: float = 5.0, token: str | None = None) -> None:
         self._timeout = connect_timeout
+        self._token = token
         self._conns: dict[tuple[str, int], Connection] = {}
         self._opening: dict[tuple[str, int], asyncio.Future[Connection]] = {}
         self._closing: set[asyncio.Task[None]] = set()
@@ -58,6 +60,7 @@ class ConnectionPool:
                 leader.port,
                 timeout=self._timeout,
                 name=f"spu-{leader.spu_id}@{leader.host}:{leader.port}",
+                token=self._token,
             )
         except BaseException as exc:
             future.set_exception(
