@@ -125,7 +125,7 @@ class Claims:
         """The claims as the token carries them."""
         return {
             "sub": self.principal,
-            "grants": {g.pattern: sorted(g.permissions) for g in self.grants},
+            "grants": [[g.pattern, sorted(g.permissions)] for g in self.grants],
             "exp": self.expires_at,
             "jti": self.token_id,
         }
@@ -140,14 +140,13 @@ class Claims:
         try:
             assert isinstance(data, dict)
             grants = data["grants"]
-            assert isinstance(grants, dict) and isinstance(data["sub"], str)
+            assert isinstance(grants, list) and isinstance(data["sub"], str)
             exp = data.get("exp")
             assert exp is None or isinstance(exp, int | float)
             return cls(
                 data["sub"],
                 tuple(
-                    Grant(str(p), frozenset(Permission(x) for x in perms))
-                    for p, perms in grants.items()
+                    Grant(str(p), frozenset(Permission(x) for x in perms)) for p, perms in grants
                 ),
                 exp,
                 str(data.get("jti", "")),
