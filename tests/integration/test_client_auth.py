@@ -90,6 +90,8 @@ def test_each_token_does_what_its_grants_allow(secured: LocalCluster) -> None:
         assert f"lacks the consume permission on topic {topic!r}" in str(refused.value)
         with pytest.raises(PermissionDeniedError, match="admin permission on topic 'orders-new'"):
             producer.admin().create_topic("orders-new", partitions=1)
+        with pytest.raises(PermissionDeniedError, match="consume permission"):
+            producer.group_consumer(topic, group=unique("g"))  # a join needs consume
     finally:
         producer.close()
     consumer = Fluvio.connect(secured.endpoint, token=token(secured, f"{topic}=consume"))
@@ -97,6 +99,8 @@ def test_each_token_does_what_its_grants_allow(secured: LocalCluster) -> None:
         assert read_values(consumer, topic) == ["a", "b", "c"]
         with pytest.raises(PermissionDeniedError, match="lacks the produce permission"):
             produce(consumer, topic, ["d"])
+        member = consumer.group_consumer(topic, group=unique("g"), auto_offset_reset="earliest")
+        member.close()
     finally:
         consumer.close()
 
