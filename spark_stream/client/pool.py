@@ -12,7 +12,7 @@ import asyncio
 import logging
 
 from spark_stream.client.metadata import Leader
-from spark_stream.errors import ClientClosedError, ConnectionClosedError
+from spark_stream.errors import ClientClosedError, ConnectionClosedError, FluvioError
 from spark_stream.net.connection import Connection
 
 __all__ = ["ConnectionPool"]
@@ -65,7 +65,7 @@ class ConnectionPool:
         except BaseException as exc:
             future.set_exception(
                 exc
-                if isinstance(exc, ConnectionClosedError)
+                if isinstance(exc, FluvioError)  # typed: e.g. a refused token stays one
                 else ConnectionClosedError(f"cannot connect to SPU {leader.spu_id}: {exc}")
             )
             future.exception()  # retrieved: no "never retrieved" warning without waiters
