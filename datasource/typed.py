@@ -58,7 +58,9 @@ _SYSTEM = (
 _SINK_EXTRA = frozenset({"key", "timestamp", "headers", "partition", "topic", "offset"})
 
 
-def typed_user_schema(endpoint: str | None, topics: Sequence[str]) -> TopicSchema | None:
+def typed_user_schema(
+    endpoint: str | None, topics: Sequence[str], token: str | None = None
+) -> TopicSchema | None:
     """The schema of the typed topic a read or write names, None for untyped topics.
 
     Raises:
@@ -67,7 +69,7 @@ def typed_user_schema(endpoint: str | None, topics: Sequence[str]) -> TopicSchem
     """
     if not topics:
         return None
-    found = client_for(endpoint).admin().list_topics(*topics)
+    found = client_for(endpoint, token).admin().list_topics(*topics)
     typed = [t for t in found if t.spec.topic_schema is not None]
     if not typed:
         return None

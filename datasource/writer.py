@@ -21,6 +21,7 @@ column is an error naming it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Iterator
@@ -46,6 +47,7 @@ from datasource.sink_schema import (
 )
 from datasource.typed import to_typed_rows, typed_sink_columns, typed_user_schema
 from spark_stream.client import TopicProducer, producer_id_for
+from spark_stream.client.profile import resolve_token
 from spark_stream.errors import SinkSchemaError
 from spark_stream.models.topic_schema import TopicSchema
 
@@ -121,7 +123,7 @@ def write_task(
         SinkSchemaError: a null value or topic in the data.
         SchemaMismatchError: a value that does not fit the typed topic's column.
     """
-    client = client_for(endpoint)
+    client = client_for(endpoint, opts.token)
     producers: dict[str, TopicProducer] = {}
     futures = []
     records = 0
@@ -194,13 +196,14 @@ class _WriterBase:
     """Schema checking shared by the batch writer and the streaming sink."""
 
     def __init__(self, opts: WriterOptions, schema: StructType, endpoint: str) -> None:
-        self.opts = opts
+        # The token is resolved here, on the driver: executors get it with the options.
+        self.opts = opts = dataclasses.replace(opts, token=resolve_token(opts.token, endpoint))
         self.endpoint = endpoint
         # A DataFrame with a ``value`` column writes records (no typed topic has one):
         # only one without it asks the cluster whether the topic is typed.
         typed_rows = opts.topic is not None and "value" not in schema.fieldNames()
         topics = (opts.topic,) if typed_rows and opts.topic is not None else ()
-        self.typed = typed_user_schema(endpoint, topics)
+        self.typed = typed_user_schema(endpoint, topics, opts.token)
         if self.typed is not None:
             assert opts.topic is not None
             typed_sink_columns(schema, self.typed, opts.topic)

@@ -75,6 +75,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--metrics-port", type=int, help="serve Prometheus metrics here (0: any free port)"
     )
+    parser.add_argument(
+        "--auth-key-file", help="check client tokens signed with this key (default: off)"
+    )
     parser.add_argument("--ready-file", type=Path, help="write ports as JSON here once up")
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_SC_LOG_LEVEL", "INFO"))
     return parser.parse_args(argv)
@@ -92,6 +95,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "tier_root",
         "redis_start_timeout_s",
         "metrics_port",
+        "auth_key_file",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 

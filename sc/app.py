@@ -41,6 +41,7 @@ from sc.provisioner import LocalProcessProvisioner, NullProvisioner, Provisioner
 from sc.public_api import PublicApi
 from sc.settings import ScSettings
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
+from spark_stream.auth import load_key
 from spark_stream.metrics import MetricsEndpoint
 from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
 from spark_stream.net.budget import RequestBudget
@@ -110,6 +111,7 @@ class ScApp:
             tier_root=settings.tier_root,
             kv_budget_s=settings.admin_kv_timeout_s,
             budget=self.budget,
+            auth_key=load_key(settings.auth_key_file) if settings.auth_key_file else None,
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False
@@ -209,6 +211,12 @@ class ScApp:
                 self.settings.data_dir,
                 sc_endpoint=str(Endpoint(self.settings.host, self.private_port)),
                 token=self.settings.spu_token,
+                # Managed SPUs check client tokens with the SC's key (auth on or off alike).
+                env=(
+                    {"FLUVIO_SPU_AUTH_KEY_FILE": self.settings.auth_key_file}
+                    if self.settings.auth_key_file
+                    else None
+                ),
             )
         return NullProvisioner()
 

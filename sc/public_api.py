@@ -34,6 +34,7 @@ from sc.kv.budget import retry_budget
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from sc.topic_tier import with_tier
+from spark_stream.auth.guard import Guard
 from spark_stream.errors import (
     ConflictError,
     InsufficientResourcesError,
@@ -210,6 +211,8 @@ class PublicApi:
             pushes a grant once the leader holds its gate.
         tier_root: the cluster's default tier (topics with a table need one).
         budget: the process's request-bytes budget (shared with the private server).
+        auth_key: the cluster key checking client tokens (``spark_stream.auth``); None:
+            clients need none.
     """
 
     def __init__(
@@ -224,6 +227,7 @@ class PublicApi:
         tier_root: str | None = None,
         kv_budget_s: float = 3.0,
         budget: RequestBudget | None = None,
+        auth_key: bytes | None = None,
     ) -> None:
         self.kv = kv
         self.kv_budget_s = kv_budget_s
@@ -251,12 +255,15 @@ class PublicApi:
             ApiKey.DELETE_SPU_GROUP: self._delete_spu_group,
             ApiKey.LIST_SPU_GROUPS: self._list_spu_groups,
         }
+        guard = Guard(auth_key, name="sc-public")
         self.server = Server(
-            {
-                **{key: self._bounded(handler) for key, handler in admin.items()},
-                ApiKey.WATCH_METADATA: self._watch_metadata,
-                **group_api.routes(),
-            },
+            guard.routes(
+                {
+                    **{key: self._bounded(handler) for key, handler in admin.items()},
+                    ApiKey.WATCH_METADATA: self._watch_metadata,
+                    **group_api.routes(),
+                }
+            ),
             host=host,
             port=port,
             name="sc-public",

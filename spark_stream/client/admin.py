@@ -56,12 +56,22 @@ class AdminClient:
         host: the SC's public address.
         port: the SC's public port (9003 by default).
         timeout: seconds each request may take.
+        token: the client token presented on connect (None: none; a cluster with auth on
+            then refuses every request with ``AuthenticationError``).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9003, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9003,
+        *,
+        timeout: float = 30.0,
+        token: str | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
+        self.token = token
         self._conn: Connection | None = None
 
     async def connect(self) -> Self:
@@ -76,6 +86,7 @@ class AdminClient:
                 self.port,
                 timeout=self.timeout,
                 name=f"sc-public {self.host}:{self.port}",
+                token=self.token,
             )
         return self
 

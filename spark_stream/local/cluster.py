@@ -8,6 +8,7 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/redis/           Redis AOF (the cluster's desired state)
     {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
     {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
+    {data_dir}/auth/cluster.key the key signing client tokens (only with ``auth``)
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
@@ -42,6 +43,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from spark_stream.auth import (
+    CLUSTER,
+    Claims,
+    Grant,
+    Permission,
+    load_key,
+    new_key,
+    sign,
+    write_key,
+)
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import Profile, delete_profile, load_profiles, save_profile
 from spark_stream.errors import FluvioError, InvalidConfigError, NotFoundError, ServerStartError
@@ -154,6 +165,9 @@ class LocalCluster:
         default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
             (``tier_root``); False leaves them untiered (the SC is started without a tier
             root; a running SC keeps the setting it was started with).
+        auth: clients need a token: the SC and SPUs check tokens signed with the key in
+            ``auth_key_file`` (made on the first start with it), and the profile gets an
+            admin token (``*=admin``); once on, later starts keep it on. Off by default.
     """
 
     def __init__(
@@ -171,6 +185,7 @@ class LocalCluster:
         env: Mapping[str, str] | None = None,
         metrics: bool = False,
         default_tier: bool = True,
+        auth: bool = False,
     ) -> None:
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
@@ -190,6 +205,8 @@ class LocalCluster:
         self._existing = self._layout_path().is_file()
         self.layout = self._load_layout()
         self.layout.metrics = self.layout.metrics or metrics
+        self.layout.auth = self.layout.auth or auth
+        self._admin_token: str | None = None
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
         self._started: list[_Started] = []
 
@@ -217,6 +234,27 @@ class LocalCluster:
         if self.layout.spu_mode == "group":
             return self._spu_dirs.pid_file(spu_id)  # written by the SC's provisioner
         return self.pid_file(f"spu-{spu_id}")
+
+    @property
+    def auth_key_file(self) -> Path:
+        """The cluster key signing client tokens (used when ``auth`` is on)."""
+        return self.data_dir / "auth" / "cluster.key"
+
+    @property
+    def admin_token(self) -> str | None:
+        """A cluster-admin token (``*=admin``) when auth is on, else None.
+
+        Raises:
+            InvalidConfigError: the key file is unreadable.
+        """
+        if not self.layout.auth:
+            return None
+        if self._admin_token is None:
+            if not self.auth_key_file.is_file():
+                write_key(self.auth_key_file, new_key())
+            admin = Claims("admin", (Grant(CLUSTER, frozenset({Permission.ADMIN})),))
+            self._admin_token = sign(admin, load_key(self.auth_key_file))
+        return self._admin_token
 
     @property
     def endpoint(self) -> str:
@@ -280,7 +318,12 @@ class LocalCluster:
             self._stop_started()
             raise
         self._started = []
-        save_profile(Profile(endpoint=self.endpoint, data_dir=str(self.data_dir)), self.profile)
+        save_profile(
+            Profile(
+                endpoint=self.endpoint, data_dir=str(self.data_dir), token=self.admin_token or ""
+            ),
+            self.profile,
+        )
         return self.status()
 
     def _spawn(
@@ -367,7 +410,9 @@ class LocalCluster:
         if private and not self._port_free(private):
             private = 0
         spu_command = f"{self.python} -m spu"
-        env = {**self.env, **self._metrics_env()}  # managed SPUs inherit the SC's
+        self.admin_token  # noqa: B018 - writes the key file before the SC reads it
+        # Managed SPUs inherit the SC's environment.
+        env = {**self.env, **self._metrics_env(), **self._auth_env()}
         argv = [
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
@@ -404,7 +449,9 @@ class LocalCluster:
         )
 
     async def _start_spus(self) -> None:
-        async with AdminClient(_HOST, self.layout.sc_public_port, timeout=10.0) as admin:
+        async with AdminClient(
+            _HOST, self.layout.sc_public_port, timeout=10.0, token=self.admin_token
+        ) as admin:
             if self.layout.spu_mode == "group":
                 await self._ensure_group(admin)
             else:
@@ -445,6 +492,7 @@ class LocalCluster:
         env = {
             **self.env,
             **self._metrics_env(),
+            **self._auth_env(),
             **spu_environment(
                 spu_id,
                 sc_endpoint=str(Endpoint(_HOST, self.layout.sc_private_port)),
@@ -458,6 +506,13 @@ class LocalCluster:
     def _metrics_env(self) -> dict[str, str]:
         """SPU settings for metrics on a free port each (``FLUVIO_SPU_METRICS_PORT``)."""
         return {"FLUVIO_SPU_METRICS_PORT": "0"} if self.layout.metrics else {}
+
+    def _auth_env(self) -> dict[str, str]:
+        """The SC's and SPUs' ``auth_key_file`` setting when auth is on."""
+        if not self.layout.auth:
+            return {}
+        key = str(self.auth_key_file)
+        return {"FLUVIO_SC_AUTH_KEY_FILE": key, "FLUVIO_SPU_AUTH_KEY_FILE": key}
 
     def _metrics_url(self, name: str) -> str | None:
         """The metrics URL process ``name`` (``sc``, ``spu-5001``) wrote, if any."""
@@ -594,7 +649,9 @@ class LocalCluster:
         return ClusterStatus(str(self.data_dir), endpoint, procs, spus or [])
 
     async def _list_spus(self) -> list[dict[str, Any]]:
-        async with AdminClient(_HOST, self.layout.sc_public_port, timeout=5.0) as admin:
+        async with AdminClient(
+            _HOST, self.layout.sc_public_port, timeout=5.0, token=self.admin_token
+        ) as admin:
             return [_spu_row(s) for s in await admin.list_spus()]
 
 

@@ -46,6 +46,8 @@ from spark_stream.protocol._control_private import (
 from spark_stream.protocol._control_public import (
     AddPartitionsRequest,
     AddPartitionsResponse,
+    AuthenticateRequest,
+    AuthenticateResponse,
     CreateSpuGroupRequest,
     CreateSpuGroupResponse,
     CreateTopicRequest,
@@ -117,6 +119,8 @@ __all__ = [
     "HeartbeatRequest",
     "HeartbeatResponse",
     # public: clients and admin
+    "AuthenticateRequest",
+    "AuthenticateResponse",
     "CreateTopicRequest",
     "CreateTopicResponse",
     "DeleteTopicRequest",

@@ -6,6 +6,8 @@ public final class ApiKeys {
 
   /** Any server: the api keys and version ranges it accepts. */
   public static final int API_VERSIONS = 1;
+  /** A client presents its token once per connection (SC and SPU public ports). */
+  public static final int AUTHENTICATE = 2;
 
   /** SC: one topic and its partitions. */
   public static final int DESCRIBE_TOPIC = 1004;

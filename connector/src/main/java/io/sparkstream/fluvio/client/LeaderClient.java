@@ -25,6 +25,7 @@ public final class LeaderClient implements Closeable {
 
   private final Endpoint scEndpoint;
   private final int timeoutMs;
+  private final String token;
   private final Map<Endpoint, Connection> connections = new HashMap<>();
   private final Map<String, Metadata> metadata = new HashMap<>();
 
@@ -35,8 +36,21 @@ public final class LeaderClient implements Closeable {
    * @param timeoutMs bound on connecting and on each request
    */
   public LeaderClient(Endpoint scEndpoint, int timeoutMs) {
+    this(scEndpoint, timeoutMs, null);
+  }
+
+  /**
+   * A client of the cluster whose SC is at {@code scEndpoint} that presents {@code token}
+   * on every connection it opens (to the SC and to each leader).
+   *
+   * @param scEndpoint the SC's public endpoint
+   * @param timeoutMs bound on connecting and on each request
+   * @param token the client token of a cluster with auth on; null: none
+   */
+  public LeaderClient(Endpoint scEndpoint, int timeoutMs, String token) {
     this.scEndpoint = scEndpoint;
     this.timeoutMs = timeoutMs;
+    this.token = token;
   }
 
   /**
@@ -309,6 +323,14 @@ public final class LeaderClient implements Closeable {
     Connection c = connections.get(endpoint);
     if (c == null || c.isClosed()) {
       c = Connection.open(endpoint, timeoutMs);
+      if (token != null) {
+        try {
+          c.authenticate(token);
+        } catch (FluvioException e) {
+          c.close();
+          throw e;
+        }
+      }
       connections.put(endpoint, c);
     }
     return c;

@@ -63,7 +63,7 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
     this.schema = schema;
     this.range = range;
     this.hadoopConf = hadoopConf;
-    this.client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS);
+    this.client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS, options.token());
     this.next = -1; // checked against the log start at the first next()
     this.local = options.localReads();
   }

@@ -60,7 +60,7 @@ final class FluvioContinuousStream implements ContinuousStream {
   @Override
   public InputPartition[] planInputPartitions(Offset start) {
     driver.mirrorStart(((FluvioOffset) start).offsets()); // progressGroup: claim, mirror
-    try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS, options.read().token())) {
       planned = driver.subscribed(client, false);
     }
     return FluvioMicroBatchStream.streamPartitions(((FluvioOffset) start).offsets(), planned);
@@ -79,7 +79,7 @@ final class FluvioContinuousStream implements ContinuousStream {
 
   @Override
   public boolean needsReconfiguration() {
-    try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS, options.read().token())) {
       return !driver.subscribed(client, false).equals(planned);
     } catch (RuntimeException e) {
       return false; // the SC unreachable for now: keep the tasks running, ask again later

@@ -145,7 +145,7 @@ final class FluvioDataWriter implements DataWriter<InternalRow> {
     IdempotentProducer p = producers.get(topic);
     if (p == null) {
       if (client == null) {
-        client = new LeaderClient(opts.endpoint(), 30_000);
+        client = new LeaderClient(opts.endpoint(), 30_000, opts.token());
         allocator = new RootAllocator();
       }
       String setting;

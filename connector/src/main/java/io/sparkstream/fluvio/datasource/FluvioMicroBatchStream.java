@@ -72,7 +72,7 @@ final class FluvioMicroBatchStream
     this.options = options;
     this.readSchema = readSchema;
     this.progress =
-        options.progressGroup() == null ? null : new ProgressMirror(options.progressGroup(), options.read().endpoint());
+        options.progressGroup() == null ? null : new ProgressMirror(options.progressGroup(), options.read().endpoint(), options.read().token());
   }
 
   private ReaderOptions read() {
@@ -88,7 +88,7 @@ final class FluvioMicroBatchStream
 
   @Override
   public Offset initialOffset() {
-    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS, read().token())) {
       Map<TopicPartition, PartitionOffsets> now = offsetsOf(client, subscribed(client, true));
       OffsetSpec spec = read().starting();
       String name = spec.optionName("startingOffsets", "startingTimestamp");
@@ -137,7 +137,7 @@ final class FluvioMicroBatchStream
   public Offset latestOffset(Offset startOffset, ReadLimit limit) {
     Map<TopicPartition, Long> begin = ((FluvioOffset) startOffset).offsets();
     mirrorStart(begin);
-    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS, read().token())) {
       Map<TopicPartition, PartitionOffsets> now = offsetsOf(client, subscribed(client, false));
       Map<TopicPartition, Long> base = new LinkedHashMap<>();
       Map<TopicPartition, Long> latest = new LinkedHashMap<>();
@@ -338,7 +338,7 @@ final class FluvioMicroBatchStream
   }
 
   private Map<TopicPartition, Long> visibleEnds() {
-    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS, read().token())) {
       Map<TopicPartition, Long> ends = new TreeMap<>(FluvioOffset.ORDER);
       offsetsOf(client, subscribed(client, false)).forEach((tp, off) -> ends.put(tp, off.end(read().isolation())));
       return ends;
@@ -389,7 +389,7 @@ final class FluvioMicroBatchStream
   public InputPartition[] planInputPartitions(Offset start) {
     mirrorStart(((FluvioOffset) start).offsets());
     List<TopicPartition> now;
-    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS, read().token())) {
       now = subscribed(client, false);
     }
     return streamPartitions(((FluvioOffset) start).offsets(), now);

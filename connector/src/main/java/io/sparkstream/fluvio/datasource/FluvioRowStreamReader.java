@@ -165,7 +165,7 @@ final class FluvioRowStreamReader
   }
 
   private void open() {
-    try (LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS, options.token())) {
       Endpoint leader = client.metadata(partition.topic()).leader(partition.partition());
       stream = FetchStream.open(leader, partition.topic(), partition.partition(), next,
           options.fetchMaxBytes(), options.isolation(), FluvioScan.TIMEOUT_MS);
@@ -178,7 +178,7 @@ final class FluvioRowStreamReader
    * client of the cluster until the reader is past the tier.
    */
   private void start() {
-    LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS);
+    LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS, options.token());
     try {
       long logStart = TierPrefix.readableOffsets(client, partition.topic(), partition.partition(), hadoopConf).logStart();
       FluvioInputPartition range = new FluvioInputPartition(

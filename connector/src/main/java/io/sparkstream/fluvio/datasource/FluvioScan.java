@@ -76,7 +76,7 @@ final class FluvioScan implements Scan, Batch {
   @Override
   public InputPartition[] planInputPartitions() {
     List<FluvioInputPartition> planned = new ArrayList<>();
-    try (LeaderClient client = new LeaderClient(options.endpoint(), TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(options.endpoint(), TIMEOUT_MS, options.token())) {
       Map<String, PartitionOffsets> offsets = new LinkedHashMap<>();
       Configuration hadoopConf = TierFiles.sessionConf();
       boolean byPattern = options.topicPattern() != null;

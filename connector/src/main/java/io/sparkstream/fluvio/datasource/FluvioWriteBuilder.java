@@ -44,7 +44,7 @@ final class FluvioWriteBuilder implements WriteBuilder, SupportsTruncate, Suppor
     // without it asks the SC whether the topic is typed, as the Python writer does.
     boolean typedRows =
         opts.topic() != null && !java.util.List.of(info.schema().fieldNames()).contains("value");
-    TopicSchema typed = typedRows ? TypedSchema.lookUp(opts.endpoint(), java.util.List.of(opts.topic())) : null;
+    TopicSchema typed = typedRows ? TypedSchema.lookUp(opts.endpoint(), java.util.List.of(opts.topic()), opts.token()) : null;
     SinkColumns columns =
         typed == null
             ? SinkColumns.of(info.schema(), opts.topic() != null, opts.preservePartitions())

@@ -24,6 +24,7 @@ import java.util.TreeSet;
  * @param acks {@code all} or {@code leader}
  * @param preservePartitions whether a {@code partition} column routes rows; null when not
  *     given (see {@link SinkColumns})
+ * @param token the client token, resolved on the driver as for reads; null: none
  */
 public record WriterOptions(
     Endpoint endpoint,
@@ -31,12 +32,14 @@ public record WriterOptions(
     Compression compression,
     int batchSize,
     String acks,
-    Boolean preservePartitions)
+    Boolean preservePartitions,
+    String token)
     implements Serializable {
 
   /** Every writer option name, as in Python. */
   static final List<String> WRITER =
-      List.of("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions");
+      List.of(
+          "endpoint", "token", "topic", "compression", "batchSize", "acks", "preservePartitions");
 
   private static final int DEFAULT_BATCH_SIZE = 256 * 1024;
 
@@ -79,6 +82,7 @@ public record WriterOptions(
         compression,
         batchSize == null || batchSize == 0 ? DEFAULT_BATCH_SIZE : batchSize,
         acks,
-        preserve);
+        preserve,
+        ReaderOptions.token(given, endpoint));
   }
 }
