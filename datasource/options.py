@@ -98,7 +98,15 @@ _STREAM_ONLY = (
     "maxTriggerDelay",
 )
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
-_WRITER = ("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions")
+_WRITER = (
+    "endpoint",
+    "topic",
+    "compression",
+    "batchSize",
+    "acks",
+    "preservePartitions",
+    "mergeSchema",
+)
 
 _GROUP_PREFIX = "group:"
 """``startingOffsets=group:NAME``: start at a consumer group's committed offsets."""
@@ -236,6 +244,8 @@ class WriterOptions:
         acks: ``all`` (default, wait for the in-sync replicas) or ``leader``.
         preserve_partitions: whether a ``partition`` column routes rows; None (not set)
             = yes, unless the DataFrame is a read of a topic (see ``sink_schema``).
+        merge_schema: set the ``topic``'s schema from the DataFrame's user columns
+            before writing (``datasource.merge_schema``); needs the ``topic`` option.
     """
 
     endpoint: str | None
@@ -244,6 +254,7 @@ class WriterOptions:
     batch_size: int
     acks: AcksName
     preserve_partitions: bool | None = None
+    merge_schema: bool = False
 
 
 def check_reader_option_names(options: Mapping[str, str]) -> None:
@@ -621,6 +632,12 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     if topic is not None and not topic.strip():
         raise DataSourceOptionError("option 'topic' must not be empty")
     endpoint = _endpoint(given)
+    merge_schema = _bool(opts, "mergeSchema", False)
+    if merge_schema and topic is None:
+        raise DataSourceOptionError(
+            "option 'mergeSchema' needs the 'topic' option: it sets that one topic's schema "
+            "(rows routed by a 'topic' column may go to many topics)"
+        )
     return WriterOptions(
         endpoint=endpoint,
         topic=topic.strip() if topic else None,
@@ -632,4 +649,5 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
         preserve_partitions=(
             _bool(opts, "preservePartitions", False) if "preservePartitions" in opts else None
         ),
+        merge_schema=merge_schema,
     )

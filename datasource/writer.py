@@ -36,6 +36,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from datasource.clients import client_for
+from datasource.merge_schema import merge_topic_schema
 from datasource.options import WriterOptions
 from datasource.sink_schema import (
     SINK_COLUMNS,
@@ -43,10 +44,11 @@ from datasource.sink_schema import (
     SinkColumns,
     sink_columns,
     to_record_batch,
+    typed_topic_refused,
 )
 from datasource.typed import to_typed_rows, typed_sink_columns, typed_user_schema
 from spark_stream.client import TopicProducer, producer_id_for
-from spark_stream.errors import SinkSchemaError
+from spark_stream.errors import SchemaMismatchError, SinkSchemaError
 from spark_stream.models.topic_schema import TopicSchema
 
 __all__ = [
@@ -142,6 +144,7 @@ def write_task(
                         batch_size=opts.batch_size,
                     )
                     producers[topic] = producer
+                    _check_untyped(producer, topic, typed, routed=opts.topic is None)
                 if typed is None:
                     data = to_record_batch(rows, columns)
                 else:
@@ -163,6 +166,20 @@ def write_task(
         for producer in producers.values():
             producer.close()
     return FluvioCommitMessage(task, producer_id, records, tuple(sorted(producers)))
+
+
+def _check_untyped(
+    producer: TopicProducer, topic: str, typed: TopicSchema | None, *, routed: bool
+) -> None:
+    """Refuse untyped records for a typed topic, saying what to write instead.
+
+    Raises:
+        SchemaMismatchError: ``topic`` is typed and the rows are untyped records.
+    """
+    schema = producer.topic_schema()
+    if typed is None and schema is not None:
+        names = [c.name for c in schema.columns]
+        raise SchemaMismatchError(typed_topic_refused(topic, names, routed=routed))
 
 
 def _record_columns(columns: SinkColumns) -> tuple[str, ...]:
@@ -200,7 +217,11 @@ class _WriterBase:
         # only one without it asks the cluster whether the topic is typed.
         typed_rows = opts.topic is not None and "value" not in schema.fieldNames()
         topics = (opts.topic,) if typed_rows and opts.topic is not None else ()
-        self.typed = typed_user_schema(endpoint, topics)
+        if opts.merge_schema and opts.topic is not None:
+            # Once, on the driver, before any task writes (``merge_schema``).
+            self.typed: TopicSchema | None = merge_topic_schema(endpoint, opts.topic, schema)
+        else:
+            self.typed = typed_user_schema(endpoint, topics)
         if self.typed is not None:
             assert opts.topic is not None
             typed_sink_columns(schema, self.typed, opts.topic)
