@@ -138,6 +138,8 @@ def sink_columns(
             or ``preservePartitions=true`` without a ``partition`` column.
     """
     names = [f.name for f in schema.fields]
+    if "value" not in names:  # before the other columns: they may be a typed topic's
+        raise SinkSchemaError(_NO_VALUE_TOPIC_OPTION if topic_option else _NO_VALUE_ROUTED)
     unknown = [n for n in names if n not in SINK_COLUMNS and n not in SOURCE_COLUMNS]
     if unknown:
         raise SinkSchemaError(
@@ -145,8 +147,6 @@ def sink_columns(
             f"{', '.join(SINK_COLUMNS)} and ignores {', '.join(SOURCE_COLUMNS)} "
             "(select or rename columns first)"
         )
-    if "value" not in names:
-        raise SinkSchemaError(_NO_VALUE_TOPIC_OPTION if topic_option else _NO_VALUE_ROUTED)
     if preserve_partitions and "partition" not in names:
         raise SinkSchemaError(
             "option 'preservePartitions' is true but the DataFrame has no 'partition' column"
