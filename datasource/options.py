@@ -108,6 +108,7 @@ _WRITER = (
     "batchSize",
     "acks",
     "preservePartitions",
+    "mergeSchema",
 )
 
 _GROUP_PREFIX = "group:"
@@ -251,6 +252,8 @@ class WriterOptions:
             = yes, unless the DataFrame is a read of a topic (see ``sink_schema``).
         token: the client token for a cluster with auth on (``token``); None: as
             ``resolve_token`` finds it on the driver (``FLUVIO_TOKEN``, the profile's).
+        merge_schema: set the ``topic``'s schema from the DataFrame's user columns
+            before writing (``datasource.merge_schema``); needs the ``topic`` option.
     """
 
     endpoint: str | None
@@ -260,6 +263,7 @@ class WriterOptions:
     acks: AcksName
     preserve_partitions: bool | None = None
     token: str | None = None
+    merge_schema: bool = False
 
 
 def check_reader_option_names(options: Mapping[str, str]) -> None:
@@ -646,6 +650,12 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     if topic is not None and not topic.strip():
         raise DataSourceOptionError("option 'topic' must not be empty")
     endpoint = _endpoint(given)
+    merge_schema = _bool(opts, "mergeSchema", False)
+    if merge_schema and topic is None:
+        raise DataSourceOptionError(
+            "option 'mergeSchema' needs the 'topic' option: it sets that one topic's schema "
+            "(rows routed by a 'topic' column may go to many topics)"
+        )
     return WriterOptions(
         endpoint=endpoint,
         topic=topic.strip() if topic else None,
@@ -658,4 +668,5 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
             _bool(opts, "preservePartitions", False) if "preservePartitions" in opts else None
         ),
         token=named_token(opts),
+        merge_schema=merge_schema,
     )

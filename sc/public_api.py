@@ -22,7 +22,7 @@ import asyncio
 import bisect
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 from sc.assignment import InsufficientSpus, InvalidAssignment, short_of_spus
@@ -59,7 +59,7 @@ from spark_stream.models import (
     TopicSchema,
     TopicSpec,
 )
-from spark_stream.models.topic_schema import decode_arrow
+from spark_stream.models.topic_schema import decode_arrow, untyped_with_records
 from spark_stream.models.topic_table import TableFormat, check_delta_types
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import ConnContext, Handler, Server
@@ -412,7 +412,7 @@ class PublicApi:
         topic = self.store.topic(msg.name)
         if topic is None:
             raise UnknownTopicError(f"topic {msg.name!r} does not exist")
-        new = evolved_schema(topic, msg.arrow)
+        new = evolved_schema(topic, msg.arrow, self.store.partitions_of(topic.name))
         try:
             stored = await self.kv.update_spec(
                 Topic.kind,
@@ -600,19 +600,25 @@ def _grown_spec(topic: Topic, count: int, store: StoreView) -> TopicSpec:
     return spec.model_copy(update={"partitions": total})
 
 
-def evolved_schema(topic: Topic, arrow: str) -> TopicSchema:
+def evolved_schema(topic: Topic, arrow: str, partitions: Sequence[Partition]) -> TopicSchema:
     """The next version of ``topic``'s schema with the user columns ``arrow`` describes.
 
+    An untyped topic that holds no record (no partition's leader reported a record)
+    becomes typed: version 1 of ``arrow``. One that holds records stays untyped: its
+    records have no columns, so a schema would make them unreadable.
+
     Raises:
-        InvalidConfigError: the topic is untyped, ``arrow`` is not an Arrow schema, or
-            the change is not only appended nullable columns (the message says which).
+        InvalidConfigError: the topic is untyped and holds records, ``arrow`` is not an
+            Arrow schema, or the change is not only appended nullable columns (the
+            message says which).
     """
     old = topic.spec.topic_schema
     if old is None:
-        raise InvalidConfigError(
-            f"topic {topic.name!r} is untyped; a schema is set when a topic is created"
-        )
-    new = old.evolve(decode_arrow(arrow))
+        if any(max(p.status.leo, p.status.log_start_offset) > 0 for p in partitions):
+            raise InvalidConfigError(untyped_with_records(topic.name))
+        new = TopicSchema.of(decode_arrow(arrow))
+    else:
+        new = old.evolve(decode_arrow(arrow))
     if topic.spec.table is TableFormat.DELTA:
         check_delta_types(new.arrow_schema)
     return new

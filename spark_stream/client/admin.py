@@ -153,14 +153,18 @@ class AdminClient:
         return Topic.from_dict(reply.topic)
 
     async def update_topic_schema(self, name: str, schema: pa.Schema) -> Topic:
-        """Evolve a typed topic's schema to ``schema`` (the next version).
+        """Evolve a typed topic's schema to ``schema`` (the next version), or type an
+        empty untyped topic (version 1).
 
         Only appending nullable columns is allowed: frames written before read them as
-        null. Producers and readers pick the new version up from their metadata.
+        null. Producers and readers pick the new version up from their metadata. An
+        untyped topic is empty when no leader reported a record to the SC (they report
+        within a heartbeat); one that holds records is refused.
 
         Raises:
-            InvalidConfigError: the topic is untyped, or the change removes, renames,
-                retypes or reorders a column, adds a non-nullable one, or adds none.
+            InvalidConfigError: the topic is untyped and holds records, or the change
+                removes, renames, retypes or reorders a column, adds a non-nullable one,
+                or adds none.
             UnknownTopicError: no such topic.
         """
         request = c.UpdateTopicSchemaRequest(name, encode_arrow(check_user_schema(schema)))

@@ -12,6 +12,9 @@ public final class ApiKeys {
   /** SC: one topic and its partitions. */
   public static final int DESCRIBE_TOPIC = 1004;
 
+  /** SC: a typed topic's next schema version, or an empty untyped topic's first. */
+  public static final int UPDATE_TOPIC_SCHEMA = 1007;
+
   /** SC: every SPU and its endpoints. */
   public static final int LIST_SPUS = 1012;
 

@@ -3,6 +3,7 @@ package io.sparkstream.fluvio.client;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import io.sparkstream.fluvio.protocol.Frame;
+import io.sparkstream.fluvio.records.TopicSchema;
 import java.io.Closeable;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -269,6 +270,31 @@ public final class LeaderClient implements Closeable {
     meta.put("group", group);
     meta.put("offsets", given);
     return meta;
+  }
+
+  /**
+   * Set a topic's user columns ({@code UPDATE_TOPIC_SCHEMA}, the admin API's {@code
+   * update_topic_schema}): a typed topic's next version, or an empty untyped topic's first.
+   *
+   * @param topic the topic
+   * @param arrow the user columns, a base64 Arrow IPC schema message
+   * @return the topic's schema after the update
+   * @throws FluvioException {@code INVALID_CONFIG} (the SC's evolution rules, or an untyped
+   *     topic that holds records) and {@code UNKNOWN_TOPIC}
+   */
+  public TopicSchema updateTopicSchema(String topic, String arrow) {
+    Object updated =
+        connection(scEndpoint)
+            .request(ApiKeys.UPDATE_TOPIC_SCHEMA, 0, Map.of("name", topic, "arrow", arrow))
+            .decodeMeta()
+            .get("topic");
+    Object spec = updated instanceof Map<?, ?> t ? t.get("spec") : null;
+    Object schema = spec instanceof Map<?, ?> s ? s.get("topicSchema") : null;
+    if (!(schema instanceof Map<?, ?> m)) {
+      throw new FluvioException(
+          ErrorCode.INVALID_REQUEST, "update schema reply: topic %s has no schema".formatted(topic));
+    }
+    return TopicSchema.fromSpec(m);
   }
 
   /**

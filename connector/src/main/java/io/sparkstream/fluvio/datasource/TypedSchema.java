@@ -100,7 +100,7 @@ public final class TypedSchema {
         if (topics.size() > 1) {
           throw new FluvioException(
               ErrorCode.DATA_SOURCE_OPTION,
-              "topic %s is typed: read or write it alone, not with %s"
+              "topic %s is typed: read it alone with the 'topic' option, not with %s"
                   .formatted(ReaderOptions.pyRepr(topic),
                       String.join(", ", topics.stream().filter(t -> !t.equals(topic)).toList())));
         }

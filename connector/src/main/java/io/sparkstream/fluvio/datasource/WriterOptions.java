@@ -25,6 +25,8 @@ import java.util.TreeSet;
  * @param preservePartitions whether a {@code partition} column routes rows; null when not
  *     given (see {@link SinkColumns})
  * @param token the client token, resolved on the driver as for reads; null: none
+ * @param mergeSchema set the topic's schema from the DataFrame's user columns before
+ *     writing ({@link SchemaMerge}); needs the {@code topic} option
  */
 public record WriterOptions(
     Endpoint endpoint,
@@ -33,13 +35,21 @@ public record WriterOptions(
     int batchSize,
     String acks,
     Boolean preservePartitions,
-    String token)
+    String token,
+    boolean mergeSchema)
     implements Serializable {
 
   /** Every writer option name, as in Python. */
   static final List<String> WRITER =
       List.of(
-          "endpoint", "token", "topic", "compression", "batchSize", "acks", "preservePartitions");
+          "endpoint",
+          "token",
+          "topic",
+          "compression",
+          "batchSize",
+          "acks",
+          "preservePartitions",
+          "mergeSchema");
 
   private static final int DEFAULT_BATCH_SIZE = 256 * 1024;
 
@@ -76,6 +86,12 @@ public record WriterOptions(
         opts.containsKey("preservePartitions")
             ? ReaderOptions.bool(opts, "preservePartitions", false)
             : null;
+    boolean mergeSchema = ReaderOptions.bool(opts, "mergeSchema", false);
+    if (mergeSchema && topic == null) {
+      throw ReaderOptions.error(
+          "option 'mergeSchema' needs the 'topic' option: it sets that one topic's schema "
+              + "(rows routed by a 'topic' column may go to many topics)");
+    }
     return new WriterOptions(
         endpoint,
         topic == null ? null : topic.strip(),
@@ -83,6 +99,7 @@ public record WriterOptions(
         batchSize == null || batchSize == 0 ? DEFAULT_BATCH_SIZE : batchSize,
         acks,
         preserve,
-        ReaderOptions.token(given, endpoint));
+        ReaderOptions.token(given, endpoint),
+        mergeSchema);
   }
 }
