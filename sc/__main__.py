@@ -180,7 +180,18 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
         tmp = args.ready_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(ready))
         tmp.replace(args.ready_file)
-    await stopping
+    lost = loop.create_task(app.lost.wait(), name="sc-store-lost")
+    await asyncio.wait((stopping, lost), return_when=asyncio.FIRST_COMPLETED)
+    if not stopping.done():
+        stopping.cancel()
+        log.error(
+            "sc stopping: the KV store at %s lost its data; start the SC again to rebuild "
+            "topics and partitions from what the SPUs hold (managed SPUs keep running)",
+            settings.redis_url,
+        )
+        await app.stop(keep_spus=True)
+        return 1
+    lost.cancel()
     log.info("sc stopping on signal")
     await app.stop()
     return 0

@@ -250,8 +250,21 @@ class RedisKvStore(KvStore):
 
     # -- writes --------------------------------------------------------------------
 
-    async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
-        obj = obj.with_uid(new_uid())
+    async def store_id(self) -> str:
+        key, fresh = f"{self._prefix}:store-id", new_uid()
+
+        async def op() -> Any:
+            # SET NX then GET: the first SC to ask after the data was lost names the store.
+            await self._redis.set(key, fresh, nx=True)
+            return await self._redis.get(key)
+
+        value = await self._call(op, "store_id")
+        return _text(value) if value is not None else fresh
+
+    async def create(
+        self, obj: KvObject[Any, Any], *, keep_uid: bool = False
+    ) -> KvObject[Any, Any]:
+        obj = obj.with_uid(obj.uid if keep_uid and obj.uid else new_uid())
         kind = obj.kind
         object_class(kind)
         parent = obj.metadata.parent

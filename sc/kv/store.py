@@ -172,11 +172,26 @@ class KvStore(abc.ABC):
         """Return the store's current revision (0 when nothing was ever written)."""
 
     @abc.abstractmethod
-    async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
-        """Store a new object; its revision and uid in ``obj`` are ignored.
+    async def store_id(self) -> str:
+        """The identity of this store's data: a random id written with its first use.
+
+        A store that lost its data (flushed, replaced by an empty server) answers a new
+        id, so whoever recorded the old one (an SPU, in ``ReplicaMeta``) can tell that
+        this store forgot what it knew (``sc.rebuild``).
+        """
+
+    @abc.abstractmethod
+    async def create(
+        self, obj: KvObject[Any, Any], *, keep_uid: bool = False
+    ) -> KvObject[Any, Any]:
+        """Store a new object; its revision (and uid, unless ``keep_uid``) are ignored.
+
+        ``keep_uid`` is for rebuilding an object the store forgot (``sc.rebuild``): the
+        SPUs' storage names its partition by that uid.
 
         Returns:
-            The stored object, carrying its new revision and a new uid (``new_uid``).
+            The stored object, carrying its new revision and a new uid (``new_uid``),
+            or its own uid with ``keep_uid`` (a new one when it has none).
 
         Raises:
             ObjectExistsError: an object of that kind and name exists.
