@@ -136,7 +136,7 @@ class PrivateApi:
             if records and self.rebuilder is not None:
                 # Only a peer with the secret may have the store rebuilt from its report.
                 self.cm.check_token(msg.spu_id, msg.token)
-                await self.rebuilder.absorb(msg.spu_id, records, public, private)
+                await self.rebuilder.absorb(msg.spu_id, records, public, private, msg.group)
             spu = await self._authorize(msg)
         except UnauthorizedError as exc:
             log.warning("spu refused spu=%d peer=%s reason=%s", msg.spu_id, ctx.peer, exc)

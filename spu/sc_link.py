@@ -137,7 +137,13 @@ class ScLink:
         # What it keeps of each replica, so an SC whose store forgot them rebuilds them.
         meta = await asyncio.to_thread(self.dispatcher.stored_meta)
         request = SpuConnectRequest.build(
-            self.settings.id, self.settings.token, self.public, self.private, stored, meta
+            self.settings.id,
+            self.settings.token,
+            self.public,
+            self.private,
+            stored,
+            meta,
+            self.settings.group,
         )
         async with await conn.stream(request) as stream:
             first = await anext(stream)

@@ -9,7 +9,9 @@ back in time: restored from an older file). For the forgotten records of one rep
 ``plan_rebuild`` returns what to write so the store knows them again:
 
 - the reporting SPU's registration (a custom SPU at the endpoints it bound) when the
-  store does not know its id: it must be accepted to serve its data;
+  store does not know its id and no SPU group manages it: it must be accepted to serve
+  its data. A managed SPU comes back with its group (``fluvio cluster start`` creates
+  it again; the provisioner adopts the running process);
 - each topic the store lacks, rebuilt from its partitions' records: the topic settings
   they carry, ``partitions`` = the number of partitions reported, the replication
   factor of the newest record, status ``Provisioned`` with the reported replica sets as
@@ -118,6 +120,7 @@ def plan_rebuild(
     spu_id: int,
     public: PublicEndpoint | None = None,
     private: PrivateEndpoint | None = None,
+    group: str | None = None,
 ) -> RebuildPlan:
     """What to write so ``store`` knows again what SPU ``spu_id`` reports it forgot.
 
@@ -128,6 +131,7 @@ def plan_rebuild(
         spu_id: the reporting SPU.
         public: the public endpoint it bound (for its registration).
         private: the private endpoint it bound.
+        group: the SPU group managing it (``SpuConnectRequest.group``); None: custom.
     """
     lost = {
         name: meta
@@ -137,7 +141,7 @@ def plan_rebuild(
     if not lost:
         return RebuildPlan()
     spu = None
-    if store.spu(spu_id) is None:
+    if store.spu(spu_id) is None and group is None:
         spec = {
             "spu_id": spu_id,
             "spu_type": SpuType.CUSTOM,

@@ -55,6 +55,7 @@ class Rebuilder:
         records: Sequence[ReplicaMeta],
         public: PublicEndpoint | None,
         private: PrivateEndpoint | None,
+        group: str | None = None,
     ) -> RebuildPlan:
         """Plan on SPU ``spu_id``'s report and write the plan; return it.
 
@@ -73,6 +74,7 @@ class Rebuilder:
                 spu_id=spu_id,
                 public=public,
                 private=private,
+                group=group,
             )
             if plan.empty:
                 return plan

@@ -53,6 +53,7 @@ from spark_stream.local._state import (
     option_conflicts,
 )
 from spark_stream.local.redis_server import (
+    check_appendfsync,
     find_redis_server,
     free_port,
     redis_argv,
@@ -142,6 +143,8 @@ class LocalCluster:
         spus: number of SPUs (a later start may raise it, never lower it).
         sc_port: the SC's public port on first start (0: any free port).
         redis_url: use this Redis instead of starting one (first start only).
+        redis_fsync: ``appendfsync`` of the Redis it starts (``always``, ``everysec``,
+            ``no``); its append-only file is always on.
         spu_mode: ``group`` (SC-provisioned SPU group) or ``custom`` (spawned here).
         start_timeout: bound on each wait of ``start``.
         stop_timeout: seconds between SIGTERM and SIGKILL.
@@ -163,6 +166,7 @@ class LocalCluster:
         spus: int | None = None,
         sc_port: int | None = None,
         redis_url: str | None = None,
+        redis_fsync: str = "everysec",
         spu_mode: str | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
@@ -180,6 +184,7 @@ class LocalCluster:
         self._want_spus = spus
         self._sc_port = sc_port
         self._redis_url = redis_url
+        self._redis_fsync = check_appendfsync(redis_fsync)
         self._spu_mode = spu_mode
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -328,7 +333,13 @@ class LocalCluster:
             port = free_port()
         folder = self.data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
-        argv = redis_argv(find_redis_server(), port, folder, self.log_file("redis"))
+        argv = redis_argv(
+            find_redis_server(),
+            port,
+            folder,
+            self.log_file("redis"),
+            appendfsync=self._redis_fsync,
+        )
         started = self._spawn("redis", "Redis", argv, self.env)
         self.layout.redis_port = port
         self.layout.redis_url = f"redis://{_HOST}:{port}/0"
@@ -471,19 +482,30 @@ class LocalCluster:
         return url if isinstance(url, str) and url else None
 
     async def _wait_spus_online(self, admin: AdminClient) -> None:
+        """Wait until every SPU of the layout runs here *and* the SC lists it online.
+
+        Both: an SC that just started lists SPUs as its store last knew them (online
+        though their processes are gone), and a running process may not be accepted.
+        """
         wanted = set(self.layout.spu_ids)
         deadline = time.monotonic() + self.start_timeout
         online: set[int] = set()
+        alive: set[int] = set()
         while time.monotonic() < deadline:
             spus = await admin.list_spus()
             online = {s.spu_id for s in spus if s.status.is_online}
-            if wanted <= online:
+            alive = {i for i in wanted if self.spu_pid(i) is not None}
+            if wanted <= online & alive:
                 return
             await asyncio.sleep(0.1)  # bounded poll of the SC's view
-        missing = sorted(wanted - online)
+        missing = sorted(wanted - (online & alive))
+        why = "; ".join(
+            f"SPU {i}: " + ("no process running" if i not in alive else "not online in the SC")
+            for i in missing
+        )
         logs = "".join(f"\n{self._spu_log(i)}:{log_tail(self._spu_log(i), 8)}" for i in missing)
         raise ServerStartError(
-            f"SPUs {missing} failed to start: not online within {self.start_timeout}s{logs}"
+            f"SPUs {missing} failed to start within {self.start_timeout}s ({why}){logs}"
         )
 
     def _spu_log(self, spu_id: int) -> Path:

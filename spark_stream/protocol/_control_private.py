@@ -306,6 +306,8 @@ class SpuConnectRequest(Message):
             partition was deleted (or re-created) meanwhile.
         replica_meta: ``ReplicaMeta.to_wire()`` of the replicas it keeps metadata of:
             an SC whose store forgot them rebuilds them (``sc.rebuild``).
+        group: the SPU group that manages it (None: a custom SPU); a store that forgot
+            a custom SPU registers it again, a managed one comes back with its group.
     """
 
     spu_id: int
@@ -314,6 +316,7 @@ class SpuConnectRequest(Message):
     private_endpoint: dict[str, Any] | None = None
     stored: list[dict[str, Any]] = field(default_factory=list)
     replica_meta: list[dict[str, Any]] = field(default_factory=list)
+    group: str | None = None
 
     def __post_init__(self) -> None:
         _check_spu_id("SpuConnectRequest", self.spu_id)
@@ -327,6 +330,7 @@ class SpuConnectRequest(Message):
         private: PrivateEndpoint | None = None,
         stored: Iterable[ReplicaId] = (),
         replica_meta: Iterable[ReplicaMeta] = (),
+        group: str | None = None,
     ) -> SpuConnectRequest:
         """The request from endpoint models and the replicas found on disk."""
         return cls(
@@ -336,6 +340,7 @@ class SpuConnectRequest(Message):
             private.to_dict() if private is not None else None,
             [entry.to_wire() for entry in stored],
             [record.to_wire() for record in replica_meta],
+            group,
         )
 
     def stored_replicas(self) -> list[ReplicaId]:

@@ -45,8 +45,9 @@ def decode_meta(data: bytes, where: str) -> ReplicaMeta:
         doc = json.loads(data)
     except ValueError as exc:
         raise StorageError(f"{where}: not JSON: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("version") != META_VERSION:
-        raise StorageError(f"{where}: unknown version {doc.get('version')!r}")
+    version = doc.get("version") if isinstance(doc, dict) else None
+    if version != META_VERSION:
+        raise StorageError(f"{where}: unknown version {version!r}")
     try:
         return ReplicaMeta.from_wire(doc.get("meta"))
     except (FluvioError, ValueError) as exc:

@@ -35,9 +35,7 @@ def _meta(
     uid: str | None = None,
     retention: int | None = None,
 ) -> ReplicaMeta:
-    spec = PartitionSpec(
-        initial_leader=replicas[0], replicas=replicas, retention_secs=retention
-    )
+    spec = PartitionSpec(initial_leader=replicas[0], replicas=replicas, retention_secs=retention)
     return ReplicaMeta(store, Replica(name, leader, spec, revision, uid or f"u-{name}", epoch))
 
 
@@ -187,9 +185,7 @@ def test_plan_rebuild(row: Row) -> None:
         assert (plan.spu.spu_id, plan.spu.spec.public_endpoint.port) == (1, 7001)
         assert plan.spu.spec.private_endpoint.port == 7002
     assert (plan.spu is not None) is row.spu
-    topics = {
-        t.name: (t.spec.partitions, dict(t.status.replica_map)) for t in plan.topics
-    }
+    topics = {t.name: (t.spec.partitions, dict(t.status.replica_map)) for t in plan.topics}
     assert topics == row.topics
     for topic in plan.topics:
         assert topic.status.resolution is TopicResolution.PROVISIONED
@@ -216,3 +212,11 @@ def test_rebuilt_topic_takes_the_settings_and_factor_of_the_newest_record() -> N
 
 def test_an_empty_plan_is_empty() -> None:
     assert RebuildPlan().empty
+
+
+def test_a_managed_spu_is_not_registered_as_custom() -> None:
+    """Its group registers it again (a custom SPU in the group's range would make the
+    group Invalid); its topics are rebuilt all the same."""
+    plan = plan_rebuild(LocalStore(), NEW, [_meta("t-0")], spu_id=1, group="main")
+    assert plan.spu is None
+    assert [t.name for t in plan.topics] == ["t"]
