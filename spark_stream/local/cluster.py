@@ -44,7 +44,13 @@ from typing import Any
 
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import Profile, delete_profile, load_profiles, save_profile
-from spark_stream.errors import FluvioError, InvalidConfigError, NotFoundError, ServerStartError
+from spark_stream.errors import (
+    FluvioError,
+    InvalidConfigError,
+    NotFoundError,
+    ServerStartError,
+    SpuExistsError,
+)
 from spark_stream.local._state import (
     FIRST_SPU_ID,
     ClusterLayout,
@@ -440,11 +446,14 @@ class LocalCluster:
             self.layout.spu_ports[str(spu_id)] = ports
         known = {s.spu_id for s in await admin.list_spus()}
         if spu_id not in known:
-            await admin.register_spu(
-                spu_id,
-                publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
-                privateEndpoint={"port": ports[1], "host": _HOST},
-            )
+            # An SC rebuilding a lost store registers a running SPU from its own report
+            # (sc.rebuild), maybe between the listing and this call: that is the same SPU.
+            with contextlib.suppress(SpuExistsError):
+                await admin.register_spu(
+                    spu_id,
+                    publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
+                    privateEndpoint={"port": ports[1], "host": _HOST},
+                )
         if running(self.pid_file(f"spu-{spu_id}")) is None:
             self._spawn_spu(spu_id)
 
