@@ -69,8 +69,9 @@ def replace(cluster: LocalCluster) -> None:
     folder = cluster.data_dir / "redis"
     shutil.rmtree(folder)
     folder.mkdir()
-    argv = redis_argv(find_redis_server(), cluster.layout.redis_port, folder, cluster.log_file("redis"))
-    write_pid_file(cluster.pid_file("redis"), spawn(argv, cluster.log_file("redis")))
+    log_file = cluster.log_file("redis")
+    argv = redis_argv(find_redis_server(), cluster.layout.redis_port, folder, log_file)
+    write_pid_file(cluster.pid_file("redis"), spawn(argv, log_file))
     wait_until(lambda: _answers(cluster.layout.redis_url), 30, "the new Redis")
 
 
@@ -125,6 +126,7 @@ def test_topics_come_back_from_the_spus(cluster: LocalCluster, lose: object) -> 
     with Fluvio.connect(cluster.endpoint, timeout=30) as fluvio:
         wait_online(fluvio, a, 2)
         wait_online(fluvio, b, 1)
+        assert "the store forgot what SPU" in cluster.log_file("sc").read_text()
         topics = {t.name: t.spec for t in fluvio.admin().list_topics()}
         assert (topics[a].partitions, topics[a].replication_factor) == (2, 2)
         assert (topics[b].partitions, topics[b].replication_factor) == (1, 3)
@@ -142,9 +144,7 @@ def test_topics_come_back_from_the_spus(cluster: LocalCluster, lose: object) -> 
         assert read_all(fluvio, b)[-1] == b"after"
 
         fluvio.admin().delete_topic(a)  # an explicit delete still deletes, everywhere
-        wait_until(
-            lambda: a not in {t.name for t in fluvio.admin().list_topics()}, 30, "a deleted"
-        )
+        wait_until(lambda: a not in {t.name for t in fluvio.admin().list_topics()}, 30, "a deleted")
 
         def gone() -> bool:
             return not any(

@@ -28,7 +28,9 @@ from spark_stream.local.redis_server import redis_argv
         ({}, {"aof_enabled": 0}, "persistence is off"),
     ],
 )
-def test_persistence_problem(config: dict[str, str], info: dict[str, Any], problem: str | None) -> None:
+def test_persistence_problem(
+    config: dict[str, str], info: dict[str, Any], problem: str | None
+) -> None:
     found = persistence_problem(config, info)
     if problem is None:
         assert found is None
