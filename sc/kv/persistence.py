@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
+
+from sc.kv.client import close_client, redis_client
 
 __all__ = ["check_persistence", "persistence_problem"]
 
@@ -51,7 +52,7 @@ async def check_persistence(url: str, timeout: float = 5.0) -> str | None:  # no
     Raises:
         RedisError: Redis did not answer ``INFO``.
     """
-    client = aioredis.Redis.from_url(
+    client = redis_client(
         url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
     )
     try:
@@ -65,5 +66,5 @@ async def check_persistence(url: str, timeout: float = 5.0) -> str | None:  # no
                 break
         info = await client.info("persistence")
     finally:
-        await client.aclose()
+        await close_client(client)
     return persistence_problem(config, info)

@@ -29,7 +29,6 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -39,6 +38,7 @@ from sc.kv import _lua
 from sc.kv import groups as g
 from sc.kv._batch import ScriptBatcher
 from sc.kv.budget import budget_deadline, call_deadline
+from sc.kv.client import close_client, redis_client
 from sc.kv.groups import (
     GROUP_KIND,
     CommitOutcome,
@@ -157,7 +157,7 @@ class RedisKvStore(KvStore):
         self.on_op: Callable[[str, float], None] | None = None
         """Called with (operation, seconds) after each Redis call (the SC's metrics)."""
         # Retries are ours (bounded by time, with backoff), so redis-py's are off.
-        self._redis = aioredis.Redis.from_url(
+        self._redis = redis_client(
             url,
             decode_responses=True,
             socket_timeout=max(10.0, block_ms / 1000 + 5.0),
@@ -537,4 +537,4 @@ class RedisKvStore(KvStore):
 
     async def close(self) -> None:
         self._closed = True
-        await self._redis.aclose()
+        await close_client(self._redis)
