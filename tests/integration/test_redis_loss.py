@@ -31,8 +31,8 @@ N = 120
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    with running_cluster(tmp_path / "cluster", spus=3) as running_:
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path / "cluster", spus=3, spu_mode=request.param) as running_:
         yield running_
 
 
@@ -100,8 +100,15 @@ def wait_online(fluvio: Fluvio, topic: str, partitions: int) -> None:
     wait_until(ready, 90, f"topic {topic} rebuilt and served")
 
 
-@pytest.mark.parametrize("lose", [flush, replace], ids=["flushall", "new-empty-server"])
+@pytest.mark.parametrize(
+    ("lose", "cluster"),
+    [(flush, "custom"), (replace, "custom"), (flush, "group")],
+    ids=["flushall", "new-empty-server", "flushall-spu-group"],
+    indirect=["cluster"],
+)
 def test_topics_come_back_from_the_spus(cluster: LocalCluster, lose: object) -> None:
+    """Custom SPUs are registered again from their reports; a group's SPUs come back
+    with the group ``start`` creates again (the SC adopts the running processes)."""
     assert callable(lose)
     with Fluvio.connect(cluster.endpoint, timeout=30) as fluvio:
         a = make_topic(fluvio, partitions=2, replication=2, timeout=60)
@@ -123,10 +130,16 @@ def test_topics_come_back_from_the_spus(cluster: LocalCluster, lose: object) -> 
     assert f"{a}-0" in held and f"{a}-1" in held and f"{b}-0" in held
 
     cluster.start()  # a new SC on the emptied store: the SPUs report what they hold
+    assert {i: cluster.spu_pid(i) for i in cluster.layout.spu_ids} == spu_pids
     with Fluvio.connect(cluster.endpoint, timeout=30) as fluvio:
         wait_online(fluvio, a, 2)
         wait_online(fluvio, b, 1)
         assert "the store forgot what SPU" in cluster.log_file("sc").read_text()
+        if cluster.layout.spu_mode == "group":  # its SPUs are the group's, not custom ones
+            groups = {g.name: g.status.resolution.value for g in fluvio.admin().list_spu_groups()}
+            assert groups == {"main": "Reserved"}
+        kinds = {s.spu_id: s.spec.spu_type.value for s in fluvio.admin().list_spus()}
+        print(f"SPUs after the rebuild: {kinds}")
         topics = {t.name: t.spec for t in fluvio.admin().list_topics()}
         assert (topics[a].partitions, topics[a].replication_factor) == (2, 2)
         assert (topics[b].partitions, topics[b].replication_factor) == (1, 3)
