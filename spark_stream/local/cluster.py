@@ -203,6 +203,7 @@ class LocalCluster:
         self.layout.metrics = self.layout.metrics or metrics
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
         self._started: list[_Started] = []
+        self._before: dict[int, tuple[int | None, int]] = {}
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -281,6 +282,10 @@ class LocalCluster:
         if self._want_spus is not None:
             self.layout.spus = max(self.layout.spus, self._want_spus)
         self._started = []
+        # Where each SPU's log and process stood before this start (see _spu_up).
+        self._before = {
+            i: (self.spu_pid(i), self._log_size(self._spu_log(i))) for i in self.layout.spu_ids
+        }
         try:
             self._start_redis()
             self._start_sc()
@@ -502,20 +507,40 @@ class LocalCluster:
         alive: set[int] = set()
         while time.monotonic() < deadline:
             spus = await admin.list_spus()
-            online = {s.spu_id for s in spus if s.status.is_online}
+            online = {s.spu_id for s in spus if s.status.is_online and self._spu_up(s.spu_id)}
             alive = {i for i in wanted if self.spu_pid(i) is not None}
             if wanted <= online & alive:
                 return
             await asyncio.sleep(0.1)  # bounded poll of the SC's view
         missing = sorted(wanted - (online & alive))
         why = "; ".join(
-            f"SPU {i}: " + ("no process running" if i not in alive else "not online in the SC")
+            f"SPU {i}: " + ("no process running" if i not in alive else "not accepted by the SC")
             for i in missing
         )
         logs = "".join(f"\n{self._spu_log(i)}:{log_tail(self._spu_log(i), 8)}" for i in missing)
         raise ServerStartError(
             f"SPUs {missing} failed to start within {self.start_timeout}s ({why}){logs}"
         )
+
+    def _spu_up(self, spu_id: int) -> bool:
+        """Whether SPU ``spu_id`` connected to the SC since this start, when it had to.
+
+        An SC this start started, or an SPU process that is not the one found running,
+        means the SC's ``Online`` may be what its store last knew: the SPU's log must
+        show it was accepted (``connected to the SC``) after this start began.
+        """
+        pid_before, offset = self._before.get(spu_id, (None, 0))
+        sc_new = any(started.name == "sc" for started in self._started)
+        if not sc_new and pid_before is not None and self.spu_pid(spu_id) == pid_before:
+            return True
+        return "connected to the SC" in log_text(self._spu_log(spu_id), offset)
+
+    @staticmethod
+    def _log_size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:
+            return 0
 
     def _spu_log(self, spu_id: int) -> Path:
         if self.layout.spu_mode == "group":
