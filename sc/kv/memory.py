@@ -28,6 +28,7 @@ from sc.kv.groups import (
 )
 from sc.kv.store import (
     DEFAULT_FEED_RETENTION,
+    TOMBSTONES_MAX,
     ChangeEvent,
     ChangeType,
     KindFilter,
@@ -68,6 +69,7 @@ class MemoryKvStore(KvStore):
         self._children: dict[_Key, set[_Key]] = {}
         self._revision = 0
         self._store_id = new_uid()
+        self._tombstones: dict[str, None] = {}  # insertion-ordered: oldest first
         self._feed: deque[ChangeEvent] = deque(maxlen=feed_retention)
         self._wakeup = asyncio.Event()
         self._closed = False
@@ -105,6 +107,16 @@ class MemoryKvStore(KvStore):
 
     async def store_id(self) -> str:
         return self._store_id
+
+    async def add_tombstones(self, uids: Collection[str]) -> None:
+        for uid in uids:
+            self._tombstones.pop(uid, None)
+            self._tombstones[uid] = None
+        while len(self._tombstones) > TOMBSTONES_MAX:
+            del self._tombstones[next(iter(self._tombstones))]
+
+    async def tombstones(self) -> frozenset[str]:
+        return frozenset(self._tombstones)
 
     async def create(
         self, obj: KvObject[Any, Any], *, keep_uid: bool = False

@@ -50,6 +50,7 @@ from sc.kv.groups import (
 )
 from sc.kv.store import (
     DEFAULT_FEED_RETENTION,
+    TOMBSTONES_MAX,
     ChangeEvent,
     ChangeType,
     KindFilter,
@@ -260,6 +261,25 @@ class RedisKvStore(KvStore):
 
         value = await self._call(op, "store_id")
         return _text(value) if value is not None else fresh
+
+    async def add_tombstones(self, uids: Collection[str]) -> None:
+        if not uids:
+            return
+        key = f"{self._prefix}:tombstones"
+        now = time.time()
+
+        async def op() -> Any:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.zadd(key, dict.fromkeys(uids, now))
+                pipe.zremrangebyrank(key, 0, -(TOMBSTONES_MAX + 1))  # keep the newest
+                return await pipe.execute()
+
+        await self._call(op, "tombstones")
+
+    async def tombstones(self) -> frozenset[str]:
+        key = f"{self._prefix}:tombstones"
+        members = await self._call(lambda: self._redis.zrange(key, 0, -1), "tombstones")
+        return frozenset(str(m) for m in members)  # decode_responses: already text
 
     async def create(
         self, obj: KvObject[Any, Any], *, keep_uid: bool = False

@@ -58,10 +58,14 @@ __all__ = [
     "coerce_part",
     "new_uid",
     "DEFAULT_FEED_RETENTION",
+    "TOMBSTONES_MAX",
 ]
 
 #: How many changes the feed keeps by default before trimming the oldest.
 DEFAULT_FEED_RETENTION = 10_000
+
+#: How many uids of deleted partitions a store remembers (``add_tombstones``).
+TOMBSTONES_MAX = 100_000
 
 #: ``None`` for every registered kind, one kind name, or several.
 KindFilter = str | Collection[str] | None
@@ -179,6 +183,19 @@ class KvStore(abc.ABC):
         id, so whoever recorded the old one (an SPU, in ``ReplicaMeta``) can tell that
         this store forgot what it knew (``sc.rebuild``).
         """
+
+    @abc.abstractmethod
+    async def add_tombstones(self, uids: Collection[str]) -> None:
+        """Remember the uids of deleted partitions (the newest ``TOMBSTONES_MAX`` kept).
+
+        An SPU that was away reports a deleted partition's metadata; if that record
+        names an older store (this one was rebuilt meanwhile, ``sc.rebuild``), its uid
+        here tells a deleted partition from a forgotten one.
+        """
+
+    @abc.abstractmethod
+    async def tombstones(self) -> frozenset[str]:
+        """The uids ``add_tombstones`` remembers."""
 
     @abc.abstractmethod
     async def create(

@@ -25,6 +25,10 @@ back in time: restored from an older file). For the forgotten records of one rep
 - for a partition the store has with the record's uid but an older leader epoch (built
   from another SPU's older record): the newest epoch and its leader (``EpochRaise``).
 
+A forgotten record whose uid the store lists as deleted (``tombstones``: an SPU away
+while a rebuilt topic was deleted again still names the old store) is not rebuilt: it
+is purged as deleted.
+
 Among several records of one partition the newest wins: highest leader epoch, then
 highest partition revision (``newest``). A record the store has not forgotten is left
 to the usual rules (purged when its partition was deleted), and a partition or topic the
@@ -33,7 +37,7 @@ store has with another uid is the store's (an admin created it anew): never repl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sc.local_store import StoreView
@@ -121,6 +125,7 @@ def plan_rebuild(
     public: PublicEndpoint | None = None,
     private: PrivateEndpoint | None = None,
     group: str | None = None,
+    tombstones: Collection[str] = frozenset(),
 ) -> RebuildPlan:
     """What to write so ``store`` knows again what SPU ``spu_id`` reports it forgot.
 
@@ -132,11 +137,13 @@ def plan_rebuild(
         public: the public endpoint it bound (for its registration).
         private: the private endpoint it bound.
         group: the SPU group managing it (``SpuConnectRequest.group``); None: custom.
+        tombstones: uids of partitions deleted from this store (``KvStore.tombstones``):
+            a record of an older store with such a uid was deleted after the rebuild.
     """
     lost = {
         name: meta
         for name, meta in newest(records).items()
-        if forgotten(meta, store_id, store.revision)
+        if forgotten(meta, store_id, store.revision) and meta.replica.uid not in tombstones
     }
     if not lost:
         return RebuildPlan()

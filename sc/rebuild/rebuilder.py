@@ -5,6 +5,9 @@ the SPU, so the SPU's registration (when the store forgot it) and the partitions
 are in the mirror and in the connection manager's cache before its first full push:
 that push then carries the replicas instead of purging their storage as deleted.
 
+Partitions deleted from the store leave their uid as a tombstone (``KvStore``), read
+when a report holds forgotten records (``plan_rebuild``'s ``tombstones``).
+
 One report at a time (a lock): the plan is made on a mirror that caught up with the KV,
 so two SPUs reporting the same topic do not both create it; an object another writer
 created meanwhile (``ObjectExistsError``) is the store's and is left as it is.
@@ -18,9 +21,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sc.dispatcher import Dispatcher
-from sc.kv.store import KvStore
-from sc.rebuild.plan import EpochRaise, RebuildPlan, TopicGrowth, plan_rebuild
-from spark_stream.errors import ConflictError, NotFoundError, ObjectExistsError
+from sc.kv.store import ChangeType, KvStore
+from sc.local_store import Change
+from sc.rebuild.plan import EpochRaise, RebuildPlan, TopicGrowth, forgotten, plan_rebuild
+from spark_stream.errors import ConflictError, FluvioError, NotFoundError, ObjectExistsError
 from spark_stream.models import KvObject, Partition, PrivateEndpoint, PublicEndpoint, Topic
 from spark_stream.protocol.control import ReplicaMeta
 
@@ -46,8 +50,36 @@ class Rebuilder:
         self.dispatcher = dispatcher
         self.store_id = store_id
         self._lock = asyncio.Lock()
+        self._burying: set[asyncio.Task[None]] = set()
         self.rebuilt: list[str] = []
         """Names of the partitions rebuilt so far (for logs and tests)."""
+        dispatcher.add_listener(self._changed)
+
+    def _changed(self, changes: list[Change], resync: bool) -> None:
+        """Deleted partitions' uids become tombstones (``KvStore.add_tombstones``).
+
+        Not on a resync: its deletions may be a store that forgot, not an admin.
+        """
+        if resync:
+            return
+        uids = [
+            change.old.uid
+            for change in changes
+            if change.kind == Partition.kind
+            and change.type is ChangeType.DELETED
+            and change.old is not None
+            and change.old.uid
+        ]
+        if uids:
+            task = asyncio.get_running_loop().create_task(self._bury(uids))
+            self._burying.add(task)
+            task.add_done_callback(self._burying.discard)
+
+    async def _bury(self, uids: list[str]) -> None:
+        try:
+            await self.kv.add_tombstones(uids)
+        except FluvioError as exc:  # a missed tombstone only narrows the gap it closes
+            log.warning("tombstones of deleted partitions not written: %s", exc)
 
     async def absorb(
         self,
@@ -67,14 +99,18 @@ class Rebuilder:
             return RebuildPlan()
         async with self._lock:
             await self.dispatcher.catch_up(timeout=_SETTLE_S)
+            store, store_id = self.dispatcher.store, self.store_id()
+            if not any(forgotten(meta, store_id, store.revision) for meta in records):
+                return RebuildPlan()  # the usual connect: no tombstones to read
             plan = plan_rebuild(
-                self.dispatcher.store,
-                self.store_id(),
+                store,
+                store_id,
                 records,
                 spu_id=spu_id,
                 public=public,
                 private=private,
                 group=group,
+                tombstones=await self.kv.tombstones(),
             )
             if plan.empty:
                 return plan

@@ -220,3 +220,12 @@ def test_a_managed_spu_is_not_registered_as_custom() -> None:
     plan = plan_rebuild(LocalStore(), NEW, [_meta("t-0")], spu_id=1, group="main")
     assert plan.spu is None
     assert [t.name for t in plan.topics] == ["t"]
+
+
+def test_a_tombstoned_record_is_not_rebuilt() -> None:
+    """Deleted from this store after a rebuild: the SPU that was away still names the
+    lost store, but the uid is a tombstone, so the record is left to the purge."""
+    records = [_meta("t-0"), _meta("t-1")]
+    plan = plan_rebuild(LocalStore(), NEW, records, spu_id=1, tombstones={"u-t-0"})
+    assert [p.name for p in plan.partitions] == ["t-1"]
+    assert plan.forgotten == ("t-1",)
