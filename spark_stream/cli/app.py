@@ -70,6 +70,12 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     )
     start.add_argument("--redis-url", help="use this Redis instead of an embedded one")
     start.add_argument(
+        "--redis-fsync",
+        choices=("always", "everysec", "no"),
+        default="everysec",
+        help="appendfsync of the embedded Redis's append-only file (default everysec)",
+    )
+    start.add_argument(
         "--spu-mode",
         choices=("group", "custom"),
         help="SPUs from an SPU group (default) or spawned as custom SPUs",

@@ -55,7 +55,13 @@ from spark_stream.auth import (
 )
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import Profile, delete_profile, load_profiles, save_profile
-from spark_stream.errors import FluvioError, InvalidConfigError, NotFoundError, ServerStartError
+from spark_stream.errors import (
+    FluvioError,
+    InvalidConfigError,
+    NotFoundError,
+    ServerStartError,
+    SpuExistsError,
+)
 from spark_stream.local._state import (
     FIRST_SPU_ID,
     ClusterLayout,
@@ -64,6 +70,7 @@ from spark_stream.local._state import (
     option_conflicts,
 )
 from spark_stream.local.redis_server import (
+    check_appendfsync,
     find_redis_server,
     free_port,
     redis_argv,
@@ -153,6 +160,8 @@ class LocalCluster:
         spus: number of SPUs (a later start may raise it, never lower it).
         sc_port: the SC's public port on first start (0: any free port).
         redis_url: use this Redis instead of starting one (first start only).
+        redis_fsync: ``appendfsync`` of the Redis it starts (``always``, ``everysec``,
+            ``no``); its append-only file is always on.
         spu_mode: ``group`` (SC-provisioned SPU group) or ``custom`` (spawned here).
         start_timeout: bound on each wait of ``start``.
         stop_timeout: seconds between SIGTERM and SIGKILL.
@@ -177,6 +186,7 @@ class LocalCluster:
         spus: int | None = None,
         sc_port: int | None = None,
         redis_url: str | None = None,
+        redis_fsync: str = "everysec",
         spu_mode: str | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
@@ -195,6 +205,7 @@ class LocalCluster:
         self._want_spus = spus
         self._sc_port = sc_port
         self._redis_url = redis_url
+        self._redis_fsync = check_appendfsync(redis_fsync)
         self._spu_mode = spu_mode
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -209,6 +220,7 @@ class LocalCluster:
         self._admin_token: str | None = None
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
         self._started: list[_Started] = []
+        self._before: dict[int, tuple[int | None, int]] = {}
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -308,6 +320,10 @@ class LocalCluster:
         if self._want_spus is not None:
             self.layout.spus = max(self.layout.spus, self._want_spus)
         self._started = []
+        # Where each SPU's log and process stood before this start (see _spu_up).
+        self._before = {
+            i: (self.spu_pid(i), self._log_size(self._spu_log(i))) for i in self.layout.spu_ids
+        }
         try:
             self._start_redis()
             self._start_sc()
@@ -371,7 +387,13 @@ class LocalCluster:
             port = free_port()
         folder = self.data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
-        argv = redis_argv(find_redis_server(), port, folder, self.log_file("redis"))
+        argv = redis_argv(
+            find_redis_server(),
+            port,
+            folder,
+            self.log_file("redis"),
+            appendfsync=self._redis_fsync,
+        )
         started = self._spawn("redis", "Redis", argv, self.env)
         self.layout.redis_port = port
         self.layout.redis_url = f"redis://{_HOST}:{port}/0"
@@ -476,11 +498,14 @@ class LocalCluster:
             self.layout.spu_ports[str(spu_id)] = ports
         known = {s.spu_id for s in await admin.list_spus()}
         if spu_id not in known:
-            await admin.register_spu(
-                spu_id,
-                publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
-                privateEndpoint={"port": ports[1], "host": _HOST},
-            )
+            # An SC rebuilding a lost store registers a running SPU from its own report
+            # (sc.rebuild), maybe between the listing and this call: that is the same SPU.
+            with contextlib.suppress(SpuExistsError):
+                await admin.register_spu(
+                    spu_id,
+                    publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
+                    privateEndpoint={"port": ports[1], "host": _HOST},
+                )
         if running(self.pid_file(f"spu-{spu_id}")) is None:
             self._spawn_spu(spu_id)
 
@@ -526,20 +551,51 @@ class LocalCluster:
         return url if isinstance(url, str) and url else None
 
     async def _wait_spus_online(self, admin: AdminClient) -> None:
+        """Wait until every SPU of the layout runs here *and* the SC lists it online.
+
+        Both: an SC that just started lists SPUs as its store last knew them (online
+        though their processes are gone), and a running process may not be accepted.
+        """
         wanted = set(self.layout.spu_ids)
         deadline = time.monotonic() + self.start_timeout
         online: set[int] = set()
+        alive: set[int] = set()
         while time.monotonic() < deadline:
             spus = await admin.list_spus()
-            online = {s.spu_id for s in spus if s.status.is_online}
-            if wanted <= online:
+            online = {s.spu_id for s in spus if s.status.is_online and self._spu_up(s.spu_id)}
+            alive = {i for i in wanted if self.spu_pid(i) is not None}
+            if wanted <= online & alive:
                 return
             await asyncio.sleep(0.1)  # bounded poll of the SC's view
-        missing = sorted(wanted - online)
+        missing = sorted(wanted - (online & alive))
+        why = "; ".join(
+            f"SPU {i}: " + ("no process running" if i not in alive else "not accepted by the SC")
+            for i in missing
+        )
         logs = "".join(f"\n{self._spu_log(i)}:{log_tail(self._spu_log(i), 8)}" for i in missing)
         raise ServerStartError(
-            f"SPUs {missing} failed to start: not online within {self.start_timeout}s{logs}"
+            f"SPUs {missing} failed to start within {self.start_timeout}s ({why}){logs}"
         )
+
+    def _spu_up(self, spu_id: int) -> bool:
+        """Whether SPU ``spu_id`` connected to the SC since this start, when it had to.
+
+        An SC this start started, or an SPU process that is not the one found running,
+        means the SC's ``Online`` may be what its store last knew: the SPU's log must
+        show it was accepted (``connected to the SC``) after this start began.
+        """
+        pid_before, offset = self._before.get(spu_id, (None, 0))
+        sc_new = any(started.name == "sc" for started in self._started)
+        if not sc_new and pid_before is not None and self.spu_pid(spu_id) == pid_before:
+            return True
+        return "connected to the SC" in log_text(self._spu_log(spu_id), offset)
+
+    @staticmethod
+    def _log_size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:
+            return 0
 
     def _spu_log(self, spu_id: int) -> Path:
         if self.layout.spu_mode == "group":
