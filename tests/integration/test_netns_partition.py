@@ -93,7 +93,11 @@ def partitions(cluster: NetnsCluster) -> list[dict[str, Any]]:
 
 
 def leader_of(cluster: NetnsCluster, partition: int) -> int | None:
-    part = partitions(cluster)[partition]
+    """The partition's leader once it is online and has reported; None before."""
+    parts = partitions(cluster)
+    if len(parts) <= partition:
+        return None  # the SC has not created it yet
+    part = parts[partition]
     online = part["resolution"] == "Online" and part["leader"] in part["replicas"]
     return part["leader"] if online else None
 
