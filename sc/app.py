@@ -207,7 +207,8 @@ class ScApp:
             return LocalProcessProvisioner(
                 self._spu_command,
                 self.settings.data_dir,
-                sc_endpoint=str(Endpoint(self.settings.host, self.private_port)),
+                sc_endpoint=self.settings.spu_sc_endpoints
+                or str(Endpoint(self.settings.host, self.private_port)),
                 token=self.settings.spu_token,
             )
         return NullProvisioner()
@@ -237,8 +238,15 @@ class ScApp:
             await self._ensure_managed()
             await asyncio.sleep(self.reconcile_interval_s)  # periodic drift repair
 
-    async def stop(self) -> None:
-        """Stop the controllers, then the servers, the managed SPUs and the KV client."""
+    async def stop(self, *, keep_spus: bool = False) -> None:
+        """Stop the controllers, then the servers, the managed SPUs and the KV client.
+
+        Args:
+            keep_spus: leave managed SPUs running (an SC stepping down: the next active
+                SC adopts them).
+        """
+        if keep_spus and isinstance(self.provisioner, LocalProcessProvisioner):
+            self.provisioner.stop_on_close = False
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):

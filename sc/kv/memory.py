@@ -43,7 +43,6 @@ from sc.lease import LeaseClaim, LeaseRecord, claim, renew
 from spark_stream.errors import (
     ConflictError,
     GroupNotEmptyError,
-    NotActiveError,
     NotFoundError,
     ObjectExistsError,
     UnknownGroupError,
@@ -112,9 +111,7 @@ class MemoryKvStore(KvStore):
     def _check_fence(self) -> None:
         """Refuse a write whose token is no longer the last issued (before any change)."""
         if self._fence is not None and self._fence != self._last_token:
-            raise NotActiveError(
-                f"fenced: this SC's lease token {self._fence} was superseded by {self._last_token}"
-            )
+            raise self._deposed(self._last_token)
 
     # -- reads ---------------------------------------------------------------------
 

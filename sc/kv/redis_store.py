@@ -70,7 +70,6 @@ from spark_stream.errors import (
     ConflictError,
     GroupNotEmptyError,
     KvUnavailableError,
-    NotActiveError,
     NotFoundError,
     ObjectExistsError,
     UnknownGroupError,
@@ -238,9 +237,7 @@ class RedisKvStore(KvStore):
 
     def _check_deposed(self, reply: Any) -> None:
         if isinstance(reply, list) and reply and reply[0] == "deposed":
-            raise NotActiveError(
-                f"fenced: this SC's lease token {self._fence} was superseded by {reply[1]}"
-            )
+            raise self._deposed(reply[1])
 
     async def _write(
         self, script: Callable[..., Awaitable[Any]], args: list[EncodableT], name: str

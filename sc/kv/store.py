@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -52,6 +52,7 @@ from sc.kv.groups import (
     TopicPartition,
 )
 from sc.lease import LeaseClaim
+from spark_stream.errors import NotActiveError
 from spark_stream.models import KINDS, KvObject, object_class, parse_model
 
 __all__ = [
@@ -162,6 +163,17 @@ class KvStore(abc.ABC):
 
     #: The fencing token every write carries (None: unfenced); set by ``fence``.
     _fence: int | None = None
+    #: Called when a write was refused because the fence was superseded (the SC's
+    #: leadership steps down at once instead of at its next renewal).
+    on_deposed: Callable[[], None] | None = None
+
+    def _deposed(self, last: object) -> NotActiveError:
+        """The error of a write refused by the fence (``on_deposed`` is told first)."""
+        if self.on_deposed is not None:
+            self.on_deposed()
+        return NotActiveError(
+            f"fenced: this SC's lease token {self._fence} was superseded by {last}"
+        )
 
     def fence(self, token: int | None) -> None:
         """Carry ``token`` in every later write: refused once it is not the last issued.
