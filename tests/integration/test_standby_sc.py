@@ -106,6 +106,7 @@ def test_standby_takes_over_a_killed_sc_under_load(redis_url: str, tmp_path: Pat
             # The SPUs reconnected to the new SC: a new topic gets its leaders.
             after = make_topic(fluvio, partitions=2, replication=2, timeout=60)
             spu_views = fluvio.admin().list_spus()
+            states = [(s.spu_id, s.status.resolution.value) for s in spu_views]
             produce(200)
             producer.flush()
             read = set()
@@ -117,7 +118,7 @@ def test_standby_takes_over_a_killed_sc_under_load(redis_url: str, tmp_path: Pat
             print(
                 f"standby took over {took_over:.2f}s after the SIGKILL (lease ttl {LEASE_TTL}s); "
                 f"records sent={sent} acknowledged={len(acked)} read back={len(read)}; "
-                f"new topic {after} online; SPUs {[(s.spu_id, s.status.resolution) for s in spu_views]}"
+                f"new topic {after} online; SPUs {states}"
             )
             assert acked <= read, f"acknowledged but lost: {sorted(acked - read)[:10]}"
             assert len(acked) == sent == 800
