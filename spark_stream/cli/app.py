@@ -78,6 +78,11 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         action="store_true",
         help="SC and SPUs serve Prometheus metrics on free loopback ports (see status)",
     )
+    start.add_argument(
+        "--standby-scs",
+        type=int,
+        help="standby SCs beside the active one (default 0; they take over when it dies)",
+    )
     start.set_defaults(local_handler=cluster_cmds.cluster_start)
     for name, handler, text in (
         ("stop", cluster_cmds.cluster_stop, "stop the local cluster (data is kept)"),
