@@ -11,6 +11,7 @@ when the SC no longer holds them). ``SyncAdmin`` (``client.sync``) is its blocki
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any, Self, TypeVar
@@ -45,8 +46,8 @@ __all__ = ["AdminClient"]
 
 M = TypeVar("M", bound=Message)
 
-#: Standbys followed per request before giving up (each names the SC it believes active).
-_FOLLOW_LIMIT = 4
+#: Delays between attempts while no SC is active (a standby taking over).
+_FAILOVER_BACKOFF = BackoffPolicy(0.05, 1.0)
 
 
 def _spec_dict(spec: Any) -> dict[str, Any]:
@@ -135,17 +136,34 @@ class AdminClient:
         return self._conn
 
     async def _call(self, request: Message, expect: type[M]) -> M:
-        for _ in range(_FOLLOW_LIMIT):
-            conn = await self._connection()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        backoff = _FAILOVER_BACKOFF.start()
+        failing_over = False
+
+        def late() -> bool:
+            return loop.time() + backoff.policy.delay(backoff.attempt) > deadline
+
+        while True:
             try:
+                conn = await self._connection()
                 reply = await conn.call(request, timeout=self.timeout)
                 break
             except NotActiveError as exc:
+                # A standby: go to the SC it names (or the next one), until one is active
+                # (a takeover lasts up to the lease TTL) or the request's time is up.
                 if not self.endpoints.follow(exc):
+                    self.endpoints.advance()
+                failing_over = True
+                await self.close()
+                if late():
                     raise
-                await self.close()  # a standby: the next attempt goes to the SC it names
-        else:
-            raise NotActiveError(f"no active SC among {[str(e) for e in self.endpoints.all]}")
+            except ConnectionClosedError:
+                # The SC a standby named is gone too (it died): keep looking meanwhile.
+                if not failing_over or late():
+                    raise
+                self.endpoints.advance()
+            await backoff.sleep()  # a takeover in progress
         if not isinstance(reply, expect):  # pragma: no cover - the registry guarantees it
             raise InvalidRequestError(f"expected {expect.__name__}, got {type(reply).__name__}")
         return reply
