@@ -257,6 +257,7 @@ class FluvioAsync:
             on_assign=on_assign,
             on_revoke=on_revoke,
             on_lost=on_lost,
+            endpoints=self.sc,
             pattern=pattern,
         )
         try:
