@@ -230,6 +230,8 @@ class ScNode:
                     await self._renew()
             except FluvioError as exc:  # Redis away: the fence keeps writes safe
                 log.warning("lease %s failed, retrying: %s", step.kind.value, exc)
+            except Exception:  # e.g. a port taken meanwhile: keep the loop alive
+                log.exception("lease %s failed, retrying", step.kind.value)
 
     async def _renew(self) -> None:
         assert self.me is not None and self.token is not None
