@@ -124,6 +124,8 @@ def test_standby_takes_over_a_killed_sc_under_load(redis_url: str, tmp_path: Pat
             assert len(acked) == sent == 800
             assert took_over < 30
             assert all(s.status.is_online for s in spu_views)
+            for spu in spus:  # connected once to each SC
+                assert spu.log().count("connected to the SC spu=") >= 2, spu.log_tail()
             # The client followed the active SC.
             assert fluvio.core.sc.current.port == b.public_port
     finally:
