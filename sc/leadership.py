@@ -203,9 +203,13 @@ class ScNode:
 
     async def _step_down(self, reason: str) -> None:
         log.warning("sc stepping down (token %s): %s", self.token, reason)
-        app, self.app, self.token = self.app, None, None
+        holder = None  # not this SC any more: ask who is, for the standby's answers
+        with contextlib.suppress(FluvioError):
+            holder = ActiveSc.parse((await self._lease_kv.lease_holder()).holder)
+        app, self.app, self.token, self.active_sc = self.app, None, None, holder
         if app is not None:
             await app.stop(keep_spus=True)
+        self._deposed.clear()
         await self._stand_by()
         log.info("sc standing by public=%d private=%d", self.public_port, self.private_port)
 
@@ -215,10 +219,13 @@ class ScNode:
         while True:
             step = next_step(self.is_active, last, loop.time(), self.config)
             if step.kind is StepKind.WAIT:
+                if not self.is_active:
+                    await asyncio.sleep(step.delay)  # the standby's poll period
+                    continue
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(step.delay):
-                        await self._deposed.wait()
-                if self._deposed.is_set() and self.is_active:
+                        await self._deposed.wait()  # a fenced write cuts the wait short
+                if self._deposed.is_set():
                     await self._step_down("a write was refused: another SC holds the lease")
                     last = loop.time()
                 continue
@@ -237,7 +244,6 @@ class ScNode:
         assert self.me is not None and self.token is not None
         answer = await self._lease_kv.renew_lease(self.token, self.me.holder(), self.config.ttl_s)
         if not answer.granted:
-            self.active_sc = ActiveSc.parse(answer.holder)
             await self._step_down(f"lease lost to token {answer.token} ({answer.holder!r})")
 
     async def stop(self) -> None:
