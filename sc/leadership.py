@@ -117,6 +117,8 @@ class ScNode:
         self.activations = 0
         self._standby: StandbyServers | None = None
         self._deposed = asyncio.Event()
+        self.lost = asyncio.Event()
+        """Set when an app of this node found the store lost data (``ScApp.lost``)."""
         self._task: asyncio.Task[None] | None = None
 
     def _redis(self) -> KvStore:
@@ -187,6 +189,7 @@ class ScNode:
         kv.on_deposed = self._deposed.set
         self._deposed.clear()
         app = self._make_app(settings, kv)
+        app.lost = self.lost  # the process exits on it (``sc.__main__``)
         try:
             await app.start()  # stops itself when it fails
         except (FluvioError, OSError) as exc:
@@ -246,8 +249,12 @@ class ScNode:
         if not answer.granted:
             await self._step_down(f"lease lost to token {answer.token} ({answer.holder!r})")
 
-    async def stop(self) -> None:
-        """Stop the loop and the app (releasing the lease) or the standby servers."""
+    async def stop(self, *, keep_spus: bool = False) -> None:
+        """Stop the loop and the app (releasing the lease) or the standby servers.
+
+        Args:
+            keep_spus: leave the managed SPUs running (see ``ScApp.stop``).
+        """
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -255,7 +262,7 @@ class ScNode:
             self._task = None
         app, token, self.app, self.token = self.app, self.token, None, None
         if app is not None:
-            await app.stop()
+            await app.stop(keep_spus=keep_spus)
         if self._standby is not None:
             await self._standby.stop()
             self._standby = None

@@ -31,7 +31,7 @@ from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer.producer import AsyncTopicProducer
-from spark_stream.client.profile import resolve_endpoint
+from spark_stream.client.profile import resolve_endpoint, resolve_token
 from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import (
@@ -58,13 +58,19 @@ class FluvioAsync:
     """
 
     def __init__(
-        self, endpoint: str, timeout: float, watcher: MetadataWatcher, sc: ScEndpoints
+        self,
+        endpoint: str,
+        timeout: float,
+        watcher: MetadataWatcher,
+        sc: ScEndpoints,
+        token: str | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
         self.sc = sc
+        self.token = token
         self.watcher = watcher
-        self.pool = ConnectionPool(connect_timeout=timeout)
+        self.pool = ConnectionPool(connect_timeout=timeout, token=token)
         self.leaders = LeaderClient(watcher, self.pool)
         self.local_files = LocalFiles()
         self._admin: AdminClient | None = None
@@ -78,6 +84,7 @@ class FluvioAsync:
         endpoint: str | None = None,
         *,
         timeout: float = 10.0,  # noqa: ASYNC109
+        token: str | None = None,
     ) -> FluvioAsync:
         """Connect to the SC at ``"host:port"``; when None, as ``resolve_endpoint`` finds it.
 
@@ -86,14 +93,19 @@ class FluvioAsync:
                 profile written by ``fluvio cluster start`` (``FLUVIO_PROFILE``, default
                 ``~/.fluvio/profile.json``).
             timeout: bound on connecting and receiving the first metadata.
+            token: the client token for a cluster with auth on; None takes
+                ``FLUVIO_TOKEN``, else the current profile's token (``resolve_token``).
 
         Raises:
+            AuthenticationError: the cluster checks tokens and none, or a bad one, was
+                given.
             ConnectionClosedError: the SC is unreachable.
             InvalidConfigError: a malformed endpoint (naming where it came from).
             NotFoundError: no endpoint given, no ``FLUVIO_ENDPOINT`` and no profile.
         """
         endpoint = resolve_endpoint(endpoint)
         sc = ScEndpoints.parse(endpoint)
+        token = resolve_token(token, endpoint)
 
         async def open_sc() -> Connection:
             # Each SC in turn from the current one: the first that accepts serves, and
@@ -102,7 +114,7 @@ class FluvioAsync:
                 host, port = sc.current
                 try:
                     return await Connection.open(
-                        host, port, timeout=timeout, name=f"sc@{sc.current}"
+                        host, port, timeout=timeout, name=f"sc@{sc.current}", token=token
                     )
                 except ConnectionClosedError:
                     if attempt + 1 == len(sc.all):
@@ -126,7 +138,7 @@ class FluvioAsync:
             len(view.topics),
             len(view.partitions),
         )
-        return cls(endpoint, timeout, watcher, sc)
+        return cls(endpoint, timeout, watcher, sc, token)
 
     @property
     def host(self) -> str:
@@ -141,7 +153,9 @@ class FluvioAsync:
     def admin(self) -> AdminClient:
         """The admin client (topics, partitions, SPUs, SPU groups) on this cluster."""
         if self._admin is None:
-            self._admin = AdminClient(timeout=max(self.timeout, 30.0), endpoints=self.sc)
+            self._admin = AdminClient(
+                timeout=max(self.timeout, 30.0), endpoints=self.sc, token=self.token
+            )
         return self._admin
 
     def _policy(self) -> RetryPolicy:
@@ -259,6 +273,7 @@ class FluvioAsync:
             on_lost=on_lost,
             endpoints=self.sc,
             pattern=pattern,
+            token=self.token,
         )
         try:
             await consumer.start()

@@ -36,6 +36,9 @@ class ClusterLayout:
     """Every process serves Prometheus metrics on a free loopback port (``--metrics``)."""
     standby_ports: list[list[int]] = field(default_factory=list)
     """(public, private) ports of each standby SC (``--standby-scs``), fixed at first start."""
+    auth: bool = False
+    """Clients need a token (``--auth``): the SC and SPUs check tokens signed with the key
+    in ``{data_dir}/auth/cluster.key``; the profile gets an admin token."""
 
     @property
     def spu_ids(self) -> list[int]:

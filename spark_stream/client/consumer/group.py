@@ -128,6 +128,7 @@ class AsyncGroupConsumer(GroupPartitions):
         on_lost: RebalanceCallback | None = None,
         pattern: str | None = None,
         endpoints: ScEndpoints | None = None,
+        token: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise InvalidConfigError(
@@ -149,6 +150,7 @@ class AsyncGroupConsumer(GroupPartitions):
         self.generation = -1
         # Every SC's address (standbys too): a reconnect follows the active one.
         self._sc = endpoints or ScEndpoints((Endpoint(host, port),))
+        self._token = token  # presented on every (re)connect to the SC
         self._leaders = leaders
         self._config = config
         self._isolation = parse_isolation(config.isolation)
@@ -198,7 +200,7 @@ class AsyncGroupConsumer(GroupPartitions):
         """A connection to the SC in use; a failed connect moves on to the next SC."""
         host, port = self._sc.current
         try:
-            return await Connection.open(host, port, timeout=TIMEOUT)
+            return await Connection.open(host, port, timeout=TIMEOUT, token=self._token)
         except ConnectionClosedError:
             self._sc.advance()
             raise
