@@ -14,7 +14,9 @@ and SPUs given every SC's address learn where to go. Then the node claims the le
 While active, the node renews every third of ``lease_ttl_s``. A renewal that finds the
 lease taken, or a write refused by the fence (``KvStore.on_deposed``), makes it step
 down at once: the app stops (controllers first, so nothing more is written; managed
-SPUs keep running), and the standby servers bind the ports again. A Redis that does not
+SPUs keep running), and the standby servers bind the ports again. Unless the store's
+last token is below the node's own: then the store lost its data, and ``lost`` is set
+for the process to exit and the next start to rebuild (as ``ScApp.lost``). A Redis that does not
 answer is not a reason to step down: the fence keeps writes safe, and the renewal is
 retried. ``stop`` releases the lease, so a standby takes over without waiting out the TTL.
 """
@@ -186,7 +188,7 @@ class ScNode:
         )
         kv = self._make_kv()
         kv.fence(token)
-        kv.on_deposed = self._deposed.set
+        kv.on_deposed = self._refused
         self._deposed.clear()
         app = self._make_app(settings, kv)
         app.lost = self.lost  # the process exits on it (``sc.__main__``)
@@ -203,6 +205,25 @@ class ScNode:
             token,
             time.monotonic() - began,
         )
+
+    def _refused(self, last: int) -> None:
+        """A write was refused by the fence; ``last`` is the store's last token."""
+        if self.token is not None and last < self.token:
+            self._store_lost(last)
+        else:
+            self._deposed.set()
+
+    def _store_lost(self, last: int) -> None:
+        """Tokens only grow: a store whose last is below ours lost its data.
+
+        Not a takeover: the process exits on ``lost`` (``sc.__main__``), as when the
+        app itself finds the store lost data, and the next start rebuilds.
+        """
+        if not self.lost.is_set():
+            log.error(
+                "the store's last lease token %d is below ours %s: it lost data", last, self.token
+            )
+        self.lost.set()
 
     async def _step_down(self, reason: str) -> None:
         log.warning("sc stepping down (token %s): %s", self.token, reason)
@@ -246,7 +267,9 @@ class ScNode:
     async def _renew(self) -> None:
         assert self.me is not None and self.token is not None
         answer = await self._lease_kv.renew_lease(self.token, self.me.holder(), self.config.ttl_s)
-        if not answer.granted:
+        if not answer.granted and answer.token < self.token:
+            self._store_lost(answer.token)
+        elif not answer.granted:
             await self._step_down(f"lease lost to token {answer.token} ({answer.holder!r})")
 
     async def stop(self, *, keep_spus: bool = False) -> None:

@@ -11,6 +11,8 @@ a record ``(token, holder)`` that expires ``ttl`` seconds after its last renewal
 - ``renew``: the holder extends its record. A record that expired while nobody claimed
   (the last token is still the holder's) is simply set again; any other state means the
   lease is lost: another SC holds it, or held it meanwhile.
+- tokens only grow: a store whose last token is *below* a holder's lost its data (a
+  flushed or new Redis); the holder learns it from a renewal or a fenced write.
 - fencing: every KV write of an SC carries its token and is refused unless it equals
   the last token issued. A paused SC that lost its lease therefore cannot write after
   the new one took over, whatever its own clock believes; its first refused write (or
@@ -55,7 +57,8 @@ class LeaseClaim:
 
     Attributes:
         granted: the caller holds the lease (with ``token``).
-        token: the caller's token when granted; else the current holder's (0: none).
+        token: the caller's token when granted; else the current holder's, or the last
+            issued when nobody holds it (0: none ever).
         holder: the current holder (the caller when granted; "" when nobody holds it).
     """
 
@@ -90,8 +93,8 @@ def renew(
     mine = live is not None and live.token == token and live.holder == holder
     if mine or (live is None and last_token == token):
         return LeaseClaim(True, token, holder), LeaseRecord(token, holder, now + ttl)
-    if live is None:
-        return LeaseClaim(False, 0, ""), record
+    if live is None:  # nobody holds it: the token says who did last
+        return LeaseClaim(False, last_token, ""), record
     return LeaseClaim(False, live.token, live.holder), record
 
 

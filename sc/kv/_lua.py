@@ -346,7 +346,7 @@ if cur == mine or (not cur and last == token) then
   redis.call('SET', P .. ':lease', mine, 'PX', ttl)
   return {'ok', token}
 end
-if not cur then return {'lost', '0', ''} end
+if not cur then return {'lost', last, ''} end
 local other, who = holder_of(cur)
 return {'lost', other, who}
 """

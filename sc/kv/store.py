@@ -167,14 +167,14 @@ class KvStore(abc.ABC):
 
     #: The fencing token every write carries (None: unfenced); set by ``fence``.
     _fence: int | None = None
-    #: Called when a write was refused because the fence was superseded (the SC's
-    #: leadership steps down at once instead of at its next renewal).
-    on_deposed: Callable[[], None] | None = None
+    #: Called with the store's last token when a write was refused by the fence: the
+    #: SC's leadership steps down at once (a token below its own: the store lost data).
+    on_deposed: Callable[[int], None] | None = None
 
     def _deposed(self, last: object) -> NotActiveError:
         """The error of a write refused by the fence (``on_deposed`` is told first)."""
         if self.on_deposed is not None:
-            self.on_deposed()
+            self.on_deposed(int(str(last)))
         return NotActiveError(
             f"fenced: this SC's lease token {self._fence} was superseded by {last}"
         )
