@@ -12,7 +12,10 @@ then checks that Redis keeps its data (``sc.kv.persistence``: a warning, or exit
 ``require_redis_persistence``). A store that loses its data while the SC runs makes the
 SC exit 1 (managed SPUs keep running); started again, it rebuilds from the SPUs.
 With ``--ready-file`` the SC writes ``{"pid", "public_port", "private_port",
-"metrics_url"}`` as JSON once both servers listen, so a supervisor can use port 0.
+"metrics_url", "role"}`` as JSON once both servers listen, so a supervisor can use port
+0. Several SCs may share one Redis (``sc.leadership``): the one holding the lease is
+active (``role`` ``"active"``), the others stand by, answering ``NotActiveError`` with
+the active SC's addresses, and take over when its lease lapses (``--lease-ttl``).
 ``--metrics-port`` serves Prometheus metrics (``sc.metrics``); off by default.
 """
 
@@ -39,6 +42,7 @@ from sc.app import ScApp
 from sc.gc_policy import FreezeSurvivors
 from sc.kv import RedisKvStore
 from sc.kv.persistence import check_persistence
+from sc.leadership import ScNode
 from sc.settings import ScSettings
 from spark_stream.config import load_settings, settings_files
 from spark_stream.errors import FluvioError, InvalidConfigError, KvUnavailableError
@@ -80,6 +84,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--metrics-port", type=int, help="serve Prometheus metrics here (0: any free port)"
     )
     parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        dest="lease_ttl_s",
+        help="seconds a standby SC waits for the active one's lease to lapse",
+    )
+    parser.add_argument(
+        "--spu-sc-endpoints",
+        help="private endpoints of every SC, comma separated, for managed SPUs",
+    )
+    parser.add_argument(
         "--auth-key-file", help="check client tokens signed with this key (default: off)"
     )
     parser.add_argument("--ready-file", type=Path, help="write ports as JSON here once up")
@@ -99,6 +113,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "tier_root",
         "redis_start_timeout_s",
         "metrics_port",
+        "lease_ttl_s",
+        "spu_sc_endpoints",
         "auth_key_file",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
@@ -152,15 +168,15 @@ async def _check_redis(settings: ScSettings) -> None:
         )
 
 
-async def _start(app: ScApp, settings: ScSettings) -> None:
+async def _start(node: ScNode, settings: ScSettings) -> None:
     await _check_redis(settings)
-    await app.start()
+    await node.start()
 
 
 async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
     command = shlex.split(args.spu_command) if args.spu_command else None
     try:
-        app = ScApp(settings, spu_command=command)
+        node = ScNode(settings, make_app=lambda s, kv: ScApp(s, kv=kv, spu_command=command))
     except ValueError as exc:  # e.g. a redis_url redis-py cannot parse
         log.error("bad configuration error=%s", exc)
         return 2
@@ -171,7 +187,7 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
     loop.add_signal_handler(signal.SIGUSR2, _dump_tasks)
     # A signal during the start ends it (the start cleans up after itself) instead of
     # waiting for the start's own bounds.
-    starting = loop.create_task(_start(app, settings), name="sc-start")
+    starting = loop.create_task(_start(node, settings), name="sc-start")
     stopping = loop.create_task(stop.wait(), name="sc-stop-signal")
     await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
     if not starting.done():
@@ -200,14 +216,15 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
     if args.ready_file is not None:
         ready = {
             "pid": os.getpid(),
-            "public_port": app.public_port,
-            "private_port": app.private_port,
-            "metrics_url": app.metrics_url,
+            "public_port": node.public_port,
+            "private_port": node.private_port,
+            "metrics_url": node.metrics_url,
+            "role": "active" if node.is_active else "standby",
         }
         tmp = args.ready_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(ready))
         tmp.replace(args.ready_file)
-    lost = loop.create_task(app.lost.wait(), name="sc-store-lost")
+    lost = loop.create_task(node.lost.wait(), name="sc-store-lost")
     await asyncio.wait((stopping, lost), return_when=asyncio.FIRST_COMPLETED)
     if not stopping.done():
         stopping.cancel()
@@ -216,11 +233,11 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
             "topics and partitions from what the SPUs hold (managed SPUs keep running)",
             settings.redis_url,
         )
-        await app.stop(keep_spus=True)
+        await node.stop(keep_spus=True)
         return 1
     lost.cancel()
     log.info("sc stopping on signal")
-    await app.stop()
+    await node.stop()
     return 0
 
 

@@ -226,7 +226,8 @@ class ScApp:
             return LocalProcessProvisioner(
                 self._spu_command,
                 self.settings.data_dir,
-                sc_endpoint=str(Endpoint(self.settings.host, self.private_port)),
+                sc_endpoint=self.settings.spu_sc_endpoints
+                or str(Endpoint(self.settings.host, self.private_port)),
                 token=self.settings.spu_token,
                 # Managed SPUs check client tokens with the SC's key (auth on or off alike).
                 env=(
@@ -266,8 +267,9 @@ class ScApp:
         """Stop the controllers, then the servers, the managed SPUs and the KV client.
 
         Args:
-            keep_spus: leave the managed SPUs running (the store lost them: the next SC
-                rebuilds from their reports).
+            keep_spus: leave the managed SPUs running: the store lost them (the next SC
+                rebuilds from their reports), or this SC steps down (the next active SC
+                adopts them).
         """
         if keep_spus and isinstance(self.provisioner, LocalProcessProvisioner):
             self.provisioner.stop_on_close = False

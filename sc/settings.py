@@ -55,6 +55,20 @@ class ScSettings(ProcessSettings):
         gt=0,
         description="How long a starting SC retries an unreachable Redis before it exits.",
     )
+    lease_ttl_s: float = Field(
+        5.0,
+        gt=0,
+        description="The active-SC lease's time to live: a standby SC takes over at most "
+        "this long after the active one stopped renewing (it renews every third of it).",
+    )
+    lease_poll_s: float = Field(
+        0.5, gt=0, description="How often a standby SC tries to take the lease."
+    )
+    spu_sc_endpoints: str | None = Field(
+        None,
+        description="The SC private endpoints managed SPUs are given, comma separated "
+        "(every SC of the cluster, active and standby); None: this SC's own.",
+    )
     group_session_timeout_ms: int = Field(
         10_000, ge=3_000, le=60_000, description="Consumer groups: default session timeout."
     )

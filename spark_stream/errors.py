@@ -39,6 +39,7 @@ __all__ = [
     "SchemaMismatchError",
     "KvUnavailableError",
     "ServerStartError",
+    "NotActiveError",
     "InsufficientResourcesError",
     "PartitionOfflineError",
     "error_for_code",
@@ -242,6 +243,17 @@ class ServerStartError(FluvioError):
     """A local server process (e.g. redis-server) failed to start or answer in time."""
 
     code = 52
+
+
+class NotActiveError(FluvioError):
+    """This SC is a standby (or was deposed): the message names the active SC, if known.
+
+    Retriable: the caller reconnects to the active SC (``active_endpoints`` reads its
+    addresses from the message) and sends the request again.
+    """
+
+    code = 53
+    retriable = True
 
 
 class InsufficientResourcesError(FluvioError):

@@ -21,8 +21,10 @@ new leader has its delivery gates when it starts serving). On the same connectio
 
 Whatever ends the connection (SC gone, token refused, a failed request), the loop waits
 with exponential backoff and connects again; the SC then pushes full specs, so nothing
-depends on the old connection. The dispatcher keeps serving with the specs it holds
-while the SC is away.
+depends on the old connection. ``sc_endpoint`` may list several SCs (an active one and
+standbys, ``spark_stream.net.sc_endpoints``): a connection that fails moves to the next
+address, and a standby's ``NotActiveError`` names the active SC, which is tried at once.
+The dispatcher keeps serving with the specs it holds while the SC is away.
 """
 
 from __future__ import annotations
@@ -32,10 +34,15 @@ import contextlib
 import logging
 
 from spark_stream.backoff import BackoffPolicy
-from spark_stream.errors import FluvioError, InvalidRequestError, UnauthorizedError
+from spark_stream.errors import (
+    FluvioError,
+    InvalidRequestError,
+    NotActiveError,
+    UnauthorizedError,
+)
 from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
 from spark_stream.net.connection import Connection, Stream
-from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.net.sc_endpoints import ScEndpoints
 from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import (
     HeartbeatRequest,
@@ -53,7 +60,7 @@ __all__ = ["ScLink"]
 
 logger = logging.getLogger(__name__)
 
-#: Reconnect delays; the SC endpoint is fixed, so nothing cuts a wait short.
+#: Reconnect delays (a standby naming the active SC cuts the wait short).
 _BACKOFF = BackoffPolicy(0.1, 2.0)
 _LRS_PAUSE = 0.05
 _REQUEST_TIMEOUT = 10.0
@@ -69,7 +76,8 @@ class ScLink:
         private_port: the bound private port (reported to the SC).
 
     Raises:
-        InvalidConfigError: ``sc_endpoint`` is not ``host:port`` (``[v6]:port``).
+        InvalidConfigError: ``sc_endpoint`` is not a comma-separated list of
+            ``host:port`` (``[v6]:port``).
     """
 
     def __init__(
@@ -77,7 +85,7 @@ class ScLink:
     ) -> None:
         self.settings = settings
         self.dispatcher = dispatcher
-        self.host, self.port = parse_endpoint(settings.sc_endpoint, what="sc_endpoint")
+        self.endpoints = ScEndpoints.parse(settings.sc_endpoint, private=True, what="sc_endpoint")
         self.public = PublicEndpoint(
             port=public_port, ingress=(IngressAddr(hostname=settings.host),)
         )
@@ -108,20 +116,27 @@ class ScLink:
     async def _run(self) -> None:
         backoff = _BACKOFF.start()
         while True:
+            host, port = self.endpoints.current
             try:
-                conn = await Connection.open(
-                    self.host, self.port, timeout=_REQUEST_TIMEOUT, name="sc"
-                )
+                conn = await Connection.open(host, port, timeout=_REQUEST_TIMEOUT, name="sc")
             except FluvioError as exc:
-                logger.info("cannot reach the SC at %s:%d: %s", self.host, self.port, exc)
+                logger.info("cannot reach the SC at %s:%d: %s", host, port, exc)
+                self.endpoints.advance()
             else:
                 sessions = self.connections
                 try:
                     await self._session(conn)
+                except NotActiveError as exc:
+                    if self.endpoints.follow(exc):
+                        logger.info("the SC at %s:%d is a standby: %s", host, port, exc)
+                        backoff.reset()  # the next address is the active SC
+                    else:
+                        self.endpoints.advance()
                 except UnauthorizedError as exc:
                     logger.error("the SC refused SPU %d: %s", self.settings.id, exc)
                 except FluvioError as exc:
                     logger.warning("SC connection lost: %s", exc)
+                    self.endpoints.advance()
                 except Exception:
                     logger.exception("SC link failed")
                 finally:

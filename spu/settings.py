@@ -28,7 +28,11 @@ class SpuSettings(ProcessSettings):
     host: str = Field("127.0.0.1", description="Address both servers bind to.")
     public_port: int = Field(9005, ge=0, le=65535, description="Producers and consumers.")
     private_port: int = Field(9006, ge=0, le=65535, description="Replication from peers.")
-    sc_endpoint: str = Field("127.0.0.1:9004", description="The SC's private address.")
+    sc_endpoint: str = Field(
+        "127.0.0.1:9004",
+        description="The SC's private address; several, comma separated, when standby "
+        "SCs run (the SPU follows the active one).",
+    )
     token: str = Field("fluvio-local", description="Shared secret presented to the SC.")
     group: str | None = Field(
         None,

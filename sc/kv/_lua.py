@@ -11,10 +11,19 @@ Key layout under the prefix ``P`` (``ARGV[1]`` of every script):
                                   ``{topic}/{partition}`` -> ``{member_id}|{grant_epoch}``
 - ``P:grp:{group}:off``           its offsets: ``{topic}/{partition}`` ->
                                   ``{offset}|{grant_epoch}|{ts_ms}|{metadata}``
+- ``P:lease``                     the active-SC lease (``sc.lease``): ``{token}|{holder}``,
+                                  with a TTL (``PX``)
+- ``P:lease:token``               the last fencing token issued (``INCR``; never expires)
 - ``P:tgrp:{topic}``              set of the groups that may hold a grant or an offset on
                                   the topic (a superset), so deleting a partition finds
                                   them; not under ``P:grp:`` where a group named like a
                                   topic index would collide with it
+
+Every writing script takes the writer's fencing token before the prefix (``''``:
+unfenced) and refuses with ``{'deposed', last}`` before it changes anything when the
+token is not ``P:lease:token``; the other arguments keep their positions, because the
+prelude removes the token from ``ARGV``. Feed entries record the token (``fence``), so
+one can check which SC wrote each change.
 
 ``meta`` is the object's metadata without its revision (name, parent). Keys are built
 inside the scripts from the prefix, which a single Redis server allows (not Redis
@@ -36,11 +45,20 @@ __all__ = [
     "COMMIT",
     "WRITE_OFFSETS",
     "DELETE_OFFSETS",
+    "CLAIM_LEASE",
+    "RENEW_LEASE",
+    "RELEASE_LEASE",
 ]
 
-# ARGV[1] = prefix, ARGV[2] = feed MAXLEN (approximate) for the writing scripts.
+# ARGV[1] = fencing token ('' = unfenced), removed here; then ARGV[1] = prefix,
+# ARGV[2] = feed MAXLEN (approximate) for the writing scripts.
 _PRELUDE = """
+local FENCE = table.remove(ARGV, 1)
 local P = ARGV[1]
+if FENCE ~= '' then
+  local last = redis.call('GET', P .. ':lease:token') or '0'
+  if last ~= FENCE then return {'deposed', last} end
+end
 local function okey(kind, part) return P .. ':o:' .. kind .. ':' .. part end
 local function ckey(kind, name) return P .. ':c:' .. kind .. ':' .. name end
 local function gkey(group, what) return P .. ':grp:' .. group .. ':' .. what end
@@ -49,7 +67,7 @@ local function topic_of(field) return string.match(field, '^(.*)/') end
 local function feed(rev, kind, name, typ, orev, meta, spec, status)
   redis.call('XADD', P .. ':feed', 'MAXLEN', '~', ARGV[2], rev .. '-0',
     'kind', kind, 'name', name, 'type', typ, 'orev', orev,
-    'meta', meta, 'spec', spec, 'status', status)
+    'meta', meta, 'spec', spec, 'status', status, 'fence', FENCE)
 end
 local function write_part(kind, name, part, value, expected)
   local cur = redis.call('HGET', okey(kind, 'rev'), name)
@@ -290,5 +308,59 @@ for _, field in ipairs(redis.call('HKEYS', off)) do
   end
 end
 return {'ok', count}
+"""
+)
+
+# -- the active-SC lease (``sc.lease``: these mirror ``claim`` and ``renew``) -----------
+
+_LEASE = """
+local P = ARGV[1]
+local function holder_of(value) return string.match(value, '^(%d+)|(.*)$') end
+"""
+
+# ARGV: prefix, holder, ttl ms -> {'ok', token} or {'held', token, holder}
+CLAIM_LEASE = (
+    _LEASE
+    + """
+local holder, ttl = ARGV[2], ARGV[3]
+local cur = redis.call('GET', P .. ':lease')
+if cur then
+  local token, who = holder_of(cur)
+  if who ~= holder then return {'held', token, who} end
+end
+local token = redis.call('INCR', P .. ':lease:token')
+redis.call('SET', P .. ':lease', token .. '|' .. holder, 'PX', ttl)
+return {'ok', tostring(token)}
+"""
+)
+
+# ARGV: prefix, token, holder, ttl ms -> {'ok', token} or {'lost', token, holder}
+RENEW_LEASE = (
+    _LEASE
+    + """
+local token, holder, ttl = ARGV[2], ARGV[3], ARGV[4]
+local mine = token .. '|' .. holder
+local cur = redis.call('GET', P .. ':lease')
+local last = redis.call('GET', P .. ':lease:token') or '0'
+if cur == mine or (not cur and last == token) then
+  redis.call('SET', P .. ':lease', mine, 'PX', ttl)
+  return {'ok', token}
+end
+if not cur then return {'lost', last, ''} end
+local other, who = holder_of(cur)
+return {'lost', other, who}
+"""
+)
+
+# ARGV: prefix, token -> 1 when the record was this token's and is gone
+RELEASE_LEASE = (
+    _LEASE
+    + """
+local cur = redis.call('GET', P .. ':lease')
+if cur and holder_of(cur) == ARGV[2] then
+  redis.call('DEL', P .. ':lease')
+  return 1
+end
+return 0
 """
 )

@@ -4,7 +4,8 @@ Same contract as the Redis store (see ``sc.kv.store``): objects live in dicts, t
 change feed is a bounded deque of ``ChangeEvent``s with contiguous revisions, and each
 write runs without an ``await`` in the middle, so it is atomic for every coroutine on
 the loop. Watchers wait on an ``asyncio.Event`` that each write sets and replaces.
-Group owner maps and offsets (``sc.kv.groups``) are dicts per group name.
+Group owner maps and offsets (``sc.kv.groups``) are dicts per group name. The lease
+runs the rules of ``sc.lease`` on ``clock``; every write checks the fence first.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import itertools
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Collection, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Mapping
 from typing import Any
 
 from sc.kv import groups as g
@@ -39,6 +40,7 @@ from sc.kv.store import (
     new_uid,
     watched_kinds,
 )
+from sc.lease import LeaseClaim, LeaseRecord, claim, renew
 from spark_stream.errors import (
     ConflictError,
     GroupNotEmptyError,
@@ -60,9 +62,15 @@ class MemoryKvStore(KvStore):
     Args:
         feed_retention: how many changes the feed keeps; a watcher further behind
             receives a ``Resync``.
+        clock: the lease's clock, in seconds (a fake one in tests).
     """
 
-    def __init__(self, feed_retention: int = DEFAULT_FEED_RETENTION) -> None:
+    def __init__(
+        self,
+        feed_retention: int = DEFAULT_FEED_RETENTION,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if feed_retention < 1:
             raise ValueError("feed_retention must be >= 1")
         self._objects: dict[str, dict[str, KvObject[Any, Any]]] = {}
@@ -75,6 +83,38 @@ class MemoryKvStore(KvStore):
         self._closed = False
         self._owners: dict[str, dict[TopicPartition, Grant]] = {}
         self._offsets: dict[str, dict[TopicPartition, StoredOffset]] = {}
+        self._clock = clock
+        self._lease: LeaseRecord | None = None
+        self._last_token = 0
+
+    # -- lease ---------------------------------------------------------------------
+
+    async def claim_lease(self, holder: str, ttl_s: float) -> LeaseClaim:
+        answer, self._lease, self._last_token = claim(
+            self._lease, self._last_token, holder, self._clock(), ttl_s
+        )
+        return answer
+
+    async def renew_lease(self, token: int, holder: str, ttl_s: float) -> LeaseClaim:
+        answer, self._lease = renew(
+            self._lease, self._last_token, token, holder, self._clock(), ttl_s
+        )
+        return answer
+
+    async def release_lease(self, token: int) -> None:
+        if self._lease is not None and self._lease.token == token:
+            self._lease = None
+
+    async def lease_holder(self) -> LeaseClaim:
+        lease = self._lease
+        if lease is None or self._clock() >= lease.expires_at:
+            return LeaseClaim(False, 0, "")
+        return LeaseClaim(False, lease.token, lease.holder)
+
+    def _check_fence(self) -> None:
+        """Refuse a write whose token is no longer the last issued (before any change)."""
+        if self._fence is not None and self._fence != self._last_token:
+            raise self._deposed(self._last_token)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -121,6 +161,7 @@ class MemoryKvStore(KvStore):
     async def create(
         self, obj: KvObject[Any, Any], *, keep_uid: bool = False
     ) -> KvObject[Any, Any]:
+        self._check_fence()
         kind = obj.kind
         object_class(kind)
         table = self._objects.setdefault(kind, {})
@@ -143,6 +184,7 @@ class MemoryKvStore(KvStore):
         self, kind: str, name: str, spec: Any, expected_revision: int
     ) -> KvObject[Any, Any]:
         spec = coerce_part(kind, "spec", spec)
+        self._check_fence()
         current = self._current(kind, name, expected_revision)
         return self._replace(current.with_spec(spec))
 
@@ -150,6 +192,7 @@ class MemoryKvStore(KvStore):
         self, kind: str, name: str, status: Any, expected_revision: int | None = None
     ) -> KvObject[Any, Any]:
         status = coerce_part(kind, "status", status)
+        self._check_fence()
         current = self._current(kind, name, expected_revision)
         return self._replace(current.with_status(status))
 
@@ -158,6 +201,7 @@ class MemoryKvStore(KvStore):
     ) -> KvObject[Any, Any]:
         if kind == GROUP_KIND:
             return await self.delete_group(name, expected_revision, kind=kind)
+        self._check_fence()
         current = self._current(kind, name, expected_revision)
         self._remove(current)
         return current
@@ -221,6 +265,7 @@ class MemoryKvStore(KvStore):
     ) -> KvObject[Any, Any]:
         status = coerce_part(kind, "status", status)
         owners = g.check_owners(owners)
+        self._check_fence()
         current = self._current(kind, name, expected_revision)
         stored = self._replace(current.with_status(status))
         self._owners[name] = dict(owners)
@@ -236,6 +281,7 @@ class MemoryKvStore(KvStore):
         g.check_group_name(name)
         g.check_member_id(member_id)
         checked = g.check_commits(commits)
+        self._check_fence()
         ts_ms = time.time_ns() // 1_000_000
         owners = self._owners.get(name, {})
         offsets = self._offsets.get(name, {})
@@ -270,6 +316,7 @@ class MemoryKvStore(KvStore):
         checked = g.check_offsets(offsets)
         g.check_metadata(metadata)
         object_class(kind)
+        self._check_fence()
         if name not in self._objects.get(kind, {}):
             raise UnknownGroupError(f"group {name!r} does not exist")
         if self._owners.get(name):
@@ -296,6 +343,7 @@ class MemoryKvStore(KvStore):
         g.check_group_name(name)
         if topic is not None:
             g.check_topic(topic)
+        self._check_fence()
         if any(topic in (None, t) for t, _ in self._owners.get(name, {})):
             raise GroupNotEmptyError(f"group {name!r} holds grants: offsets not deleted")
         table = self._offsets.get(name, {})
@@ -307,6 +355,7 @@ class MemoryKvStore(KvStore):
     async def delete_group(
         self, name: str, expected_revision: int | None = None, *, kind: str = GROUP_KIND
     ) -> KvObject[Any, Any]:
+        self._check_fence()
         current = self._current(kind, name, expected_revision)
         if self._owners.get(name):
             raise GroupNotEmptyError(f"group {name!r} holds grants: not deleted")

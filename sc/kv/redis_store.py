@@ -9,6 +9,10 @@ triggers a re-list (``Resync``). After a reconnect or an idle block the watcher 
 checks the counter: a counter below its position means Redis lost data (restart without
 persistence), which also triggers a re-list.
 
+Every writing script checks the writer's fencing token first (``KvStore.fence``); the
+lease scripts (``CLAIM_LEASE``, ``RENEW_LEASE``, ``RELEASE_LEASE``) keep the record of
+``sc.lease`` as a key with a TTL.
+
 Consumer-group owner maps and offsets (``sc.kv.groups``) are hashes beside the objects,
 written by their own scripts (``PUBLISH_PLAN``, ``COMMIT``, ``WRITE_OFFSETS``,
 ``DELETE_OFFSETS``); they take no revision and add nothing to the feed, except the
@@ -61,6 +65,7 @@ from sc.kv.store import (
     new_uid,
     watched_kinds,
 )
+from sc.lease import LeaseClaim
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import (
     ConflictError,
@@ -179,6 +184,9 @@ class RedisKvStore(KvStore):
         )
         self._write_offsets = self._redis.register_script(_lua.WRITE_OFFSETS)
         self._delete_offsets = self._redis.register_script(_lua.DELETE_OFFSETS)
+        self._claim = self._redis.register_script(_lua.CLAIM_LEASE)
+        self._renew = self._redis.register_script(_lua.RENEW_LEASE)
+        self._release = self._redis.register_script(_lua.RELEASE_LEASE)
 
     @property
     def prefix(self) -> str:
@@ -222,6 +230,53 @@ class RedisKvStore(KvStore):
                 if self._closed or loop.time() + delay > deadline:
                     raise KvUnavailableError(f"redis unreachable: {exc}") from exc
                 await asyncio.sleep(delay)  # backoff before reconnecting
+
+    # -- fencing and the lease -----------------------------------------------------------
+
+    def _fence_arg(self) -> str:
+        return "" if self._fence is None else str(self._fence)
+
+    def _check_deposed(self, reply: Any) -> None:
+        if isinstance(reply, list) and reply and reply[0] == "deposed":
+            raise self._deposed(reply[1])
+
+    async def _write(
+        self, script: Callable[..., Awaitable[Any]], args: list[EncodableT], name: str
+    ) -> Any:
+        """Run a writing script with this store's fencing token in front of ``args``.
+
+        Raises:
+            NotActiveError: the token is not the last issued; nothing was written.
+        """
+        fenced: list[EncodableT] = [self._fence_arg(), *args]
+        reply = await self._call(lambda: script(args=fenced), name)
+        self._check_deposed(reply)
+        return reply
+
+    async def claim_lease(self, holder: str, ttl_s: float) -> LeaseClaim:
+        args: list[EncodableT] = [self._prefix, holder, max(1, round(ttl_s * 1000))]
+        reply = await self._call(lambda: self._claim(args=args), "lease")
+        if reply[0] == "ok":
+            return LeaseClaim(True, int(reply[1]), holder)
+        return LeaseClaim(False, int(reply[1]), _text(reply[2]))
+
+    async def renew_lease(self, token: int, holder: str, ttl_s: float) -> LeaseClaim:
+        args: list[EncodableT] = [self._prefix, token, holder, max(1, round(ttl_s * 1000))]
+        reply = await self._call(lambda: self._renew(args=args), "lease")
+        if reply[0] == "ok":
+            return LeaseClaim(True, token, holder)
+        return LeaseClaim(False, int(reply[1]), _text(reply[2]))
+
+    async def release_lease(self, token: int) -> None:
+        args: list[EncodableT] = [self._prefix, token]
+        await self._call(lambda: self._release(args=args), "lease")
+
+    async def lease_holder(self) -> LeaseClaim:
+        value = await self._call(lambda: self._redis.get(f"{self._prefix}:lease"), "lease")
+        if not value:
+            return LeaseClaim(False, 0, "")
+        token, _, holder = _text(value).partition("|")
+        return LeaseClaim(False, int(token), holder)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -299,7 +354,7 @@ class RedisKvStore(KvStore):
             parent.kind if parent else "",
             parent.name if parent else "",
         ]
-        reply = await self._call(lambda: self._create(args=args), "create")
+        reply = await self._write(self._create, args, "create")
         if reply[0] == "exists":
             raise ObjectExistsError(f"{kind} {obj.name!r} already exists")
         if reply[0] == "noparent":
@@ -329,7 +384,7 @@ class RedisKvStore(KvStore):
             _json(model),
             "" if expected is None else str(expected),
         ]
-        reply = await self._call(lambda: self._update(args=args), "update")
+        reply = await self._write(self._update, args, "update")
         self._check(reply, kind, name, expected)
         return _decode(kind, *reply[1:5])
 
@@ -353,7 +408,7 @@ class RedisKvStore(KvStore):
             Partition.kind,
             Topic.kind,
         ]
-        reply = await self._call(lambda: self._delete(args=args), "delete")
+        reply = await self._write(self._delete, args, "delete")
         self._check(reply, kind, name, expected_revision)
         return _decode(kind, *reply[1:5])
 
@@ -392,7 +447,7 @@ class RedisKvStore(KvStore):
         ]
         for tp, grant in sorted(checked.items()):
             args += [g.field(*tp), g.grant_value(grant)]
-        reply = await self._call(lambda: self._publish(args=args), "publish_plan")
+        reply = await self._write(self._publish, args, "publish_plan")
         self._check(reply, kind, name, expected_revision)
         return _decode(kind, *reply[1:5])
 
@@ -414,7 +469,8 @@ class RedisKvStore(KvStore):
         for c in checked:
             value = g.offset_value(StoredOffset(c.offset, c.grant_epoch, ts_ms, c.metadata))
             args += [g.field(c.topic, c.partition), value]
-        reply = await self._commits.call(args)
+        reply = await self._commits.call([self._fence_arg(), *args])
+        self._check_deposed(reply)
         return [
             CommitResult(
                 c.topic,
@@ -441,7 +497,7 @@ class RedisKvStore(KvStore):
         args: list[EncodableT] = [self._prefix, kind, name, Partition.kind]
         for (topic, index), offset in checked.items():
             args += [topic, index, g.offset_value(StoredOffset(offset, None, ts_ms, metadata))]
-        reply = await self._call(lambda: self._write_offsets(args=args), "write_offsets")
+        reply = await self._write(self._write_offsets, args, "write_offsets")
         if reply[0] == "missing":
             raise UnknownGroupError(f"group {name!r} does not exist")
         if reply[0] == "busy":
@@ -469,7 +525,7 @@ class RedisKvStore(KvStore):
         if topic is not None:
             g.check_topic(topic)
         args: list[EncodableT] = [self._prefix, name, topic or ""]
-        reply = await self._call(lambda: self._delete_offsets(args=args), "delete_offsets")
+        reply = await self._write(self._delete_offsets, args, "delete_offsets")
         if reply[0] == "busy":
             raise GroupNotEmptyError(f"group {name!r} holds grants: offsets not deleted")
         return int(reply[1])

@@ -20,6 +20,12 @@ Theory of operation:
   child needs its parent; deleting a parent deletes its children first, in the same
   atomic step, each with its own ``DELETED`` change.
 
+- The active-SC lease (``sc.lease``): ``claim_lease``/``renew_lease``/``release_lease``
+  keep one lease record and the last fencing token issued. After ``fence(token)``,
+  every write of this store object (objects and consumer-group data) is refused with
+  ``NotActiveError``, before it changes anything, unless ``token`` is still the last
+  issued. A store never fenced writes unconditionally (tools, tests, a single SC).
+
 - Consumer groups keep an owner map (the commit fence) and offsets beside the group
   object, outside the feed and the revision counter; ``publish_group_plan`` writes the
   status and the owner map together. See ``sc.kv.groups``.
@@ -32,7 +38,7 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -45,6 +51,8 @@ from sc.kv.groups import (
     StoredOffset,
     TopicPartition,
 )
+from sc.lease import LeaseClaim
+from spark_stream.errors import NotActiveError
 from spark_stream.models import KINDS, KvObject, object_class, parse_model
 
 __all__ = [
@@ -156,6 +164,56 @@ def coerce_part(kind: str, part: str, value: Any) -> Any:
 
 class KvStore(abc.ABC):
     """Revisioned, compare-and-set object store with a resumable change feed."""
+
+    #: The fencing token every write carries (None: unfenced); set by ``fence``.
+    _fence: int | None = None
+    #: Called with the store's last token when a write was refused by the fence: the
+    #: SC's leadership steps down at once (a token below its own: the store lost data).
+    on_deposed: Callable[[int], None] | None = None
+
+    def _deposed(self, last: object) -> NotActiveError:
+        """The error of a write refused by the fence (``on_deposed`` is told first)."""
+        if self.on_deposed is not None:
+            self.on_deposed(int(str(last)))
+        return NotActiveError(
+            f"fenced: this SC's lease token {self._fence} was superseded by {last}"
+        )
+
+    def fence(self, token: int | None) -> None:
+        """Carry ``token`` in every later write: refused once it is not the last issued.
+
+        Args:
+            token: the token of this SC's lease grant; None writes unfenced.
+        """
+        self._fence = token
+
+    @property
+    def fence_token(self) -> int | None:
+        """The token writes carry (None: unfenced)."""
+        return self._fence
+
+    # -- the active-SC lease (see ``sc.lease`` for the rules) ---------------------------
+
+    @abc.abstractmethod
+    async def claim_lease(self, holder: str, ttl_s: float) -> LeaseClaim:
+        """Take the lease for ``holder`` when it is free, expired or already its own.
+
+        Returns:
+            Granted with a new token (the last issued plus one), or refused naming the
+            current holder and token.
+        """
+
+    @abc.abstractmethod
+    async def renew_lease(self, token: int, holder: str, ttl_s: float) -> LeaseClaim:
+        """Extend the lease of ``token``; refused (lost) when another SC took it since."""
+
+    @abc.abstractmethod
+    async def release_lease(self, token: int) -> None:
+        """Drop the lease record if ``token`` holds it (a clean stop: no wait for the TTL)."""
+
+    @abc.abstractmethod
+    async def lease_holder(self) -> LeaseClaim:
+        """The current holder and token, not granted ("" and 0 when nobody holds it)."""
 
     @abc.abstractmethod
     async def get(self, kind: str, name: str) -> KvObject[Any, Any] | None:

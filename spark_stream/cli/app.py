@@ -92,6 +92,11 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         help="SC and SPUs serve Prometheus metrics on free loopback ports (see status)",
     )
     start.add_argument(
+        "--standby-scs",
+        type=int,
+        help="standby SCs beside the active one (default 0; they take over when it dies)",
+    )
+    start.add_argument(
         "--auth",
         action="store_true",
         help="clients need a token (the SC and SPUs check them; the profile gets an admin "

@@ -74,6 +74,7 @@ def cluster_start(args: argparse.Namespace) -> int:
         spu_mode=args.spu_mode,
         start_timeout=args.timeout,
         metrics=args.metrics,
+        standby_scs=args.standby_scs,
         auth=args.auth,
     )
     status = cluster.start()

@@ -11,6 +11,7 @@ when the SC no longer holds them). ``SyncAdmin`` (``client.sync``) is its blocki
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any, Self, TypeVar
@@ -19,7 +20,12 @@ import pyarrow as pa
 
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.client.metadata import WATCH_BACKOFF, watch_metadata
-from spark_stream.errors import InvalidRequestError, NotFoundError
+from spark_stream.errors import (
+    ConnectionClosedError,
+    InvalidRequestError,
+    NotActiveError,
+    NotFoundError,
+)
 from spark_stream.models import (
     Partition,
     Spu,
@@ -31,12 +37,17 @@ from spark_stream.models import (
 )
 from spark_stream.models.topic_schema import TopicSchema, check_user_schema, encode_arrow
 from spark_stream.net.connection import Connection
+from spark_stream.net.endpoint import Endpoint
+from spark_stream.net.sc_endpoints import ScEndpoints
 from spark_stream.protocol import Message
 from spark_stream.protocol import control as c
 
 __all__ = ["AdminClient"]
 
 M = TypeVar("M", bound=Message)
+
+#: Delays between attempts while no SC is active (a standby taking over).
+_FAILOVER_BACKOFF = BackoffPolicy(0.05, 1.0)
 
 
 def _spec_dict(spec: Any) -> dict[str, Any]:
@@ -52,10 +63,15 @@ def _spec_dict(spec: Any) -> dict[str, Any]:
 class AdminClient:
     """Admin requests to one SC.
 
+    With standby SCs (``endpoints``), a connection that fails moves to the next SC, and
+    a request a standby refuses (``NotActiveError`` naming the active SC) is sent again
+    to the SC it names: a standby refuses before doing anything, so this is safe.
+
     Args:
         host: the SC's public address.
         port: the SC's public port (9003 by default).
         timeout: seconds each request may take.
+        endpoints: every SC's public address (overrides ``host`` and ``port``).
         token: the client token presented on connect (None: none; a cluster with auth on
             then refuses every request with ``AuthenticationError``).
     """
@@ -66,29 +82,48 @@ class AdminClient:
         port: int = 9003,
         *,
         timeout: float = 30.0,
+        endpoints: ScEndpoints | None = None,
         token: str | None = None,
     ) -> None:
-        self.host = host
-        self.port = port
+        self.endpoints = endpoints or ScEndpoints((Endpoint(host, port),))
         self.timeout = timeout
         self.token = token
         self._conn: Connection | None = None
+
+    @property
+    def host(self) -> str:
+        """The SC in use: its address."""
+        return self.endpoints.current.host
+
+    @property
+    def port(self) -> int:
+        """The SC in use: its public port."""
+        return self.endpoints.current.port
 
     async def connect(self) -> Self:
         """Open the connection (done on first use otherwise).
 
         Raises:
-            ConnectionClosedError: the SC does not answer.
+            ConnectionClosedError: no SC answers.
         """
-        if self._conn is None or self._conn.closed:
-            self._conn = await Connection.open(
-                self.host,
-                self.port,
-                timeout=self.timeout,
-                name=f"sc-public {self.host}:{self.port}",
-                token=self.token,
-            )
-        return self
+        if self._conn is not None and not self._conn.closed:
+            return self
+        for attempt in range(len(self.endpoints.all)):
+            host, port = self.endpoints.current
+            try:
+                self._conn = await Connection.open(
+                    host,
+                    port,
+                    timeout=self.timeout,
+                    name=f"sc-public {host}:{port}",
+                    token=self.token,
+                )
+                return self
+            except ConnectionClosedError:
+                if attempt + 1 == len(self.endpoints.all):
+                    raise
+                self.endpoints.advance()
+        return self  # pragma: no cover - the loop returns or raises
 
     async def close(self) -> None:
         """Close the connection; idempotent."""
@@ -109,8 +144,34 @@ class AdminClient:
         return self._conn
 
     async def _call(self, request: Message, expect: type[M]) -> M:
-        conn = await self._connection()
-        reply = await conn.call(request, timeout=self.timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        backoff = _FAILOVER_BACKOFF.start()
+        failing_over = False
+
+        def late() -> bool:
+            return loop.time() + backoff.policy.delay(backoff.attempt) > deadline
+
+        while True:
+            try:
+                conn = await self._connection()
+                reply = await conn.call(request, timeout=self.timeout)
+                break
+            except NotActiveError as exc:
+                # A standby: go to the SC it names (or the next one), until one is active
+                # (a takeover lasts up to the lease TTL) or the request's time is up.
+                if not self.endpoints.follow(exc):
+                    self.endpoints.advance()
+                failing_over = True
+                await self.close()
+                if late():
+                    raise
+            except ConnectionClosedError:
+                # The SC a standby named is gone too (it died): keep looking meanwhile.
+                if not failing_over or late():
+                    raise
+                self.endpoints.advance()
+            await backoff.sleep()  # a takeover in progress
         if not isinstance(reply, expect):  # pragma: no cover - the registry guarantees it
             raise InvalidRequestError(f"expected {expect.__name__}, got {type(reply).__name__}")
         return reply

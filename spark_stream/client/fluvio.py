@@ -34,9 +34,14 @@ from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.client.profile import resolve_endpoint, resolve_token
 from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
-from spark_stream.errors import RequestTimeoutError, UnknownTopicError
+from spark_stream.errors import (
+    ConnectionClosedError,
+    NotActiveError,
+    RequestTimeoutError,
+    UnknownTopicError,
+)
 from spark_stream.net.connection import Connection
-from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.net.sc_endpoints import ScEndpoints
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
 __all__ = ["FluvioAsync"]
@@ -48,16 +53,22 @@ class FluvioAsync:
     """A connection to a cluster, for asyncio code. Create it with ``await connect()``.
 
     Attributes:
-        endpoint: the SC public address in use.
+        endpoint: the SC public address(es) given (comma separated with standby SCs).
+        sc: every SC's public address and the one in use (it follows the active SC).
     """
 
     def __init__(
-        self, endpoint: str, timeout: float, watcher: MetadataWatcher, token: str | None = None
+        self,
+        endpoint: str,
+        timeout: float,
+        watcher: MetadataWatcher,
+        sc: ScEndpoints,
+        token: str | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
+        self.sc = sc
         self.token = token
-        self.host, self.port = parse_endpoint(endpoint)
         self.watcher = watcher
         self.pool = ConnectionPool(connect_timeout=timeout, token=token)
         self.leaders = LeaderClient(watcher, self.pool)
@@ -93,16 +104,30 @@ class FluvioAsync:
             NotFoundError: no endpoint given, no ``FLUVIO_ENDPOINT`` and no profile.
         """
         endpoint = resolve_endpoint(endpoint)
-        host, port = parse_endpoint(endpoint)
+        sc = ScEndpoints.parse(endpoint)
         token = resolve_token(token, endpoint)
 
         async def open_sc() -> Connection:
-            return await Connection.open(
-                host, port, timeout=timeout, name=f"sc@{endpoint}", token=token
-            )
+            # Each SC in turn from the current one: the first that accepts serves, and
+            # a standby's NotActiveError makes the watch follow the active SC.
+            for attempt in range(len(sc.all)):
+                host, port = sc.current
+                try:
+                    return await Connection.open(
+                        host, port, timeout=timeout, name=f"sc@{sc.current}", token=token
+                    )
+                except ConnectionClosedError:
+                    if attempt + 1 == len(sc.all):
+                        raise
+                    sc.advance()
+            raise ConnectionClosedError("no SC endpoint")  # pragma: no cover
+
+        def on_error(exc: BaseException) -> None:
+            if isinstance(exc, NotActiveError) and not sc.follow(exc):
+                sc.advance()
 
         log.info("connecting to the SC at %s", endpoint)
-        watcher = MetadataWatcher(open_sc)
+        watcher = MetadataWatcher(open_sc, on_error=on_error)
         await watcher.start(timeout)
         view = watcher.view
         log.info(
@@ -113,13 +138,23 @@ class FluvioAsync:
             len(view.topics),
             len(view.partitions),
         )
-        return cls(endpoint, timeout, watcher, token)
+        return cls(endpoint, timeout, watcher, sc, token)
+
+    @property
+    def host(self) -> str:
+        """The SC in use: its address."""
+        return self.sc.current.host
+
+    @property
+    def port(self) -> int:
+        """The SC in use: its public port."""
+        return self.sc.current.port
 
     def admin(self) -> AdminClient:
         """The admin client (topics, partitions, SPUs, SPU groups) on this cluster."""
         if self._admin is None:
             self._admin = AdminClient(
-                self.host, self.port, timeout=max(self.timeout, 30.0), token=self.token
+                timeout=max(self.timeout, 30.0), endpoints=self.sc, token=self.token
             )
         return self._admin
 
@@ -236,6 +271,7 @@ class FluvioAsync:
             on_assign=on_assign,
             on_revoke=on_revoke,
             on_lost=on_lost,
+            endpoints=self.sc,
             pattern=pattern,
             token=self.token,
         )

@@ -333,6 +333,8 @@ class MetadataWatcher:
     Args:
         connect: opens a fresh connection to the SC (used at start and on reconnect).
         backoff: delays between reconnect attempts.
+        on_error: told of every error that ends a watch attempt (before the reconnect;
+            e.g. a standby's ``NotActiveError``, so ``connect`` picks the active SC).
     """
 
     def __init__(
@@ -340,7 +342,9 @@ class MetadataWatcher:
         connect: Callable[[], Awaitable[Connection]],
         *,
         backoff: BackoffPolicy = WATCH_BACKOFF,
+        on_error: Callable[[BaseException], None] | None = None,
     ) -> None:
+        self._on_error = on_error
         self.view = MetadataView()
         self._connect = connect
         self._backoff = backoff
@@ -391,6 +395,8 @@ class MetadataWatcher:
 
     def _failed(self, exc: BaseException) -> None:
         self.last_error = exc
+        if self._on_error is not None:
+            self._on_error(exc)
 
     async def _run(self) -> None:
         pause = self._backoff.start()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spark_stream.errors import InvalidConfigError, NotFoundError
-from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.net.sc_endpoints import parse_endpoints
 
 __all__ = [
     "ENDPOINT_ENV",
@@ -101,7 +101,7 @@ class Profiles:
 def _profile(path: Path, name: str, data: object) -> Profile:
     if not isinstance(data, dict) or not isinstance(data.get("endpoint"), str):
         raise InvalidConfigError(f"profile {path}: {name!r} has no 'endpoint'")
-    parse_endpoint(data["endpoint"], what=f"profile {path}: 'endpoint'")
+    parse_endpoints(data["endpoint"], what=f"profile {path}: 'endpoint'")
     token = data.get("token", "")
     if not isinstance(token, str):
         raise InvalidConfigError(f"profile {path}: {name!r} has a 'token' that is not a string")
@@ -177,7 +177,7 @@ def save_profile(profile: Profile, path: Path | None = None) -> Path:
         InvalidConfigError: the existing file is not a valid profile file.
     """
     path = path or profile_path()
-    parse_endpoint(profile.endpoint, what=f"profile {profile.name!r}: endpoint")
+    parse_endpoints(profile.endpoint, what=f"profile {profile.name!r}: endpoint")
     old = load_profiles(path)
     return save_profiles(Profiles(profile.name, {**old.profiles, profile.name: profile}), path)
 
@@ -217,6 +217,10 @@ def _unknown(name: str, profiles: Profiles, path: Path) -> str:
     return f"no profile {name!r} in {path} (profiles: {known})"
 
 
+def _joined(text: str, what: str) -> str:
+    return ",".join(str(e) for e in parse_endpoints(text, what=what))
+
+
 def resolve_endpoint(explicit: str | None = None, *, what: str = "endpoint") -> str:
     """The SC public address to use: ``explicit``, else ``FLUVIO_ENDPOINT``, else the profile.
 
@@ -229,7 +233,8 @@ def resolve_endpoint(explicit: str | None = None, *, what: str = "endpoint") -> 
         what: how errors name ``explicit`` (``"--endpoint"``, ``"option 'endpoint'"``).
 
     Returns:
-        ``host:port`` as ``parse_endpoint`` reads it (IPv6 in brackets).
+        ``host:port`` as ``parse_endpoint`` reads it (IPv6 in brackets); several,
+        comma separated, when the cluster runs standby SCs (``parse_endpoints``).
 
     Raises:
         InvalidConfigError: the endpoint used is malformed (naming ``what``,
@@ -237,10 +242,10 @@ def resolve_endpoint(explicit: str | None = None, *, what: str = "endpoint") -> 
         NotFoundError: none of the three is there.
     """
     if explicit:
-        return str(parse_endpoint(explicit, what=what))
+        return _joined(explicit, what)
     env = os.environ.get(ENDPOINT_ENV, "").strip()
     if env:
-        return str(parse_endpoint(env, what=f"environment variable {ENDPOINT_ENV}"))
+        return _joined(env, f"environment variable {ENDPOINT_ENV}")
     path = profile_path()
     try:
         return load_profile(path).endpoint

@@ -34,6 +34,8 @@ class ClusterLayout:
     spu_ports: dict[str, list[int]] = field(default_factory=dict)
     metrics: bool = False
     """Every process serves Prometheus metrics on a free loopback port (``--metrics``)."""
+    standby_ports: list[list[int]] = field(default_factory=list)
+    """(public, private) ports of each standby SC (``--standby-scs``), fixed at first start."""
     auth: bool = False
     """Clients need a token (``--auth``): the SC and SPUs check tokens signed with the key
     in ``{data_dir}/auth/cluster.key``; the profile gets an admin token."""
@@ -71,9 +73,10 @@ class ClusterStatus:
 
     @property
     def running(self) -> bool:
-        """True when Redis and the SC run."""
+        """True when Redis and the SC (or a standby SC, which takes over) run."""
         names = {p.name: p.running for p in self.processes}
-        return names.get("sc", False) and names.get("redis", True)
+        scs = any(p.running for p in self.processes if p.name.split("-standby-")[0] == "sc")
+        return scs and names.get("redis", True)
 
     @property
     def state(self) -> str:

@@ -22,8 +22,12 @@ here) are ``spark_stream.supervision``'s. SPUs
 come from an SPU group (``spu_mode="group"``: the SC's local-process provisioner runs
 them, as in the product) or are spawned here and registered as custom SPUs
 (``spu_mode="custom"``: tests that kill and restart SPUs on their own schedule).
-``stop`` sends SIGTERM (SIGKILL after a timeout) by pid, SC first so it stops its
-managed SPUs, and keeps the data. The client profile is written after a start.
+With ``standby_scs`` (``fluvio cluster start --standby-scs N``) N more SCs run against
+the same Redis (``sc-standby-{n}``, ports fixed at first start); the first SC to hold the
+lease is active, and every SPU and the client profile get every SC's address, so they
+follow whichever is active (``sc.leadership``).
+``stop`` sends SIGTERM (SIGKILL after a timeout) by pid, standby SCs first, then the SC
+so it stops its managed SPUs, and keeps the data. The client profile is written after a start.
 ``status`` reports only what exists: nothing for a data directory never started, and
 the SPUs of the cluster's current state (the SC's view when it answers).
 """
@@ -78,6 +82,7 @@ from spark_stream.local.redis_server import (
 )
 from spark_stream.models import Spu
 from spark_stream.net.endpoint import Endpoint
+from spark_stream.net.sc_endpoints import ScEndpoints
 from spark_stream.supervision import (
     ManagedSpuDirs,
     PidRecord,
@@ -174,6 +179,7 @@ class LocalCluster:
         default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
             (``tier_root``); False leaves them untiered (the SC is started without a tier
             root; a running SC keeps the setting it was started with).
+        standby_scs: standby SCs to run beside the SC (a later start may only add).
         auth: clients need a token: the SC and SPUs check tokens signed with the key in
             ``auth_key_file`` (made on the first start with it), and the profile gets an
             admin token (``*=admin``); once on, later starts keep it on. Off by default.
@@ -195,8 +201,11 @@ class LocalCluster:
         env: Mapping[str, str] | None = None,
         metrics: bool = False,
         default_tier: bool = True,
+        standby_scs: int | None = None,
         auth: bool = False,
     ) -> None:
+        if standby_scs is not None and standby_scs < 0:
+            raise InvalidConfigError(f"standby_scs: must be >= 0, got {standby_scs}")
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
         if spus is not None and spus < 0:
@@ -220,6 +229,7 @@ class LocalCluster:
         self._admin_token: str | None = None
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
         self._started: list[_Started] = []
+        self._want_standbys = standby_scs or 0
         self._before: dict[int, tuple[int | None, int]] = {}
 
     # -- paths ---------------------------------------------------------------------------
@@ -270,8 +280,20 @@ class LocalCluster:
 
     @property
     def endpoint(self) -> str:
-        """The SC's public ``host:port``."""
-        return f"{_HOST}:{self.layout.sc_public_port}"
+        """The SC's public ``host:port``; with standby SCs, every SC's, comma separated."""
+        ports = [self.layout.sc_public_port] + [p[0] for p in self.layout.standby_ports]
+        return ",".join(f"{_HOST}:{port}" for port in ports)
+
+    @property
+    def sc_private_endpoints(self) -> str:
+        """Every SC's private ``host:port``, comma separated (what SPUs are given)."""
+        ports = [self.layout.sc_private_port] + [p[1] for p in self.layout.standby_ports]
+        return ",".join(f"{_HOST}:{port}" for port in ports)
+
+    @property
+    def standby_names(self) -> list[str]:
+        """The process names of the standby SCs (``sc-standby-1``...)."""
+        return [f"sc-standby-{n}" for n in range(1, len(self.layout.standby_ports) + 1)]
 
     def _layout_path(self) -> Path:
         return self.data_dir / "cluster.json"
@@ -319,6 +341,8 @@ class LocalCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._want_spus is not None:
             self.layout.spus = max(self.layout.spus, self._want_spus)
+        while len(self.layout.standby_ports) < self._want_standbys:
+            self.layout.standby_ports.append([free_port(), free_port()])
         self._started = []
         # Where each SPU's log and process stood before this start (see _spu_up).
         self._before = {
@@ -327,6 +351,7 @@ class LocalCluster:
         try:
             self._start_redis()
             self._start_sc()
+            self._start_standbys()
             self._save_layout()
             asyncio.run(self._start_spus())
             self._save_layout()
@@ -367,8 +392,8 @@ class LocalCluster:
             terminate(started.record, self.stop_timeout, name=started.name)
             if read_pid_file(started.pid_file) == started.record:
                 started.pid_file.unlink(missing_ok=True)
-            if started.name == "sc":
-                (self.data_dir / "sc.ready").unlink(missing_ok=True)
+            if started.name.startswith("sc"):
+                (self.data_dir / f"{started.name}.ready").unlink(missing_ok=True)
         self._started = []
 
     def _start_redis(self) -> None:
@@ -424,13 +449,23 @@ class LocalCluster:
             DEFAULT_SC_PORT if self._sc_port is None else self._sc_port
         )
         private = self.layout.sc_private_port or 0
+        if self.layout.standby_ports and not private:
+            private = free_port()  # every SC and SPU must know it before it starts
         if public and not self._port_free(public):
             raise ServerStartError(
                 f"SC failed to start: port {Endpoint(_HOST, public)} is in use "
                 "(another cluster?); choose another with --sc-port"
             )
-        if private and not self._port_free(private):
+        if private and not self._port_free(private) and not self.layout.standby_ports:
             private = 0
+        started = self._spawn_sc("sc", "SC", public, private)
+        self._wait(ready.is_file, started)
+        info = json.loads(ready.read_text())
+        self.layout.sc_public_port = int(info["public_port"])
+        self.layout.sc_private_port = int(info["private_port"])
+
+    def _spawn_sc(self, name: str, label: str, public: int, private: int) -> _Started:
+        """Start an SC process ``name`` (``sc`` or a standby) on the given ports."""
         spu_command = f"{self.python} -m spu"
         self.admin_token  # noqa: B018 - writes the key file before the SC reads it
         # Managed SPUs inherit the SC's environment.
@@ -439,17 +474,28 @@ class LocalCluster:
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
-            "--ready-file", str(ready),
+            "--ready-file", str(self.data_dir / f"{name}.ready"),
         ]  # fmt: skip
+        if self.layout.standby_ports:
+            ports = [private] + [p[1] for p in self.layout.standby_ports]
+            argv += ["--spu-sc-endpoints", ",".join(f"{_HOST}:{p}" for p in ports)]
         if self.layout.metrics:
             argv += ["--metrics-port", "0"]
         if self.default_tier:
             argv += ["--tier-root", str(self.tier_root)]
-        started = self._spawn("sc", "SC", argv, env)
-        self._wait(ready.is_file, started)
-        info = json.loads(ready.read_text())
-        self.layout.sc_public_port = int(info["public_port"])
-        self.layout.sc_private_port = int(info["private_port"])
+        return self._spawn(name, label, argv, env)
+
+    def _start_standbys(self) -> None:
+        """Start each standby SC that is not running; they stand by (the SC is active)."""
+        for name, (public, private) in zip(
+            self.standby_names, self.layout.standby_ports, strict=True
+        ):
+            if running(self.pid_file(name)) is not None:
+                continue
+            ready = self.data_dir / f"{name}.ready"
+            ready.unlink(missing_ok=True)
+            started = self._spawn_sc(name, f"standby SC {name}", public, private)
+            self._wait(ready.is_file, started)
 
     def _wait(self, check: Callable[[], bool], started: _Started) -> None:
         """Poll ``check`` until true; fail naming the component if it exits or times out."""
@@ -471,9 +517,8 @@ class LocalCluster:
         )
 
     async def _start_spus(self) -> None:
-        async with AdminClient(
-            _HOST, self.layout.sc_public_port, timeout=10.0, token=self.admin_token
-        ) as admin:
+        scs = ScEndpoints.parse(self.endpoint)
+        async with AdminClient(endpoints=scs, timeout=10.0, token=self.admin_token) as admin:
             if self.layout.spu_mode == "group":
                 await self._ensure_group(admin)
             else:
@@ -520,7 +565,7 @@ class LocalCluster:
             **self._auth_env(),
             **spu_environment(
                 spu_id,
-                sc_endpoint=str(Endpoint(_HOST, self.layout.sc_private_port)),
+                sc_endpoint=self.sc_private_endpoints,
                 data_dir=folder,
                 ports=(ports[0], ports[1]),
                 host=_HOST,
@@ -614,14 +659,16 @@ class LocalCluster:
         Returns:
             The names of the processes that were running.
         """
-        files = [("sc", self.pid_file("sc"))]
+        files = [(name, self.pid_file(name)) for name in self.standby_names]
+        files.append(("sc", self.pid_file("sc")))
         files += [(f"spu-{i}", self.spu_pid_file(i)) for i in self._known_spu_ids()]
         files.append(("redis", self.pid_file("redis")))
         stopped = []
         for name, pid_file in files:
             if _stop_pid(pid_file, self.stop_timeout, name):
                 stopped.append(name)
-        (self.data_dir / "sc.ready").unlink(missing_ok=True)
+        for name in ["sc", *self.standby_names]:
+            (self.data_dir / f"{name}.ready").unlink(missing_ok=True)
         return stopped
 
     def delete(self) -> tuple[list[str], list[Path]]:
@@ -643,7 +690,8 @@ class LocalCluster:
             raise NotFoundError(f"no cluster in {self.data_dir}: nothing to delete")
         stopped = self.stop()
         removed = []
-        for name in ("cluster.json", "cluster.tmp", "sc.ready", "pids", "logs", "redis", "spus"):
+        ready = ["sc.ready", *(f"{name}.ready" for name in self.standby_names)]
+        for name in ("cluster.json", "cluster.tmp", *ready, "pids", "logs", "redis", "spus"):
             path = self.data_dir / name
             if path.is_dir():
                 shutil.rmtree(path)
@@ -681,7 +729,9 @@ class LocalCluster:
         if not (self._layout_path().is_file() or redis_pid or sc_pid or spu_pids):
             return ClusterStatus(str(self.data_dir), None, [], [], started=False)
         spus: list[dict[str, Any]] | None = None
-        if sc_pid is not None and endpoint is not None:
+        standbys = {name: process_alive(self.pid_file(name)) for name in self.standby_names}
+        any_sc = sc_pid is not None or any(pid is not None for pid in standbys.values())
+        if any_sc and endpoint is not None:
             try:
                 spus = asyncio.run(self._list_spus())
             except (FluvioError, OSError):
@@ -697,6 +747,9 @@ class LocalCluster:
             )
         sc_metrics = self._metrics_url("sc") if sc_pid is not None else None
         procs.append(ProcessStatus("sc", sc_pid, sc_pid is not None, endpoint or "", sc_metrics))
+        for name, (public, _) in zip(self.standby_names, self.layout.standby_ports, strict=True):
+            pid = standbys[name]
+            procs.append(ProcessStatus(name, pid, pid is not None, f"{_HOST}:{public}"))
         for spu_id in sorted(ids | set(spu_pids)):
             pid = spu_pids.get(spu_id)
             name = f"spu-{spu_id}"
@@ -705,9 +758,8 @@ class LocalCluster:
         return ClusterStatus(str(self.data_dir), endpoint, procs, spus or [])
 
     async def _list_spus(self) -> list[dict[str, Any]]:
-        async with AdminClient(
-            _HOST, self.layout.sc_public_port, timeout=5.0, token=self.admin_token
-        ) as admin:
+        scs = ScEndpoints.parse(self.endpoint)
+        async with AdminClient(endpoints=scs, timeout=5.0, token=self.admin_token) as admin:
             return [_spu_row(s) for s in await admin.list_spus()]
 
 

@@ -38,6 +38,7 @@ from spark_stream.supervision import (
     log_tail,
     log_text,
     reap,
+    send_signal,
     spawn,
     spu_environment,
     terminate,
@@ -147,6 +148,10 @@ class ChildProcess:
             self.record = None
         return self.returncode
 
+    def signal(self, sig: int) -> bool:
+        """Send ``sig`` (SIGSTOP, SIGCONT...) without waiting; True when it was sent."""
+        return self.record is not None and send_signal(self.record, sig)
+
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM (a clean stop), SIGKILL after ``timeout``; the exit code as ``kill``."""
         return self.kill(signal.SIGTERM, timeout)
@@ -164,6 +169,7 @@ class ScChild(ChildProcess):
         metrics: serve Prometheus metrics on a free port (``metrics_url`` after start).
         host: the address both servers bind to.
         wrapper: command prefix, as ``ChildProcess``.
+        args: more command-line flags (``["--lease-ttl", "2"]``).
     """
 
     def __init__(
@@ -177,6 +183,7 @@ class ScChild(ChildProcess):
         metrics: bool = False,
         host: str = HOST,
         wrapper: Sequence[str] = (),
+        args: Sequence[str] = (),
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.ready_path = workdir / "sc.ready.json"
@@ -190,10 +197,12 @@ class ScChild(ChildProcess):
             argv += ["--spu-command", shlex.join(spu_command)]
         if metrics:
             argv += ["--metrics-port", "0"]
+        argv += list(args)
         super().__init__("sc", argv, workdir / "sc.log", _python_env(), wrapper)
         self.public_port = 0
         self.private_port = 0
         self.metrics_url: str | None = None
+        self.role = ""
 
     def start(self, timeout: float = 30.0) -> Self:
         """Start and wait until both servers listen."""
@@ -205,6 +214,7 @@ class ScChild(ChildProcess):
             raise ServerStartError(f"{self.ready_path} names pid {info['pid']}, not {self.pid}")
         self.public_port, self.private_port = int(info["public_port"]), int(info["private_port"])
         self.metrics_url = info.get("metrics_url")
+        self.role = str(info.get("role", ""))
         return self
 
     def pin_ports(self) -> None:
@@ -221,7 +231,8 @@ class SpuChild(ChildProcess):
 
     Args:
         spu_id: the SPU id (registered in the SC beforehand for a custom SPU).
-        sc_private_port: the SC's private port.
+        sc_private_port: the SC's private port, or every SC's private endpoint (comma
+            separated: an active SC and standbys).
         workdir: the SPU's data directory; its log is ``workdir/spu.log``.
         ports: (public, private).
         settings: more ``SpuSettings`` fields, e.g. ``{"replica_max_lag_ms": 2000}``.
@@ -233,7 +244,7 @@ class SpuChild(ChildProcess):
     def __init__(
         self,
         spu_id: int,
-        sc_private_port: int,
+        sc_private_port: int | str,
         workdir: Path,
         ports: tuple[int, int],
         settings: dict[str, Any] | None = None,
@@ -246,7 +257,9 @@ class SpuChild(ChildProcess):
             **_python_env(),
             **spu_environment(
                 spu_id,
-                sc_endpoint=f"{sc_host}:{sc_private_port}",
+                sc_endpoint=sc_private_port
+                if isinstance(sc_private_port, str)
+                else f"{sc_host}:{sc_private_port}",
                 data_dir=workdir,
                 ports=ports,
                 host=host,

@@ -35,7 +35,12 @@ def test_a_bad_sc_endpoint_is_a_typed_error_naming_the_setting(
 
 def test_an_ipv6_sc_endpoint_loses_its_brackets(tmp_path: Path) -> None:
     sc_link = link(tmp_path, "[::1]:9004")
-    assert (sc_link.host, sc_link.port) == ("::1", 9004)
+    assert sc_link.endpoints.current == ("::1", 9004)
+
+
+def test_several_sc_endpoints_are_tried_in_order(tmp_path: Path) -> None:
+    sc_link = link(tmp_path, "127.0.0.1:9004, [::1]:9104")
+    assert sc_link.endpoints.all == (("127.0.0.1", 9004), ("::1", 9104))
 
 
 @pytest.mark.integration

@@ -71,9 +71,12 @@ from spark_stream.errors import (
     FencedMemberError,
     FluvioError,
     InvalidConfigError,
+    NotActiveError,
     RequestTimeoutError,
 )
 from spark_stream.net.connection import Connection, Stream
+from spark_stream.net.endpoint import Endpoint
+from spark_stream.net.sc_endpoints import ScEndpoints
 from spark_stream.protocol import control as c
 
 __all__ = [
@@ -124,6 +127,7 @@ class AsyncGroupConsumer(GroupPartitions):
         on_revoke: RebalanceCallback | None = None,
         on_lost: RebalanceCallback | None = None,
         pattern: str | None = None,
+        endpoints: ScEndpoints | None = None,
         token: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
@@ -144,7 +148,8 @@ class AsyncGroupConsumer(GroupPartitions):
         self.pattern = pattern  # topics it matches are subscribed too (resolved by the SC)
         self.member_id = str(uuid.uuid4())
         self.generation = -1
-        self._host, self._port = host, port
+        # Every SC's address (standbys too): a reconnect follows the active one.
+        self._sc = endpoints or ScEndpoints((Endpoint(host, port),))
         self._token = token  # presented on every (re)connect to the SC
         self._leaders = leaders
         self._config = config
@@ -191,10 +196,17 @@ class AsyncGroupConsumer(GroupPartitions):
         if self._auto_commit:
             self._tasks.append(loop.create_task(self._auto_commits()))
 
+    async def _open(self) -> Connection:
+        """A connection to the SC in use; a failed connect moves on to the next SC."""
+        host, port = self._sc.current
+        try:
+            return await Connection.open(host, port, timeout=TIMEOUT, token=self._token)
+        except ConnectionClosedError:
+            self._sc.advance()
+            raise
+
     async def _begin_membership(self) -> None:
-        self._conn = await Connection.open(
-            self._host, self._port, timeout=TIMEOUT, token=self._token
-        )
+        self._conn = await self._open()
         await self._join(resume=False)
         self._connected.set()
         self._last_pull = time.monotonic()
@@ -268,11 +280,11 @@ class AsyncGroupConsumer(GroupPartitions):
             try:
                 if self._conn is not None:
                     await self._conn.close()
-                self._conn = await Connection.open(
-                    self._host, self._port, timeout=TIMEOUT, token=self._token
-                )
+                self._conn = await self._open()
                 await self._join(resume=self._epoch > 0)
             except FluvioError as exc:
+                if isinstance(exc, NotActiveError) and not self._sc.follow(exc):
+                    self._sc.advance()  # a standby that knows no active SC yet
                 if not exc.retriable:
                     if self._epoch == 0:
                         raise

@@ -3,6 +3,8 @@ package io.sparkstream.fluvio.client;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import java.io.Serializable;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * A {@code host:port} address ({@code "[v6]:port"} for IPv6), parsed by the rule of {@code
@@ -12,6 +14,53 @@ import java.io.Serializable;
  * @param port the port, 1..65535
  */
 public record Endpoint(String host, int port) implements Serializable {
+
+  /** How a standby SC names the active one ({@code spark_stream/net/sc_endpoints.py}). */
+  private static final Pattern ACTIVE = Pattern.compile("active SC: public=(\\S+) private=(\\S+)");
+
+  /**
+   * The first of a comma-separated list of endpoints (a cluster with standby SCs lists
+   * them all; this connector starts at the first and follows a standby's answer).
+   *
+   * @param text one endpoint, or several separated by commas
+   * @param what how errors name it
+   * @return the first endpoint, each having been checked
+   * @throws FluvioException {@code INVALID_CONFIG}: a malformed entry, or none
+   */
+  public static Endpoint first(String text, String what) {
+    Endpoint first = null;
+    for (String part : text.split(",", -1)) {
+      if (!part.isBlank()) {
+        Endpoint endpoint = parse(part, what);
+        first = first == null ? endpoint : first;
+      }
+    }
+    if (first == null) {
+      throw new FluvioException(ErrorCode.INVALID_CONFIG, "%s names no endpoint: '%s'".formatted(what, text));
+    }
+    return first;
+  }
+
+  /**
+   * The active SC's public endpoint that a standby's {@code NOT_ACTIVE} error names.
+   *
+   * @param error an error from the SC
+   * @return the endpoint, or null when the error is another or names none
+   */
+  public static Endpoint activeSc(FluvioException error) {
+    if (error.code() != ErrorCode.NOT_ACTIVE || error.getMessage() == null) {
+      return null;
+    }
+    Matcher m = ACTIVE.matcher(error.getMessage());
+    if (!m.find()) {
+      return null;
+    }
+    try {
+      return parse(m.group(1), "the active SC");
+    } catch (FluvioException e) {
+      return null;
+    }
+  }
 
   /**
    * Parse an endpoint.

@@ -24,7 +24,8 @@ public final class LeaderClient implements Closeable {
   private static final long FIRST_BACKOFF_MS = 50;
   private static final long MAX_BACKOFF_MS = 2_000;
 
-  private final Endpoint scEndpoint;
+  /** Not final: it follows the active SC that a standby names ({@link #withSc}). */
+  private Endpoint scEndpoint;
   private final int timeoutMs;
   private final String token;
   private final Map<Endpoint, Connection> connections = new HashMap<>();
@@ -63,10 +64,32 @@ public final class LeaderClient implements Closeable {
   public Metadata metadata(String topic) {
     Metadata cached = metadata.get(topic);
     if (cached == null) {
-      cached = Metadata.load(connection(scEndpoint), topic);
+      cached = withSc(sc -> Metadata.load(sc, topic));
       metadata.put(topic, cached);
     }
     return cached;
+  }
+
+  /**
+   * Run {@code call} on the SC's connection; a standby's {@code NOT_ACTIVE} naming the
+   * active SC makes this client use that SC from now on and try again (a few times).
+   */
+  private <T> T withSc(Function<Connection, T> call) {
+    for (int attempt = 0; ; attempt++) {
+      try {
+        return call.apply(connection(scEndpoint));
+      } catch (FluvioException e) {
+        Endpoint active = Endpoint.activeSc(e);
+        if (active == null || attempt >= 3) {
+          throw e;
+        }
+        scEndpoint = active;
+      }
+    }
+  }
+
+  private Frame scRequest(int api, int version, Map<String, ?> meta) {
+    return withSc(sc -> sc.request(api, version, meta));
   }
 
   /**
@@ -78,7 +101,7 @@ public final class LeaderClient implements Closeable {
    */
   public String topicCompression(String topic) {
     Map<String, Object> described =
-        connection(scEndpoint).request(ApiKeys.DESCRIBE_TOPIC, 0, Map.of("name", topic)).decodeMeta();
+        scRequest(ApiKeys.DESCRIBE_TOPIC, 0, Map.of("name", topic)).decodeMeta();
     Object spec = described.get("topic");
     Object setting = spec instanceof Map<?, ?> m ? m.get("compression") : null;
     return setting == null ? "any" : setting.toString();
@@ -195,7 +218,7 @@ public final class LeaderClient implements Closeable {
    * @throws FluvioException {@code UNKNOWN_GROUP} when the group does not exist
    */
   public Map<String, Long> committedOffsets(String group, java.util.Collection<String> partitions) {
-    connection(scEndpoint).request(ApiKeys.DESCRIBE_GROUP, 0, Map.of("group", group));
+    scRequest(ApiKeys.DESCRIBE_GROUP, 0, Map.of("group", group));
     java.util.List<Map<String, Object>> wanted = new java.util.ArrayList<>();
     for (String tp : partitions) {
       int slash = tp.lastIndexOf('/');
@@ -207,7 +230,7 @@ public final class LeaderClient implements Closeable {
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("group", group);
     meta.put("partitions", wanted);
-    Object offsets = connection(scEndpoint).request(ApiKeys.OFFSET_FETCH, 0, meta).decodeMeta().get("offsets");
+    Object offsets = scRequest(ApiKeys.OFFSET_FETCH, 0, meta).decodeMeta().get("offsets");
     Map<String, Long> out = new LinkedHashMap<>();
     if (offsets instanceof java.util.List<?> list) {
       for (Object o : list) {
@@ -234,7 +257,7 @@ public final class LeaderClient implements Closeable {
    */
   public java.util.List<String> commitProgress(String group, Map<String, Long> offsets) {
     Object skipped =
-        connection(scEndpoint).request(ApiKeys.PROGRESS_COMMIT, 0, progressCommitMeta(group, offsets))
+        scRequest(ApiKeys.PROGRESS_COMMIT, 0, progressCommitMeta(group, offsets))
             .decodeMeta().get("skipped");
     java.util.List<String> out = new java.util.ArrayList<>();
     if (skipped instanceof java.util.List<?> list) {
@@ -305,7 +328,7 @@ public final class LeaderClient implements Closeable {
    */
   public java.util.List<String> topicNames() {
     Object topics =
-        connection(scEndpoint).request(ApiKeys.LIST_TOPICS, 0, Map.of("names", java.util.List.of()))
+        scRequest(ApiKeys.LIST_TOPICS, 0, Map.of("names", java.util.List.of()))
             .decodeMeta().get("topics");
     java.util.TreeSet<String> names = new java.util.TreeSet<>();
     if (topics instanceof java.util.List<?> list) {

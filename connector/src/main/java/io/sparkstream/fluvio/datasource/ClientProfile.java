@@ -102,7 +102,7 @@ final class ClientProfile {
       throw new FluvioException(ErrorCode.INVALID_CONFIG, "profile %s has no 'endpoint'".formatted(path));
     }
     try {
-      return Endpoint.parse(data.get("endpoint").textValue(), "profile %s: 'endpoint'".formatted(path));
+      return Endpoint.first(data.get("endpoint").textValue(), "profile %s: 'endpoint'".formatted(path));
     } catch (FluvioException e) {
       throw new FluvioException(ErrorCode.INVALID_CONFIG, e.getMessage(), e);
     }

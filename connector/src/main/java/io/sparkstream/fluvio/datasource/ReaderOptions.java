@@ -474,7 +474,7 @@ public record ReaderOptions(
       if (raw == null || raw.isBlank()) {
         return ClientProfile.endpoint();
       }
-      return wrap(() -> Endpoint.parse(System.getenv("FLUVIO_ENDPOINT"), "FLUVIO_ENDPOINT"));
+      return wrap(() -> Endpoint.first(System.getenv("FLUVIO_ENDPOINT"), "FLUVIO_ENDPOINT"));
     }
     String what = "option '%s'".formatted(given.name("endpoint"));
     List<Endpoint> hosts = new ArrayList<>();

@@ -42,6 +42,7 @@ public enum ErrorCode {
   OBJECT_EXISTS(50, "ObjectExistsError", false),
   KV_UNAVAILABLE(51, "KvUnavailableError", true),
   SERVER_START(52, "ServerStartError", false),
+  NOT_ACTIVE(53, "NotActiveError", true),
   INSUFFICIENT_RESOURCES(60, "InsufficientResourcesError", false),
   PARTITION_OFFLINE(61, "PartitionOfflineError", false),
   SPU_EXISTS(70, "SpuExistsError", false),
