@@ -126,9 +126,12 @@ def delta_conf(cache_dir: Path | None = None) -> dict[str, str]:
         "spark.jars": ",".join(str(p) for p in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        # Delta rebuilds a table's snapshot with this many tasks (default 50): on a small
-        # local machine that alone takes seconds per read of a small table.
-        "spark.databricks.delta.snapshotPartitions": "2",
+        # Delta keeps a table's snapshot (one row per live file) in this many cached
+        # partitions (default 50: on a small local machine that alone takes seconds per
+        # read of a small table), and every query lists its files from them with a Spark
+        # job of that many tasks. One partition: a tier table's state is a few hundred
+        # bytes per file, and one task per query costs less than two (docs/decisions.md).
+        "spark.databricks.delta.snapshotPartitions": "1",
     }
 
 

@@ -3,7 +3,13 @@
 Theory of operation. ``TierKeeper`` runs one round every ``interval_s`` over the open
 logs of tiered topics (the partition spec carries ``tier``):
 
-- **Leaders** (never followers) tier. For each partition, one job at a time, at most
+- **Leaders** (never followers) tier, and only while they lead: the job checks the
+  leadership again before each file, manifest write and hook call (``leads``) and stops
+  quietly once it moved (the worker thread of a deposed or stopped leader may still be
+  running: an asyncio cancel does not stop a thread). Still racy: leadership lost in the
+  middle of one such step is seen at the next; the new leader writes the same file
+  again and the Delta commit is idempotent, but a manifest write of the old leader can
+  land after the new one's (see docs/decisions.md). For each partition, one job at a time, at most
   ``concurrency`` jobs at once, in worker threads: the job loads the manifest, and on the
   event loop the keeper takes read slices of the pieces the manifest lacks
   (``tier_plan.pieces_to_tier``: committed parts of sealed segments from the
@@ -70,6 +76,7 @@ class TierOutcome:
     manifest: TierManifest
     error: str | None = None
     written: int = 0
+    deposed: bool = False
 
 
 def _entry(
@@ -108,6 +115,7 @@ def tier_slices(
     replay: bool = False,
     cutoff_us: int | None = None,
     epoch: int | None = None,
+    leads: Callable[[], bool] | None = None,
 ) -> TierOutcome:
     """Write ``slices`` to the tier, record them, apply tier retention (a worker thread).
 
@@ -120,30 +128,44 @@ def tier_slices(
         replay: first offer every entry already in the manifest to ``hook``.
         cutoff_us: entries whose newest record is older leave the tier.
         epoch: the leader epoch this SPU writes under (names its temporary files).
+        leads: whether this SPU still leads the partition; checked before each file,
+            manifest write and hook call (None: always).
 
     Returns:
-        The outcome; an error stops the job where it happened.
+        The outcome; an error stops the job where it happened, and so does the end of
+        the leadership (``deposed``, no error).
     """
     partition = manifest.partition
     written = 0
+
+    def check() -> None:
+        if leads is not None and not leads():
+            raise _Deposed
+
     try:
         if replay and hook is not None:
             for held in manifest.files:
+                check()
                 hook.on_tiered(partition, held)
         for piece in slices:
             end = manifest.end_offset
             if end is not None and piece.next_offset <= end:
                 continue  # recorded by an earlier attempt
+            check()
             entry = _entry(tier_url, partition, piece, schema, epoch)
+            check()
             manifest = manifest.with_entry(entry)
             save_manifest(tier_url, manifest, epoch=epoch)
             written += 1
             if hook is not None:
+                check()
                 hook.on_tiered(partition, entry)
         if cutoff_us is not None and (expired := manifest.expired(cutoff_us)):
             if hook is not None:  # out of the table before the files go
+                check()
                 hook.on_expired(partition, expired)
             manifest = manifest.without(expired)
+            check()
             save_manifest(tier_url, manifest, epoch=epoch)
             for gone in expired:
                 remove(join(tier_url, gone.file))
@@ -153,6 +175,11 @@ def tier_slices(
                 partition,
                 tier_url,
             )
+    except _Deposed:
+        logger.info(
+            "tiering stopped: no longer the leader partition=%d tier=%s", partition, tier_url
+        )
+        return TierOutcome(manifest, None, written, deposed=True)
     except FluvioError as exc:
         return TierOutcome(manifest, str(exc), written)
     except Exception as exc:  # a hook's own failure: reported like a tier error
@@ -161,13 +188,18 @@ def tier_slices(
     return TierOutcome(manifest, None, written)
 
 
+class _Deposed(Exception):
+    """This SPU no longer leads the partition being tiered (``tier_slices``'s ``leads``)."""
+
+
 class TierKeeper:
     """Runs tiering rounds over the tiered partitions of an SPU (module docstring).
 
     Args:
         logs: the open logs by partition name.
         replicas: the replica entries by partition name.
-        is_leader: whether this SPU leads a partition now (a running leader controller).
+        is_leader: whether this SPU leads a partition now (a running leader controller);
+            also called from the tiering worker threads, so a plain lookup.
         on_status: called with a partition name and its new ``TIER`` text.
         interval_s: round period.
         concurrency: tiering jobs at once.
@@ -287,7 +319,10 @@ class TierKeeper:
                 replay=replay,
                 cutoff_us=cutoff,
                 epoch=replica.leader_epoch,
+                leads=lambda: self._is_leader(name) and not log.closed,
             )
+            if outcome.deposed:
+                return  # the new leader reports the partition's tier from now on
             if outcome.error is None:
                 self._replayed.add(name)
             self._report(name, url, outcome.manifest, outcome.error)

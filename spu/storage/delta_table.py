@@ -14,7 +14,11 @@ and retries when another committer won the race:
 * the table created meanwhile by another partition's first commit: the next attempt
   appends to it.
 
-The first commit creates the table with the files' schema; a typed topic's evolution
+The first commit creates the table with the files' schema and ``delta.checkpointInterval``
+= ``CHECKPOINT_INTERVAL``: delta-rs's post-commit hook then writes a Parquet checkpoint of
+the log every that many commits (one commit per tiered segment), so a reader loads the
+last checkpoint and at most ``CHECKPOINT_INTERVAL - 1`` JSON commits instead of replaying
+every commit since the table began. A typed topic's evolution
 (new nullable columns) is a metadata commit adding the columns before the files that
 have them, so older files read them as null.
 """
@@ -52,6 +56,7 @@ from spu.storage.delta_plan import (
 )
 
 __all__ = [
+    "CHECKPOINT_INTERVAL",
     "DELTA_LOG_DIR",
     "MAX_ATTEMPTS",
     "commit_segments",
@@ -62,6 +67,13 @@ __all__ = [
 
 #: The Delta log directory under the table root (its presence makes ``T`` a table).
 DELTA_LOG_DIR = "_delta_log"
+#: Commits between two checkpoints of the log (the table property ``delta.checkpointInterval``
+#: set at creation; Delta Spark's default, delta-rs's is 100). A checkpoint rewrites the
+#: table's whole state (one row per live file, a few hundred bytes each), so it costs
+#: writers O(files) every 10 commits; it spares every reader that builds a new snapshot
+#: (each query after a commit) opening one JSON file per commit since the last one.
+CHECKPOINT_INTERVAL = 10
+CHECKPOINT_PROPERTY = "delta.checkpointInterval"
 #: Attempts of one commit before giving up (each lost race costs one).
 MAX_ATTEMPTS = 30
 _RETRY = BackoffPolicy(initial=0.01, maximum=0.5)
@@ -290,6 +302,7 @@ def _create(
         [_add(f) for f in files],
         mode="error",
         partition_by=[PARTITION_COLUMN],
+        configuration={CHECKPOINT_PROPERTY: str(CHECKPOINT_INTERVAL)},
         storage_options=storage_options,
         commit_properties=_commit(files),
     )

@@ -33,6 +33,7 @@ def test_cached_jars_are_used_without_maven(
     conf = delta_conf()
     assert conf["spark.jars"].split(",") == [str(tmp_path / name) for name in JAR_NAMES]
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    assert conf["spark.databricks.delta.snapshotPartitions"] == "1"  # one task per listing
 
 
 def test_missing_maven_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ from spark_stream.tier import load_manifest
 from spu.storage.delta_plan import app_id
 from tests.spu.cluster_inproc import InProcessCluster
 from tests.spu.helpers import produce, run, until
+from tests.spu.storage.helpers import commit_adds
 from tests.spu.test_tiering_cluster import FAST, produce_many, tiered_spec
 
 
@@ -82,12 +83,8 @@ def test_sealed_segments_reach_the_delta_table_once(tmp_path: Path) -> None:
             after = sorted(pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist())
             assert after == listed_upto(tier, table.transaction_version(app_id(0)))
             assert len(after) == len(set(after))
-            adds = [
-                h
-                for h in table.history()
-                if h["operation"] in ("WRITE", "CREATE TABLE") and h["version"] <= table.version()
-            ]
-            assert len(adds) == len(after)  # one commit per file: the replay added none
+            adds = [path for added in commit_adds(tier, table.version()) for path in added]
+            assert len(adds) == len(after)  # each file added once: the replay added none
 
     run(body, timeout=180)
 

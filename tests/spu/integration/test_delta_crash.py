@@ -16,6 +16,7 @@ from spu.storage.delta_plan import app_id
 from tests.harness.processes import SpuChild
 from tests.spu.conftest import ClusterFactory
 from tests.spu.helpers import produce, run, until
+from tests.spu.storage.helpers import commit_adds
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +79,7 @@ def test_sigkill_mid_commit_then_restart_adds_each_file_once(
             manifest = load_manifest(str(tier), 0)
             paths = pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
             assert sorted(paths) == sorted(e.file for e in manifest.files)
-            adds = [h for h in table.history() if h["operation"] in ("WRITE", "CREATE TABLE")]
+            adds = [path for added in commit_adds(tier, table.version()) for path in added]
             assert len(adds) == len(manifest.files)  # no file added twice
             rows = table.to_pyarrow_table().sort_by("offset")
             end = manifest.end_offset

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from spark_stream.records import encode_records
 from spu.storage import ReplicaLog
 
@@ -57,3 +60,20 @@ def fill(
         (base,) = log.append_produced(make_frame(tag, per_batch, size=size))
         expected.update({base + i: v for i, v in enumerate(values)})
     return expected
+
+
+def commit_adds(table_dir: Path, version: int) -> list[list[str]]:
+    """The paths each commit of the Delta table at ``table_dir`` added, versions 0 to
+    ``version``, read from the log itself.
+
+    Not ``DeltaTable.history()``: deltalake 1.6 lists every commit in storage but numbers
+    them down from the *loaded* snapshot's version, so on a table someone commits to
+    meanwhile, newer commits pass for older ones (a flaky count of commits per file).
+    """
+    log = table_dir / "_delta_log"
+    commits: list[list[str]] = []
+    for v in range(version + 1):
+        lines = (log / f"{v:020d}.json").read_text().splitlines()
+        actions = [json.loads(line) for line in lines if line.strip()]
+        commits.append([a["add"]["path"] for a in actions if "add" in a])
+    return commits

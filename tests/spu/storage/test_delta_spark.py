@@ -9,11 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from spu.storage import ReplicaLog
 from spu.storage.delta_plan import file_path
-from spu.storage.delta_table import commit_segments
+from spu.storage.delta_table import CHECKPOINT_INTERVAL, commit_segments
 
 from .helpers import fill
 
@@ -97,3 +98,27 @@ def test_new_columns_read_as_null_in_older_files(spark: SparkSession, tmp_path: 
     write(2, {"id": pa.array([3]), "city": pa.array(["Oslo"])})
     rows = spark.read.format("delta").load(str(root)).orderBy("offset").collect()
     assert [(r["id"], r["city"]) for r in rows] == [(1, None), (2, None), (3, "Oslo")]
+
+
+def test_spark_reads_a_checkpointed_table_as_deltalake_does(
+    spark: SparkSession, open_log: Callable[..., ReplicaLog], tmp_path: Path
+) -> None:
+    log = open_log()
+    fill(log, 5 * (CHECKPOINT_INTERVAL + 3))  # five batches a segment
+    root = tmp_path / "checkpointed"
+    for base in [s.base_offset for s in log.segments[:-1]]:
+        log.export_parquet(base, root / "partition=0")
+        commit_segments(str(root), 0, [base])
+    log_dir = root / "_delta_log"
+    (checkpoint,) = log_dir.glob("*.checkpoint.parquet")
+    # Leave only the checkpoint and the commits after it: each reader must load it.
+    for commit in log_dir.glob("*.json"):
+        if int(commit.name[:20]) <= int(checkpoint.name[:20]):
+            commit.unlink()
+
+    rows = spark.read.format("delta").load(str(root)).select("offset", "value").collect()
+    by_spark = sorted((r["offset"], bytes(r["value"])) for r in rows)
+    table = DeltaTable(str(root)).to_pyarrow_table(columns=["offset", "value"])
+    by_deltalake = sorted(zip(table["offset"].to_pylist(), table["value"].to_pylist(), strict=True))
+    assert by_spark == by_deltalake
+    assert [o for o, _ in by_spark] == list(range(log.segments[-1].base_offset))

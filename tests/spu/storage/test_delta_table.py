@@ -14,9 +14,15 @@ from deltalake import DeltaTable
 from spark_stream.errors import InvalidConfigError, StorageError
 from spu.storage import ReplicaLog
 from spu.storage.delta_plan import app_id, file_path
-from spu.storage.delta_table import commit_segments, committed_version, load
+from spu.storage.delta_table import (
+    CHECKPOINT_INTERVAL,
+    CHECKPOINT_PROPERTY,
+    commit_segments,
+    committed_version,
+    load,
+)
 
-from .helpers import fill
+from .helpers import commit_adds, fill
 
 
 def tier_segments(log: ReplicaLog, table: Path, partition: int) -> list[int]:
@@ -82,6 +88,56 @@ def test_a_retry_never_adds_a_file_twice(
     assert sorted(offsets) == list(range(log.segments[-1].base_offset))
     assert committed_version(table_dir, 0) == bases[-1]
     assert committed_version(table_dir, 1) is None
+
+
+def test_commits_made_after_a_snapshot_are_not_counted_as_its_own(
+    open_log: Callable[..., ReplicaLog], tmp_path: Path
+) -> None:
+    """The cluster tests count the commits that added files up to a snapshot while the
+    SPUs go on committing. ``DeltaTable.history()`` (deltalake 1.6) numbered the newer
+    commits as older ones, so that count came out one per later commit too high (the
+    flaky ``18 == 17``); ``commit_adds`` reads the snapshot's own log entries."""
+    log = open_log()
+    fill(log, 30)
+    table_dir = tmp_path / "t"
+    bases = tier_segments(log, table_dir, 0)
+    for base in bases[:2]:
+        commit_segments(str(table_dir), 0, [base])
+    snapshot = DeltaTable(str(table_dir))
+    for base in bases[2:4]:
+        commit_segments(str(table_dir), 0, [base])  # another committer, after the snapshot
+
+    adds = [path for added in commit_adds(table_dir, snapshot.version()) for path in added]
+    assert adds == [file_path(0, b) for b in bases[:2]]
+    assert len(adds) == len(added_paths(snapshot))
+
+
+def test_the_log_is_checkpointed_and_commits_stay_idempotent_across_it(
+    open_log: Callable[..., ReplicaLog], tmp_path: Path
+) -> None:
+    log = open_log()
+    fill(log, 5 * (2 * CHECKPOINT_INTERVAL + 2))  # five batches a segment
+    table_dir = tmp_path / "t"
+    bases = tier_segments(log, table_dir, 0)
+    assert len(bases) > 2 * CHECKPOINT_INTERVAL
+    for base in bases:  # one commit per segment, as the SPU's hook makes them
+        commit_segments(str(table_dir), 0, [base])
+
+    table = DeltaTable(str(table_dir))
+    assert table.metadata().configuration[CHECKPOINT_PROPERTY] == str(CHECKPOINT_INTERVAL)
+    # delta-rs checkpoints after every CHECKPOINT_INTERVAL-th commit (versions 9, 19...)
+    log_dir = table_dir / "_delta_log"
+    checkpoints = sorted(int(p.name[:20]) for p in log_dir.glob("*.checkpoint.parquet"))
+    every = range(CHECKPOINT_INTERVAL - 1, table.version() + 1, CHECKPOINT_INTERVAL)
+    assert checkpoints == list(every) and len(checkpoints) >= 2
+    # A retry of the whole manifest after the checkpoint: the transaction version came
+    # through the checkpoint, nothing is added again.
+    assert commit_segments(str(table_dir), 0, bases) == []
+    assert DeltaTable(str(table_dir)).version() == table.version()
+    assert committed_version(str(table_dir), 0) == bases[-1]
+    assert added_paths(table) == sorted(file_path(0, b) for b in bases)
+    offsets = sorted(table.to_pyarrow_table().column("offset").to_pylist())
+    assert offsets == list(range(log.segments[-1].base_offset))
 
 
 def test_time_travel_sees_each_commit(open_log: Callable[..., ReplicaLog], tmp_path: Path) -> None:

@@ -66,6 +66,32 @@ def slices(log: ReplicaLog, tiered_end: int | None) -> list[LogSlice]:
     return [log.read(p.start, 1 << 30, end_offset=p.end) for p in pieces]
 
 
+def test_a_deposed_leader_stops_tiering_at_once(
+    open_log: Callable[..., ReplicaLog], tmp_path: Path
+) -> None:
+    log = open_log()
+    fill(log, 40)
+    log.hw = log.leo
+    url = str(tmp_path / "tier" / "topic")
+    hook = Recorder()
+    pieces = slices(log, None)
+    assert len(pieces) > 2
+    # The leadership moves as soon as the first file is in the manifest.
+    outcome = tier_slices(
+        url,
+        load_manifest(url, 3),
+        pieces,
+        RECORD_SCHEMA,
+        hook,
+        leads=lambda: not load_manifest(url, 3).files,
+    )
+    assert outcome.deposed and outcome.error is None
+    assert outcome.written == 1
+    assert [e.base_offset for e in load_manifest(url, 3).files] == [pieces[0].base_offset]
+    assert hook.seen == []  # no commit once another SPU leads: it replays the manifest
+    assert len(list((tmp_path / "tier" / "topic" / "partition=3").glob("*.parquet"))) == 1
+
+
 def test_sealed_segments_become_parquet_files_in_the_manifest(
     open_log: Callable[..., ReplicaLog], tmp_path: Path
 ) -> None:
