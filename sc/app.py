@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 
@@ -40,6 +41,7 @@ from sc.private_api import PrivateApi
 from sc.provisioner import LocalProcessProvisioner, NullProvisioner, Provisioner
 from sc.public_api import PublicApi
 from sc.settings import ScSettings
+from sc.spu_secrets import record_verifier
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
 from spark_stream.metrics import MetricsEndpoint
 from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
@@ -55,7 +57,7 @@ class ScApp:
     """One Streaming Controller.
 
     Args:
-        settings: ports, Redis URL, token, heartbeat timeout, data dir.
+        settings: ports, Redis URL and password, heartbeat timeout, data dir.
         kv: the KV store; default a ``RedisKvStore`` on ``settings.redis_url``.
         provisioner: runs managed SPUs; default a ``LocalProcessProvisioner`` when
             ``spu_command`` is given, else one that runs nothing.
@@ -76,13 +78,14 @@ class ScApp:
         reconcile_interval_s: float | None = None,
     ) -> None:
         self.settings = settings
-        self.kv: KvStore = kv or RedisKvStore(settings.redis_url, prefix=settings.key_prefix)
+        self.kv: KvStore = kv or RedisKvStore(
+            settings.redis_url, prefix=settings.key_prefix, password=settings.redis_password()
+        )
         self.store = LocalStore()
         self._provisioner = provisioner
         self._spu_command = list(spu_command) if spu_command else None
         self.reconcile_interval_s = reconcile_interval_s or max(settings.heartbeat_timeout_s, 10.0)
         self.cm = ConnectionManager(
-            settings.spu_token,
             settings.heartbeat_timeout_s,
             self._submit,
             revision=lambda: self.store.revision,
@@ -208,7 +211,7 @@ class ScApp:
                 self._spu_command,
                 self.settings.data_dir,
                 sc_endpoint=str(Endpoint(self.settings.host, self.private_port)),
-                token=self.settings.spu_token,
+                record_secret=functools.partial(record_verifier, self.kv),
             )
         return NullProvisioner()
 

@@ -5,12 +5,13 @@ check the peer and call the connection manager (``sc.connection_manager``), whic
 the logic. The conversation is specified in ``docs/protocol.md`` ("SC private
 messages"):
 
-- ``SPU_CONNECT`` (a stream): authorise the SPU (registered id, shared token; a refused
-  peer gets ``UnauthorizedError`` and the connection closes), store the endpoints it
-  actually bound in its SPU spec when they differ, attach a session (with the replica
-  directories the SPU reported, so its full push can purge deleted ones) and stream its
-  pushes. An SPU registered a moment ago may not be mirrored yet, so an unknown id is
-  checked again once the mirror caught up with the KV.
+- ``SPU_CONNECT`` (a stream): authorise the SPU (registered id and that SPU's own
+  secret; a refused peer gets ``UnauthorizedError``, logged, and the connection closes),
+  store the endpoints it actually bound in its SPU spec when they differ, attach a
+  session (with the replica directories the SPU reported, so its full push can purge
+  deleted ones) and stream its pushes. An SPU registered (or given its secret) a moment
+  ago may not be mirrored yet, so a refused SPU is checked again once the mirror caught
+  up with the KV.
 - ``UPDATE_LRS`` / ``HEARTBEAT``: only on a connection that completed ``SPU_CONNECT``,
   for the same SPU id. Every request refreshes the session's liveness; a watchdog task
   drops sessions silent for ``heartbeat_timeout_s``.
@@ -147,8 +148,7 @@ class PrivateApi:
         try:
             return self.cm.authorize(msg.spu_id, msg.token)
         except UnauthorizedError:
-            if msg.spu_id in self.cm.spus:
-                raise  # a bad token: no need to look again
+            pass  # the KV may hold a registration or a verifier the mirror has not yet
         await self.dispatcher.catch_up(timeout=2.0)
         return self.cm.authorize(msg.spu_id, msg.token)
 

@@ -2,7 +2,7 @@
 
 Theory of operation (seed ``002``, "Update LRS"; ``spark_stream.protocol.control``). A
 loop connects to ``sc_endpoint`` and opens an ``SPU_CONNECT`` stream with this SPU's id,
-token, the endpoints it actually bound (so port 0 works) and the replica directories it
+its own secret, the endpoints it actually bound (so port 0 works) and the replica directories it
 has on disk (the SC purges those whose partition was deleted meanwhile). The first push
 must be ``SpuConnectAccepted``; then ``UpdateSpus``, ``UpdateGates`` and ``UpdateReplicas``
 pushes go to the dispatcher in order (gates before the replicas that follow them, so a
@@ -17,7 +17,7 @@ new leader has its delivery gates when it starts serving). On the same connectio
   applied ``UpdateGates``: the SC's group coordinator waits for that report before it
   pushes a member its new grants.
 
-Whatever ends the connection (SC gone, token refused, a failed request), the loop waits
+Whatever ends the connection (SC gone, secret refused, a failed request), the loop waits
 with exponential backoff and connects again; the SC then pushes full specs, so nothing
 depends on the old connection. The dispatcher keeps serving with the specs it holds
 while the SC is away.
@@ -61,19 +61,26 @@ class ScLink:
     """Keeps this SPU connected to the SC.
 
     Args:
-        settings: id, token, ``sc_endpoint``, heartbeat period, bind host.
+        settings: id, ``sc_endpoint``, heartbeat period, bind host.
         dispatcher: the SPU dispatcher that takes the SC's pushes.
         public_port: the bound public port (reported to the SC).
         private_port: the bound private port (reported to the SC).
+        secret: this SPU's own secret (``SpuSettings.load_secret``).
 
     Raises:
         InvalidConfigError: ``sc_endpoint`` is not ``host:port`` (``[v6]:port``).
     """
 
     def __init__(
-        self, settings: SpuSettings, dispatcher: SpuDispatcher, public_port: int, private_port: int
+        self,
+        settings: SpuSettings,
+        dispatcher: SpuDispatcher,
+        public_port: int,
+        private_port: int,
+        secret: str,
     ) -> None:
         self.settings = settings
+        self._secret = secret
         self.dispatcher = dispatcher
         self.host, self.port = parse_endpoint(settings.sc_endpoint, what="sc_endpoint")
         self.public = PublicEndpoint(
@@ -133,7 +140,7 @@ class ScLink:
         # The replica directories on disk, so the SC can purge those deleted meanwhile.
         stored = await asyncio.to_thread(self.dispatcher.stored_replicas)
         request = SpuConnectRequest.build(
-            self.settings.id, self.settings.token, self.public, self.private, stored
+            self.settings.id, self._secret, self.public, self.private, stored
         )
         async with await conn.stream(request) as stream:
             first = await anext(stream)

@@ -7,13 +7,16 @@ the precedence).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from spark_stream.config import ProcessSettings
+from spark_stream.errors import InvalidConfigError
 from spark_stream.frame_check import PayloadCheck
+from spark_stream.spu_identity import SECRET_FILE, read_secret_file
 
 __all__ = ["SpuSettings"]
 
@@ -29,7 +32,16 @@ class SpuSettings(ProcessSettings):
     public_port: int = Field(9005, ge=0, le=65535, description="Producers and consumers.")
     private_port: int = Field(9006, ge=0, le=65535, description="Replication from peers.")
     sc_endpoint: str = Field("127.0.0.1:9004", description="The SC's private address.")
-    token: str = Field("fluvio-local", description="Shared secret presented to the SC.")
+    secret: str | None = Field(
+        None,
+        description="This SPU's own secret, made at registration (FLUVIO_SPU_SECRET); "
+        "None: read it from secret_file.",
+    )
+    secret_file: str = Field(
+        SECRET_FILE,
+        description="The file (mode 0600) holding the secret when secret is not set; "
+        "relative to data_dir.",
+    )
     data_dir: str = Field(".fluvio/spu", description="Replica logs live below this.")
     heartbeat_interval_s: float = Field(2.0, gt=0, description="LRS/heartbeat period.")
     replica_max_lag_ms: int = Field(10_000, gt=0, description="Follower lag before eviction.")
@@ -60,3 +72,20 @@ class SpuSettings(ProcessSettings):
     scrub_pass_interval_s: float = Field(
         3600.0, gt=0, description="Pause between two scrub passes over every sealed segment."
     )
+
+    def load_secret(self) -> str:
+        """The secret this SPU presents to the SC: ``secret``, else ``secret_file``'s.
+
+        Raises:
+            InvalidConfigError: neither is set, or the file is unreadable, empty or
+                readable by others (the message names the file).
+        """
+        if self.secret:
+            return self.secret
+        path = Path(self.data_dir) / self.secret_file
+        if not path.exists():
+            raise InvalidConfigError(
+                f"SPU {self.id} has no secret: set FLUVIO_SPU_SECRET or write the secret "
+                f"given at its registration to {path} (mode 0600)"
+            )
+        return read_secret_file(path)

@@ -6,7 +6,8 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/pids/*.pid       "pid create_time" of redis, sc and custom SPUs
     {data_dir}/logs/*.log       one log per process
     {data_dir}/redis/           Redis AOF (the cluster's desired state)
-    {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
+    {data_dir}/spus/spu-{id}/   SPU replica data, its secret (spu.secret, 0600); managed
+                                SPUs' spu.pid and spu.log too
     {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
@@ -60,6 +61,7 @@ from spark_stream.local.redis_server import (
 )
 from spark_stream.models import Spu
 from spark_stream.net.endpoint import Endpoint
+from spark_stream.spu_identity import SECRET_FILE, new_secret, write_secret_file
 from spark_stream.supervision import (
     ManagedSpuDirs,
     PidRecord,
@@ -428,9 +430,16 @@ class LocalCluster:
             ports = [free_port(), free_port()]
             self.layout.spu_ports[str(spu_id)] = ports
         known = {s.spu_id for s in await admin.list_spus()}
+        secret_file = self.spu_dir(spu_id) / SECRET_FILE
+        if spu_id in known and not secret_file.exists():
+            await admin.unregister_spu(spu_id)  # registered without a secret we hold
+            known.discard(spu_id)
         if spu_id not in known:
+            secret = new_secret()
+            write_secret_file(secret_file, secret)  # the SPU reads it (mode 0600)
             await admin.register_spu(
                 spu_id,
+                secret=secret,
                 publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
                 privateEndpoint={"port": ports[1], "host": _HOST},
             )

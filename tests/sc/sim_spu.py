@@ -28,8 +28,12 @@ from spark_stream.protocol.control import (
     UpdateSpus,
 )
 
-TOKEN = "fluvio-local"
 T = TypeVar("T")
+
+
+def sim_secret(spu_id: int) -> str:
+    """The secret simulated SPU ``spu_id`` presents (register it with this one)."""
+    return f"sim-spu-{spu_id}-secret"
 
 
 class SimSpu:
@@ -40,13 +44,14 @@ class SimSpu:
         port: int,
         spu_id: int,
         *,
-        token: str = TOKEN,
+        token: str | None = None,
         host: str = "127.0.0.1",
         public_port: int | None = None,
         heartbeat_s: float = 0.2,
         auto_lrs: bool = True,
     ) -> None:
-        self.host, self.port, self.spu_id, self.token = host, port, spu_id, token
+        self.host, self.port, self.spu_id = host, port, spu_id
+        self.token = sim_secret(spu_id) if token is None else token
         self.public_port = public_port
         self.heartbeat_s = heartbeat_s
         self.auto_lrs = auto_lrs

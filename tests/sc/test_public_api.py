@@ -34,7 +34,7 @@ from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import MetadataUpdate
 from tests.polling import until
-from tests.sc.sim_spu import SimSpu, run
+from tests.sc.sim_spu import SimSpu, run, sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -115,7 +115,7 @@ def test_manual_assignment_and_partition_listing() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
             for spu_id in (5, 6):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             assignment = [{"partition": 0, "replicas": [6, 5]}, {"partition": 1, "replicas": [5]}]
             with pytest.raises(InvalidConfigError, match="replicaAssignment"):
                 await admin.create_topic("manual", replica_assignment=assignment)
@@ -149,10 +149,10 @@ def test_spu_registration_rules() -> None:
                 await admin.register_spu(2, public_endpoint={"port": 0})
             await admin.create_spu_group("grp", replicas=1, min_id=100)
             with pytest.raises(SpuExistsError, match="grp"):
-                await admin.register_spu(100)
+                await admin.register_spu(100, secret=sim_secret(100))
             assert 1 in [s.spu_id for s in await admin.list_spus()]
             with pytest.raises(NotFoundError):
-                await admin.unregister_spu(9)
+                await admin.unregister_spu(9, secret=sim_secret(9))
             await admin.unregister_spu(name="custom-spu-1")
             assert 1 not in [s.spu_id for s in await admin.list_spus()]
 
@@ -174,7 +174,7 @@ def test_spu_groups_create_scale_and_delete() -> None:
             (listed,) = await admin.list_spu_groups()
             assert listed.status.resolution is SpuGroupResolution.RESERVED
             with pytest.raises(InvalidRequestError, match="managed"):
-                await admin.unregister_spu(10)
+                await admin.unregister_spu(10, secret=sim_secret(10))
             await admin.scale_spu_group("main", 3)
             await until(lambda: _eq(ids(), [10, 11, 12]), what="scaled up")
             assert app.provisioner.running() == {10: 0, 11: 0, 12: 0}
@@ -198,7 +198,7 @@ async def _eq(value: Any, expected: Any) -> bool:
 def test_metadata_watch_snapshot_changes_and_resume() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             updates = admin.watch_metadata()
             first = await asyncio.wait_for(updates.__anext__(), 5)
             assert first.full and [s["spec"]["spuId"] for s in first.spus] == [1]
@@ -233,7 +233,7 @@ def test_metadata_watch_snapshot_changes_and_resume() -> None:
 def test_metadata_watch_reports_deletes_and_leader_changes_only() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             spu = await SimSpu(app.private_port, 1).connect()
             try:
                 await admin.create_topic("t", partitions=1)
@@ -281,7 +281,7 @@ def test_add_partitions_grows_only_with_typed_errors() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
             for spu_id in (1, 2):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             await admin.create_topic("t", partitions=1, replication_factor=2)
             await until(_resolution(admin, "t", TopicResolution.PROVISIONED))
             grown = await admin.add_partitions("t")  # one by default, as Fluvio's CLI
@@ -306,7 +306,7 @@ def test_add_partitions_grows_only_with_typed_errors() -> None:
             await admin.create_topic("manual", replica_assignment=manual)
             with pytest.raises(InvalidConfigError, match="manual replica assignment"):
                 await admin.add_partitions("manual")
-            await admin.unregister_spu(2)
+            await admin.unregister_spu(2, secret=sim_secret(2))
             with pytest.raises(InsufficientResourcesError, match="2 needs 2 SPUs, 1 registered"):
                 await admin.add_partitions("t")
             # Nothing changed by the refusals.

@@ -21,7 +21,7 @@ from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest
 from tests.harness.processes import ScChild
 from tests.polling import until
-from tests.sc.sim_spu import SimSpu, run
+from tests.sc.sim_spu import SimSpu, run, sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +66,7 @@ def test_topic_waits_for_spus_then_provisions_and_replicas_reach_them(
                 what="InsufficientResources",
             )
             for spu_id in (1, 2):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             sims = [await SimSpu(sc.private_port, i).connect() for i in (1, 2)]
             try:
                 await until(
@@ -96,7 +96,7 @@ def test_failover_lrs_and_silent_spu(sc_factory: type[ScChild]) -> None:
     async def body() -> None:
         async with AdminClient("127.0.0.1", sc.public_port) as admin:
             for spu_id in (1, 2, 3):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             sims = {i: await SimSpu(sc.private_port, i).connect() for i in (1, 2, 3)}
             try:
                 await admin.create_topic("t", partitions=3, replication_factor=3)
@@ -155,7 +155,7 @@ def test_refused_peers_and_malformed_frames_leave_the_sc_serving(
 
     async def body() -> None:
         async with AdminClient("127.0.0.1", sc.public_port) as admin:
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             with pytest.raises(UnauthorizedError, match="not registered"):
                 await SimSpu(sc.private_port, 9).connect()
             with pytest.raises(UnauthorizedError, match="token"):
