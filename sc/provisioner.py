@@ -8,13 +8,13 @@ Theory of operation. The SPU group controller decides which managed SPUs exist
   ``{group}``, ``{data_dir}``, ``{sc_endpoint}``, ``{public_port}``, ``{private_port}``)
   runs in its own session (``spark_stream.supervision.spawn``; the SC keeps only the
   pid) with ``FLUVIO_SPU_*`` variables set (id, SC endpoint, data dir, ports), so
-  ``SpuSettings`` picks them up.
+  ``SpuSettings`` picks them up. Output goes to ``{data_dir}/spu.log``, the pid and the
+  process's start time to ``{data_dir}/spu.pid`` (``ManagedSpuDirs``: the local cluster
+  reads the same files).
 - **Identity**: each SPU's own secret lives in ``{data_dir}/spu.secret`` (mode 0600,
   made at its first start, kept after); before the process starts (and when one is
   adopted) its verifier is recorded in the SPU's KV spec (``record_secret``), which the
-  SC checks the SPU's ``SPU_CONNECT`` against. Output goes to ``{data_dir}/spu.log``,
-  the pid and the process's start time to ``{data_dir}/spu.pid`` (``ManagedSpuDirs``:
-  the local cluster reads the same files).
+  SC checks the SPU's ``SPU_CONNECT`` against.
 - **Idempotent and restart-safe**: provisioning an id whose process runs is a no-op.
   After an SC crash the SPU processes live on; the next SC finds them through their pid
   files (same pid *and* start time, so a recycled pid is never mistaken for an SPU) and

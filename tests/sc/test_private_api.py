@@ -58,14 +58,18 @@ def is_status(admin: AdminClient, spu_id: int, resolution: SpuResolution) -> Any
     return check
 
 
-def test_unregistered_spus_and_wrong_tokens_are_refused() -> None:
+def test_unregistered_spus_wrong_secrets_and_claims_of_another_id_are_refused() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
             await admin.register_spu(1, secret=sim_secret(1))
-            with pytest.raises(UnauthorizedError, match="not registered"):
-                await SimSpu(app.private_port, 2).connect()
-            with pytest.raises(UnauthorizedError, match="token"):
+            await admin.register_spu(2, secret=sim_secret(2))
+            with pytest.raises(UnauthorizedError, match="SPU 3 is not registered"):
+                await SimSpu(app.private_port, 3).connect()
+            with pytest.raises(UnauthorizedError, match=r"^SPU 1: wrong secret \(not the one"):
                 await SimSpu(app.private_port, 1, token="guess").connect()
+            # SPU 2, with its own valid secret, claims SPU 1's id
+            with pytest.raises(UnauthorizedError, match="^SPU 1: wrong secret"):
+                await SimSpu(app.private_port, 1, token=sim_secret(2)).connect()
             assert app.cm.connected_ids() == frozenset()
             assert await spu_status(admin, 1) is SpuResolution.INIT
             # The refused connection is closed by the SC.
@@ -238,7 +242,7 @@ def test_unregistering_a_connected_spu_drops_its_connection() -> None:
             await admin.register_spu(1, secret=sim_secret(1))
             spu = await SimSpu(app.private_port, 1).connect()
             try:
-                await admin.unregister_spu(1, secret=sim_secret(1))
+                await admin.unregister_spu(1)
                 await until(lambda: spu.conn is not None and spu.conn.closed, what="dropped")
                 with pytest.raises(UnauthorizedError):
                     await SimSpu(app.private_port, 1).connect()

@@ -152,7 +152,7 @@ def test_spu_registration_rules() -> None:
                 await admin.register_spu(100, secret=sim_secret(100))
             assert 1 in [s.spu_id for s in await admin.list_spus()]
             with pytest.raises(NotFoundError):
-                await admin.unregister_spu(9, secret=sim_secret(9))
+                await admin.unregister_spu(9)
             await admin.unregister_spu(name="custom-spu-1")
             assert 1 not in [s.spu_id for s in await admin.list_spus()]
 
@@ -174,7 +174,7 @@ def test_spu_groups_create_scale_and_delete() -> None:
             (listed,) = await admin.list_spu_groups()
             assert listed.status.resolution is SpuGroupResolution.RESERVED
             with pytest.raises(InvalidRequestError, match="managed"):
-                await admin.unregister_spu(10, secret=sim_secret(10))
+                await admin.unregister_spu(10)
             await admin.scale_spu_group("main", 3)
             await until(lambda: _eq(ids(), [10, 11, 12]), what="scaled up")
             assert app.provisioner.running() == {10: 0, 11: 0, 12: 0}
@@ -306,7 +306,7 @@ def test_add_partitions_grows_only_with_typed_errors() -> None:
             await admin.create_topic("manual", replica_assignment=manual)
             with pytest.raises(InvalidConfigError, match="manual replica assignment"):
                 await admin.add_partitions("manual")
-            await admin.unregister_spu(2, secret=sim_secret(2))
+            await admin.unregister_spu(2)
             with pytest.raises(InsufficientResourcesError, match="2 needs 2 SPUs, 1 registered"):
                 await admin.add_partitions("t")
             # Nothing changed by the refusals.
