@@ -5,7 +5,8 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/cluster.json     ports and SPU layout, reused by every later start
     {data_dir}/pids/*.pid       "pid create_time" of redis, sc and custom SPUs
     {data_dir}/logs/*.log       one log per process
-    {data_dir}/redis/           Redis AOF (the cluster's desired state)
+    {data_dir}/redis/           Redis AOF (the cluster's desired state), auth.conf (0600)
+    {data_dir}/redis.password   the Redis password (0600), given to the SC as a file
     {data_dir}/spus/spu-{id}/   SPU replica data, its secret (spu.secret, 0600); managed
                                 SPUs' spu.pid and spu.log too
     {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
@@ -58,10 +59,16 @@ from spark_stream.local.redis_server import (
     free_port,
     redis_argv,
     redis_problem,
+    write_auth_config,
 )
 from spark_stream.models import Spu
 from spark_stream.net.endpoint import Endpoint
-from spark_stream.spu_identity import SECRET_FILE, new_secret, write_secret_file
+from spark_stream.spu_identity import (
+    SECRET_FILE,
+    new_secret,
+    read_secret_file,
+    write_secret_file,
+)
 from spark_stream.supervision import (
     ManagedSpuDirs,
     PidRecord,
@@ -325,19 +332,35 @@ class LocalCluster:
             return
         if running(self.pid_file("redis")) is not None and self._redis_ok():
             return
+        if not self._redis_password_file.exists():
+            write_secret_file(self._redis_password_file, new_secret())
         port = self.layout.redis_port or free_port()
         if not self._port_free(port):
             port = free_port()
         folder = self.data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
-        argv = redis_argv(find_redis_server(), port, folder, self.log_file("redis"))
+        config = write_auth_config(folder, read_secret_file(self._redis_password_file))
+        argv = redis_argv(
+            find_redis_server(), port, folder, self.log_file("redis"), config_file=config
+        )
         started = self._spawn("redis", "Redis", argv, self.env)
         self.layout.redis_port = port
         self.layout.redis_url = f"redis://{_HOST}:{port}/0"
         self._wait(self._redis_ok, started)
 
+    @property
+    def _redis_password_file(self) -> Path:
+        return self.data_dir / "redis.password"
+
+    def _redis_password(self) -> str | None:
+        """The password of the cluster's own Redis; None for an external one or none."""
+        if not self.layout.redis_port or not self._redis_password_file.exists():
+            return None
+        return read_secret_file(self._redis_password_file)
+
     def _redis_ok(self) -> bool:
-        return redis_problem(self.layout.redis_url, timeout=0.5) is None
+        problem = redis_problem(self.layout.redis_url, timeout=0.5, password=self._redis_password())
+        return problem is None
 
     @staticmethod
     def _port_free(port: int) -> bool:
@@ -376,6 +399,8 @@ class LocalCluster:
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
             "--ready-file", str(ready),
         ]  # fmt: skip
+        if self._redis_password() is not None:
+            argv += ["--redis-password-file", str(self._redis_password_file)]
         if self.layout.metrics:
             argv += ["--metrics-port", "0"]
         if self.default_tier:
@@ -541,7 +566,8 @@ class LocalCluster:
             raise NotFoundError(f"no cluster in {self.data_dir}: nothing to delete")
         stopped = self.stop()
         removed = []
-        for name in ("cluster.json", "cluster.tmp", "sc.ready", "pids", "logs", "redis", "spus"):
+        owned = ("cluster.json", "cluster.tmp", "sc.ready", "pids", "logs", "redis", "spus")
+        for name in (*owned, self._redis_password_file.name):
             path = self.data_dir / name
             if path.is_dir():
                 shutil.rmtree(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,11 +15,12 @@ from spark_stream.errors import (
     ServerStartError,
     UnauthorizedError,
 )
-from spark_stream.local import free_port
+from spark_stream.local import RedisServer, free_port
 from spark_stream.models import SpuResolution, TopicResolution
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest
+from spark_stream.spu_identity import new_secret, write_secret_file
 from tests.harness.processes import ScChild
 from tests.polling import until
 from tests.sc.sim_spu import SimSpu, run, sim_secret
@@ -200,6 +202,33 @@ def test_an_unreachable_redis_is_named_and_the_sc_exits(sc_factory: type[ScChild
     assert sc.returncode == 1
     errors = [line for line in sc.log().splitlines() if " ERROR " in line]
     assert len(errors) == 1 and f"redis at {url} is unreachable" in errors[0]
+
+
+def test_a_redis_with_a_password_refuses_the_sc_without_it_and_serves_it_with_it(
+    sc_factory: type[ScChild], tmp_path: Path
+) -> None:
+    password = new_secret()
+    with RedisServer(tmp_path / "redis", password=password) as server:
+        bare = sc_factory(redis_url=server.url)
+        with pytest.raises(ServerStartError, match="exited"):
+            bare.start()
+        assert bare.returncode == 1
+        errors = [line for line in bare.log().splitlines() if " ERROR " in line]
+        assert len(errors) == 1 and "redis refused the SC's credentials" in errors[0]
+        assert "redis_password_file" in errors[0]  # says how to fix it
+        secret = tmp_path / "redis.password"
+        write_secret_file(secret, password)
+        authed = sc_factory(redis_url=server.url)
+        authed.env["FLUVIO_SC_REDIS_PASSWORD_FILE"] = str(secret)
+        authed.start()
+
+        async def body() -> None:
+            async with AdminClient("127.0.0.1", authed.public_port) as admin:
+                await admin.register_spu(7, secret=sim_secret(7))  # a KV write
+                assert [s.spu_id for s in await admin.list_spus()] == [7]
+
+        run(body())
+        assert authed.stop() == 0
 
 
 def test_sigterm_stops_an_sc_still_waiting_for_redis(sc_factory: type[ScChild]) -> None:
