@@ -116,21 +116,20 @@ def write_secret_file(path: Path, secret: str) -> None:
 
 
 def read_secret_file(path: Path) -> str:
-    """The secret in ``path``.
+    """The secret in ``path`` (an SPU's secret, or the Redis password).
 
     Raises:
-        InvalidConfigError: the file is missing, empty or readable by others.
+        InvalidConfigError: the file is missing, empty or readable by others (world).
     """
     try:
         mode = path.stat().st_mode
         text = path.read_text().strip()
     except OSError as exc:
-        raise InvalidConfigError(f"cannot read the SPU secret file {path}: {exc}") from exc
-    if mode & 0o077:
+        raise InvalidConfigError(f"cannot read the secret file {path}: {exc}") from exc
+    if mode & 0o007:  # group-readable is allowed: Kubernetes mounts secrets so (fsGroup)
         raise InvalidConfigError(
-            f"the SPU secret file {path} is readable by others (mode {mode & 0o777:o}); "
-            "chmod 600 it"
+            f"the secret file {path} is readable by others (mode {mode & 0o777:o}); chmod 600 it"
         )
     if not text:
-        raise InvalidConfigError(f"the SPU secret file {path} is empty")
+        raise InvalidConfigError(f"the secret file {path} is empty")
     return text

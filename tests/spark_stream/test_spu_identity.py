@@ -77,7 +77,7 @@ def test_the_secret_file_is_0600_and_read_back(tmp_path: Path) -> None:
 
 def test_a_bad_secret_file_is_a_typed_error_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "spu.secret"
-    with pytest.raises(InvalidConfigError, match="cannot read the SPU secret file .*spu.secret"):
+    with pytest.raises(InvalidConfigError, match="cannot read the secret file .*spu.secret"):
         read_secret_file(path)
     write_secret_file(path, "s3cret")
     path.chmod(0o644)
