@@ -16,7 +16,7 @@ Status: ``resolution`` is ``Init`` until the SC sees the SPU connect, then
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import Field, model_validator
 
@@ -150,3 +150,7 @@ class Spu(KvObject[SpuSpec, SpuStatus]):
     def spu_id(self) -> int:
         """The SPU's id (``spec.spu_id``)."""
         return self.spec.spu_id
+
+    def public_dict(self) -> dict[str, Any]:
+        """``to_dict()`` without the secret verifier: what the SC sends SPUs and clients."""
+        return self.with_spec(self.spec.without_secret()).to_dict()

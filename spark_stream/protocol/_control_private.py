@@ -372,7 +372,7 @@ class UpdateSpus(_PlainMeta):
         """The push from SPU models (their secret verifiers left out)."""
         return cls(
             full,
-            [s.with_spec(s.spec.without_secret()).to_dict() for s in spus],
+            [s.public_dict() for s in spus],
             list(deleted),
             revision,
             {str(k): v for k, v in (peer_keys or {}).items()},

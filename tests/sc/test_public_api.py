@@ -27,12 +27,14 @@ from spark_stream.errors import (
 )
 from spark_stream.models import (
     PartitionResolution,
+    Spu,
     SpuGroupResolution,
     TopicResolution,
 )
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import MetadataUpdate
+from spark_stream.spu_identity import secret_verifier
 from tests.polling import until
 from tests.sc.sim_spu import SimSpu, run, sim_secret
 
@@ -155,6 +157,26 @@ def test_spu_registration_rules() -> None:
                 await admin.unregister_spu(9)
             await admin.unregister_spu(name="custom-spu-1")
             assert 1 not in [s.spu_id for s in await admin.list_spus()]
+
+    run(body())
+
+
+def test_an_spu_secret_is_kept_as_a_verifier_and_never_served() -> None:
+    async def body() -> None:
+        async with running_sc() as (app, admin):
+            answer = await admin.register_spu(3, secret=sim_secret(3))
+            stored = await app.kv.get(Spu.kind, answer.name)
+            assert isinstance(stored, Spu)
+            assert stored.spec.secret_verifier == secret_verifier(sim_secret(3))
+            (listed,) = await admin.list_spus()
+            assert answer.spec.secret_verifier is None and listed.spec.secret_verifier is None
+            updates = admin.watch_metadata()
+            try:
+                first = await anext(updates)
+            finally:
+                await updates.aclose()
+            spus, _, _ = first.objects()
+            assert [s.spec.secret_verifier for s in spus] == [None]
 
     run(body())
 
