@@ -352,14 +352,14 @@ class LocalCluster:
     def _redis_password_file(self) -> Path:
         return self.data_dir / "redis.password"
 
-    def _redis_password(self) -> str | None:
+    def redis_password(self) -> str | None:
         """The password of the cluster's own Redis; None for an external one or none."""
         if not self.layout.redis_port or not self._redis_password_file.exists():
             return None
         return read_secret_file(self._redis_password_file)
 
     def _redis_ok(self) -> bool:
-        problem = redis_problem(self.layout.redis_url, timeout=0.5, password=self._redis_password())
+        problem = redis_problem(self.layout.redis_url, timeout=0.5, password=self.redis_password())
         return problem is None
 
     @staticmethod
@@ -399,7 +399,7 @@ class LocalCluster:
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
             "--ready-file", str(ready),
         ]  # fmt: skip
-        if self._redis_password() is not None:
+        if self.redis_password() is not None:
             argv += ["--redis-password-file", str(self._redis_password_file)]
         if self.layout.metrics:
             argv += ["--metrics-port", "0"]
