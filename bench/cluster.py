@@ -18,10 +18,11 @@ Prints a human summary and, as the last line, one JSON object.
 ``--frame-validation`` sets the SPUs' payload check (``none``, ``structure``, ``full``,
 the default; see ``spark_stream.frame_check``), so the bulk produce path can be measured
 with the check on and off: run it twice on an idle machine and compare
-``produce_*_rps``.
+``produce_*_rps``. ``--auth`` starts the cluster with client tokens checked (every
+client presents the profile's admin token), to measure the same with auth on and off.
 
     .venv/bin/python -m bench.cluster [--records 2000000] [--rate 1000] \
-        [--frame-validation none]
+        [--frame-validation none] [--auth]
 """
 
 from __future__ import annotations
@@ -103,11 +104,11 @@ def consume_all(fluvio: Fluvio, topic: str) -> tuple[int, float]:
 
 
 async def e2e_latency(
-    endpoint: str, topic: str, rate: float, seconds: float, acks: str
+    endpoint: str, topic: str, rate: float, seconds: float, acks: str, token: str | None = None
 ) -> list[float]:
     """Milliseconds from ``send`` to committed consume, at ``rate`` records/s."""
     latencies: list[float] = []
-    async with await FluvioAsync.connect(endpoint) as client:
+    async with await FluvioAsync.connect(endpoint, token=token) as client:
         consumer = await client.partition_consumer(topic, 0)
         producer = await client.topic_producer(topic, linger_ms=0, acks=acks)
         count = int(rate * seconds)
@@ -170,9 +171,14 @@ def redis_baseline(url: str, values: list[bytes]) -> tuple[float, float]:
 
 
 def run(
-    records: int, per_record: int, rate: float, seconds: float, validation: str = "full"
+    records: int,
+    per_record: int,
+    rate: float,
+    seconds: float,
+    validation: str = "full",
+    auth: bool = False,
 ) -> dict[str, Any]:
-    results: dict[str, Any] = {"frame_validation": validation}
+    results: dict[str, Any] = {"frame_validation": validation, "auth": auth}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         cluster = LocalCluster(
             Path(tmp),
@@ -182,10 +188,12 @@ def run(
             profile=Path(tmp) / "profile.json",
             start_timeout=60,
             env={"FLUVIO_SPU_FRAME_VALIDATION": validation},
+            auth=auth,
         )
         try:
             cluster.start()
-            with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
+            token = cluster.admin_token
+            with Fluvio.connect(cluster.endpoint, timeout=20, token=token) as fluvio:
                 small = _values(200_000, 100)
                 large = _values(50_000, 1000)
                 for size, values, total in (
@@ -214,7 +222,7 @@ def run(
             results["e2e_rate_rps"] = rate
             for rf, acks, prefix in ((1, "leader", "e2e"), (3, "all", "e2e_rf3")):
                 latencies = asyncio.run(
-                    e2e_latency(cluster.endpoint, f"latency-rf{rf}", rate, seconds, acks)
+                    e2e_latency(cluster.endpoint, f"latency-rf{rf}", rate, seconds, acks, token)
                 )
                 results[f"{prefix}_p50_ms"] = round(statistics.median(latencies), 3)
                 results[f"{prefix}_p99_ms"] = round(float(np.percentile(latencies, 99)), 3)
@@ -249,8 +257,13 @@ def main() -> None:
         default="full",
         help="the SPUs' payload check of produced batches (default full)",
     )
+    parser.add_argument(
+        "--auth", action="store_true", help="client tokens checked by the SC and SPUs"
+    )
     args = parser.parse_args()
-    results = run(args.records, args.per_record, args.rate, args.seconds, args.frame_validation)
+    results = run(
+        args.records, args.per_record, args.rate, args.seconds, args.frame_validation, args.auth
+    )
     for key, value in results.items():
         print(f"{key:28s} {value}")
     goal = results["produce_100b_rf1_rps"] >= GOAL_RPS and results["bulk_vs_redis_xadd"] >= 5

@@ -4,7 +4,9 @@ Spark reuses its Python workers across tasks and micro-batches, so a connected
 ``Fluvio`` (its SC metadata watch and pooled SPU connections) is kept here, in module
 state, instead of in readers or partitions, which must pickle. Clients are keyed by the
 address ``resolve_endpoint`` gives (an explicit endpoint, else ``FLUVIO_ENDPOINT``, else
-the profile), so None and the address it resolves to share one client. ``with_client`` runs a
+the profile), so None and the address it resolves to share one client, and by the client
+token ``resolve_token`` gives for it (the ``token`` option, else ``FLUVIO_TOKEN``, else
+the profile's): two queries with different tokens never share a connection. ``with_client`` runs a
 call and, when the connection under it has closed (the SC restarted, the process was
 forked), drops the cached client and retries the call once on a fresh one.
 """
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from spark_stream.client import Fluvio, resolve_endpoint
+from spark_stream.client.profile import resolve_token
 from spark_stream.errors import ConnectionClosedError
 
 __all__ = ["client_for", "drop_client", "with_client", "close_all"]
@@ -25,44 +28,50 @@ __all__ = ["client_for", "drop_client", "with_client", "close_all"]
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_clients: dict[str, Fluvio] = {}
+_clients: dict[tuple[str, str | None], Fluvio] = {}
 
 
-def client_for(endpoint: str | None) -> Fluvio:
-    """The process's client for ``endpoint`` (None: as ``resolve_endpoint`` finds it),
-    connecting once.
+def _key(endpoint: str | None, token: str | None) -> tuple[str, str | None]:
+    address = resolve_endpoint(endpoint)
+    return address, resolve_token(token, address)
+
+
+def client_for(endpoint: str | None, token: str | None = None) -> Fluvio:
+    """The process's client for ``endpoint`` (None: as ``resolve_endpoint`` finds it)
+    and ``token`` (None: as ``resolve_token`` finds it), connecting once.
 
     Raises:
         NotFoundError: no endpoint, no ``FLUVIO_ENDPOINT`` and no profile.
         InvalidConfigError: a malformed ``FLUVIO_ENDPOINT`` or profile.
+        AuthenticationError: the cluster checks tokens and this one is missing or bad.
     """
-    address = resolve_endpoint(endpoint)
+    key = _key(endpoint, token)
     with _lock:
-        client = _clients.get(address)
+        client = _clients.get(key)
         if client is None:
-            client = Fluvio.connect(address)
-            _clients[address] = client
+            client = Fluvio.connect(key[0], token=key[1])
+            _clients[key] = client
         return client
 
 
-def drop_client(endpoint: str | None) -> None:
-    """Forget and close the cached client for ``endpoint`` (if any)."""
-    address = resolve_endpoint(endpoint)
+def drop_client(endpoint: str | None, token: str | None = None) -> None:
+    """Forget and close the cached client for ``endpoint`` and ``token`` (if any)."""
+    key = _key(endpoint, token)
     with _lock:
-        client = _clients.pop(address, None)
+        client = _clients.pop(key, None)
     if client is not None:
         # Closing a broken client must not mask the error that made us drop it.
         with contextlib.suppress(Exception):
             client.close()
 
 
-def with_client(endpoint: str | None, call: Callable[[Fluvio], T]) -> T:
+def with_client(endpoint: str | None, call: Callable[[Fluvio], T], token: str | None = None) -> T:
     """Run ``call(client)``; on a closed connection, reconnect and run it once more."""
     try:
-        return call(client_for(endpoint))
+        return call(client_for(endpoint, token))
     except ConnectionClosedError:
-        drop_client(endpoint)
-        return call(client_for(endpoint))
+        drop_client(endpoint, token)
+        return call(client_for(endpoint, token))
 
 
 def close_all() -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "WriterOptions",
     "parse_offset_spec",
     "named_endpoint",
+    "named_token",
     "named_topics",
     "check_reader_option_names",
     "parse_reader_options",
@@ -63,6 +64,7 @@ _C = TypeVar("_C", bound=str)
 
 _READER = (
     "endpoint",
+    "token",
     "topic",
     "topics",
     "topicPattern",
@@ -98,7 +100,16 @@ _STREAM_ONLY = (
     "maxTriggerDelay",
 )
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
-_WRITER = ("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions")
+_WRITER = (
+    "endpoint",
+    "token",
+    "topic",
+    "compression",
+    "batchSize",
+    "acks",
+    "preservePartitions",
+    "mergeSchema",
+)
 
 _GROUP_PREFIX = "group:"
 """``startingOffsets=group:NAME``: start at a consumer group's committed offsets."""
@@ -187,6 +198,8 @@ class ReaderOptions:
             waits until this many new records are visible or ``max_trigger_delay_ms``
             passed since the last one.
         max_trigger_delay_ms: the longest such wait (``maxTriggerDelay``, default 15m).
+        token: the client token for a cluster with auth on (``token``); None: as
+            ``resolve_token`` finds it on the driver (``FLUVIO_TOKEN``, the profile's).
     """
 
     endpoint: str | None
@@ -208,6 +221,7 @@ class ReaderOptions:
     assign: tuple[tuple[str, tuple[int, ...]], ...] | None = None
     min_records_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    token: str | None = None
 
     def matches(self, topic: str) -> bool:
         """True when ``topic`` is one this reader subscribes to."""
@@ -236,6 +250,10 @@ class WriterOptions:
         acks: ``all`` (default, wait for the in-sync replicas) or ``leader``.
         preserve_partitions: whether a ``partition`` column routes rows; None (not set)
             = yes, unless the DataFrame is a read of a topic (see ``sink_schema``).
+        token: the client token for a cluster with auth on (``token``); None: as
+            ``resolve_token`` finds it on the driver (``FLUVIO_TOKEN``, the profile's).
+        merge_schema: set the ``topic``'s schema from the DataFrame's user columns
+            before writing (``datasource.merge_schema``); needs the ``topic`` option.
     """
 
     endpoint: str | None
@@ -244,6 +262,8 @@ class WriterOptions:
     batch_size: int
     acks: AcksName
     preserve_partitions: bool | None = None
+    token: str | None = None
+    merge_schema: bool = False
 
 
 def check_reader_option_names(options: Mapping[str, str]) -> None:
@@ -328,6 +348,14 @@ def named_endpoint(options: Mapping[str, str]) -> str | None:
         DataSourceOptionError: an unknown option or a malformed endpoint.
     """
     return _endpoint(canonical_options(options, _READER, READER_ALIASES))
+
+
+def named_token(options: Mapping[str, str]) -> str | None:
+    """The ``token`` option of a read or write (None when not given or empty)."""
+    for name, value in options.items():
+        if name.lower() == "token":
+            return value.strip() or None
+    return None
 
 
 def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
@@ -582,6 +610,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         assign=assign,
         min_records_per_trigger=min_records,
         max_trigger_delay_ms=max_delay_ms,
+        token=named_token(opts),
     )
 
 
@@ -621,6 +650,12 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     if topic is not None and not topic.strip():
         raise DataSourceOptionError("option 'topic' must not be empty")
     endpoint = _endpoint(given)
+    merge_schema = _bool(opts, "mergeSchema", False)
+    if merge_schema and topic is None:
+        raise DataSourceOptionError(
+            "option 'mergeSchema' needs the 'topic' option: it sets that one topic's schema "
+            "(rows routed by a 'topic' column may go to many topics)"
+        )
     return WriterOptions(
         endpoint=endpoint,
         topic=topic.strip() if topic else None,
@@ -632,4 +667,6 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
         preserve_partitions=(
             _bool(opts, "preservePartitions", False) if "preservePartitions" in opts else None
         ),
+        token=named_token(opts),
+        merge_schema=merge_schema,
     )

@@ -50,6 +50,7 @@ class ProgressMirror:
     Attributes:
         group: the ``progressGroup`` option.
         endpoint: the reader's ``endpoint`` option (None: resolved as for reads).
+        token: the reader's ``token`` option (None: resolved as for reads).
         claimed: the group was created or checked.
         pending: offsets still to write (a write failed), or None.
         written: the offsets last written, or None.
@@ -57,6 +58,7 @@ class ProgressMirror:
 
     group: str
     endpoint: str | None
+    token: str | None = None
     claimed: bool = False
     pending: PartitionOffsetMap | None = None
     written: PartitionOffsetMap | None = None
@@ -110,4 +112,4 @@ class ProgressMirror:
             if reply.skipped:
                 log.info("progressGroup %r: gone, skipped: %s", self.group, reply.skipped)
 
-        with_client(self.endpoint, call)
+        with_client(self.endpoint, call, self.token)

@@ -196,7 +196,7 @@ class SpuSession:
             self.gates_sent.setdefault(key[0], {})[key] = entry
         gates = list(full.values())
         revision = cm.revision()
-        yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision)
+        yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision, cm.store_id)
         yield UpdateSpus.build(
             spus, full=True, revision=revision, peer_keys=cm.peer_keys(self.spu_id, spus)
         )
@@ -268,6 +268,8 @@ class ConnectionManager:
         master_key: bytes | None = None,
     ) -> None:
         self._master = master_key or new_master_key()
+        self.store_id = ""
+        """The KV store's identity, sent to each SPU on accept (set at the SC's start)."""
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self._emit = emit
         self.revision = revision
@@ -553,6 +555,19 @@ class ConnectionManager:
         if not secret_matches(secret, spu.spec.secret_verifier):
             raise UnauthorizedError(f"SPU {spu_id}: wrong secret (not the one registered for it)")
         return spu
+
+    def may_rebuild(self, spu_id: int, secret: str) -> None:
+        """Refuse a report of forgotten replicas from a peer that is not SPU ``spu_id``.
+
+        An SPU the store still knows must present its own secret; one the store forgot
+        (its data was lost, the verifier with it) is taken on its word, and the rebuild
+        registers it again with the verifier of the secret it presented.
+
+        Raises:
+            UnauthorizedError: a known SPU's wrong secret.
+        """
+        if spu_id in self.spus:
+            self.authorize(spu_id, secret)
 
     def peer_keys(self, spu_id: int, peers: Iterable[Spu]) -> dict[int, bytes]:
         """The key ``spu_id`` shares with each of ``peers`` (see the module doc)."""

@@ -5,13 +5,15 @@ check the peer and call the connection manager (``sc.connection_manager``), whic
 the logic. The conversation is specified in ``docs/protocol.md`` ("SC private
 messages"):
 
-- ``SPU_CONNECT`` (a stream): authorise the SPU (registered id and that SPU's own
-  secret; a refused peer gets ``UnauthorizedError``, logged, and the connection closes),
-  store the endpoints it actually bound in its SPU spec when they differ, attach a
-  session (with the replica directories the SPU reported, so its full push can purge
-  deleted ones) and stream its pushes. An SPU registered (or given its secret) a moment
-  ago may not be mirrored yet, so a refused SPU is checked again once the mirror caught
-  up with the KV.
+- ``SPU_CONNECT`` (a stream): with a report of replicas the store forgot (its data was
+  lost), rebuild them first (``sc.rebuild``; a known SPU's secret is checked before, an
+  SPU the store forgot is registered again with the verifier of the secret it
+  presented), then authorise the SPU (registered id and that SPU's own secret; a refused
+  peer gets ``UnauthorizedError``, logged, and the connection closes), store the
+  endpoints it actually bound in its SPU spec when they differ, attach a session (with
+  the replica directories the SPU reported, so its full push can purge deleted ones) and
+  stream its pushes. An SPU registered (or given its secret) a moment ago may not be
+  mirrored yet, so a refused SPU is checked again once the mirror caught up with the KV.
 - ``UPDATE_LRS`` / ``HEARTBEAT``: only on a connection that completed ``SPU_CONNECT``,
   for the same SPU id. Every request refreshes the session's liveness; a watchdog task
   drops sessions silent for ``heartbeat_timeout_s``.
@@ -28,6 +30,7 @@ from typing import Any
 from sc.connection_manager import ConnectionManager, SpuSession
 from sc.dispatcher import Dispatcher
 from sc.kv.store import KvStore
+from sc.rebuild import Rebuilder
 from spark_stream.errors import ConflictError, InvalidRequestError, UnauthorizedError
 from spark_stream.models import PrivateEndpoint, PublicEndpoint, Spu
 from spark_stream.net.budget import RequestBudget
@@ -40,6 +43,7 @@ from spark_stream.protocol.control import (
     UpdateLrsRequest,
     UpdateLrsResponse,
 )
+from spark_stream.spu_identity import secret_verifier
 
 __all__ = ["PrivateApi"]
 
@@ -58,6 +62,8 @@ class PrivateApi:
         host: address to bind.
         port: port to bind (0: any free one; read ``port`` after ``start``).
         budget: the process's request-bytes budget (shared with the public server).
+        rebuilder: rebuilds what a connecting SPU reports and the store forgot
+            (``sc.rebuild``); None: reports are not used.
     """
 
     def __init__(
@@ -69,8 +75,10 @@ class PrivateApi:
         host: str = "127.0.0.1",
         port: int = 9004,
         budget: RequestBudget | None = None,
+        rebuilder: Rebuilder | None = None,
     ) -> None:
         self.cm = cm
+        self.rebuilder = rebuilder
         self.dispatcher = dispatcher
         self.kv = kv
         self.server = Server(
@@ -123,14 +131,26 @@ class PrivateApi:
             raise InvalidRequestError("SPU_CONNECT answers with a stream; open it with stream()")
         if _SESSION in ctx.state:
             raise InvalidRequestError("this connection already carries an SPU session")
+        public, private = msg.endpoints()
+        stored = msg.stored_replicas()
+        records = msg.replica_records()
         try:
+            if records and self.rebuilder is not None:
+                # Only a peer with the secret may have the store rebuilt from its report.
+                self.cm.may_rebuild(msg.spu_id, msg.token)
+                await self.rebuilder.absorb(
+                    msg.spu_id,
+                    records,
+                    public,
+                    private,
+                    msg.group,
+                    verifier=secret_verifier(msg.token),
+                )
             spu = await self._authorize(msg)
         except UnauthorizedError as exc:
             log.warning("spu refused spu=%d peer=%s reason=%s", msg.spu_id, ctx.peer, exc)
             ctx.close()
             raise
-        public, private = msg.endpoints()
-        stored = msg.stored_replicas()
         await self._record_endpoints(spu, public, private)
         session = self.cm.attach(msg.spu_id, ctx.close, stored)
         ctx.state[_SESSION] = session

@@ -201,6 +201,7 @@ class LocalProcessProvisioner(Provisioner):
                 sc_endpoint=self.sc_endpoint,
                 data_dir=folder,
                 ports=(public, private),
+                settings={"group": spu.group},
             ),
         }
         try:

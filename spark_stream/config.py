@@ -77,6 +77,11 @@ class ProcessSettings(BaseSettings):
         le=65535,
         description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
     )
+    auth_key_file: str | None = Field(
+        None,
+        description="Client authentication: the cluster key (hex) that signs client tokens; "
+        "the SC and every SPU read the same file. Unset: off, clients need no token.",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -42,6 +42,12 @@ class SpuSettings(ProcessSettings):
         description="The file (mode 0600) holding the secret when secret is not set; "
         "relative to data_dir.",
     )
+    group: str | None = Field(
+        None,
+        description="The SPU group that manages this SPU (set by the SC's provisioner); "
+        "None: a custom SPU. Reported on connect: an SC whose store forgot this SPU "
+        "registers a custom one again, a managed one comes back with its group.",
+    )
     data_dir: str = Field(".fluvio/spu", description="Replica logs live below this.")
     heartbeat_interval_s: float = Field(2.0, gt=0, description="LRS/heartbeat period.")
     replica_max_lag_ms: int = Field(10_000, gt=0, description="Follower lag before eviction.")

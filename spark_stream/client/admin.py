@@ -57,12 +57,22 @@ class AdminClient:
         host: the SC's public address.
         port: the SC's public port (9003 by default).
         timeout: seconds each request may take.
+        token: the client token presented on connect (None: none; a cluster with auth on
+            then refuses every request with ``AuthenticationError``).
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9003, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9003,
+        *,
+        timeout: float = 30.0,
+        token: str | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
+        self.token = token
         self._conn: Connection | None = None
 
     async def connect(self) -> Self:
@@ -77,6 +87,7 @@ class AdminClient:
                 self.port,
                 timeout=self.timeout,
                 name=f"sc-public {self.host}:{self.port}",
+                token=self.token,
             )
         return self
 
@@ -143,14 +154,18 @@ class AdminClient:
         return Topic.from_dict(reply.topic)
 
     async def update_topic_schema(self, name: str, schema: pa.Schema) -> Topic:
-        """Evolve a typed topic's schema to ``schema`` (the next version).
+        """Evolve a typed topic's schema to ``schema`` (the next version), or type an
+        empty untyped topic (version 1).
 
         Only appending nullable columns is allowed: frames written before read them as
-        null. Producers and readers pick the new version up from their metadata.
+        null. Producers and readers pick the new version up from their metadata. An
+        untyped topic is empty when no leader reported a record to the SC (they report
+        within a heartbeat); one that holds records is refused.
 
         Raises:
-            InvalidConfigError: the topic is untyped, or the change removes, renames,
-                retypes or reorders a column, adds a non-nullable one, or adds none.
+            InvalidConfigError: the topic is untyped and holds records, or the change
+                removes, renames, retypes or reorders a column, adds a non-nullable one,
+                or adds none.
             UnknownTopicError: no such topic.
         """
         request = c.UpdateTopicSchemaRequest(name, encode_arrow(check_user_schema(schema)))

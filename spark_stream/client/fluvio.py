@@ -31,7 +31,7 @@ from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer.producer import AsyncTopicProducer
-from spark_stream.client.profile import resolve_endpoint
+from spark_stream.client.profile import resolve_endpoint, resolve_token
 from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import RequestTimeoutError, UnknownTopicError
@@ -51,12 +51,15 @@ class FluvioAsync:
         endpoint: the SC public address in use.
     """
 
-    def __init__(self, endpoint: str, timeout: float, watcher: MetadataWatcher) -> None:
+    def __init__(
+        self, endpoint: str, timeout: float, watcher: MetadataWatcher, token: str | None = None
+    ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
+        self.token = token
         self.host, self.port = parse_endpoint(endpoint)
         self.watcher = watcher
-        self.pool = ConnectionPool(connect_timeout=timeout)
+        self.pool = ConnectionPool(connect_timeout=timeout, token=token)
         self.leaders = LeaderClient(watcher, self.pool)
         self.local_files = LocalFiles()
         self._admin: AdminClient | None = None
@@ -70,6 +73,7 @@ class FluvioAsync:
         endpoint: str | None = None,
         *,
         timeout: float = 10.0,  # noqa: ASYNC109
+        token: str | None = None,
     ) -> FluvioAsync:
         """Connect to the SC at ``"host:port"``; when None, as ``resolve_endpoint`` finds it.
 
@@ -78,17 +82,24 @@ class FluvioAsync:
                 profile written by ``fluvio cluster start`` (``FLUVIO_PROFILE``, default
                 ``~/.fluvio/profile.json``).
             timeout: bound on connecting and receiving the first metadata.
+            token: the client token for a cluster with auth on; None takes
+                ``FLUVIO_TOKEN``, else the current profile's token (``resolve_token``).
 
         Raises:
+            AuthenticationError: the cluster checks tokens and none, or a bad one, was
+                given.
             ConnectionClosedError: the SC is unreachable.
             InvalidConfigError: a malformed endpoint (naming where it came from).
             NotFoundError: no endpoint given, no ``FLUVIO_ENDPOINT`` and no profile.
         """
         endpoint = resolve_endpoint(endpoint)
         host, port = parse_endpoint(endpoint)
+        token = resolve_token(token, endpoint)
 
         async def open_sc() -> Connection:
-            return await Connection.open(host, port, timeout=timeout, name=f"sc@{endpoint}")
+            return await Connection.open(
+                host, port, timeout=timeout, name=f"sc@{endpoint}", token=token
+            )
 
         log.info("connecting to the SC at %s", endpoint)
         watcher = MetadataWatcher(open_sc)
@@ -102,12 +113,14 @@ class FluvioAsync:
             len(view.topics),
             len(view.partitions),
         )
-        return cls(endpoint, timeout, watcher)
+        return cls(endpoint, timeout, watcher, token)
 
     def admin(self) -> AdminClient:
         """The admin client (topics, partitions, SPUs, SPU groups) on this cluster."""
         if self._admin is None:
-            self._admin = AdminClient(self.host, self.port, timeout=max(self.timeout, 30.0))
+            self._admin = AdminClient(
+                self.host, self.port, timeout=max(self.timeout, 30.0), token=self.token
+            )
         return self._admin
 
     def _policy(self) -> RetryPolicy:
@@ -224,6 +237,7 @@ class FluvioAsync:
             on_revoke=on_revoke,
             on_lost=on_lost,
             pattern=pattern,
+            token=self.token,
         )
         try:
             await consumer.start()

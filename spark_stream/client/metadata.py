@@ -33,6 +33,7 @@ from spark_stream.errors import (
     InvalidConfigError,
     PartitionOfflineError,
     RequestTimeoutError,
+    UnauthorizedError,
     UnknownPartitionError,
     UnknownTopicError,
 )
@@ -316,8 +317,8 @@ async def watch_metadata(
                 return  # the SC ended the stream
             log.info("metadata watch ended by the SC, reopening")
         except retry_on as exc:
-            if not reconnect:
-                raise
+            if not reconnect or isinstance(exc, UnauthorizedError):
+                raise  # a refused client is refused again: its caller decides
             log.info("metadata watch lost, reconnecting error=%r", exc)
             if on_error is not None:
                 on_error(exc)
@@ -361,11 +362,19 @@ class MetadataWatcher:
 
         Raises:
             ConnectionClosedError: the SC is unreachable or sent nothing in time.
+            UnauthorizedError: the SC refused the client (no token, a bad one, or one
+                without the right): at once, not after ``timeout``.
         """
         self._conn = await self._connect()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="metadata-watch")
         try:
-            await self.wait_for(lambda v: v.revision is not None, timeout)
+            await self.wait_for(
+                lambda v: v.revision is not None or isinstance(self.last_error, UnauthorizedError),
+                timeout,
+            )
+            if self.view.revision is None and isinstance(self.last_error, UnauthorizedError):
+                await self.close()
+                raise type(self.last_error)(str(self.last_error))
         except RequestTimeoutError as exc:
             await self.close()
             cause = self.last_error
@@ -405,6 +414,14 @@ class MetadataWatcher:
                         )
                         pause.reset()
                         await self._notify()
+            except UnauthorizedError as exc:  # the SC refused the client: retrying won't help
+                self.last_error = exc
+                async with self._changed:
+                    self._changed.notify_all()  # ``start`` raises it
+                if self.view.revision is None:
+                    return
+                log.warning("metadata watch refused, retrying: %s", exc)
+                await pause.sleep()
             except FluvioError as exc:  # an update the view refused: start over from it
                 log.warning("metadata update not applied, reconnecting: %r", exc)
                 self.last_error = exc

@@ -12,7 +12,7 @@ import asyncio
 import logging
 
 from spark_stream.client.metadata import Leader
-from spark_stream.errors import ClientClosedError, ConnectionClosedError
+from spark_stream.errors import ClientClosedError, ConnectionClosedError, FluvioError
 from spark_stream.net.connection import Connection
 
 __all__ = ["ConnectionPool"]
@@ -25,10 +25,12 @@ class ConnectionPool:
 
     Args:
         connect_timeout: bound on opening one connection.
+        token: the client token each connection presents (None: none).
     """
 
-    def __init__(self, connect_timeout: float = 5.0) -> None:
+    def __init__(self, connect_timeout: float = 5.0, token: str | None = None) -> None:
         self._timeout = connect_timeout
+        self._token = token
         self._conns: dict[tuple[str, int], Connection] = {}
         self._opening: dict[tuple[str, int], asyncio.Future[Connection]] = {}
         self._closing: set[asyncio.Task[None]] = set()
@@ -58,11 +60,12 @@ class ConnectionPool:
                 leader.port,
                 timeout=self._timeout,
                 name=f"spu-{leader.spu_id}@{leader.host}:{leader.port}",
+                token=self._token,
             )
         except BaseException as exc:
             future.set_exception(
                 exc
-                if isinstance(exc, ConnectionClosedError)
+                if isinstance(exc, FluvioError)  # typed: e.g. a refused token stays one
                 else ConnectionClosedError(f"cannot connect to SPU {leader.spu_id}: {exc}")
             )
             future.exception()  # retrieved: no "never retrieved" warning without waiters

