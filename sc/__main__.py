@@ -142,7 +142,7 @@ async def _check_redis(settings: ScSettings) -> None:
     finally:
         await probe.close()
     try:
-        problem = await check_persistence(url)
+        problem = await check_persistence(url, password=settings.redis_password())
     except RedisError as exc:
         raise KvUnavailableError(f"redis at {url} is not usable: {exc}") from exc
     if problem is None:
