@@ -528,8 +528,13 @@ class LocalCluster:
             await admin.unregister_spu(spu_id)  # registered without a secret we hold
             known.discard(spu_id)
         if spu_id not in known:
-            secret = new_secret()
-            write_secret_file(secret_file, secret)  # the SPU reads it (mode 0600)
+            # The SPU's secret is made once and kept: a running SPU holds it, and an SC
+            # rebuilding a lost store registered it with that one (sc.rebuild).
+            if secret_file.exists():
+                secret = read_secret_file(secret_file)
+            else:
+                secret = new_secret()
+                write_secret_file(secret_file, secret)  # the SPU reads it (mode 0600)
             # An SC rebuilding a lost store registers a running SPU from its own report
             # (sc.rebuild), maybe between the listing and this call: that is the same SPU.
             with contextlib.suppress(SpuExistsError):
