@@ -142,15 +142,17 @@ def redis_argv(
     *,
     appendonly: bool = True,
     appendfsync: str = "everysec",
+    host: str = _HOST,
     config_file: Path | None = None,
 ) -> list[str]:
-    """The command of a loopback ``redis-server`` on ``port`` keeping its data in ``data_dir``.
+    """The command of a ``redis-server`` on ``host:port`` keeping its data in ``data_dir``.
 
     Every write goes to the append-only file when ``appendonly``, fsynced as
     ``appendfsync`` says (``everysec``: at most a second of writes lost on a power cut;
     ``always``: none, slower); no RDB snapshots; the server runs in the foreground and
-    logs to ``log_file``. ``config_file`` (e.g. from ``write_auth_config``) is read
-    first, as redis-server wants it.
+    logs to ``log_file``. ``host`` is loopback except in the network-namespace test,
+    where Redis listens on its namespace's address. ``config_file`` (e.g. from
+    ``write_auth_config``) is read first, as redis-server wants it.
 
     Raises:
         InvalidConfigError: ``appendfsync`` is not a policy (``APPENDFSYNC``).
@@ -159,7 +161,7 @@ def redis_argv(
     return [
         binary,
         *config,
-        "--bind", _HOST,
+        "--bind", host,
         "--port", str(port),
         "--dir", str(data_dir),
         "--appendonly", "yes" if appendonly else "no",
