@@ -142,9 +142,11 @@ async def e2e_latency(
     return latencies
 
 
-def redis_baseline(url: str, values: list[bytes]) -> tuple[float, float]:
+def redis_baseline(
+    url: str, values: list[bytes], password: str | None = None
+) -> tuple[float, float]:
     """(XADD records/s, XREAD records/s), pipelined, on the same Redis server."""
-    client = redis.Redis.from_url(url)
+    client = redis.Redis.from_url(url, password=password)
     key = "bench:xadd"
     client.delete(key)
     start = time.perf_counter()
@@ -226,7 +228,7 @@ def run(
                 )
                 results[f"{prefix}_p50_ms"] = round(statistics.median(latencies), 3)
                 results[f"{prefix}_p99_ms"] = round(float(np.percentile(latencies, 99)), 3)
-            xadd, xread = redis_baseline(cluster.layout.redis_url, rows)
+            xadd, xread = redis_baseline(cluster.layout.redis_url, rows, cluster.redis_password())
             results["redis_xadd_rps"] = round(xadd)
             results["redis_xread_rps"] = round(xread)
             results["bulk_vs_redis_xadd"] = round(results["produce_100b_rf1_rps"] / xadd, 1)

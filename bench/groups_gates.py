@@ -59,7 +59,7 @@ def _group(name: str, topic: str, generation: int) -> ConsumerGroup:
 
 
 def _setup(groups: int, topics: int) -> tuple[ConnectionManager, dict[str, ConsumerGroup]]:
-    cm = ConnectionManager("secret", 10.0, lambda _: None)
+    cm = ConnectionManager(10.0, lambda _: None)
     for spu_id in (1, 2, 3):
         spu = SpuSpec(spu_id=spu_id, public_endpoint=PublicEndpoint(port=9005))
         cm.apply(CmAddSpu(Spu.new(f"spu-{spu_id}", spu)))

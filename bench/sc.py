@@ -41,7 +41,11 @@ from spark_stream.protocol.control import (
 from spark_stream.supervision import PidRecord, log_tail, spawn, terminate
 
 SPUS = 5
-TOKEN = "fluvio-local"
+
+
+def bench_secret(spu_id: int) -> str:
+    """The secret simulated SPU ``spu_id`` registers and presents."""
+    return f"bench-spu-{spu_id}"
 
 
 def progress(message: str) -> None:
@@ -59,7 +63,9 @@ class Spu:
 
     async def start(self) -> None:
         self.conn = await Connection.open("127.0.0.1", self.port)
-        stream = await self.conn.stream(SpuConnectRequest(self.spu_id, TOKEN), window=256)
+        stream = await self.conn.stream(
+            SpuConnectRequest(self.spu_id, bench_secret(self.spu_id)), window=256
+        )
         self.tasks = [asyncio.create_task(self._read(stream)), asyncio.create_task(self._beat())]
 
     async def _read(self, stream: Any) -> None:
@@ -133,7 +139,7 @@ async def provision(
     spus = [Spu(ports["private_port"], i) for i in range(1, SPUS + 1)]
     try:
         for spu in spus:
-            await admin.register_spu(spu.spu_id)
+            await admin.register_spu(spu.spu_id, secret=bench_secret(spu.spu_id))
             await spu.start()
         provisioned: set[str] = set()
         online: set[str] = set()

@@ -57,6 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(prog="fluvio-sc", description=__doc__.splitlines()[0])
     parser.add_argument("--redis-url", help="the KV store, redis://host:port/db")
+    parser.add_argument(
+        "--redis-password-file", help="a file (mode 0600) holding the Redis password"
+    )
     parser.add_argument("--host", help="address both servers bind to")
     parser.add_argument("--public-port", type=int, help="clients and admin (0: any free)")
     parser.add_argument("--private-port", type=int, help="SPU connections (0: any free)")
@@ -104,6 +107,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     names = (
         "redis_url",
+        "redis_password_file",
         "host",
         "public_port",
         "private_port",
@@ -128,12 +132,18 @@ async def _check_redis(settings: ScSettings) -> None:
 
     Raises:
         KvUnavailableError: Redis did not answer in time; the message names its URL.
-        InvalidConfigError: the URL is not a Redis URL.
+        UnauthorizedError: Redis refused the password (or wants one).
+        InvalidConfigError: the URL is not a Redis URL, or the password file is bad.
     """
     url, timeout = settings.redis_url, settings.redis_start_timeout_s
     log.info("sc starting: checking redis at %s (up to %ss)", url, timeout)
     try:
-        probe = RedisKvStore(url, prefix=settings.key_prefix, reconnect_timeout=timeout)
+        probe = RedisKvStore(
+            url,
+            prefix=settings.key_prefix,
+            reconnect_timeout=timeout,
+            password=settings.redis_password(),
+        )
     except ValueError as exc:
         raise InvalidConfigError(f"redis_url: {url!r}: {exc}") from exc
     try:
@@ -148,7 +158,7 @@ async def _check_redis(settings: ScSettings) -> None:
     finally:
         await probe.close()
     try:
-        problem = await check_persistence(url)
+        problem = await check_persistence(url, password=settings.redis_password())
     except RedisError as exc:
         raise KvUnavailableError(f"redis at {url} is not usable: {exc}") from exc
     if problem is None:
@@ -177,7 +187,7 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
     command = shlex.split(args.spu_command) if args.spu_command else None
     try:
         node = ScNode(settings, make_app=lambda s, kv: ScApp(s, kv=kv, spu_command=command))
-    except ValueError as exc:  # e.g. a redis_url redis-py cannot parse
+    except (ValueError, InvalidConfigError) as exc:  # e.g. a redis_url redis-py cannot parse
         log.error("bad configuration error=%s", exc)
         return 2
     stop = asyncio.Event()

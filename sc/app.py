@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 
@@ -48,6 +49,7 @@ from sc.provisioner import LocalProcessProvisioner, NullProvisioner, Provisioner
 from sc.public_api import PublicApi
 from sc.rebuild import Rebuilder
 from sc.settings import ScSettings
+from sc.spu_secrets import record_verifier
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
 from spark_stream.auth import load_key
 from spark_stream.metrics import MetricsEndpoint
@@ -64,7 +66,7 @@ class ScApp:
     """One Streaming Controller.
 
     Args:
-        settings: ports, Redis URL, token, heartbeat timeout, data dir.
+        settings: ports, Redis URL and password, heartbeat timeout, data dir.
         kv: the KV store; default a ``RedisKvStore`` on ``settings.redis_url``.
         provisioner: runs managed SPUs; default a ``LocalProcessProvisioner`` when
             ``spu_command`` is given, else one that runs nothing.
@@ -85,13 +87,14 @@ class ScApp:
         reconcile_interval_s: float | None = None,
     ) -> None:
         self.settings = settings
-        self.kv: KvStore = kv or RedisKvStore(settings.redis_url, prefix=settings.key_prefix)
+        self.kv: KvStore = kv or RedisKvStore(
+            settings.redis_url, prefix=settings.key_prefix, password=settings.redis_password()
+        )
         self.store = LocalStore()
         self._provisioner = provisioner
         self._spu_command = list(spu_command) if spu_command else None
         self.reconcile_interval_s = reconcile_interval_s or max(settings.heartbeat_timeout_s, 10.0)
         self.cm = ConnectionManager(
-            settings.spu_token,
             settings.heartbeat_timeout_s,
             self._submit,
             revision=lambda: self.store.revision,
@@ -228,7 +231,7 @@ class ScApp:
                 self.settings.data_dir,
                 sc_endpoint=self.settings.spu_sc_endpoints
                 or str(Endpoint(self.settings.host, self.private_port)),
-                token=self.settings.spu_token,
+                record_secret=functools.partial(record_verifier, self.kv),
                 # Managed SPUs check client tokens with the SC's key (auth on or off alike).
                 env=(
                     {"FLUVIO_SPU_AUTH_KEY_FILE": self.settings.auth_key_file}

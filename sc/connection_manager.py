@@ -10,14 +10,18 @@ Theory of operation (seed ``003``, "Connection Manager"):
   the partitions it holds) and queues the change for each connected SPU concerned: a
   partition change for the SPUs holding it, an SPU change (e.g. ``Online`` ->
   ``Offline``) for every connected SPU, one entry per SPU whatever the topic count.
-- **Setup.** An SPU presents its id and token. Only an SPU id in the cache (registered
-  in the KV) with the cluster's token is accepted; anything else is refused with
-  ``UnauthorizedError`` and logged. An accepted SPU gets a ``SpuSession``; the CM tells
+- **Setup.** An SPU presents its id and its own secret. Only an SPU id in the cache
+  (registered in the KV) whose spec holds the verifier of that secret is accepted
+  (``spark_stream.spu_identity``): an SPU cannot speak for another id. Anything else is
+  refused with ``UnauthorizedError`` and logged. An accepted SPU gets a ``SpuSession``; the CM tells
   the controllers ``SpuConnected`` (they mark it ``Online``). A second connection for
   an id already connected **replaces** the first, which is closed: a restarted SPU must
   not wait for its dead predecessor to time out.
 - **Pushes.** A session's ``pushes()`` yields ``SpuConnectAccepted``, a full
-  ``UpdateSpus`` and a full ``UpdateReplicas``, then incremental updates. Changes queued
+  ``UpdateSpus`` and a full ``UpdateReplicas``, then incremental updates. Every
+  ``UpdateSpus`` carries, for each SPU in it, the key the session's SPU shares with that
+  SPU (``pair_key`` of the CM's in-memory master key): the SPU private port
+  authenticates peers with it. Verifiers are never pushed. Changes queued
   while the SPU is slow are coalesced per SPU id and per partition, so a slow SPU gets
   fewer, larger pushes and never an unbounded backlog.
 - **Deleted partitions.** A replica that moves away keeps its storage on the SPU (it is
@@ -47,7 +51,6 @@ Everything here is synchronous bookkeeping on the event loop; sockets belong to
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
@@ -82,6 +85,7 @@ from spark_stream.protocol.control import (
     UpdateReplicas,
     UpdateSpus,
 )
+from spark_stream.spu_identity import new_master_key, pair_key, secret_matches
 
 __all__ = ["ConnectionManager", "SpuSession"]
 
@@ -193,7 +197,9 @@ class SpuSession:
         gates = list(full.values())
         revision = cm.revision()
         yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision, cm.store_id)
-        yield UpdateSpus.build(spus, full=True, revision=revision)
+        yield UpdateSpus.build(
+            spus, full=True, revision=revision, peer_keys=cm.peer_keys(self.spu_id, spus)
+        )
         yield UpdateGates.build(True, gates, groups=sorted(cm.groups))
         yield UpdateReplicas.build(replicas, full=True, purge=purge, revision=revision)
         while self.active:
@@ -203,11 +209,13 @@ class SpuSession:
                 return
             if self._spus:
                 batch = _take(self._spus)
+                changed = [s for s in batch.values() if s is not None]
                 yield UpdateSpus.build(
-                    [s for s in batch.values() if s is not None],
+                    changed,
                     full=False,
                     deleted=[i for i, s in batch.items() if s is None],
                     revision=cm.revision(),
+                    peer_keys=cm.peer_keys(self.spu_id, changed),
                 )
             while self._gates or self._deleted_groups:
                 # Before the replicas, including gates queued while this push waited:
@@ -242,23 +250,24 @@ class ConnectionManager:
     """SPU/partition cache, SPU sessions, and the events they raise for the controllers.
 
     Args:
-        token: the shared secret SPUs must present.
         heartbeat_timeout_s: silence after which a session is dropped.
         emit: hands an event to the controller loop (``Dispatcher.submit``).
         revision: returns the KV revision the SC's mirror reflects (stamped on pushes).
         clock: monotonic seconds (tests pass a fake one).
+        master_key: derives the SPU pair keys; default a random one (a new SC process
+            hands out new keys; SPUs get them when they reconnect).
     """
 
     def __init__(
         self,
-        token: str,
         heartbeat_timeout_s: float,
         emit: Callable[[ControllerEvent], None],
         *,
         revision: Callable[[], int] = lambda: 0,
         clock: Callable[[], float] = time.monotonic,
+        master_key: bytes | None = None,
     ) -> None:
-        self._token = token.encode()
+        self._master = master_key or new_master_key()
         self.store_id = ""
         """The KV store's identity, sent to each SPU on accept (set at the SC's start)."""
         self.heartbeat_timeout_s = heartbeat_timeout_s
@@ -529,26 +538,40 @@ class ConnectionManager:
 
     # -- connections -------------------------------------------------------------------
 
-    def authorize(self, spu_id: int, token: str) -> Spu:
-        """The registered SPU for ``spu_id`` if ``token`` is the cluster's secret.
+    def authorize(self, spu_id: int, secret: str) -> Spu:
+        """The registered SPU for ``spu_id`` if ``secret`` is that SPU's own secret.
 
         Raises:
-            UnauthorizedError: wrong token, or no SPU registered with that id.
+            UnauthorizedError: no SPU registered with that id, none registered with a
+                secret, or a secret that is not this SPU's (e.g. another SPU's).
         """
-        self.check_token(spu_id, token)
         spu = self.spus.get(spu_id)
         if spu is None:
             raise UnauthorizedError(f"SPU {spu_id} is not registered")
+        if spu.spec.secret_verifier is None:
+            raise UnauthorizedError(
+                f"SPU {spu_id} has no secret registered; register it again with a secret"
+            )
+        if not secret_matches(secret, spu.spec.secret_verifier):
+            raise UnauthorizedError(f"SPU {spu_id}: wrong secret (not the one registered for it)")
         return spu
 
-    def check_token(self, spu_id: int, token: str) -> None:
-        """Refuse a peer without the cluster's secret (before anything it asks is done).
+    def may_rebuild(self, spu_id: int, secret: str) -> None:
+        """Refuse a report of forgotten replicas from a peer that is not SPU ``spu_id``.
+
+        An SPU the store still knows must present its own secret; one the store forgot
+        (its data was lost, the verifier with it) is taken on its word, and the rebuild
+        registers it again with the verifier of the secret it presented.
 
         Raises:
-            UnauthorizedError: wrong token.
+            UnauthorizedError: a known SPU's wrong secret.
         """
-        if not hmac.compare_digest(token.encode(), self._token):
-            raise UnauthorizedError(f"SPU {spu_id}: invalid token")
+        if spu_id in self.spus:
+            self.authorize(spu_id, secret)
+
+    def peer_keys(self, spu_id: int, peers: Iterable[Spu]) -> dict[int, bytes]:
+        """The key ``spu_id`` shares with each of ``peers`` (see the module doc)."""
+        return {p.spu_id: pair_key(self._master, spu_id, p.spu_id) for p in peers}
 
     def attach(
         self, spu_id: int, closer: Callable[[], None], stored: Iterable[ReplicaId] = ()

@@ -129,6 +129,7 @@ class ScNode:
             self.settings.redis_url,
             prefix=self.settings.key_prefix,
             reconnect_timeout=self.settings.lease_ttl_s,
+            password=self.settings.redis_password(),
         )
 
     @property

@@ -6,13 +6,14 @@ the logic. The conversation is specified in ``docs/protocol.md`` ("SC private
 messages"):
 
 - ``SPU_CONNECT`` (a stream): with a report of replicas the store forgot (its data was
-  lost), rebuild them first (``sc.rebuild``; the token is checked before), then authorise
-  the SPU (registered id, shared token; a refused
-  peer gets ``UnauthorizedError`` and the connection closes), store the endpoints it
-  actually bound in its SPU spec when they differ, attach a session (with the replica
-  directories the SPU reported, so its full push can purge deleted ones) and stream its
-  pushes. An SPU registered a moment ago may not be mirrored yet, so an unknown id is
-  checked again once the mirror caught up with the KV.
+  lost), rebuild them first (``sc.rebuild``; a known SPU's secret is checked before, an
+  SPU the store forgot is registered again with the verifier of the secret it
+  presented), then authorise the SPU (registered id and that SPU's own secret; a refused
+  peer gets ``UnauthorizedError``, logged, and the connection closes), store the
+  endpoints it actually bound in its SPU spec when they differ, attach a session (with
+  the replica directories the SPU reported, so its full push can purge deleted ones) and
+  stream its pushes. An SPU registered (or given its secret) a moment ago may not be
+  mirrored yet, so a refused SPU is checked again once the mirror caught up with the KV.
 - ``UPDATE_LRS`` / ``HEARTBEAT``: only on a connection that completed ``SPU_CONNECT``,
   for the same SPU id. Every request refreshes the session's liveness; a watchdog task
   drops sessions silent for ``heartbeat_timeout_s``.
@@ -42,6 +43,7 @@ from spark_stream.protocol.control import (
     UpdateLrsRequest,
     UpdateLrsResponse,
 )
+from spark_stream.spu_identity import secret_verifier
 
 __all__ = ["PrivateApi"]
 
@@ -135,8 +137,15 @@ class PrivateApi:
         try:
             if records and self.rebuilder is not None:
                 # Only a peer with the secret may have the store rebuilt from its report.
-                self.cm.check_token(msg.spu_id, msg.token)
-                await self.rebuilder.absorb(msg.spu_id, records, public, private, msg.group)
+                self.cm.may_rebuild(msg.spu_id, msg.token)
+                await self.rebuilder.absorb(
+                    msg.spu_id,
+                    records,
+                    public,
+                    private,
+                    msg.group,
+                    verifier=secret_verifier(msg.token),
+                )
             spu = await self._authorize(msg)
         except UnauthorizedError as exc:
             log.warning("spu refused spu=%d peer=%s reason=%s", msg.spu_id, ctx.peer, exc)
@@ -159,8 +168,7 @@ class PrivateApi:
         try:
             return self.cm.authorize(msg.spu_id, msg.token)
         except UnauthorizedError:
-            if msg.spu_id in self.cm.spus:
-                raise  # a bad token: no need to look again
+            pass  # the KV may hold a registration or a verifier the mirror has not yet
         await self.dispatcher.catch_up(timeout=2.0)
         return self.cm.authorize(msg.spu_id, msg.token)
 

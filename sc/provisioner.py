@@ -7,10 +7,14 @@ Theory of operation. The SPU group controller decides which managed SPUs exist
 - **Start**: the command (an argv list whose items may hold ``{spu_id}``, ``{name}``,
   ``{group}``, ``{data_dir}``, ``{sc_endpoint}``, ``{public_port}``, ``{private_port}``)
   runs in its own session (``spark_stream.supervision.spawn``; the SC keeps only the
-  pid) with ``FLUVIO_SPU_*`` variables set (id, SC endpoint, token, data dir, ports), so
+  pid) with ``FLUVIO_SPU_*`` variables set (id, SC endpoint, data dir, ports), so
   ``SpuSettings`` picks them up. Output goes to ``{data_dir}/spu.log``, the pid and the
   process's start time to ``{data_dir}/spu.pid`` (``ManagedSpuDirs``: the local cluster
   reads the same files).
+- **Identity**: each SPU's own secret lives in ``{data_dir}/spu.secret`` (mode 0600,
+  made at its first start, kept after); before the process starts (and when one is
+  adopted) its verifier is recorded in the SPU's KV spec (``record_secret``), which the
+  SC checks the SPU's ``SPU_CONNECT`` against.
 - **Idempotent and restart-safe**: provisioning an id whose process runs is a no-op.
   After an SC crash the SPU processes live on; the next SC finds them through their pid
   files (same pid *and* start time, so a recycled pid is never mistaken for an SPU) and
@@ -25,11 +29,18 @@ from __future__ import annotations
 import abc
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from sc.actions import ProvisionSpu, TerminateSpu
 from spark_stream.errors import ProvisionError
+from spark_stream.spu_identity import (
+    SECRET_FILE,
+    new_secret,
+    read_secret_file,
+    secret_verifier,
+    write_secret_file,
+)
 from spark_stream.supervision import (
     ManagedSpuDirs,
     PidRecord,
@@ -41,7 +52,10 @@ from spark_stream.supervision import (
     write_pid_file,
 )
 
-__all__ = ["Provisioner", "NullProvisioner", "LocalProcessProvisioner"]
+__all__ = ["Provisioner", "NullProvisioner", "LocalProcessProvisioner", "SecretRecorder"]
+
+#: ``(spu name, verifier)``: records the verifier in the SPU's KV spec.
+SecretRecorder = Callable[[str, str], Awaitable[None]]
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +107,9 @@ class LocalProcessProvisioner(Provisioner):
         command: argv template of an SPU process (see the module doc for placeholders).
         data_dir: parent of each SPU's data dir (``{data_dir}/spu-{id}``).
         sc_endpoint: the SC's private ``host:port``, passed to the SPUs.
-        token: the shared secret the SPUs present (passed in the environment only).
+        record_secret: records each SPU's secret verifier in its spec (see the module
+            doc); None records nothing (the SPUs are then refused unless registered
+            with their secret some other way).
         env: extra environment variables for the SPU processes.
         stop_timeout: seconds between SIGTERM and SIGKILL.
         stop_on_close: terminate the SPUs when the SC stops cleanly.
@@ -105,7 +121,7 @@ class LocalProcessProvisioner(Provisioner):
         data_dir: str | os.PathLike[str],
         *,
         sc_endpoint: str,
-        token: str,
+        record_secret: SecretRecorder | None = None,
         env: Mapping[str, str] | None = None,
         stop_timeout: float = 5.0,
         stop_on_close: bool = True,
@@ -115,7 +131,7 @@ class LocalProcessProvisioner(Provisioner):
         self.command = list(command)
         self.data_dir = Path(data_dir)
         self.sc_endpoint = sc_endpoint
-        self._token = token
+        self._record_secret = record_secret
         self._env = dict(env or {})
         self.stop_timeout = stop_timeout
         self.stop_on_close = stop_on_close
@@ -147,11 +163,25 @@ class LocalProcessProvisioner(Provisioner):
         if proc is not None:
             reap(proc.pid)  # our exited child leaves no zombie
 
+    async def _ensure_secret(self, spu: ProvisionSpu) -> None:
+        """Make the SPU's secret file (first start) and record its verifier."""
+        path = self.spu_dir(spu.spu_id) / SECRET_FILE
+        if path.exists():
+            secret = read_secret_file(path)
+        else:
+            secret = new_secret()
+            write_secret_file(path, secret)
+        if self._record_secret is not None:
+            await self._record_secret(spu.name, secret_verifier(secret))
+
     async def provision(self, spu: ProvisionSpu) -> None:
-        if self._find(spu.spu_id) is not None:
-            return
         folder = self.spu_dir(spu.spu_id)
+        if self._find(spu.spu_id) is not None:
+            if (folder / SECRET_FILE).exists():
+                await self._ensure_secret(spu)  # the KV may have lost it meanwhile
+            return
         folder.mkdir(parents=True, exist_ok=True)
+        await self._ensure_secret(spu)
         public = spu.template.public_port or 0
         private = spu.template.private_port or 0
         fields = {
@@ -171,7 +201,6 @@ class LocalProcessProvisioner(Provisioner):
                 sc_endpoint=self.sc_endpoint,
                 data_dir=folder,
                 ports=(public, private),
-                token=self._token,
                 settings={"group": spu.group},
             ),
         }

@@ -135,7 +135,7 @@ class MetadataFeed:
         update = c.MetadataUpdate(
             True,
             store.revision,
-            spus=[s.to_dict() for s in store.spus()],
+            spus=[s.public_dict() for s in store.spus()],
             topics=[t.to_dict() for t in store.topics()],
             partitions=[p.to_dict() for p in store.partitions()],
         )
@@ -187,7 +187,7 @@ def _incremental(batch: list[_Entry], revision: int) -> c.MetadataUpdate:
         if obj is None:
             deleted.append({"kind": kind, "name": name})
         else:
-            lists[kind].append(obj.to_dict())
+            lists[kind].append(obj.public_dict() if isinstance(obj, Spu) else obj.to_dict())
     return c.MetadataUpdate(
         False,
         revision,
@@ -471,7 +471,8 @@ class PublicApi:
                 raise SpuExistsError(f"an SPU named {name!r} already exists") from None
             await self._written(stored)
         log.info("spu registered spu=%d name=%s", spec.spu_id, name)
-        return c.RegisterSpuResponse(stored.to_dict())
+        assert isinstance(stored, Spu)
+        return c.RegisterSpuResponse(stored.public_dict())
 
     async def _unregister_spu(self, request: Request, ctx: ConnContext) -> Message:
         msg = request.message()
@@ -496,7 +497,7 @@ class PublicApi:
 
     async def _list_spus(self, request: Request, ctx: ConnContext) -> Message:
         revision = await self._fresh()
-        return c.ListSpusResponse([s.to_dict() for s in self.store.spus()], revision)
+        return c.ListSpusResponse([s.public_dict() for s in self.store.spus()], revision)
 
     # -- SPU groups ---------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ the precedence).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field
@@ -14,6 +15,7 @@ from pydantic_settings import SettingsConfigDict
 
 from spark_stream.config import ProcessSettings
 from spark_stream.models import ConsumerGroupSpec
+from spark_stream.spu_identity import read_secret_file
 
 __all__ = ["ScSettings"]
 
@@ -29,7 +31,11 @@ class ScSettings(ProcessSettings):
     private_port: int = Field(9004, ge=0, le=65535, description="SPU connections.")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="The KV store.")
     key_prefix: str = Field("fluvio", description="Prefix of every Redis key the SC writes.")
-    spu_token: str = Field("fluvio-local", description="Shared secret SPUs present on connect.")
+    redis_password_file: str | None = Field(
+        None,
+        description="A file (mode 0600) holding the Redis password (AUTH); None: the "
+        "password in redis_url if any (redis://:PASSWORD@host:port/0), else none.",
+    )
     heartbeat_timeout_s: float = Field(
         6.0, gt=0, description="Silence after which an SPU is Offline."
     )
@@ -81,6 +87,16 @@ class ScSettings(ProcessSettings):
         le=1_800_000,
         description="Consumer groups: default time a member has to release a revoke.",
     )
+
+    def redis_password(self) -> str | None:
+        """The password in ``redis_password_file``, or None when it is not set.
+
+        Raises:
+            InvalidConfigError: the file cannot be read, is empty or readable by others.
+        """
+        if self.redis_password_file is None:
+            return None
+        return read_secret_file(Path(self.redis_password_file))
 
     def group_defaults(self) -> ConsumerGroupSpec:
         """The spec a group gets when a join creates it without its own timeouts."""

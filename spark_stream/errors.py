@@ -117,7 +117,10 @@ class NotEnoughReplicasError(FluvioError):
 
 
 class UnauthorizedError(FluvioError):
-    """The peer is not allowed to do this (unknown SPU id, bad token)."""
+    """The peer is not allowed to do this (unknown SPU, wrong secret, failed handshake).
+
+    Also: an SPU presenting another SPU's secret, and Redis refusing the SC's password.
+    """
 
     code = 12
 

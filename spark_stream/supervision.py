@@ -386,7 +386,7 @@ def spu_environment(
     data_dir: Path,
     ports: tuple[int, int] = (0, 0),
     host: str | None = None,
-    token: str | None = None,
+    secret: str | None = None,
     settings: Mapping[str, object] | None = None,
 ) -> dict[str, str]:
     """The ``FLUVIO_SPU_*`` variables that configure an SPU process (``spu.settings``).
@@ -400,7 +400,8 @@ def spu_environment(
         data_dir: where the SPU keeps its replicas.
         ports: (public, private); 0 lets the SPU pick and report free ones.
         host: the address both servers bind to (the SPU's default when None).
-        token: the cluster secret presented to the SC (the SPU's default when None).
+        secret: the SPU's own secret (``FLUVIO_SPU_SECRET``); None: the SPU reads it
+            from the 0600 file in its data dir (``spark_stream.spu_identity``).
         settings: more ``SpuSettings`` fields, e.g. ``{"replica_max_lag_ms": 2000}``.
     """
     env = {
@@ -412,8 +413,8 @@ def spu_environment(
     }
     if host is not None:
         env["FLUVIO_SPU_HOST"] = host
-    if token is not None:
-        env["FLUVIO_SPU_TOKEN"] = token
+    if secret is not None:
+        env["FLUVIO_SPU_SECRET"] = secret
     for key, value in (settings or {}).items():
         env[f"FLUVIO_SPU_{key.upper()}"] = str(value)
     return env

@@ -38,7 +38,7 @@ _OPTIONS = {
     "public_port": int,
     "private_port": int,
     "sc_endpoint": str,
-    "token": str,
+    "secret_file": str,  # never the secret itself: a command line is public (ps)
     "data_dir": str,
     "heartbeat_interval_s": float,
     "replica_max_lag_ms": int,

@@ -57,7 +57,7 @@ class SpuApp:
             budget=self.budget,
         )
         self.private = Server(
-            private_routes(self.dispatcher),
+            private_routes(self.dispatcher, self.dispatcher.peer_keys, settings.id),
             host=settings.host,
             port=settings.private_port,
             name=f"spu-{settings.id}-private",
@@ -93,8 +93,10 @@ class SpuApp:
         """Bind both servers (and the metrics port), start the dispatcher, connect to the SC.
 
         Raises:
+            InvalidConfigError: this SPU has no usable secret (``SpuSettings.load_secret``).
             OSError: a port cannot be bound.
         """
+        secret = self.settings.load_secret()
         self._serve_metrics()
         try:
             await self.public.start()
@@ -107,7 +109,9 @@ class SpuApp:
             await self._stop_metrics()
             raise
         self.dispatcher.start()
-        self.link = ScLink(self.settings, self.dispatcher, self.public.port, self.private.port)
+        self.link = ScLink(
+            self.settings, self.dispatcher, self.public.port, self.private.port, secret
+        )
         self.link.start()
         logger.info(
             "spu started id=%d public=%s:%d private=%s:%d sc=%s data_dir=%s",

@@ -69,6 +69,7 @@ from spu.gates import GateKey, GateTable, GateUpdate
 from spu.housekeeping import Housekeeper
 from spu.leader import LeaderController, check_leader_epoch, monotonic_ms
 from spu.notify import Subscribers
+from spu.peer_keys import PeerKeyring
 from spu.scrubber import Scrubber
 from spu.settings import SpuSettings
 from spu.storage import (
@@ -134,6 +135,8 @@ class SpuDispatcher:
         self.traffic: dict[str, PartitionTraffic] = {}
         """Produce and fetch totals by partition name, kept across leaderships."""
         self._followers: dict[int, FollowerController] = {}
+        self.peer_keys = PeerKeyring()
+        """The keys shared with each peer SPU (from the SC's ``UpdateSpus``)."""
         self._roles = Subscribers()
         self._audit_file: AuditFile | None = None
         if settings.gate_audit_file:
@@ -300,6 +303,7 @@ class SpuDispatcher:
         """Take an ``UpdateSpus`` push (endpoints and online status of every SPU)."""
         spus = update.spu_objects()
         async with self._lock:
+            self.peer_keys.apply(update)
             before = {i for i in self._spus if self.is_online(i)}
             if update.full:
                 self._spus = {}
@@ -469,6 +473,7 @@ class SpuDispatcher:
                 controller = FollowerController(
                     self.spu_id,
                     leader_id,
+                    self.peer_keys,
                     report_interval_s=_report_interval_s(self.settings.replica_max_lag_ms),
                 )
                 controller.start()

@@ -18,6 +18,10 @@ A replica whose log holds a recorded damage (bit rot found by the scrub, see
 reopens it at once), and its offsets say ``repair_from``: the leader then sends the
 cut range again like any missing tail, and shows the repair in its status.
 
+Each connection is authenticated before any stream (``spu.peer_keys``: this SPU and the
+leader prove they hold the key the SC gave both); a refusal backs off and retries like
+any failed connection (the SC may not have pushed the key yet).
+
 A reporter task on the same connection sends ``FollowerLeoRequest`` with the LEO of
 every synced replica after appends (coalesced) and every ``report_interval_s`` when idle,
 so the leader sees a caught-up follower as in sync. Changing the replica set or the
@@ -39,6 +43,7 @@ from spark_stream.net.connection import Connection
 from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES, received_tail, tail_length
 from spu._tasks import cancel_and_wait
 from spu.frames import tail_signature
+from spu.peer_keys import PeerKeyring, follower_handshake
 from spu.private_messages import (
     MAX_TAIL_SIGNATURE,
     FollowerLeoRequest,
@@ -78,6 +83,7 @@ class FollowerController:
     Args:
         spu_id: this SPU.
         leader_id: the leader SPU.
+        keys: the peer keys (the one shared with the leader authenticates connections).
         report_interval_s: idle LEO report period (well under the leader's max lag).
         max_bytes: per-push frame budget asked of the leader.
     """
@@ -86,12 +92,14 @@ class FollowerController:
         self,
         spu_id: int,
         leader_id: int,
+        keys: PeerKeyring,
         *,
         report_interval_s: float,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
     ) -> None:
         self.spu_id = spu_id
         self.leader_id = leader_id
+        self._keys = keys
         self.report_interval_s = report_interval_s
         self.max_bytes = max_bytes
         self._endpoint: tuple[str, int] | None = None
@@ -168,6 +176,9 @@ class FollowerController:
                 await backoff.sleep(wake=self._changed)
                 continue
             try:
+                await follower_handshake(
+                    conn, self._keys, self.spu_id, self.leader_id, _REQUEST_TIMEOUT
+                )
                 await self._serve(conn, (host, port))
                 backoff.reset()
             except FluvioError as exc:

@@ -12,12 +12,14 @@ its replica set (a follower may connect before the leader received its spec), th
    watermark moved, so the follower's high watermark follows the leader's.
 
 The session pushes from what it has sent, not from what the follower reported: the
-stream is ordered and the follower appends every push or abandons the stream, so the
-two agree. If the replica's leader controller goes away or is replaced (leadership lost
-and regained: the log may have changed meanwhile), the session pushes an ``error`` for
-the replica once and stops serving it; the follower then opens a fresh stream, which
-syncs every replica again. Replicas are served round robin; the session sleeps on one
-event set by every involved leader controller and by the dispatcher's role changes.
+stream is ordered and the follower appends every push or abandons the stream, so the two
+agree. ``sent`` is also the most a follower's LEO report on this session may claim
+(``spu.private_api`` clamps reports to it). If the replica's leader controller goes away
+or is replaced (leadership lost and regained: the log may have changed meanwhile), the
+session pushes an ``error`` for the replica once and stops serving it; the follower then
+opens a fresh stream, which syncs every replica again. Replicas are served round robin;
+the session sleeps on one event set by every involved leader controller and by the
+dispatcher's role changes.
 """
 
 from __future__ import annotations
@@ -84,6 +86,14 @@ class FollowerSession:
         self.max_bytes = max_bytes
         self._replicas = {name: _Replica(offsets) for name, offsets in replicas.items()}
         self._event = asyncio.Event()
+
+    def sent(self, name: str) -> int | None:
+        """The end of what this session sent the follower of ``name`` (its LEO once it
+        appended all of it); None before the replica synced on this session."""
+        state = self._replicas.get(name)
+        if state is None or state.leader is None:
+            return None
+        return state.position
 
     async def pushes(self) -> AsyncGenerator[FollowerPush, None]:
         """The stream's pushes, forever (the server cancels it when the stream ends)."""

@@ -3,6 +3,12 @@
 Theory of operation. A follower SPU holds one connection to each leader SPU it follows
 and opens one ``FOLLOWER_STREAM`` on it for all the replicas it follows there:
 
+0. The connection is authenticated first (``spark_stream.spu_identity``): the follower
+   sends ``PeerHelloRequest`` (its id, the leader id it expects, a nonce), the leader
+   answers with its nonce and its proof, the follower checks that proof and sends its
+   own in ``PeerAuthRequest``. Any replication message before that, a wrong proof or an
+   SPU the leader has no key for gets ``UnauthorizedError`` and the connection closes.
+
 1. ``FollowerStreamRequest``: the follower's id and, per replica, where its log may start
    to differ from the leader's (``start``: the frame holding its high watermark), the
    ``(base offset, crc)`` of its frames from there (``tail``) and its LEO.
@@ -27,6 +33,10 @@ from spark_stream.protocol import DEFAULT_FETCH_MAX_BYTES, ApiKey, Message, Role
 
 __all__ = [
     "MAX_TAIL_SIGNATURE",
+    "PeerHelloRequest",
+    "PeerHelloResponse",
+    "PeerAuthRequest",
+    "PeerAuthResponse",
     "ReplicaOffsets",
     "FollowerStreamRequest",
     "FollowerPush",
@@ -200,3 +210,45 @@ class FollowerLeoResponse(Message):
     """
 
     ignored: list[str] = field(default_factory=list)
+
+
+@message(ApiKey.PEER_HELLO, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class PeerHelloRequest(Message):
+    """A follower opens the peer handshake.
+
+    Attributes:
+        spu_id: the follower SPU (who it claims to be).
+        leader_id: the SPU it means to reach (a leader at another id refuses).
+        nonce: the follower's fresh nonce.
+    """
+
+    spu_id: int
+    leader_id: int
+    nonce: bytes
+
+
+@message(ApiKey.PEER_HELLO, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class PeerHelloResponse(Message):
+    """The leader's nonce and its proof (``peer_proof(key, "leader", ...)``)."""
+
+    nonce: bytes
+    proof: bytes
+
+
+@message(ApiKey.PEER_AUTH, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class PeerAuthRequest(Message):
+    """The follower's proof (``peer_proof(key, "follower", ...)``) over both nonces."""
+
+    spu_id: int
+    proof: bytes
+
+
+@message(ApiKey.PEER_AUTH, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class PeerAuthResponse(Message):
+    """The connection now speaks for ``spu_id``."""
+
+    spu_id: int

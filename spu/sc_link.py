@@ -2,10 +2,10 @@
 
 Theory of operation (seed ``002``, "Update LRS"; ``spark_stream.protocol.control``). A
 loop connects to ``sc_endpoint`` and opens an ``SPU_CONNECT`` stream with this SPU's id,
-token, the endpoints it actually bound (so port 0 works) and the replica directories it
-has on disk (the SC purges those whose partition was deleted meanwhile) with the
-metadata it keeps of each (``replica.json``: an SC whose store forgot them rebuilds them,
-``sc.rebuild``). The first push
+its own secret, the endpoints it actually bound (so port 0 works) and the replica
+directories it has on disk (the SC purges those whose partition was deleted meanwhile)
+with the metadata it keeps of each (``replica.json``: an SC whose store forgot them
+rebuilds them, ``sc.rebuild``). The first push
 must be ``SpuConnectAccepted``; then ``UpdateSpus``, ``UpdateGates`` and ``UpdateReplicas``
 pushes go to the dispatcher in order (gates before the replicas that follow them, so a
 new leader has its delivery gates when it starts serving). On the same connection two tasks send:
@@ -19,7 +19,7 @@ new leader has its delivery gates when it starts serving). On the same connectio
   applied ``UpdateGates``: the SC's group coordinator waits for that report before it
   pushes a member its new grants.
 
-Whatever ends the connection (SC gone, token refused, a failed request), the loop waits
+Whatever ends the connection (SC gone, secret refused, a failed request), the loop waits
 with exponential backoff and connects again; the SC then pushes full specs, so nothing
 depends on the old connection. ``sc_endpoint`` may list several SCs (an active one and
 standbys, ``spark_stream.net.sc_endpoints``): a connection that fails moves to the next
@@ -70,10 +70,11 @@ class ScLink:
     """Keeps this SPU connected to the SC.
 
     Args:
-        settings: id, token, ``sc_endpoint``, heartbeat period, bind host.
+        settings: id, ``sc_endpoint``, heartbeat period, bind host.
         dispatcher: the SPU dispatcher that takes the SC's pushes.
         public_port: the bound public port (reported to the SC).
         private_port: the bound private port (reported to the SC).
+        secret: this SPU's own secret (``SpuSettings.load_secret``).
 
     Raises:
         InvalidConfigError: ``sc_endpoint`` is not a comma-separated list of
@@ -81,9 +82,15 @@ class ScLink:
     """
 
     def __init__(
-        self, settings: SpuSettings, dispatcher: SpuDispatcher, public_port: int, private_port: int
+        self,
+        settings: SpuSettings,
+        dispatcher: SpuDispatcher,
+        public_port: int,
+        private_port: int,
+        secret: str,
     ) -> None:
         self.settings = settings
+        self._secret = secret
         self.dispatcher = dispatcher
         self.endpoints = ScEndpoints.parse(settings.sc_endpoint, private=True, what="sc_endpoint")
         self.public = PublicEndpoint(
@@ -153,7 +160,7 @@ class ScLink:
         meta = await asyncio.to_thread(self.dispatcher.stored_meta)
         request = SpuConnectRequest.build(
             self.settings.id,
-            self.settings.token,
+            self._secret,
             self.public,
             self.private,
             stored,

@@ -7,13 +7,16 @@ the precedence).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from spark_stream.config import ProcessSettings
+from spark_stream.errors import InvalidConfigError
 from spark_stream.frame_check import PayloadCheck
+from spark_stream.spu_identity import SECRET_FILE, read_secret_file
 
 __all__ = ["SpuSettings"]
 
@@ -33,7 +36,16 @@ class SpuSettings(ProcessSettings):
         description="The SC's private address; several, comma separated, when standby "
         "SCs run (the SPU follows the active one).",
     )
-    token: str = Field("fluvio-local", description="Shared secret presented to the SC.")
+    secret: str | None = Field(
+        None,
+        description="This SPU's own secret, made at registration (FLUVIO_SPU_SECRET); "
+        "None: read it from secret_file.",
+    )
+    secret_file: str = Field(
+        SECRET_FILE,
+        description="The file (mode 0600) holding the secret when secret is not set; "
+        "relative to data_dir.",
+    )
     group: str | None = Field(
         None,
         description="The SPU group that manages this SPU (set by the SC's provisioner); "
@@ -70,3 +82,20 @@ class SpuSettings(ProcessSettings):
     scrub_pass_interval_s: float = Field(
         3600.0, gt=0, description="Pause between two scrub passes over every sealed segment."
     )
+
+    def load_secret(self) -> str:
+        """The secret this SPU presents to the SC: ``secret``, else ``secret_file``'s.
+
+        Raises:
+            InvalidConfigError: neither is set, or the file is unreadable, empty or
+                readable by others (the message names the file).
+        """
+        if self.secret:
+            return self.secret
+        path = Path(self.data_dir) / self.secret_file
+        if not path.exists():
+            raise InvalidConfigError(
+                f"SPU {self.id} has no secret: set FLUVIO_SPU_SECRET or write the secret "
+                f"given at its registration to {path} (mode 0600)"
+            )
+        return read_secret_file(path)

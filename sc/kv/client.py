@@ -83,11 +83,12 @@ def redis_client(url: str, **kwargs: Any) -> aioredis.Redis:
         return aioredis.Redis.from_url(url, **kwargs)
     timeouts = {k: v for k, v in kwargs.items() if k.startswith("socket_")}
     watchers = Sentinel(list(sentinel.sentinels), sentinel_kwargs=timeouts, **timeouts)
+    given = kwargs.pop("password", None)  # the URL's wins, as redis-py does for redis://
     return watchers.master_for(
         sentinel.service,
         db=sentinel.db,
         username=sentinel.username,
-        password=sentinel.password,
+        password=sentinel.password or given,
         **kwargs,
     )
 

@@ -46,14 +46,24 @@ def persistence_problem(config: Mapping[str, str], info: Mapping[str, Any]) -> s
     return "persistence is off (appendonly no, no RDB snapshots): a restart loses everything"
 
 
-async def check_persistence(url: str, timeout: float = 5.0) -> str | None:  # noqa: ASYNC109
+async def check_persistence(
+    url: str,
+    timeout: float = 5.0,  # noqa: ASYNC109
+    password: str | None = None,
+) -> str | None:
     """Ask the Redis at ``url`` and judge it (``persistence_problem``).
+
+    ``password``: Redis AUTH (a password in ``url`` wins).
 
     Raises:
         RedisError: Redis did not answer ``INFO``.
     """
     client = redis_client(
-        url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        decode_responses=True,
+        password=password,
     )
     try:
         config: dict[str, str] = {}

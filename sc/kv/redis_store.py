@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -73,6 +74,7 @@ from spark_stream.errors import (
     KvUnavailableError,
     NotFoundError,
     ObjectExistsError,
+    UnauthorizedError,
     UnknownGroupError,
     UnknownPartitionError,
 )
@@ -137,6 +139,8 @@ class RedisKvStore(KvStore):
         reconnect_timeout: seconds of failed retries before ``KvUnavailableError``.
         backoff_max: cap of the exponential backoff between retries, in seconds (> 0).
         batch: changes read per ``XREAD``.
+        password: Redis AUTH password (a password in ``url`` wins); a wrong or missing
+            one fails every call at once with ``UnauthorizedError``.
     """
 
     def __init__(
@@ -149,6 +153,7 @@ class RedisKvStore(KvStore):
         reconnect_timeout: float = 30.0,
         backoff_max: float = 1.0,
         batch: int = 512,
+        password: str | None = None,
     ) -> None:
         if feed_retention < 1:
             raise ValueError("feed_retention must be >= 1")
@@ -169,6 +174,7 @@ class RedisKvStore(KvStore):
             socket_timeout=max(10.0, block_ms / 1000 + 5.0),
             socket_connect_timeout=5.0,
             retry=Retry(NoBackoff(), 0),
+            password=password,  # a password in the URL wins
         )
         self._create = self._redis.register_script(_lua.CREATE)
         self._update = self._redis.register_script(_lua.UPDATE)
@@ -225,6 +231,11 @@ class RedisKvStore(KvStore):
                 if budget is None or loop.time() < deadline:
                     raise
                 raise KvUnavailableError(f"redis did not answer in time: {exc!r}") from exc
+            except RedisAuthenticationError as exc:  # not transient: retrying cannot help
+                raise UnauthorizedError(
+                    f"redis refused the SC's credentials ({exc}); set its password with "
+                    "redis_password_file or in redis_url"
+                ) from exc
             except _TRANSIENT as exc:
                 delay = backoff.next()
                 if self._closed or loop.time() + delay > deadline:

@@ -126,6 +126,7 @@ def plan_rebuild(
     private: PrivateEndpoint | None = None,
     group: str | None = None,
     tombstones: Collection[str] = frozenset(),
+    verifier: str | None = None,
 ) -> RebuildPlan:
     """What to write so ``store`` knows again what SPU ``spu_id`` reports it forgot.
 
@@ -139,6 +140,9 @@ def plan_rebuild(
         group: the SPU group managing it (``SpuConnectRequest.group``); None: custom.
         tombstones: uids of partitions deleted from this store (``KvStore.tombstones``):
             a record of an older store with such a uid was deleted after the rebuild.
+        verifier: the verifier of the secret the SPU presented: a custom SPU registered
+            again gets it (the store lost the old one with the SPU; see
+            ``ConnectionManager.may_rebuild``).
     """
     lost = {
         name: meta
@@ -154,6 +158,7 @@ def plan_rebuild(
             "spu_type": SpuType.CUSTOM,
             "public_endpoint": public or PublicEndpoint(),
             "private_endpoint": private or PrivateEndpoint(),
+            "secret_verifier": verifier,
         }
         spu = Spu.build(f"custom-spu-{spu_id}", spec)
     by_topic: dict[str, list[Replica]] = {}

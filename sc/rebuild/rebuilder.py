@@ -88,8 +88,13 @@ class Rebuilder:
         public: PublicEndpoint | None,
         private: PrivateEndpoint | None,
         group: str | None = None,
+        *,
+        verifier: str | None = None,
     ) -> RebuildPlan:
         """Plan on SPU ``spu_id``'s report and write the plan; return it.
+
+        ``verifier``: of the secret the SPU presented, for its registration when the store
+        forgot it too (``plan_rebuild``).
 
         Raises:
             KvUnavailableError: Redis did not answer (the SPU's connect fails and it
@@ -111,6 +116,7 @@ class Rebuilder:
                 private=private,
                 group=group,
                 tombstones=await self.kv.tombstones(),
+                verifier=verifier,
             )
             if plan.empty:
                 return plan

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from spark_stream.cli.output import emit
@@ -17,6 +18,7 @@ from spark_stream.errors import InvalidConfigError
 from spark_stream.models import Partition, Spu, SpuGroup, Topic
 from spark_stream.models.topic_schema import TopicSchema, schema_from_file
 from spark_stream.net.endpoint import Endpoint, parse_endpoint
+from spark_stream.spu_identity import SECRET_FILE, new_secret, read_secret_file, write_secret_file
 from spark_stream.units import format_size
 
 __all__ = [
@@ -317,8 +319,19 @@ def spu_register(args: argparse.Namespace, fluvio: Fluvio) -> int:
         fields["privateEndpoint"] = {"port": port, "host": host}
     if args.rack:
         fields["rack"] = args.rack
-    spu = fluvio.admin().register_spu(args.id, name=args.name, **fields)
+    path = Path(args.secret_file) if args.secret_file else None
+    if path is not None and path.exists():
+        secret = read_secret_file(path)
+    else:
+        secret = new_secret()
+        if path is not None:
+            write_secret_file(path, secret)
+    spu = fluvio.admin().register_spu(args.id, name=args.name, secret=secret, **fields)
     print(f'custom SPU "{spu.name}" ({spu.spu_id}) registered')
+    if path is not None:
+        print(f"its secret is in {path}: copy it to the SPU's data dir as {SECRET_FILE}")
+    else:
+        print(f"secret (shown once; give it to the SPU as FLUVIO_SPU_SECRET): {secret}")
     return 0
 
 

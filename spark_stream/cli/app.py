@@ -141,6 +141,11 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     reg.add_argument("-p", "--public-server", help="host:port for clients")
     reg.add_argument("-v", "--private-server", help="host:port for replication")
     reg.add_argument("--rack")
+    reg.add_argument(
+        "--secret-file",
+        help="the SPU's secret: read from this file, or made and written there (mode 0600) "
+        "when it does not exist; without it a new secret is printed once",
+    )
     unreg = _client(ssub, "unregister", admin_cmds.spu_unregister, "remove a custom SPU")
     unreg.add_argument("--id", type=int)
     unreg.add_argument("--name")

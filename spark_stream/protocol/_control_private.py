@@ -297,7 +297,8 @@ class SpuConnectRequest(Message):
 
     Attributes:
         spu_id: the id registered in the SC (custom SPUs) or given by its group.
-        token: the shared secret of the cluster (``spu_token`` in the packaged ``sc.yaml``).
+        token: this SPU's own secret (``spark_stream.spu_identity``); the SC compares it
+            with the verifier in SPU ``spu_id``'s spec.
         public_endpoint: ``PublicEndpoint.to_dict()`` of the port it bound for clients;
             None keeps the registered one. The SC stores it in the SPU spec.
         private_endpoint: ``PrivateEndpoint.to_dict()`` of its replication port.
@@ -407,19 +408,39 @@ class UpdateSpus(_PlainMeta):
         spus: ``Spu.to_dict()`` of each SPU added or changed (or all of them).
         deleted: ids of SPUs removed (incremental pushes only).
         revision: the KV revision the push reflects.
+        peer_keys: SPU id (decimal) -> the key the receiving SPU shares with that SPU
+            (``spu_identity.pair_key``), for each SPU in ``spus``: the SPU private port
+            authenticates peers with it.
     """
 
     full: bool
     spus: list[dict[str, Any]] = field(default_factory=list)
     deleted: list[int] = field(default_factory=list)
     revision: int = 0
+    peer_keys: dict[str, bytes] = field(default_factory=dict)
 
     @classmethod
     def build(
-        cls, spus: Iterable[Spu], *, full: bool, deleted: Iterable[int] = (), revision: int = 0
+        cls,
+        spus: Iterable[Spu],
+        *,
+        full: bool,
+        deleted: Iterable[int] = (),
+        revision: int = 0,
+        peer_keys: dict[int, bytes] | None = None,
     ) -> UpdateSpus:
-        """The push from SPU models."""
-        return cls(full, [s.to_dict() for s in spus], list(deleted), revision)
+        """The push from SPU models (their secret verifiers left out)."""
+        return cls(
+            full,
+            [s.public_dict() for s in spus],
+            list(deleted),
+            revision,
+            {str(k): v for k, v in (peer_keys or {}).items()},
+        )
+
+    def peer_key_map(self) -> dict[int, bytes]:
+        """``peer_keys`` by SPU id (entries whose key is not a decimal id are skipped)."""
+        return {int(k): v for k, v in self.peer_keys.items() if k.isdigit()}
 
     def spu_objects(self) -> list[Spu]:
         """The SPUs as models.

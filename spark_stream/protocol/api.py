@@ -52,7 +52,7 @@ class ApiKey(IntEnum):
 
     # SC private
     SPU_CONNECT = 2001
-    """Stream: an SPU presents its id and token; the SC pushes its SPU and replica specs."""
+    """Stream: an SPU presents its id and secret; the SC pushes its SPU and replica specs."""
     UPDATE_SPUS = 2002
     """Push on the SPU_CONNECT stream: SPU specs (all or changed)."""
     UPDATE_REPLICAS = 2003
@@ -77,6 +77,10 @@ class ApiKey(IntEnum):
     """Stream: the leader pushes frames for all replicas a follower SPU holds."""
     FOLLOWER_LEO = 4003
     """Follower -> leader: the follower's LEO per replica."""
+    PEER_HELLO = 4004
+    """Follower -> leader, first on a connection: its id and nonce; the leader's proof."""
+    PEER_AUTH = 4005
+    """Follower -> leader: the follower's proof; replication messages need it first."""
 
     # Consumer groups: members (SC public port)
     GROUP_JOIN = 5001

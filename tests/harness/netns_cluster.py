@@ -24,6 +24,7 @@ from typing import IO, Any, Self
 from spark_stream.errors import ServerStartError
 from spark_stream.local.redis_server import find_redis_server, redis_argv
 from spark_stream.records import decode_frames
+from spark_stream.spu_identity import new_secret
 from spu.storage import ReplicaLog
 from spu.storage.layout import replica_dir
 from tests.harness.netns import NetnsHost, NetnsLab
@@ -179,9 +180,11 @@ class NetnsCluster:
         ).start(timeout)
         self.client = self.client_in(client_host)
         for spu_id, host in self.spu_hosts.items():
+            secret = new_secret()
             self.client.call(
                 "register_spu",
                 id=spu_id,
+                secret=secret,
                 host=host.address,
                 public_port=SPU_PORTS[0],
                 private_port=SPU_PORTS[1],
@@ -192,6 +195,7 @@ class NetnsCluster:
                 self.workdir / f"spu-{spu_id}",
                 SPU_PORTS,
                 self.spu_settings,
+                secret,
                 host=host.address,
                 sc_host=sc_host.address,
                 wrapper=host.wrapper,

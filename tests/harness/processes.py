@@ -33,6 +33,7 @@ from spark_stream.errors import FluvioError, ServerStartError
 from spark_stream.local.redis_server import free_port
 from spark_stream.models import Partition
 from spark_stream.net.connection import Connection
+from spark_stream.spu_identity import SECRET_FILE, new_secret, write_secret_file
 from spark_stream.supervision import (
     PidRecord,
     log_tail,
@@ -236,6 +237,8 @@ class SpuChild(ChildProcess):
         workdir: the SPU's data directory; its log is ``workdir/spu.log``.
         ports: (public, private).
         settings: more ``SpuSettings`` fields, e.g. ``{"replica_max_lag_ms": 2000}``.
+        secret: the SPU's own secret (register it with this one), written to the 0600
+            secret file of ``workdir``; None: the file written by an earlier child.
         host: the address both servers bind to.
         sc_host: the SC's address.
         wrapper: command prefix, as ``ChildProcess``.
@@ -248,6 +251,7 @@ class SpuChild(ChildProcess):
         workdir: Path,
         ports: tuple[int, int],
         settings: dict[str, Any] | None = None,
+        secret: str | None = None,
         *,
         host: str = HOST,
         sc_host: str = HOST,
@@ -266,6 +270,8 @@ class SpuChild(ChildProcess):
                 settings=settings,
             ),
         }
+        if secret is not None:
+            write_secret_file(workdir / SECRET_FILE, secret)
         argv = [sys.executable, "-m", "spu"]
         super().__init__(f"spu-{spu_id}", argv, workdir / "spu.log", env, wrapper)
         self.spu_id = spu_id
@@ -322,8 +328,10 @@ class ProcessCluster:
         self.admin = await AdminClient(HOST, self.sc.public_port, timeout=10).connect()
         for spu_id in self.spu_ids:
             ports = (free_port(), free_port())
+            secret = new_secret()
             await self.admin.register_spu(
                 spu_id,
+                secret=secret,
                 publicEndpoint={"port": ports[0], "ingress": [{"hostname": HOST}]},
                 privateEndpoint={"port": ports[1], "host": HOST},
             )
@@ -333,6 +341,7 @@ class ProcessCluster:
                 self.workdir / f"spu-{spu_id}",
                 ports,
                 self.spu_settings,
+                secret,
             )
         for spu in self.spus.values():
             spu.spawn()  # all at once: their start-up overlaps

@@ -53,10 +53,11 @@ class NetnsClient:
             await self._fluvio.close()
 
     async def register_spu(self, cmd: Reply) -> Reply:
-        """Register a custom SPU at its namespace's address."""
+        """Register a custom SPU at its namespace's address, with its secret."""
         admin = (await self.fluvio()).admin()
         await admin.register_spu(
             cmd["id"],
+            secret=cmd["secret"],
             publicEndpoint={"port": cmd["public_port"], "ingress": [{"ip": cmd["host"]}]},
             privateEndpoint={"port": cmd["private_port"], "host": cmd["host"]},
         )

@@ -19,7 +19,7 @@ import redis
 
 from spark_stream.client import Fluvio, Offset
 from spark_stream.local.cluster import LocalCluster, process_alive
-from spark_stream.local.redis_server import find_redis_server, redis_argv
+from spark_stream.local.redis_server import find_redis_server, redis_argv, write_auth_config
 from spark_stream.supervision import running, spawn, terminate, write_pid_file
 from tests.integration.helpers import make_topic, running_cluster
 from tests.polling import wait_until
@@ -54,7 +54,7 @@ def read_all(fluvio: Fluvio, topic: str) -> list[bytes]:
 
 
 def flush(cluster: LocalCluster) -> None:
-    client = redis.Redis.from_url(cluster.layout.redis_url)
+    client = redis.Redis.from_url(cluster.layout.redis_url, password=cluster.redis_password())
     try:
         client.flushall()
     finally:
@@ -70,13 +70,18 @@ def replace(cluster: LocalCluster) -> None:
     shutil.rmtree(folder)
     folder.mkdir()
     log_file = cluster.log_file("redis")
-    argv = redis_argv(find_redis_server(), cluster.layout.redis_port, folder, log_file)
+    password = cluster.redis_password()
+    assert password is not None  # the local cluster's Redis wants one
+    config = write_auth_config(folder, password)  # the new server: same password
+    argv = redis_argv(
+        find_redis_server(), cluster.layout.redis_port, folder, log_file, config_file=config
+    )
     write_pid_file(cluster.pid_file("redis"), spawn(argv, log_file))
-    wait_until(lambda: _answers(cluster.layout.redis_url), 30, "the new Redis")
+    wait_until(lambda: _answers(cluster.layout.redis_url, password), 30, "the new Redis")
 
 
-def _answers(url: str) -> bool:
-    client = redis.Redis.from_url(url, socket_timeout=1)
+def _answers(url: str, password: str) -> bool:
+    client = redis.Redis.from_url(url, socket_timeout=1, password=password)
     try:
         return bool(client.ping())
     except redis.RedisError:

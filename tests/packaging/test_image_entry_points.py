@@ -5,8 +5,8 @@ register as a custom SPU, then ``exec fluvio-spu``), each from the wheel in a fr
 (``wheel_env``, what the image installs), with the image's ENV and the container's env
 from the manifests. What a cluster would give differently is replaced, and only that:
 the image's ``/data`` volume by a temporary directory per process, ``0.0.0.0`` and the
-fixed ports by loopback and free ports, Redis by the test's, the pod IP by 127.0.0.1, the
-secret by a token, the pod's hostname (``fluvio-spu-N``) by the variable.
+fixed ports by loopback and free ports, Redis by the test's (no password, so no password
+file), the pod IP by 127.0.0.1, the pod's hostname (``fluvio-spu-N``) by the variable.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from tests.polling import wait_until
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-TOKEN = "image-test-token"
 
 
 class Processes:
@@ -115,7 +114,8 @@ def test_sc_and_spus_run_from_the_image_commands(
     client_env = wheel_env.environ(tmp_path, FLUVIO_ENDPOINT=f"127.0.0.1:{public}")
 
     sc_env = _image_env(image, wheel_env, tmp_path / "sc" / "data", tmp_path / "sc")
-    sc_env.update(container_env(sc_spec, {"FLUVIO_SC_SPU_TOKEN": TOKEN}))
+    sc_env.update(container_env(sc_spec, {}))
+    del sc_env["FLUVIO_SC_REDIS_PASSWORD_FILE"]  # the test's Redis needs none
     sc_env.update(
         FLUVIO_SC_HOST="127.0.0.1",
         FLUVIO_SC_PUBLIC_PORT=str(public),
@@ -129,9 +129,7 @@ def test_sc_and_spus_run_from_the_image_commands(
     def start_spu(ordinal: int, ports: tuple[int, int]) -> None:
         home = tmp_path / f"fluvio-spu-{ordinal}"
         env = _image_env(image, wheel_env, home / "data", home)
-        env.update(
-            container_env(spu_spec, {"FLUVIO_SPU_HOST": "127.0.0.1", "FLUVIO_SPU_TOKEN": TOKEN})
-        )
+        env.update(container_env(spu_spec, {"FLUVIO_SPU_HOST": "127.0.0.1"}))
         env.update(
             HOSTNAME=f"fluvio-spu-{ordinal}",
             FLUVIO_SPU_PUBLIC_PORT=str(ports[0]),

@@ -30,8 +30,12 @@ from spark_stream.protocol.control import (
     UpdateSpus,
 )
 
-TOKEN = "fluvio-local"
 T = TypeVar("T")
+
+
+def sim_secret(spu_id: int) -> str:
+    """The secret simulated SPU ``spu_id`` presents (register it with this one)."""
+    return f"sim-spu-{spu_id}-secret"
 
 
 class SimSpu:
@@ -42,7 +46,7 @@ class SimSpu:
         port: int,
         spu_id: int,
         *,
-        token: str = TOKEN,
+        token: str | None = None,
         host: str = "127.0.0.1",
         public_port: int | None = None,
         heartbeat_s: float = 0.2,
@@ -51,7 +55,8 @@ class SimSpu:
         meta: list[ReplicaMeta] | None = None,
         group: str | None = None,
     ) -> None:
-        self.host, self.port, self.spu_id, self.token = host, port, spu_id, token
+        self.host, self.port, self.spu_id = host, port, spu_id
+        self.token = sim_secret(spu_id) if token is None else token
         self.public_port = public_port
         self.heartbeat_s = heartbeat_s
         self.auto_lrs = auto_lrs

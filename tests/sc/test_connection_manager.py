@@ -44,8 +44,9 @@ from spark_stream.protocol.control import (
     UpdateReplicas,
     UpdateSpus,
 )
+from spark_stream.spu_identity import secret_verifier
 from tests.sc.controllers.helpers import OFFLINE, ONLINE, Cluster, make_spu
-from tests.sc.sim_spu import run
+from tests.sc.sim_spu import run, sim_secret
 
 
 class Clock:
@@ -57,7 +58,11 @@ class Clock:
 
 
 def spu(spu_id: int, port: int = 9005) -> Spu:
-    spec = SpuSpec(spu_id=spu_id, public_endpoint=PublicEndpoint(port=port))
+    spec = SpuSpec(
+        spu_id=spu_id,
+        public_endpoint=PublicEndpoint(port=port),
+        secret_verifier=secret_verifier(sim_secret(spu_id)),
+    )
     return Spu.new(f"spu-{spu_id}", spec)
 
 
@@ -73,9 +78,7 @@ def part(
 def make_cm(clock: Clock | None = None) -> tuple[ConnectionManager, list[Any], list[int]]:
     events: list[Any] = []
     closed: list[int] = []
-    cm = ConnectionManager(
-        "secret", 2.0, events.append, revision=lambda: 42, clock=clock or Clock()
-    )
+    cm = ConnectionManager(2.0, events.append, revision=lambda: 42, clock=clock or Clock())
     for i in (1, 2, 3):
         cm.apply(CmAddSpu(spu(i)))
     cm.apply(CmAddPartition(part("t-0", (1, 2))))
@@ -90,16 +93,45 @@ async def take(it: AsyncIterator[Message], n: int) -> list[Message]:
     return out
 
 
-def test_only_registered_spus_with_the_token_are_authorized() -> None:
+def test_only_registered_spus_with_their_own_secret_are_authorized() -> None:
     cm, _, _ = make_cm()
-    assert cm.authorize(1, "secret").name == "spu-1"
-    with pytest.raises(UnauthorizedError, match="token"):
+    assert cm.authorize(1, sim_secret(1)).name == "spu-1"
+    with pytest.raises(UnauthorizedError, match="^SPU 1: wrong secret"):
         cm.authorize(1, "wrong")
+    # SPU 2 claiming SPU 1's id with its own (valid) secret
+    with pytest.raises(UnauthorizedError, match="^SPU 1: wrong secret"):
+        cm.authorize(1, sim_secret(2))
     with pytest.raises(UnauthorizedError, match="not registered"):
-        cm.authorize(99, "secret")
+        cm.authorize(99, sim_secret(99))
     cm.apply(CmDeleteSpu(1, "spu-1"))
     with pytest.raises(UnauthorizedError):
-        cm.authorize(1, "secret")
+        cm.authorize(1, sim_secret(1))
+
+
+def test_an_spu_registered_without_a_secret_is_refused_saying_so() -> None:
+    cm, _, _ = make_cm()
+    bare = Spu.new("spu-7", SpuSpec(spu_id=7))
+    cm.apply(CmAddSpu(bare))
+    with pytest.raises(UnauthorizedError, match="SPU 7 has no secret registered"):
+        cm.authorize(7, "anything")
+
+
+def test_update_spus_carries_pair_keys_and_never_a_verifier() -> None:
+    async def body() -> None:
+        cm, _, _ = make_cm()
+        one = cm.attach(1, lambda: None)
+        two = cm.attach(2, lambda: None)
+        first = await take(one.pushes(), 2)
+        second = await take(two.pushes(), 2)
+        push1, push2 = first[1], second[1]
+        assert isinstance(push1, UpdateSpus) and isinstance(push2, UpdateSpus)
+        keys1, keys2 = push1.peer_key_map(), push2.peer_key_map()
+        assert set(keys1) == set(keys2) == {1, 2, 3}
+        assert keys1[2] == keys2[1]  # SPUs 1 and 2 share one key
+        assert keys1[3] != keys2[3]  # SPU 3's key with 1 is not its key with 2
+        assert all("secretVerifier" not in entry["spec"] for entry in push1.spus)
+
+    run(body())
 
 
 def test_attach_emits_connected_and_detach_disconnected_once() -> None:
@@ -274,7 +306,7 @@ def test_unregistering_a_connected_spu_closes_it_and_tells_the_others() -> None:
 def test_delete_of_a_stale_name_keeps_the_spu_that_now_holds_the_id() -> None:
     cm, _, _ = make_cm()
     cm.apply(CmDeleteSpu(1, "old-name"))
-    assert cm.authorize(1, "secret").name == "spu-1"
+    assert cm.authorize(1, sim_secret(1)).name == "spu-1"
 
 
 def test_silent_sessions_expire_after_the_heartbeat_timeout() -> None:
@@ -341,9 +373,7 @@ def test_spu_status_changes_reach_every_connected_spu_coalesced() -> None:
 
     async def body() -> None:
         cluster = Cluster(*(make_spu(i, ONLINE) for i in (1, 2, 3)))
-        cm = ConnectionManager(
-            "secret", 2.0, lambda _event: None, revision=lambda: cluster.revision
-        )
+        cm = ConnectionManager(2.0, lambda _event: None, revision=lambda: cluster.revision)
         for known in cluster.store.spus():
             cm.apply(CmAddSpu(known))
 

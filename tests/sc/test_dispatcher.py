@@ -31,7 +31,7 @@ from tests.sc.sim_spu import run
 
 def build(kv: MemoryKvStore, reducers: Any = None) -> tuple[Dispatcher, ConnectionManager]:
     store = LocalStore()
-    cm = ConnectionManager("t", 5.0, lambda e: dispatcher.submit(e))
+    cm = ConnectionManager(5.0, lambda e: dispatcher.submit(e))
     actions = ActionDispatcher(KvUpdater(kv), cm)
     dispatcher = Dispatcher(kv, store, actions.execute, reducers)
     return dispatcher, cm

@@ -24,7 +24,7 @@ from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest, SpuConnectRequest, UpdateLrsRequest
 from tests.polling import until
-from tests.sc.sim_spu import SimSpu, run
+from tests.sc.sim_spu import SimSpu, run, sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -58,19 +58,23 @@ def is_status(admin: AdminClient, spu_id: int, resolution: SpuResolution) -> Any
     return check
 
 
-def test_unregistered_spus_and_wrong_tokens_are_refused() -> None:
+def test_unregistered_spus_wrong_secrets_and_claims_of_another_id_are_refused() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
-            with pytest.raises(UnauthorizedError, match="not registered"):
-                await SimSpu(app.private_port, 2).connect()
-            with pytest.raises(UnauthorizedError, match="token"):
+            await admin.register_spu(1, secret=sim_secret(1))
+            await admin.register_spu(2, secret=sim_secret(2))
+            with pytest.raises(UnauthorizedError, match="SPU 3 is not registered"):
+                await SimSpu(app.private_port, 3).connect()
+            with pytest.raises(UnauthorizedError, match=r"^SPU 1: wrong secret \(not the one"):
                 await SimSpu(app.private_port, 1, token="guess").connect()
+            # SPU 2, with its own valid secret, claims SPU 1's id
+            with pytest.raises(UnauthorizedError, match="^SPU 1: wrong secret"):
+                await SimSpu(app.private_port, 1, token=sim_secret(2)).connect()
             assert app.cm.connected_ids() == frozenset()
             assert await spu_status(admin, 1) is SpuResolution.INIT
             # The refused connection is closed by the SC.
             conn = await Connection.open("127.0.0.1", app.private_port)
-            stream = await conn.stream(SpuConnectRequest(7, "fluvio-local"))
+            stream = await conn.stream(SpuConnectRequest(7, sim_secret(7)))
             with pytest.raises(UnauthorizedError):
                 await stream.__anext__()
             await until(lambda: conn.closed, what="refused connection closed")
@@ -81,13 +85,13 @@ def test_unregistered_spus_and_wrong_tokens_are_refused() -> None:
 def test_requests_before_connect_or_for_another_spu_are_refused() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             conn = await Connection.open("127.0.0.1", app.private_port)
             try:
                 with pytest.raises(UnauthorizedError):
                     await conn.call(HeartbeatRequest(1), timeout=5)
                 with pytest.raises(InvalidRequestError, match="stream"):
-                    await conn.call(SpuConnectRequest(1, "fluvio-local"), timeout=5)
+                    await conn.call(SpuConnectRequest(1, sim_secret(1)), timeout=5)
             finally:
                 await conn.close()
             spu = await SimSpu(app.private_port, 1).connect()
@@ -96,7 +100,7 @@ def test_requests_before_connect_or_for_another_spu_are_refused() -> None:
                 with pytest.raises(UnauthorizedError, match="SPU 1"):
                     await spu.conn.call(UpdateLrsRequest(2, []), timeout=5)
                 with pytest.raises(InvalidRequestError, match="already"):
-                    stream = await spu.conn.stream(SpuConnectRequest(1, "fluvio-local"))
+                    stream = await spu.conn.stream(SpuConnectRequest(1, sim_secret(1)))
                     await stream.__anext__()
             finally:
                 await spu.close()
@@ -107,7 +111,7 @@ def test_requests_before_connect_or_for_another_spu_are_refused() -> None:
 def test_connect_records_endpoints_marks_online_and_pushes_replicas() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             await admin.create_topic("t", partitions=2)
             spu = await SimSpu(app.private_port, 1, public_port=7100).connect()
             try:
@@ -144,7 +148,7 @@ def test_leader_moves_when_its_spu_disconnects_and_the_change_is_pushed() -> Non
     async def body() -> None:
         async with running_sc() as (app, admin):
             for spu_id in (1, 2):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             await admin.create_topic("t", partitions=2, replication_factor=2)
             sims = {i: await SimSpu(app.private_port, i).connect() for i in (1, 2)}
             try:
@@ -192,7 +196,7 @@ async def _eq(value: Any, expected: Any) -> bool:
 def test_a_silent_spu_goes_offline_after_the_heartbeat_timeout() -> None:
     async def body() -> None:
         async with running_sc(heartbeat=0.6) as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             spu = await SimSpu(app.private_port, 1, heartbeat_s=0.1).connect()
             try:
                 await until(is_status(admin, 1, SpuResolution.ONLINE), what="online")
@@ -212,7 +216,7 @@ def test_a_silent_spu_goes_offline_after_the_heartbeat_timeout() -> None:
 def test_a_second_connection_replaces_the_first() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             first = await SimSpu(app.private_port, 1).connect()
             second = await SimSpu(app.private_port, 1).connect()
             try:
@@ -235,7 +239,7 @@ def test_a_second_connection_replaces_the_first() -> None:
 def test_unregistering_a_connected_spu_drops_its_connection() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             spu = await SimSpu(app.private_port, 1).connect()
             try:
                 await admin.unregister_spu(1)
@@ -251,7 +255,7 @@ def test_unregistering_a_connected_spu_drops_its_connection() -> None:
 def test_malformed_frames_do_not_disturb_other_spus() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             spu = await SimSpu(app.private_port, 1).connect()
             try:
                 reader, writer = await asyncio.open_connection("127.0.0.1", app.private_port)

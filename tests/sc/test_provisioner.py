@@ -13,6 +13,7 @@ from sc.actions import ProvisionSpu, TerminateSpu
 from sc.provisioner import LocalProcessProvisioner
 from spark_stream.errors import ProvisionError
 from spark_stream.models import SpuTemplate
+from spark_stream.spu_identity import SECRET_FILE, read_secret_file, secret_verifier
 from spark_stream.supervision import PidRecord
 from tests.polling import until
 from tests.sc.sim_spu import run
@@ -26,12 +27,24 @@ def command(marker: str) -> list[str]:
     return [sys.executable, "-c", SLEEPER, marker, "{spu_id}", "{sc_endpoint}"]
 
 
-def make(tmp_path: Path, marker: str, **kwargs: object) -> LocalProcessProvisioner:
+class Verifiers:
+    """Records the verifiers the provisioner hands the SC, as ``record_secret``."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[str, str] = {}
+
+    async def __call__(self, name: str, verifier: str) -> None:
+        self.recorded[name] = verifier
+
+
+def make(
+    tmp_path: Path, marker: str, verifiers: Verifiers | None = None, **kwargs: object
+) -> LocalProcessProvisioner:
     return LocalProcessProvisioner(
         command(marker),
         tmp_path,
         sc_endpoint="127.0.0.1:9",
-        token="secret",
+        record_secret=verifiers,
         stop_timeout=5.0,
         **kwargs,
     )  # type: ignore[arg-type]
@@ -64,7 +77,8 @@ def test_start_is_idempotent_and_stop_terminates_by_pid(tmp_path: Path) -> None:
     marker = f"spu-test-{uuid.uuid4()}"
 
     async def body() -> None:
-        prov = make(tmp_path, marker)
+        verifiers = Verifiers()
+        prov = make(tmp_path, marker, verifiers)
         try:
             await prov.provision(provision(1, SpuTemplate(public_port=7000)))
             await prov.provision(provision(1))
@@ -74,7 +88,16 @@ def test_start_is_idempotent_and_stop_terminates_by_pid(tmp_path: Path) -> None:
             procs = await exec_done(marker, [1, 2])
             assert {i: p.pid for i, p in procs.items()} == running
             env = procs[1].environ()
-            assert env["FLUVIO_SPU_ID"] == "1" and env["FLUVIO_SPU_TOKEN"] == "secret"
+            assert env["FLUVIO_SPU_ID"] == "1" and "FLUVIO_SPU_SECRET" not in env
+            # each SPU its own secret, in a 0600 file; the SC is given only its verifier
+            secrets = {i: tmp_path / f"spu-{i}" / SECRET_FILE for i in (1, 2)}
+            assert all(path.stat().st_mode & 0o777 == 0o600 for path in secrets.values())
+            one, two = (read_secret_file(secrets[i]) for i in (1, 2))
+            assert one != two
+            assert verifiers.recorded == {
+                "g-1": secret_verifier(one),
+                "g-2": secret_verifier(two),
+            }
             assert env["FLUVIO_SPU_PUBLIC_PORT"] == "7000"
             assert env["FLUVIO_SPU_DATA_DIR"] == str(tmp_path / "spu-1")
             assert procs[1].cmdline()[-1] == "127.0.0.1:9"
@@ -128,6 +151,6 @@ def test_a_recycled_pid_is_not_mistaken_for_an_spu(tmp_path: Path) -> None:
 
 
 def test_a_command_that_cannot_run_raises_provision_error(tmp_path: Path) -> None:
-    prov = LocalProcessProvisioner(["/nonexistent/spu"], tmp_path, sc_endpoint="x:1", token="t")
+    prov = LocalProcessProvisioner(["/nonexistent/spu"], tmp_path, sc_endpoint="x:1")
     with pytest.raises(ProvisionError, match="nonexistent"):
         run(prov.provision(provision(1)))

@@ -27,14 +27,16 @@ from spark_stream.errors import (
 )
 from spark_stream.models import (
     PartitionResolution,
+    Spu,
     SpuGroupResolution,
     TopicResolution,
 )
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import MetadataUpdate
+from spark_stream.spu_identity import secret_verifier
 from tests.polling import until
-from tests.sc.sim_spu import SimSpu, run
+from tests.sc.sim_spu import SimSpu, run, sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -115,7 +117,7 @@ def test_manual_assignment_and_partition_listing() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
             for spu_id in (5, 6):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             assignment = [{"partition": 0, "replicas": [6, 5]}, {"partition": 1, "replicas": [5]}]
             with pytest.raises(InvalidConfigError, match="replicaAssignment"):
                 await admin.create_topic("manual", replica_assignment=assignment)
@@ -149,12 +151,32 @@ def test_spu_registration_rules() -> None:
                 await admin.register_spu(2, public_endpoint={"port": 0})
             await admin.create_spu_group("grp", replicas=1, min_id=100)
             with pytest.raises(SpuExistsError, match="grp"):
-                await admin.register_spu(100)
+                await admin.register_spu(100, secret=sim_secret(100))
             assert 1 in [s.spu_id for s in await admin.list_spus()]
             with pytest.raises(NotFoundError):
                 await admin.unregister_spu(9)
             await admin.unregister_spu(name="custom-spu-1")
             assert 1 not in [s.spu_id for s in await admin.list_spus()]
+
+    run(body())
+
+
+def test_an_spu_secret_is_kept_as_a_verifier_and_never_served() -> None:
+    async def body() -> None:
+        async with running_sc() as (app, admin):
+            answer = await admin.register_spu(3, secret=sim_secret(3))
+            stored = await app.kv.get(Spu.kind, answer.name)
+            assert isinstance(stored, Spu)
+            assert stored.spec.secret_verifier == secret_verifier(sim_secret(3))
+            (listed,) = await admin.list_spus()
+            assert answer.spec.secret_verifier is None and listed.spec.secret_verifier is None
+            updates = admin.watch_metadata()
+            try:
+                first = await anext(updates)
+            finally:
+                await updates.aclose()
+            spus, _, _ = first.objects()
+            assert [s.spec.secret_verifier for s in spus] == [None]
 
     run(body())
 
@@ -198,7 +220,7 @@ async def _eq(value: Any, expected: Any) -> bool:
 def test_metadata_watch_snapshot_changes_and_resume() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             updates = admin.watch_metadata()
             first = await asyncio.wait_for(updates.__anext__(), 5)
             assert first.full and [s["spec"]["spuId"] for s in first.spus] == [1]
@@ -233,7 +255,7 @@ def test_metadata_watch_snapshot_changes_and_resume() -> None:
 def test_metadata_watch_reports_deletes_and_leader_changes_only() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             spu = await SimSpu(app.private_port, 1).connect()
             try:
                 await admin.create_topic("t", partitions=1)
@@ -281,7 +303,7 @@ def test_add_partitions_grows_only_with_typed_errors() -> None:
     async def body() -> None:
         async with running_sc() as (app, admin):
             for spu_id in (1, 2):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             await admin.create_topic("t", partitions=1, replication_factor=2)
             await until(_resolution(admin, "t", TopicResolution.PROVISIONED))
             grown = await admin.add_partitions("t")  # one by default, as Fluvio's CLI

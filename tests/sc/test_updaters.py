@@ -217,7 +217,7 @@ class Recorder(Provisioner):
 def test_action_dispatcher_routes_each_family() -> None:
     async def body() -> None:
         kv = MemoryKvStore()
-        cm = ConnectionManager("t", 1.0, lambda e: None)
+        cm = ConnectionManager(1.0, lambda e: None)
         recorder = Recorder()
         dispatcher = ActionDispatcher(KvUpdater(kv), cm, ProvisionerUpdater(recorder))
         outcome = await dispatcher.execute(
@@ -238,7 +238,7 @@ def test_action_dispatcher_routes_each_family() -> None:
 
 def test_provisioner_failures_are_reported_and_do_not_raise() -> None:
     async def body() -> None:
-        cm = ConnectionManager("t", 1.0, lambda e: None)
+        cm = ConnectionManager(1.0, lambda e: None)
         action = ProvisionSpu(7, "g-7", "g", SpuTemplate())
         broken = ProvisionerUpdater(Recorder(fail=True))
         failing = ActionDispatcher(KvUpdater(MemoryKvStore()), cm, broken)

@@ -250,7 +250,7 @@ def test_spu_environment_configures_the_spu_settings(monkeypatch: pytest.MonkeyP
         data_dir=Path("/data/spu-7"),
         ports=(9105, 9106),
         host="::1",
-        token="s3cret",
+        secret="s3cret",
         settings={"replica_max_lag_ms": 2000, "heartbeat_interval_s": 0.5},
     )
     assert all(key.startswith("FLUVIO_SPU_") for key in env)
@@ -263,11 +263,11 @@ def test_spu_environment_configures_the_spu_settings(monkeypatch: pytest.MonkeyP
         "/data/spu-7",
     )
     assert (settings.public_port, settings.private_port, settings.host) == (9105, 9106, "::1")
-    assert (settings.token, settings.replica_max_lag_ms, settings.heartbeat_interval_s) == (
+    assert (settings.load_secret(), settings.replica_max_lag_ms, settings.heartbeat_interval_s) == (
         "s3cret",
         2000,
         0.5,
     )
     bare = spu_environment(1, sc_endpoint="127.0.0.1:9004", data_dir=Path("d"))
-    assert "FLUVIO_SPU_HOST" not in bare and "FLUVIO_SPU_TOKEN" not in bare
+    assert "FLUVIO_SPU_HOST" not in bare and "FLUVIO_SPU_SECRET" not in bare
     assert (bare["FLUVIO_SPU_PUBLIC_PORT"], bare["FLUVIO_SPU_PRIVATE_PORT"]) == ("0", "0")

@@ -20,6 +20,7 @@ from spark_stream.local import free_port
 from spark_stream.net.connection import Connection
 from spu.app import SpuApp
 from spu.settings import SpuSettings
+from tests.sc.sim_spu import sim_secret
 from tests.spu.helpers import until
 
 HOST = "127.0.0.1"
@@ -59,6 +60,7 @@ class InProcessCluster:
         for spu_id, (public, private) in self.ports.items():
             await self.admin.register_spu(
                 spu_id,
+                secret=sim_secret(spu_id),
                 publicEndpoint={"port": public, "ingress": [{"hostname": HOST}]},
                 privateEndpoint={"port": private, "host": HOST},
             )
@@ -96,6 +98,7 @@ class InProcessCluster:
             sc_endpoint=f"{HOST}:{self.sc.private_port}",
             data_dir=str(self.root / f"spu-{spu_id}"),
             heartbeat_interval_s=0.5,
+            secret=sim_secret(spu_id),
             **self.spu_settings,
         )
         app = await SpuApp(settings).start()

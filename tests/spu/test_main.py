@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from spark_stream.local import free_port
+from spark_stream.spu_identity import SECRET_FILE, write_secret_file
 from spu.__main__ import parse_args
 
 
@@ -34,8 +35,21 @@ def test_invalid_configuration_exits_with_a_typed_error() -> None:
     assert "InvalidConfigError" in result.stderr and "public_port" in result.stderr
 
 
+def test_an_spu_without_a_secret_exits_saying_where_to_put_it(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "spu", "--id", "4", "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    expected = "SPU 4 has no secret: set FLUVIO_SPU_SECRET or write the secret given at its "
+    assert expected in result.stderr and str(tmp_path / SECRET_FILE) in result.stderr
+
+
 @pytest.mark.integration
 def test_runs_without_an_sc_and_stops_on_sigterm(tmp_path: Path) -> None:
+    write_secret_file(tmp_path / SECRET_FILE, "s3cret")
     argv = [
         sys.executable,
         "-m",
@@ -74,6 +88,7 @@ def _ready_then_sigterm(proc: subprocess.Popen[str]) -> None:
 
 @pytest.mark.integration
 def test_a_taken_metrics_port_is_an_error_line_naming_it(tmp_path: Path) -> None:
+    write_secret_file(tmp_path / SECRET_FILE, "s3cret")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -16,13 +16,16 @@ from spark_stream.errors import InvalidConfigError
 from spu.dispatcher import SpuDispatcher
 from spu.sc_link import ScLink
 from spu.settings import SpuSettings
+from tests.sc.sim_spu import sim_secret
 
 
 def link(tmp_path: Path, sc_endpoint: str) -> ScLink:
     settings = load_settings(
         SpuSettings, id=1, sc_endpoint=sc_endpoint, data_dir=str(tmp_path / "spu")
     )
-    return ScLink(settings, SpuDispatcher(settings), public_port=1, private_port=2)
+    return ScLink(
+        settings, SpuDispatcher(settings), public_port=1, private_port=2, secret=sim_secret(1)
+    )
 
 
 @pytest.mark.parametrize("endpoint", ["9004", "::1:9004", "sc:0", "sc"])
@@ -51,7 +54,7 @@ def test_links_to_an_sc_on_ipv6_loopback(tmp_path: Path) -> None:
         await sc.start()
         try:
             async with AdminClient("::1", sc.public_port) as admin:
-                await admin.register_spu(1)
+                await admin.register_spu(1, secret=sim_secret(1))
             sc_link = link(tmp_path, f"[::1]:{sc.private_port}")
             sc_link.start()
             try:

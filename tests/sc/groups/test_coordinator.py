@@ -33,6 +33,7 @@ from spark_stream.protocol import control as c
 from tests.polling import until
 from tests.sc.conftest import Backend
 from tests.sc.groups.member import RawMember, settle
+from tests.sc.sim_spu import sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,7 @@ async def running_sc(
     admin = AdminClient("127.0.0.1", app.public_port, timeout=10)
     try:
         for spu in range(1, spus + 1):
-            await admin.register_spu(spu)
+            await admin.register_spu(spu, secret=sim_secret(spu))
         await admin.create_topic(TOPIC, partitions=partitions, allow_missing_spus=True)
         if spus:
             await until(lambda: len(app.store.partitions_of(TOPIC)) == partitions)

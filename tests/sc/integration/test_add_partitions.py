@@ -14,7 +14,7 @@ from spark_stream.models import Topic
 from tests.harness.processes import ScChild
 from tests.polling import until
 from tests.sc.integration.test_restart import all_online, kv_dump, reconnect
-from tests.sc.sim_spu import SimSpu, run
+from tests.sc.sim_spu import SimSpu, run, sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ def test_added_partitions_reach_spus_and_watchers_and_survive_a_restart(
         try:
             async with AdminClient("127.0.0.1", sc.public_port) as admin:
                 for spu_id in (1, 2, 3):
-                    await admin.register_spu(spu_id)
+                    await admin.register_spu(spu_id, secret=sim_secret(spu_id))
                 sims = [await SimSpu(sc.private_port, i).connect() for i in (1, 2, 3)]
                 await admin.create_topic("a", partitions=2, replication_factor=2)
                 await until(lambda: all_online(admin, "a", 2), what="a online")
@@ -87,7 +87,7 @@ def test_a_spec_grown_while_the_sc_was_down_is_provisioned_at_start(
 
     async def body() -> None:
         async with AdminClient("127.0.0.1", sc.public_port) as admin:
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             await admin.create_topic("t", partitions=1)
             await until(lambda: _rows(admin, "t", 1), what="provisioned")
         sc.kill()

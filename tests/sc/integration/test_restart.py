@@ -14,7 +14,7 @@ from spark_stream.local import RedisServer, free_port
 from spark_stream.models import SpuResolution, TopicResolution
 from tests.harness.processes import ScChild
 from tests.polling import until
-from tests.sc.sim_spu import SimSpu, run
+from tests.sc.sim_spu import SimSpu, run, sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +66,7 @@ def test_sigkill_and_restart_rebuild_state_without_changing_it(
         try:
             async with AdminClient("127.0.0.1", sc.public_port) as admin:
                 for spu_id in (1, 2, 3):
-                    await admin.register_spu(spu_id)
+                    await admin.register_spu(spu_id, secret=sim_secret(spu_id))
                 sims = [await SimSpu(sc.private_port, i).connect() for i in (1, 2, 3)]
                 await admin.create_topic("a", partitions=6, replication_factor=2)
                 await admin.create_topic("b", partitions=2, replication_factor=3)
@@ -108,7 +108,7 @@ def test_spus_that_do_not_come_back_go_offline_after_restart(
         try:
             async with AdminClient("127.0.0.1", sc.public_port) as admin:
                 for spu_id in (1, 2):
-                    await admin.register_spu(spu_id)
+                    await admin.register_spu(spu_id, secret=sim_secret(spu_id))
                 sims = [await SimSpu(sc.private_port, i).connect() for i in (1, 2)]
                 await admin.create_topic("t", partitions=2, replication_factor=2)
                 await until(lambda: all_online(admin, "t", 2), what="online")
@@ -140,7 +140,7 @@ def test_redis_restart_under_a_running_sc(sc_factory: type[ScChild], tmp_path: P
 
         async def body() -> None:
             async with AdminClient("127.0.0.1", sc.public_port) as admin:
-                await admin.register_spu(1)
+                await admin.register_spu(1, secret=sim_secret(1))
                 spu = await SimSpu(sc.private_port, 1).connect()
                 try:
                     await admin.create_topic("before", partitions=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +20,10 @@ from spark_stream.models import SpuResolution, TopicResolution
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
 from spark_stream.protocol.control import HeartbeatRequest
+from spark_stream.spu_identity import new_secret, write_secret_file
 from tests.harness.processes import ScChild
 from tests.polling import until
-from tests.sc.sim_spu import SimSpu, run
+from tests.sc.sim_spu import SimSpu, run, sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +68,7 @@ def test_topic_waits_for_spus_then_provisions_and_replicas_reach_them(
                 what="InsufficientResources",
             )
             for spu_id in (1, 2):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             sims = [await SimSpu(sc.private_port, i).connect() for i in (1, 2)]
             try:
                 await until(
@@ -96,7 +98,7 @@ def test_failover_lrs_and_silent_spu(sc_factory: type[ScChild]) -> None:
     async def body() -> None:
         async with AdminClient("127.0.0.1", sc.public_port) as admin:
             for spu_id in (1, 2, 3):
-                await admin.register_spu(spu_id)
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
             sims = {i: await SimSpu(sc.private_port, i).connect() for i in (1, 2, 3)}
             try:
                 await admin.create_topic("t", partitions=3, replication_factor=3)
@@ -155,12 +157,13 @@ def test_refused_peers_and_malformed_frames_leave_the_sc_serving(
 
     async def body() -> None:
         async with AdminClient("127.0.0.1", sc.public_port) as admin:
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             with pytest.raises(UnauthorizedError, match="not registered"):
                 await SimSpu(sc.private_port, 9).connect()
-            with pytest.raises(UnauthorizedError, match="token"):
+            with pytest.raises(UnauthorizedError, match="^SPU 1: wrong secret"):
                 await SimSpu(sc.private_port, 1, token="nope").connect()
-            assert "spu refused spu=9" in sc.log() and "spu refused spu=1" in sc.log()
+            assert "spu refused spu=9" in sc.log()
+            assert "spu refused spu=1 " in sc.log() and "wrong secret" in sc.log()
             spu = await SimSpu(sc.private_port, 1).connect()
             try:
                 for port in (sc.private_port, sc.public_port):
@@ -199,6 +202,33 @@ def test_an_unreachable_redis_is_named_and_the_sc_exits(sc_factory: type[ScChild
     assert sc.returncode == 1
     errors = [line for line in sc.log().splitlines() if " ERROR " in line]
     assert len(errors) == 1 and f"redis at {url} is unreachable" in errors[0]
+
+
+def test_a_redis_with_a_password_refuses_the_sc_without_it_and_serves_it_with_it(
+    sc_factory: type[ScChild], tmp_path: Path
+) -> None:
+    password = new_secret()
+    with RedisServer(tmp_path / "redis", password=password) as server:
+        bare = sc_factory(redis_url=server.url)
+        with pytest.raises(ServerStartError, match="exited"):
+            bare.start()
+        assert bare.returncode == 1
+        errors = [line for line in bare.log().splitlines() if " ERROR " in line]
+        assert len(errors) == 1 and "redis refused the SC's credentials" in errors[0]
+        assert "redis_password_file" in errors[0]  # says how to fix it
+        secret = tmp_path / "redis.password"
+        write_secret_file(secret, password)
+        authed = sc_factory(redis_url=server.url)
+        authed.env["FLUVIO_SC_REDIS_PASSWORD_FILE"] = str(secret)
+        authed.start()
+
+        async def body() -> None:
+            async with AdminClient("127.0.0.1", authed.public_port) as admin:
+                await admin.register_spu(7, secret=sim_secret(7))  # a KV write
+                assert [s.spu_id for s in await admin.list_spus()] == [7]
+
+        run(body())
+        assert authed.stop() == 0
 
 
 def test_sigterm_stops_an_sc_still_waiting_for_redis(sc_factory: type[ScChild]) -> None:

@@ -16,8 +16,9 @@ from spark_stream.config import load_settings
 from spark_stream.errors import UnauthorizedError
 from spark_stream.models import PartitionSpec
 from spark_stream.protocol.control import Replica, ReplicaId, ReplicaMeta
+from spark_stream.spu_identity import secret_verifier
 from tests.polling import until
-from tests.sc.sim_spu import SimSpu, run
+from tests.sc.sim_spu import SimSpu, run, sim_secret
 
 pytestmark = pytest.mark.integration
 
@@ -69,6 +70,11 @@ def test_a_forgotten_topic_is_rebuilt_and_a_later_delete_sticks() -> None:
             assert (topic.name, topic.spec.partitions, topic.spec.retention_secs) == ("t", 2, 600)
             spus = {s.spu_id: s.spec.public_endpoint.port for s in await admin.list_spus()}
             assert spus == {1: 30_001}  # registered again, at the port it reported
+            # ... with the verifier of the secret it presented: only it may connect as 1
+            (rebuilt,) = [s for s in app.store.spus() if s.spu_id == 1]
+            assert rebuilt.spec.secret_verifier == secret_verifier(sim_secret(1))
+            with pytest.raises(UnauthorizedError, match="^SPU 1: wrong secret"):
+                await sim(app, 1, held(1, 0), token=sim_secret(2)).connect()
             epochs = {p.name: p.status.leader_epoch for p in app.store.partitions()}
             assert epochs == {"t-0": 2, "t-1": 2}
 
@@ -98,7 +104,7 @@ def test_records_of_the_current_store_are_not_rebuilt() -> None:
 
     async def body() -> None:
         async with running_sc() as (app, admin):
-            await admin.register_spu(1)
+            await admin.register_spu(1, secret=sim_secret(1))
             assert app.store.revision >= 1
             spu = await sim(app, 1, held(1, 0, store=app.cm.store_id, revision=1)).connect()
             await until(lambda: [e.name for e in spu.purged] == ["t-0"], what="purge")
@@ -108,13 +114,16 @@ def test_records_of_the_current_store_are_not_rebuilt() -> None:
     run(body())
 
 
-def test_a_report_without_the_token_rebuilds_nothing() -> None:
+def test_a_report_with_another_spus_secret_rebuilds_nothing() -> None:
+    """The store still knows SPU 1 (not its replicas): only SPU 1's secret may report."""
+
     async def body() -> None:
         async with running_sc() as (app, admin):
-            with pytest.raises(UnauthorizedError, match="token"):
-                await sim(app, 1, held(1, 0), token="guess").connect()
+            await admin.register_spu(1, secret=sim_secret(1))
+            with pytest.raises(UnauthorizedError, match="^SPU 1: wrong secret"):
+                await sim(app, 1, held(1, 0), token=sim_secret(2)).connect()
             assert await admin.list_topics() == []
-            assert await admin.list_spus() == []
+            assert [s.spu_id for s in await admin.list_spus()] == [1]
 
     run(body())
 

@@ -104,6 +104,22 @@ def test_cli_round_trip(tmp_path: Path) -> None:
         doc = json.loads(status.stdout)
         assert doc["running"] and {s["status"] for s in doc["spus"]} == {"Online"}
 
+        # A custom SPU is registered with its own secret: made into a 0600 file, or
+        # printed once; the SC keeps only its verifier.
+        secret_file = tmp_path / "spu-6001.secret"
+        registered = fluvio(
+            env, "cluster", "spu", "register", "--id", "6001", "-p", "127.0.0.1:9",
+            "-v", "127.0.0.1:10", "--secret-file", str(secret_file),
+        )  # fmt: skip
+        assert f"its secret is in {secret_file}" in registered.stdout
+        assert secret_file.stat().st_mode & 0o777 == 0o600
+        printed = fluvio(env, "cluster", "spu", "register", "--id", "6002").stdout
+        assert "secret (shown once; give it to the SPU as FLUVIO_SPU_SECRET): " in printed
+        listed = fluvio(env, "cluster", "spu", "list", "-O", "json").stdout
+        assert secret_file.read_text().strip() not in listed and "sha256" not in listed
+        for spu_id in ("6001", "6002"):
+            fluvio(env, "cluster", "spu", "unregister", "--id", spu_id)
+
         missing = fluvio(env, "topic", "describe", "nope", check=False)
         assert missing.returncode == 1 and missing.stderr.startswith("error:")
         assert "Traceback" not in missing.stderr

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import socket
+import stat
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +25,8 @@ from spark_stream.local.cluster import (
     option_conflicts,
     process_alive,
 )
+from spark_stream.local.redis_server import redis_problem
+from spark_stream.spu_identity import SECRET_FILE, read_secret_file
 from spark_stream.supervision import running, terminate
 from tests.harness.local_cluster import kill_spu
 from tests.polling import wait_until
@@ -210,6 +213,14 @@ def test_custom_spus_start_stop_restart_keep_data(tmp_path: Path) -> None:
         assert {s["id"] for s in status.spus} == {5001, 5002}
         assert {s["type"] for s in status.spus} == {"Custom"}
         assert load_profile(profile).endpoint == cluster.endpoint
+        # Each SPU its own secret, the Redis a password: all in 0600 files, and the
+        # cluster's Redis refuses a client without it.
+        secrets = [cluster.spu_dir(i) / SECRET_FILE for i in (5001, 5002)]
+        password = tmp_path / "c" / "redis.password"
+        assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in [*secrets, password])
+        assert len({read_secret_file(p) for p in secrets}) == 2
+        assert "authenticated" in (redis_problem(cluster.layout.redis_url) or "")
+        assert redis_problem(cluster.layout.redis_url, password=read_secret_file(password)) is None
         pids = {p.name: p.pid for p in status.processes}
         assert all(pids.values())
 

@@ -73,6 +73,23 @@ def test_start_restart_stop(tmp_path: Path) -> None:
     server.stop()  # idempotent
 
 
+def test_a_password_is_required_and_never_on_the_command_line(tmp_path: Path) -> None:
+    with RedisServer(tmp_path / "data", password="pw-0123456789") as server:
+        anonymous = redis.Redis.from_url(server.url)
+        authed = redis.Redis.from_url(server.url, password="pw-0123456789")
+        try:
+            with pytest.raises(redis.AuthenticationError):
+                anonymous.ping()
+            assert authed.ping() is True
+        finally:
+            anonymous.close()
+            authed.close()
+        assert server.pid is not None
+        assert not any("pw-0123" in arg for arg in psutil.Process(server.pid).cmdline())
+        conf = tmp_path / "data" / "auth.conf"
+        assert stat.S_IMODE(conf.stat().st_mode) == 0o600
+
+
 def test_context_manager_stops_by_pid(tmp_path: Path) -> None:
     with RedisServer(tmp_path) as server:
         pid = server.pid
