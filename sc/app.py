@@ -45,6 +45,7 @@ from spark_stream.metrics import MetricsEndpoint
 from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.endpoint import Endpoint
+from spark_stream.net.tls import server_context
 
 __all__ = ["ScApp"]
 
@@ -99,6 +100,7 @@ class ScApp:
             host=settings.host,
             port=settings.private_port,
             budget=self.budget,
+            tls=server_context(settings.tls),
         )
         self.public = PublicApi(
             self.kv,
@@ -110,6 +112,7 @@ class ScApp:
             tier_root=settings.tier_root,
             kv_budget_s=settings.admin_kv_timeout_s,
             budget=self.budget,
+            tls=server_context(settings.tls),
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -68,6 +69,7 @@ class PrivateApi:
         host: str = "127.0.0.1",
         port: int = 9004,
         budget: RequestBudget | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.cm = cm
         self.dispatcher = dispatcher
@@ -81,6 +83,7 @@ class PrivateApi:
             host=host,
             port=port,
             name="sc-private",
+            tls=tls,
             on_disconnect=self._on_disconnect,
             budget=budget,
         )

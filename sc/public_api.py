@@ -22,6 +22,7 @@ import asyncio
 import bisect
 import inspect
 import logging
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -224,6 +225,7 @@ class PublicApi:
         tier_root: str | None = None,
         kv_budget_s: float = 3.0,
         budget: RequestBudget | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.kv = kv
         self.kv_budget_s = kv_budget_s
@@ -260,6 +262,7 @@ class PublicApi:
             host=host,
             port=port,
             name="sc-public",
+            tls=tls,
             on_disconnect=group_api.disconnected,
             budget=budget,
         )

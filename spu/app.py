@@ -20,6 +20,7 @@ from typing import Self
 from spark_stream.metrics import MetricsEndpoint
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import Server
+from spark_stream.net.tls import server_context
 from spark_stream.supervision import METRICS_URL_FILE
 from spu.dispatcher import SpuDispatcher
 from spu.metrics import SpuMetrics
@@ -51,6 +52,7 @@ class SpuApp:
             name=f"spu-{settings.id}-public",
             max_frame_size=max(settings.max_batch_bytes * 2, 64 << 20),
             budget=self.budget,
+            tls=server_context(settings.tls),
         )
         self.private = Server(
             private_routes(self.dispatcher),
@@ -58,6 +60,7 @@ class SpuApp:
             port=settings.private_port,
             name=f"spu-{settings.id}-private",
             budget=self.budget,
+            tls=server_context(settings.tls),
         )
         self.link: ScLink | None = None
         self.metrics: SpuMetrics | None = None

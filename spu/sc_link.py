@@ -34,6 +34,7 @@ from spark_stream.errors import FluvioError, InvalidRequestError, UnauthorizedEr
 from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.net.tls import client_context
 from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import (
     HeartbeatRequest,
@@ -108,7 +109,11 @@ class ScLink:
         while True:
             try:
                 conn = await Connection.open(
-                    self.host, self.port, timeout=_REQUEST_TIMEOUT, name="sc"
+                    self.host,
+                    self.port,
+                    timeout=_REQUEST_TIMEOUT,
+                    name="sc",
+                    tls=client_context(self.settings.tls),
                 )
             except FluvioError as exc:
                 logger.info("cannot reach the SC at %s:%d: %s", self.host, self.port, exc)

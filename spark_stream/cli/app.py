@@ -21,6 +21,7 @@ from spark_stream.cli.output import FORMATS
 from spark_stream.cli.parsing import CommandParser, duration_arg, size_arg
 from spark_stream.client import Fluvio, resolve_endpoint
 from spark_stream.errors import FluvioError
+from spark_stream.net.tls import TlsConfig
 
 __all__ = ["build_parser", "main"]
 
@@ -77,6 +78,17 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "--metrics",
         action="store_true",
         help="SC and SPUs serve Prometheus metrics on free loopback ports (see status)",
+    )
+    start.add_argument(
+        "--tls",
+        action="store_true",
+        help="first start: every port speaks TLS, with a CA and certificates made in "
+        "{data-dir}/tls; the profile tells clients to trust it",
+    )
+    start.add_argument(
+        "--mtls",
+        action="store_true",
+        help="as --tls, and servers demand client certificates (the profile names the client's)",
     )
     start.set_defaults(local_handler=cluster_cmds.cluster_start)
     for name, handler, text in (
@@ -398,6 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="SC public address host:port (default: $FLUVIO_ENDPOINT, else the profile)",
     )
     parser.add_argument(
+        "--tls-ca",
+        help="connect over TLS, trusting this CA (PEM); default: the profile's TLS",
+    )
+    parser.add_argument("--tls-cert", help="client certificate (PEM) for mutual TLS")
+    parser.add_argument("--tls-key", help="private key (PEM) of --tls-cert")
+    parser.add_argument(
         "--timeout",
         dest="connect_timeout",
         type=duration_arg("--timeout"),
@@ -429,7 +447,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if local is not None:
             return int(local(args))
         endpoint = resolve_endpoint(args.endpoint, what="--endpoint")
-        with Fluvio.connect(endpoint, timeout=args.connect_timeout) as fluvio:
+        tls = None
+        if args.tls_ca or args.tls_cert or args.tls_key:
+            tls = TlsConfig(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key)
+        with Fluvio.connect(endpoint, timeout=args.connect_timeout, tls=tls) as fluvio:
             return int(args.client_handler(args, fluvio))
     except FluvioError as exc:
         print(f"error: {exc}", file=sys.stderr)

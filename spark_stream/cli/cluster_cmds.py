@@ -73,6 +73,7 @@ def cluster_start(args: argparse.Namespace) -> int:
         spu_mode=args.spu_mode,
         start_timeout=args.timeout,
         metrics=args.metrics,
+        tls="mtls" if args.mtls else "tls" if args.tls else None,
     )
     status = cluster.start()
     _print_status(status, args.output)

@@ -31,6 +31,7 @@ from spark_stream.models import (
 )
 from spark_stream.models.topic_schema import TopicSchema, check_user_schema, encode_arrow
 from spark_stream.net.connection import Connection
+from spark_stream.net.tls import TlsConfig, client_context
 from spark_stream.protocol import Message
 from spark_stream.protocol import control as c
 
@@ -56,12 +57,21 @@ class AdminClient:
         host: the SC's public address.
         port: the SC's public port (9003 by default).
         timeout: seconds each request may take.
+        tls: connect over TLS (see ``TlsConfig``); None: plaintext.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9003, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9003,
+        *,
+        timeout: float = 30.0,
+        tls: TlsConfig | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
+        self.tls = tls
         self._conn: Connection | None = None
 
     async def connect(self) -> Self:
@@ -76,6 +86,7 @@ class AdminClient:
                 self.port,
                 timeout=self.timeout,
                 name=f"sc-public {self.host}:{self.port}",
+                tls=client_context(self.tls),
             )
         return self
 

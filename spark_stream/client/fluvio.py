@@ -31,12 +31,13 @@ from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer.producer import AsyncTopicProducer
-from spark_stream.client.profile import resolve_endpoint
+from spark_stream.client.profile import resolve_endpoint, resolve_tls
 from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import RequestTimeoutError, UnknownTopicError
 from spark_stream.net.connection import Connection
 from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.net.tls import TlsConfig, client_context
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
 __all__ = ["FluvioAsync"]
@@ -51,12 +52,19 @@ class FluvioAsync:
         endpoint: the SC public address in use.
     """
 
-    def __init__(self, endpoint: str, timeout: float, watcher: MetadataWatcher) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        timeout: float,
+        watcher: MetadataWatcher,
+        tls: TlsConfig | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
         self.host, self.port = parse_endpoint(endpoint)
         self.watcher = watcher
-        self.pool = ConnectionPool(connect_timeout=timeout)
+        self.tls = tls
+        self.pool = ConnectionPool(connect_timeout=timeout, tls=client_context(tls))
         self.leaders = LeaderClient(watcher, self.pool)
         self.local_files = LocalFiles()
         self._admin: AdminClient | None = None
@@ -70,6 +78,7 @@ class FluvioAsync:
         endpoint: str | None = None,
         *,
         timeout: float = 10.0,  # noqa: ASYNC109
+        tls: TlsConfig | None = None,
     ) -> FluvioAsync:
         """Connect to the SC at ``"host:port"``; when None, as ``resolve_endpoint`` finds it.
 
@@ -78,17 +87,26 @@ class FluvioAsync:
                 profile written by ``fluvio cluster start`` (``FLUVIO_PROFILE``, default
                 ``~/.fluvio/profile.json``).
             timeout: bound on connecting and receiving the first metadata.
+            tls: connect to the SC and the SPUs over TLS (``TlsConfig(ca=...)``, with
+                ``cert``/``key`` for mutual TLS); None takes the profile's when it
+                names this endpoint (``resolve_tls``), else plaintext.
 
         Raises:
             ConnectionClosedError: the SC is unreachable.
-            InvalidConfigError: a malformed endpoint (naming where it came from).
+            TlsError: the TLS handshake failed (untrusted certificate, plaintext port).
+            InvalidConfigError: a malformed endpoint (naming where it came from), or a
+                TLS file missing.
             NotFoundError: no endpoint given, no ``FLUVIO_ENDPOINT`` and no profile.
         """
         endpoint = resolve_endpoint(endpoint)
         host, port = parse_endpoint(endpoint)
+        tls = resolve_tls(endpoint, tls)
+        context = client_context(tls)
 
         async def open_sc() -> Connection:
-            return await Connection.open(host, port, timeout=timeout, name=f"sc@{endpoint}")
+            return await Connection.open(
+                host, port, timeout=timeout, name=f"sc@{endpoint}", tls=context
+            )
 
         log.info("connecting to the SC at %s", endpoint)
         watcher = MetadataWatcher(open_sc)
@@ -102,12 +120,14 @@ class FluvioAsync:
             len(view.topics),
             len(view.partitions),
         )
-        return cls(endpoint, timeout, watcher)
+        return cls(endpoint, timeout, watcher, tls)
 
     def admin(self) -> AdminClient:
         """The admin client (topics, partitions, SPUs, SPU groups) on this cluster."""
         if self._admin is None:
-            self._admin = AdminClient(self.host, self.port, timeout=max(self.timeout, 30.0))
+            self._admin = AdminClient(
+                self.host, self.port, timeout=max(self.timeout, 30.0), tls=self.tls
+            )
         return self._admin
 
     def _policy(self) -> RetryPolicy:
@@ -224,6 +244,7 @@ class FluvioAsync:
             on_revoke=on_revoke,
             on_lost=on_lost,
             pattern=pattern,
+            tls=client_context(self.tls),
         )
         try:
             await consumer.start()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 
 from spark_stream.client.metadata import Leader
 from spark_stream.errors import ClientClosedError, ConnectionClosedError
@@ -25,10 +26,12 @@ class ConnectionPool:
 
     Args:
         connect_timeout: bound on opening one connection.
+        tls: connect over TLS with this context; None: plaintext.
     """
 
-    def __init__(self, connect_timeout: float = 5.0) -> None:
+    def __init__(self, connect_timeout: float = 5.0, tls: ssl.SSLContext | None = None) -> None:
         self._timeout = connect_timeout
+        self._tls = tls
         self._conns: dict[tuple[str, int], Connection] = {}
         self._opening: dict[tuple[str, int], asyncio.Future[Connection]] = {}
         self._closing: set[asyncio.Task[None]] = set()
@@ -58,6 +61,7 @@ class ConnectionPool:
                 leader.port,
                 timeout=self._timeout,
                 name=f"spu-{leader.spu_id}@{leader.host}:{leader.port}",
+                tls=self._tls,
             )
         except BaseException as exc:
             future.set_exception(

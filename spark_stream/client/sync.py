@@ -45,6 +45,7 @@ from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.errors import RequestTimeoutError
 from spark_stream.models.topic_schema import TopicSchema
+from spark_stream.net.tls import TlsConfig
 
 __all__ = [
     "Fluvio",
@@ -322,11 +323,17 @@ class Fluvio(Facade[FluvioAsync]):
         self._closed = False
 
     @classmethod
-    def connect(cls, endpoint: str | None = None, *, timeout: float = 10.0) -> Fluvio:
+    def connect(
+        cls,
+        endpoint: str | None = None,
+        *,
+        timeout: float = 10.0,
+        tls: TlsConfig | None = None,
+    ) -> Fluvio:
         """Connect on a new loop thread; arguments and errors as ``FluvioAsync.connect``."""
         runner = LoopThread()
         try:
-            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout))
+            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout, tls=tls))
         except BaseException:
             runner.stop()
             raise

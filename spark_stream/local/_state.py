@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "FIRST_SPU_ID",
+    "TLS_MODES",
     "ClusterLayout",
     "ProcessStatus",
     "ClusterStatus",
@@ -19,6 +20,7 @@ __all__ = [
 ]
 
 FIRST_SPU_ID = 5001
+TLS_MODES = ("off", "tls", "mtls")
 
 
 @dataclass
@@ -34,6 +36,9 @@ class ClusterLayout:
     spu_ports: dict[str, list[int]] = field(default_factory=dict)
     metrics: bool = False
     """Every process serves Prometheus metrics on a free loopback port (``--metrics``)."""
+    tls: str = "off"
+    """``off``, ``tls`` (every port speaks TLS) or ``mtls`` (and demands client
+    certificates); certificates live in ``{data_dir}/tls`` (``--tls``, ``--mtls``)."""
 
     @property
     def spu_ids(self) -> list[int]:
@@ -98,6 +103,7 @@ def option_conflicts(
     sc_port: int | None = None,
     redis_url: str | None = None,
     spu_mode: str | None = None,
+    tls: str | None = None,
 ) -> list[str]:
     """The options of a later start that the existing cluster (``layout``) cannot honour.
 
@@ -116,6 +122,11 @@ def option_conflicts(
         problems.append(f"--sc-port {sc_port}: the cluster's SC keeps port {layout.sc_public_port}")
     if spu_mode is not None and spu_mode != layout.spu_mode:
         problems.append(f"--spu-mode {spu_mode}: the cluster's SPUs are {layout.spu_mode} SPUs")
+    if tls is not None and tls != layout.tls:
+        problems.append(
+            f"TLS {tls}: the cluster was made with TLS {layout.tls} (its clients' profile "
+            "and certificates follow it); delete it to change"
+        )
     if redis_url and layout.redis_url and redis_url != layout.redis_url:
         where = f"its own Redis ({layout.redis_url})" if layout.redis_port else layout.redis_url
         problems.append(f"--redis-url {redis_url}: the cluster keeps its state in {where}")

@@ -76,7 +76,9 @@ class LocalCerts:
         """A client's settings: trust the CA, present the client certificate when ``mutual``."""
         if not mutual:
             return TlsConfig(ca=str(self.ca))
-        return TlsConfig(ca=str(self.ca), cert=str(self.cert("client")), key=str(self.key("client")))
+        return TlsConfig(
+            ca=str(self.ca), cert=str(self.cert("client")), key=str(self.key("client"))
+        )
 
     def complete(self) -> bool:
         """True when every file is there."""

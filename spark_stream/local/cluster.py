@@ -8,6 +8,7 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/redis/           Redis AOF (the cluster's desired state)
     {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
     {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
+    {data_dir}/tls/             the cluster's CA and certificates (``tls="tls"|"mtls"``)
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
@@ -47,11 +48,13 @@ from spark_stream.client.profile import Profile, delete_profile, load_profiles, 
 from spark_stream.errors import FluvioError, InvalidConfigError, NotFoundError, ServerStartError
 from spark_stream.local._state import (
     FIRST_SPU_ID,
+    TLS_MODES,
     ClusterLayout,
     ClusterStatus,
     ProcessStatus,
     option_conflicts,
 )
+from spark_stream.local.certs import LocalCerts, ensure_local_certs
 from spark_stream.local.redis_server import (
     find_redis_server,
     free_port,
@@ -60,6 +63,7 @@ from spark_stream.local.redis_server import (
 )
 from spark_stream.models import Spu
 from spark_stream.net.endpoint import Endpoint
+from spark_stream.net.tls import TlsConfig
 from spark_stream.supervision import (
     ManagedSpuDirs,
     PidRecord,
@@ -154,6 +158,11 @@ class LocalCluster:
         default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
             (``tier_root``); False leaves them untiered (the SC is started without a tier
             root; a running SC keeps the setting it was started with).
+        tls: on first start, ``tls`` makes every port (SC and SPU, public and private)
+            speak TLS with certificates of a CA made for the cluster (``certs``);
+            ``mtls`` also demands client certificates (SPUs present theirs to the SC and
+            to their leaders); ``off`` (default) is plaintext. The profile written
+            after a start tells clients which CA (and client certificate) to use.
     """
 
     def __init__(
@@ -171,9 +180,12 @@ class LocalCluster:
         env: Mapping[str, str] | None = None,
         metrics: bool = False,
         default_tier: bool = True,
+        tls: str | None = None,
     ) -> None:
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
+        if tls not in (None, *TLS_MODES):
+            raise InvalidConfigError(f"tls: must be one of {', '.join(TLS_MODES)}, got {tls!r}")
         if spus is not None and spus < 0:
             raise InvalidConfigError(f"spus: must be >= 0, got {spus}")
         self.data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
@@ -187,8 +199,11 @@ class LocalCluster:
         self.profile = Path(profile) if profile is not None else None
         self.env = dict(env or {})
         self.default_tier = default_tier
+        self._tls = tls
         self._existing = self._layout_path().is_file()
         self.layout = self._load_layout()
+        if not self._existing and tls is not None:
+            self.layout.tls = tls
         self.layout.metrics = self.layout.metrics or metrics
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
         self._started: list[_Started] = []
@@ -222,6 +237,33 @@ class LocalCluster:
     def endpoint(self) -> str:
         """The SC's public ``host:port``."""
         return f"{_HOST}:{self.layout.sc_public_port}"
+
+    @property
+    def certs(self) -> LocalCerts:
+        """The cluster's TLS files (made by the first ``--tls`` start)."""
+        return LocalCerts(self.data_dir / "tls")
+
+    @property
+    def client_tls(self) -> TlsConfig | None:
+        """How clients connect (None: plaintext): the profile written by ``start`` has it."""
+        if self.layout.tls == "off":
+            return None
+        return self.certs.client_config(mutual=self.layout.tls == "mtls")
+
+    def _tls_env(self) -> dict[str, str]:
+        """``FLUVIO_SC_TLS__*`` and ``FLUVIO_SPU_TLS__*``: every server's certificate,
+        the CA, and whether client certificates are required (made now if missing)."""
+        if self.layout.tls == "off":
+            return {}
+        certs = ensure_local_certs(self.certs.directory)
+        server = certs.server_config(mutual=self.layout.tls == "mtls")
+        env = {}
+        for role in ("SC", "SPU"):
+            for key, value in server.model_dump(exclude_defaults=True).items():
+                env[f"FLUVIO_{role}_TLS__{key.upper()}"] = (
+                    str(value).lower() if isinstance(value, bool) else str(value)
+                )
+        return env
 
     def _layout_path(self) -> Path:
         return self.data_dir / "cluster.json"
@@ -263,6 +305,7 @@ class LocalCluster:
                 sc_port=self._sc_port,
                 redis_url=self._redis_url,
                 spu_mode=self._spu_mode,
+                tls=self._tls,
             )
             if problems:
                 raise InvalidConfigError(f"cluster in {self.data_dir}: " + "; ".join(problems))
@@ -280,7 +323,8 @@ class LocalCluster:
             self._stop_started()
             raise
         self._started = []
-        save_profile(Profile(endpoint=self.endpoint, data_dir=str(self.data_dir)), self.profile)
+        profile = Profile(endpoint=self.endpoint, data_dir=str(self.data_dir), tls=self.client_tls)
+        save_profile(profile, self.profile)
         return self.status()
 
     def _spawn(
@@ -367,7 +411,8 @@ class LocalCluster:
         if private and not self._port_free(private):
             private = 0
         spu_command = f"{self.python} -m spu"
-        env = {**self.env, **self._metrics_env()}  # managed SPUs inherit the SC's
+        # Managed SPUs inherit the SC's environment (TLS included).
+        env = {**self.env, **self._metrics_env(), **self._tls_env()}
         argv = [
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
@@ -404,7 +449,9 @@ class LocalCluster:
         )
 
     async def _start_spus(self) -> None:
-        async with AdminClient(_HOST, self.layout.sc_public_port, timeout=10.0) as admin:
+        async with AdminClient(
+            _HOST, self.layout.sc_public_port, timeout=10.0, tls=self.client_tls
+        ) as admin:
             if self.layout.spu_mode == "group":
                 await self._ensure_group(admin)
             else:
@@ -445,6 +492,7 @@ class LocalCluster:
         env = {
             **self.env,
             **self._metrics_env(),
+            **self._tls_env(),
             **spu_environment(
                 spu_id,
                 sc_endpoint=str(Endpoint(_HOST, self.layout.sc_private_port)),
@@ -532,7 +580,9 @@ class LocalCluster:
             raise NotFoundError(f"no cluster in {self.data_dir}: nothing to delete")
         stopped = self.stop()
         removed = []
-        for name in ("cluster.json", "cluster.tmp", "sc.ready", "pids", "logs", "redis", "spus"):
+        for name in (
+            "cluster.json", "cluster.tmp", "sc.ready", "pids", "logs", "redis", "spus", "tls",
+        ):  # fmt: skip
             path = self.data_dir / name
             if path.is_dir():
                 shutil.rmtree(path)
@@ -594,7 +644,9 @@ class LocalCluster:
         return ClusterStatus(str(self.data_dir), endpoint, procs, spus or [])
 
     async def _list_spus(self) -> list[dict[str, Any]]:
-        async with AdminClient(_HOST, self.layout.sc_public_port, timeout=5.0) as admin:
+        async with AdminClient(
+            _HOST, self.layout.sc_public_port, timeout=5.0, tls=self.client_tls
+        ) as admin:
             return [_spu_row(s) for s in await admin.list_spus()]
 
 

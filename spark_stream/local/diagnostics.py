@@ -30,6 +30,7 @@ from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import profile_path
 from spark_stream.errors import FluvioError, NotFoundError
 from spark_stream.local.cluster import LocalCluster
+from spark_stream.net.tls import TlsConfig
 
 __all__ = ["collect_diagnostics"]
 
@@ -65,10 +66,12 @@ class _Archive:
             self.add_bytes("errors.txt", ("\n".join(self.errors) + "\n").encode())
 
 
-async def _sc_state(port: int, request_timeout_s: float) -> dict[str, Any]:
+async def _sc_state(
+    port: int, request_timeout_s: float, tls: TlsConfig | None = None
+) -> dict[str, Any]:
     """Every listing the SC answers, by file name; a failed one is an ``{"error"}``."""
     state: dict[str, Any] = {}
-    async with AdminClient(_HOST, port, timeout=request_timeout_s) as admin:
+    async with AdminClient(_HOST, port, timeout=request_timeout_s, tls=tls) as admin:
         calls: dict[str, Callable[[], Awaitable[Any]]] = {
             "topics": admin.list_topics,
             "partitions": admin.list_partitions,
@@ -129,7 +132,9 @@ def collect_diagnostics(
         archive.add_bytes("state/status.json", _json(status.to_dict()))
         if status.running and cluster.layout.sc_public_port:
             try:
-                found = asyncio.run(_sc_state(cluster.layout.sc_public_port, timeout))
+                found = asyncio.run(
+                    _sc_state(cluster.layout.sc_public_port, timeout, cluster.client_tls)
+                )
             except (FluvioError, OSError) as exc:
                 archive.errors.append(f"SC at {status.endpoint}: {exc}")
             else:

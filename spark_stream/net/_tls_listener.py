@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from spark_stream.errors import TlsError
 from spark_stream.net._sockets import STREAM_LIMIT
 from spark_stream.net.tls import TLS_RECORD_HANDSHAKE, describe_tls_error
-from spark_stream.protocol import ErrorReply, FrameKind, encode_frame
+from spark_stream.protocol import ErrorReply, FrameKind, as_buffer, encode_frame
 
 __all__ = ["TlsListener", "HANDSHAKE_TIMEOUT"]
 
@@ -59,9 +59,7 @@ class TlsListener:
     async def start(self, host: str, port: int) -> int:
         """Bind, listen and start accepting; the bound port."""
         loop = asyncio.get_running_loop()
-        infos = await loop.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
         family, _, _, _, address = infos[0]
         sock = socket.create_server(address, family=family, backlog=128)
         sock.setblocking(False)
@@ -109,15 +107,19 @@ class TlsListener:
                 reader, writer = await _handshake(conn, self.context)
         except (OSError, TimeoutError) as exc:
             conn.close()
-            reason = describe_tls_error(exc, server_side=True) if isinstance(exc, ssl.SSLError) else repr(exc)
-            log.warning(
-                "TLS handshake failed server=%s peer=%s: %s", self.name, peer, reason
+            reason = (
+                describe_tls_error(exc, server_side=True)
+                if isinstance(exc, ssl.SSLError)
+                else repr(exc)
             )
+            log.warning("TLS handshake failed server=%s peer=%s: %s", self.name, peer, reason)
             return
         except BaseException:
             conn.close()
             raise
-        self._handshakes.discard(asyncio.current_task())  # type: ignore[arg-type]
+        task = asyncio.current_task()
+        if task is not None:
+            self._handshakes.discard(task)  # the session is the server's from here on
         await self.on_stream(reader, writer)
 
 
@@ -136,12 +138,22 @@ async def _peek(conn: socket.socket) -> bytes:
         try:
             return conn.recv(1, socket.MSG_PEEK)
         except BlockingIOError:
-            readable = loop.create_future()
-            loop.add_reader(conn.fileno(), lambda: readable.done() or readable.set_result(None))
-            try:
-                await readable
-            finally:
-                loop.remove_reader(conn.fileno())
+            await _readable(loop, conn)
+
+
+async def _readable(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
+    """Wait until ``conn`` has input (or its peer closed it)."""
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(conn.fileno(), ready)
+    try:
+        await readable
+    finally:
+        loop.remove_reader(conn.fileno())
 
 
 async def _handshake(
@@ -163,9 +175,8 @@ async def _refuse_plaintext(conn: socket.socket, name: str) -> None:
         f"{name} speaks TLS on this port and the client connected without TLS: "
         "give the client the cluster's CA (tls.ca / the profile's tls) to connect"
     )
-    frame = b"".join(
-        bytes(part) for part in encode_frame(FrameKind.ERROR, 0, 0, ErrorReply.from_error(err).to_meta())
-    )
+    meta = ErrorReply.from_error(err).to_meta()
+    frame = b"".join(bytes(as_buffer(part)) for part in encode_frame(FrameKind.ERROR, 0, 0, meta))
     with contextlib.suppress(OSError, TimeoutError):
         await loop.sock_sendall(conn, frame)
         conn.shutdown(socket.SHUT_WR)

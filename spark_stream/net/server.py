@@ -45,8 +45,8 @@ from spark_stream.errors import (
     TlsError,
     UnsupportedVersionError,
 )
-from spark_stream.net._tls_listener import TlsListener
 from spark_stream.net._sockets import READ_CHUNK, STREAM_LIMIT, close_writer, write_parts
+from spark_stream.net._tls_listener import TlsListener
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.tls import requires_client_cert
 from spark_stream.protocol import (

@@ -14,6 +14,7 @@ file, raised when the context is built, before any socket is opened.
 
 from __future__ import annotations
 
+import functools
 import ssl
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from spark_stream.errors import InvalidConfigError
 __all__ = [
     "TlsConfig",
     "TLS_RECORD_HANDSHAKE",
+    "server_context",
+    "client_context",
     "requires_client_cert",
     "is_tls_error",
     "describe_tls_error",
@@ -131,6 +134,28 @@ def _load_ca(context: ssl.SSLContext, path: str) -> None:
         context.load_verify_locations(cafile=path)
     except (ssl.SSLError, OSError) as exc:
         raise InvalidConfigError(f"tls: cannot load CA file {path}: {exc}") from exc
+
+
+@functools.cache
+def _server_context(config: TlsConfig) -> ssl.SSLContext:
+    return config.server_context()
+
+
+@functools.cache
+def _client_context(config: TlsConfig) -> ssl.SSLContext:
+    return config.client_context()
+
+
+def server_context(config: TlsConfig | None) -> ssl.SSLContext | None:
+    """The server context of ``config`` (None: plaintext), built once per process: every
+    server and connection of a process shares it (certificates are read at first use, so
+    new files take a restart)."""
+    return None if config is None else _server_context(config)
+
+
+def client_context(config: TlsConfig | None) -> ssl.SSLContext | None:
+    """The client context of ``config`` (None: plaintext), built once per process."""
+    return None if config is None else _client_context(config)
 
 
 def requires_client_cert(context: ssl.SSLContext) -> bool:

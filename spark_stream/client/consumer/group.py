@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import ssl
 import time
 import uuid
 from collections.abc import AsyncGenerator
@@ -124,6 +125,7 @@ class AsyncGroupConsumer(GroupPartitions):
         on_revoke: RebalanceCallback | None = None,
         on_lost: RebalanceCallback | None = None,
         pattern: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise InvalidConfigError(
@@ -144,6 +146,7 @@ class AsyncGroupConsumer(GroupPartitions):
         self.member_id = str(uuid.uuid4())
         self.generation = -1
         self._host, self._port = host, port
+        self._tls = tls  # the SC connection's TLS context (None: plaintext)
         self._leaders = leaders
         self._config = config
         self._isolation = parse_isolation(config.isolation)
@@ -190,7 +193,7 @@ class AsyncGroupConsumer(GroupPartitions):
             self._tasks.append(loop.create_task(self._auto_commits()))
 
     async def _begin_membership(self) -> None:
-        self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT)
+        self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT, tls=self._tls)
         await self._join(resume=False)
         self._connected.set()
         self._last_pull = time.monotonic()
@@ -264,7 +267,9 @@ class AsyncGroupConsumer(GroupPartitions):
             try:
                 if self._conn is not None:
                     await self._conn.close()
-                self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT)
+                self._conn = await Connection.open(
+                    self._host, self._port, timeout=TIMEOUT, tls=self._tls
+                )
                 await self._join(resume=self._epoch > 0)
             except FluvioError as exc:
                 if not exc.retriable:

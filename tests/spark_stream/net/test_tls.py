@@ -58,7 +58,9 @@ async def _round_trip(server_tls: TlsConfig, client_tls: TlsConfig | None) -> tu
 
 
 def test_tls_round_trip_carries_a_large_tail(certs: LocalCerts) -> None:
-    meta, tail = run(_round_trip(certs.server_config(mutual=False), certs.client_config(mutual=False)))
+    meta, tail = run(
+        _round_trip(certs.server_config(mutual=False), certs.client_config(mutual=False))
+    )
     assert meta == {"n": 1}
     assert tail == b"x" * BIG
 
