@@ -33,6 +33,7 @@ from spark_stream.errors import (
     InvalidConfigError,
     PartitionOfflineError,
     RequestTimeoutError,
+    TlsError,
     UnknownPartitionError,
     UnknownTopicError,
 )
@@ -350,6 +351,7 @@ class MetadataWatcher:
         self._closed = False
         self._listeners: list[Callable[[MetadataView], None]] = []
         self.last_error: BaseException | None = None
+        self._refused = asyncio.Event()  # a TLS failure: retrying cannot help
 
     def add_listener(self, listener: Callable[[MetadataView], None]) -> None:
         """Call ``listener(view)`` on the loop after every applied update (it must not
@@ -361,11 +363,23 @@ class MetadataWatcher:
 
         Raises:
             ConnectionClosedError: the SC is unreachable or sent nothing in time.
+            TlsError: the SC refused this client's TLS (at once: no retry fixes it).
         """
         self._conn = await self._connect()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="metadata-watch")
         try:
-            await self.wait_for(lambda v: v.revision is not None, timeout)
+            first = self.wait_for(lambda v: v.revision is not None, timeout)
+            snapshot = asyncio.ensure_future(first)
+            refused = asyncio.ensure_future(self._refused.wait())
+            done, _ = await asyncio.wait({snapshot, refused}, return_when=asyncio.FIRST_COMPLETED)
+            if snapshot in done:
+                refused.cancel()
+                snapshot.result()
+            else:
+                snapshot.cancel()
+                await asyncio.gather(snapshot, return_exceptions=True)
+                await self.close()
+                raise TlsError(str(self.last_error)) from self.last_error
         except RequestTimeoutError as exc:
             await self.close()
             cause = self.last_error
@@ -382,6 +396,8 @@ class MetadataWatcher:
 
     def _failed(self, exc: BaseException) -> None:
         self.last_error = exc
+        if isinstance(exc, TlsError):
+            self._refused.set()
 
     async def _run(self) -> None:
         pause = self._backoff.start()
