@@ -31,6 +31,7 @@ from spark_stream.client.config import ISOLATION_WORDS, parse_isolation
 from spark_stream.errors import DataSourceOptionError, InvalidConfigError, InvalidRequestError
 from spark_stream.models import check_group_name
 from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.net.tls import TlsConfig
 from spark_stream.records import Compression
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "WriterOptions",
     "parse_offset_spec",
     "named_endpoint",
+    "named_tls",
     "named_topics",
     "check_reader_option_names",
     "parse_reader_options",
@@ -60,6 +62,10 @@ _TIME_STRATEGIES: tuple[TimeStrategy, ...] = ("error", "latest")
 _COMPRESSIONS: tuple[Compression, ...] = ("none", "lz4", "zstd")
 _ACKS: tuple[AcksName, ...] = ("all", "leader")
 _C = TypeVar("_C", bound=str)
+
+_TLS_OPTIONS = ("tls.ca", "tls.cert", "tls.key")
+"""PEM files of TLS to the cluster: the CA to trust, and a client certificate and key
+for mutual TLS. Paths on every host of the query (driver and executors)."""
 
 _READER = (
     "endpoint",
@@ -88,6 +94,7 @@ _READER = (
     "endingOffsetsByTimestamp",
     "minOffsetsPerTrigger",
     "maxTriggerDelay",
+    *_TLS_OPTIONS,
 )
 _STREAM_ONLY = (
     "maxRecordsPerTrigger",
@@ -98,7 +105,15 @@ _STREAM_ONLY = (
     "maxTriggerDelay",
 )
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
-_WRITER = ("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions")
+_WRITER = (
+    "endpoint",
+    "topic",
+    "compression",
+    "batchSize",
+    "acks",
+    "preservePartitions",
+    *_TLS_OPTIONS,
+)
 
 _GROUP_PREFIX = "group:"
 """``startingOffsets=group:NAME``: start at a consumer group's committed offsets."""
@@ -187,6 +202,8 @@ class ReaderOptions:
             waits until this many new records are visible or ``max_trigger_delay_ms``
             passed since the last one.
         max_trigger_delay_ms: the longest such wait (``maxTriggerDelay``, default 15m).
+        tls: TLS to the cluster (``tls.ca``, ``tls.cert``, ``tls.key``); None: the
+            profile's when it names the endpoint, else plaintext.
     """
 
     endpoint: str | None
@@ -208,6 +225,7 @@ class ReaderOptions:
     assign: tuple[tuple[str, tuple[int, ...]], ...] | None = None
     min_records_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    tls: TlsConfig | None = None
 
     def matches(self, topic: str) -> bool:
         """True when ``topic`` is one this reader subscribes to."""
@@ -236,6 +254,7 @@ class WriterOptions:
         acks: ``all`` (default, wait for the in-sync replicas) or ``leader``.
         preserve_partitions: whether a ``partition`` column routes rows; None (not set)
             = yes, unless the DataFrame is a read of a topic (see ``sink_schema``).
+        tls: TLS to the cluster (``tls.*`` options), as for readers.
     """
 
     endpoint: str | None
@@ -244,6 +263,7 @@ class WriterOptions:
     batch_size: int
     acks: AcksName
     preserve_partitions: bool | None = None
+    tls: TlsConfig | None = None
 
 
 def check_reader_option_names(options: Mapping[str, str]) -> None:
@@ -582,6 +602,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         assign=assign,
         min_records_per_trigger=min_records,
         max_trigger_delay_ms=max_delay_ms,
+        tls=_tls(given),
     )
 
 
@@ -609,6 +630,28 @@ def _endpoint(opts: GivenOptions) -> str | None:
     return hosts[0]
 
 
+def named_tls(options: Mapping[str, str]) -> TlsConfig | None:
+    """The TLS a read names (``tls.*`` options), or None.
+
+    Raises:
+        DataSourceOptionError: an unknown option or unusable TLS files.
+    """
+    return _tls(canonical_options(options, _READER, READER_ALIASES))
+
+
+def _tls(opts: GivenOptions) -> TlsConfig | None:
+    """The ``tls.*`` options as a ``TlsConfig``, its files checked here (on the driver)."""
+    given = {name[len("tls.") :]: opts.values[name] for name in _TLS_OPTIONS if name in opts.values}
+    if not given:
+        return None
+    config = TlsConfig(ca=given.get("ca"), cert=given.get("cert"), key=given.get("key"))
+    try:
+        config.client_context()
+    except InvalidConfigError as exc:
+        raise DataSourceOptionError(f"options tls.*: {exc}") from None
+    return config
+
+
 def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     """Parse writer options (batch and streaming sinks alike).
 
@@ -632,4 +675,5 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
         preserve_partitions=(
             _bool(opts, "preservePartitions", False) if "preservePartitions" in opts else None
         ),
+        tls=_tls(given),
     )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from datasource.clients import with_client
 from datasource.offsets import PartitionOffsetMap
-from spark_stream.client import Fluvio
+from spark_stream.client import Fluvio, TlsConfig
 from spark_stream.errors import (
     DataSourceOptionError,
     FluvioError,
@@ -50,6 +50,7 @@ class ProgressMirror:
     Attributes:
         group: the ``progressGroup`` option.
         endpoint: the reader's ``endpoint`` option (None: resolved as for reads).
+        tls: the reader's ``tls.*`` options (None: as for reads).
         claimed: the group was created or checked.
         pending: offsets still to write (a write failed), or None.
         written: the offsets last written, or None.
@@ -57,6 +58,7 @@ class ProgressMirror:
 
     group: str
     endpoint: str | None
+    tls: TlsConfig | None = None
     claimed: bool = False
     pending: PartitionOffsetMap | None = None
     written: PartitionOffsetMap | None = None
@@ -110,4 +112,4 @@ class ProgressMirror:
             if reply.skipped:
                 log.info("progressGroup %r: gone, skipped: %s", self.group, reply.skipped)
 
-        with_client(self.endpoint, call)
+        with_client(self.endpoint, call, self.tls)

@@ -46,6 +46,7 @@ from datasource.resolve import (
     visible_end,
 )
 from spark_stream.client import Fluvio, PartitionOffsets, resolve_endpoint
+from spark_stream.client.profile import resolve_tls
 from spark_stream.errors import DataLossError, DataSourceOptionError
 from spark_stream.records import read_header
 
@@ -62,8 +63,10 @@ def read_spec(
     Executors get the address itself, so their environment and profile do not matter.
     ``output``: a typed topic's Arrow output schema.
     """
+    endpoint = client.endpoint if client is not None else resolve_endpoint(opts.endpoint)
     return ReadSpec(
-        endpoint=client.endpoint if client is not None else resolve_endpoint(opts.endpoint),
+        endpoint=endpoint,
+        tls=client.tls if client is not None else resolve_tls(endpoint, opts.tls),
         isolation=opts.isolation,
         include_headers=opts.include_headers,
         fail_on_data_loss=opts.fail_on_data_loss,
@@ -107,7 +110,7 @@ class FluvioBatchReader(DataSourceReader):
         """
         opts = self.opts
         assert opts.ending is not None
-        client = client_for(opts.endpoint)
+        client = client_for(opts.endpoint, opts.tls)
         tps = subscribed_partitions(client, opts)
         offsets = fetch_all_offsets(client, tps)
         start = resolve_offsets(
@@ -144,7 +147,9 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_latest: dict[str, dict[str, int]] | None = None
         self._last_trigger_ms = 0  # minOffsetsPerTrigger: when a trigger last ran
         self._progress = (
-            ProgressMirror(opts.progress_group, opts.endpoint) if opts.progress_group else None
+            ProgressMirror(opts.progress_group, opts.endpoint, opts.tls)
+            if opts.progress_group
+            else None
         )
 
     # -- offsets ---------------------------------------------------------------------
@@ -152,7 +157,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         """Where a new query starts (``startingOffsets``/``startingTimestamp``)."""
         opts = self.opts
-        client = client_for(opts.endpoint)
+        client = client_for(opts.endpoint, opts.tls)
         tps = subscribed_partitions(client, opts)
         offsets = fetch_all_offsets(client, tps)
         name = _spec_name(opts.starting, "startingOffsets", "startingTimestamp")
@@ -175,7 +180,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._progress is not None:  # start: where the last committed batch ended
             self._progress.claim()
             self._progress.mirror(begin)
-        client = client_for(opts.endpoint)
+        client = client_for(opts.endpoint, opts.tls)
         offsets = self._visible(client)
         base: PartitionOffsetMap = {}
         latest: PartitionOffsetMap = {}
@@ -298,7 +303,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self) -> dict | None:
         """The visible ends seen by the last ``latestOffset`` call (no limit applied)."""
         if self._last_latest is None:
-            client = client_for(self.opts.endpoint)
+            client = client_for(self.opts.endpoint, self.opts.tls)
             ends = {
                 tp: visible_end(off, self.opts.isolation)
                 for tp, off in self._visible(client).items()
@@ -308,7 +313,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the target: what is visible now is all this ``availableNow`` run reads."""
-        client = client_for(self.opts.endpoint)
+        client = client_for(self.opts.endpoint, self.opts.tls)
         ends = {
             tp: visible_end(off, self.opts.isolation) for tp, off in self._visible(client).items()
         }

@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 from datasource.options import (
     check_reader_option_names,
     named_endpoint,
+    named_tls,
     named_topics,
     parse_reader_options,
     parse_writer_options,
@@ -59,7 +60,7 @@ class FluvioDataSource(DataSource):
         if not topics:
             return None
         endpoint = named_endpoint(self.options)
-        return typed_user_schema(endpoint, topics)
+        return typed_user_schema(endpoint, topics, named_tls(self.options))
 
     def _output(self, schema: StructType) -> pa.Schema | None:
         """A typed read's Arrow output schema (None for untyped topics)."""

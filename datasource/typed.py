@@ -28,6 +28,7 @@ from pyspark.sql.types import (
 
 from datasource.clients import client_for
 from datasource.schema import int32_column, topic_column
+from spark_stream.client import TlsConfig
 from spark_stream.errors import DataSourceOptionError, SchemaMismatchError
 from spark_stream.models.topic_schema import TopicSchema
 
@@ -58,7 +59,9 @@ _SYSTEM = (
 _SINK_EXTRA = frozenset({"key", "timestamp", "headers", "partition", "topic", "offset"})
 
 
-def typed_user_schema(endpoint: str | None, topics: Sequence[str]) -> TopicSchema | None:
+def typed_user_schema(
+    endpoint: str | None, topics: Sequence[str], tls: TlsConfig | None = None
+) -> TopicSchema | None:
     """The schema of the typed topic a read or write names, None for untyped topics.
 
     Raises:
@@ -67,7 +70,7 @@ def typed_user_schema(endpoint: str | None, topics: Sequence[str]) -> TopicSchem
     """
     if not topics:
         return None
-    found = client_for(endpoint).admin().list_topics(*topics)
+    found = client_for(endpoint, tls).admin().list_topics(*topics)
     typed = [t for t in found if t.spec.topic_schema is not None]
     if not typed:
         return None

@@ -50,6 +50,7 @@ class FluvioAsync:
 
     Attributes:
         endpoint: the SC public address in use.
+        tls: the TLS settings in use (None: plaintext).
     """
 
     def __init__(

@@ -315,11 +315,13 @@ class Fluvio(Facade[FluvioAsync]):
 
     Attributes:
         endpoint: the SC public address in use.
+        tls: the TLS settings in use (None: plaintext).
     """
 
     def __init__(self, core: FluvioAsync, runner: LoopThread) -> None:
         super().__init__(core, runner)
         self.endpoint = core.endpoint
+        self.tls = core.tls
         self._closed = False
 
     @classmethod
