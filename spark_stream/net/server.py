@@ -641,7 +641,8 @@ class _Session:
             max_frame_size=self.server.max_frame_size,
         )
         try:
-            if any(_sendable(part) for part in parts):
+            if self.server.tls is None and any(_sendable(part) for part in parts):
+                # (TLS encrypts in user space: a file region is written from memory.)
                 # Shielded: a cancelled handler must not leave a torn frame on the wire.
                 sending = asyncio.ensure_future(self._write_with_files(parts))
                 self.sends.add(sending)
@@ -674,7 +675,8 @@ class _Session:
                     write_parts(self.writer, held)
 
     async def _sendfile(self, region: FileRegion) -> None:
-        """``sendfile`` the region; a transport that cannot (e.g. TLS) gets its bytes."""
+        """``sendfile`` the region; a transport that cannot gets its bytes (a TLS server
+        never comes here: asyncio refuses it with a RuntimeError, not this fallback)."""
         loop = asyncio.get_running_loop()
         length = memoryview(region.data).nbytes
         try:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_stream.client import Fluvio, TlsConfig
+from spark_stream.client import Fluvio, Offset, TlsConfig
 from spark_stream.errors import TlsError
 from spark_stream.local.certs import ensure_local_certs
 from spark_stream.local.cluster import LocalCluster
@@ -81,6 +81,25 @@ def test_client_round_trip_replicated_over_tls(cluster: LocalCluster) -> None:
         produce(fluvio, topic, values, acks="all")  # both replicas, over TLS
         got = [v for b in fluvio.fetch_batches(topic, 0, 0) for v in b.column("value").to_pylist()]
     assert [v.decode() for v in got] == values
+
+
+def test_streamed_consume_of_large_replies_over_tls(cluster: LocalCluster) -> None:
+    # Fetch replies past the sendfile size (64 KiB) through the network path: over TLS
+    # the server writes file regions from memory (sendfile cannot encrypt).
+    with Fluvio.connect() as fluvio:
+        topic = _topic(fluvio, replicas=1)
+        values = [f"{i:06d}" + "x" * 4000 for i in range(200)]
+        produce(fluvio, topic, values, acks="all")
+        consumer = fluvio.partition_consumer(topic, 0, max_bytes=1 << 20)
+        got = [
+            v
+            for b in consumer.stream_batches(Offset.beginning(), stop_at_end=True)
+            for v in b.column("value").to_pylist()
+        ]
+        remote = fluvio.fetch_batches(topic, 0, 0, local=False)
+        fetched = [v for b in remote for v in b.column("value").to_pylist()]
+    assert [v.decode() for v in got] == values
+    assert [v.decode() for v in fetched] == values
 
 
 def _timed_refusal(connect: object) -> TlsError:

@@ -36,7 +36,8 @@ public record WriterOptions(
 
   /** Every writer option name, as in Python. */
   static final List<String> WRITER =
-      List.of("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions");
+      List.of("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions",
+          "tls.ca", "tls.cert", "tls.key");
 
   private static final int DEFAULT_BATCH_SIZE = 256 * 1024;
 
