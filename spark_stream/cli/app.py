@@ -410,11 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="SC public address host:port (default: $FLUVIO_ENDPOINT, else the profile)",
     )
     parser.add_argument(
-        "--tls-ca",
+        "--ca-file",
         help="connect over TLS, trusting this CA (PEM); default: the profile's TLS",
     )
-    parser.add_argument("--tls-cert", help="client certificate (PEM) for mutual TLS")
-    parser.add_argument("--tls-key", help="private key (PEM) of --tls-cert")
+    # Not --tls-*: `cluster start --tls` would read as an ambiguous abbreviation of them.
+    parser.add_argument("--client-cert", help="client certificate (PEM) for mutual TLS")
+    parser.add_argument("--client-key", help="private key (PEM) of --client-cert")
     parser.add_argument(
         "--timeout",
         dest="connect_timeout",
@@ -448,8 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(local(args))
         endpoint = resolve_endpoint(args.endpoint, what="--endpoint")
         tls = None
-        if args.tls_ca or args.tls_cert or args.tls_key:
-            tls = TlsConfig(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key)
+        if args.ca_file or args.client_cert or args.client_key:
+            tls = TlsConfig(ca=args.ca_file, cert=args.client_cert, key=args.client_key)
         with Fluvio.connect(endpoint, timeout=args.connect_timeout, tls=tls) as fluvio:
             return int(args.client_handler(args, fluvio))
     except FluvioError as exc:

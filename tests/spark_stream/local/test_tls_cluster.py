@@ -170,8 +170,42 @@ def test_cli_plaintext_flags_are_refused(cluster: LocalCluster, tmp_path: Path) 
     env = {**os.environ, "FLUVIO_PROFILE": str(tmp_path / "none.json")}
     proc = subprocess.run(
         [sys.executable, "-m", "spark_stream.cli", "--endpoint", cluster.endpoint,
-         "--tls-ca", str(cluster.certs.ca), "topic", "list"],
+         "--ca-file", str(cluster.certs.ca), "topic", "list"],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 1
     assert "requires a client certificate" in proc.stderr
+
+
+def test_cli_cluster_start_tls_round_trip(tmp_path: Path) -> None:
+    """``fluvio cluster start --tls`` (an SPU group, no client certificates): the CLI
+    finds the CA in the profile; the cluster's ports refuse plaintext."""
+    env = {**os.environ, "FLUVIO_PROFILE": str(tmp_path / "profile.json")}
+    data = str(tmp_path / "cluster")
+
+    def fluvio(*args: str, stdin: str | None = None, check: bool = True) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "spark_stream.cli", *args],
+            input=stdin, env=env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert proc.returncode == 0 or not check, proc.stderr
+        return proc.stdout + proc.stderr
+
+    try:
+        fluvio(
+            "cluster", "start", "--data-dir", data, "--sc-port", "0", "--tls", "--timeout", "60s"
+        )
+        profile = json.loads((tmp_path / "profile.json").read_text())["profiles"]["local"]
+        assert profile["tls"] == {"ca": str(Path(data) / "tls" / "ca.pem")}
+        fluvio("topic", "create", "cli-tls")
+        fluvio("produce", "cli-tls", stdin="".join(f"m{i}\n" for i in range(10)))
+        assert fluvio("consume", "cli-tls", "-B", "-d").splitlines() == [f"m{i}" for i in range(10)]
+        plain = subprocess.run(
+            [sys.executable, "-m", "spark_stream.cli", "--endpoint", profile["endpoint"],
+             "topic", "list"],
+            env={**env, "FLUVIO_PROFILE": str(tmp_path / "none.json")},
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert plain.returncode == 1 and "speaks TLS on this port" in plain.stderr
+    finally:
+        fluvio("cluster", "stop", "--data-dir", data, check=False)
