@@ -20,6 +20,12 @@ the connection keep flowing). When the connection closes, for any reason, every 
 request and open stream fails with ``ConnectionClosedError`` whose ``__cause__`` is
 the reason; ``close()`` is idempotent.
 
+TLS. ``open(tls=context)`` runs the handshake within ``timeout`` and checks the server's
+certificate names ``host``; a failure is a ``TlsError`` (not retriable), and so is a
+TLS alert or a ``TlsError`` frame from the server later. A TLS connection the server
+resets before any reply (the way a client certificate it refuses shows under TLS 1.3)
+closes with a ``ConnectionClosedError`` that says so.
+
 All methods must run on the event loop the connection was created on. From another
 thread, submit them with ``asyncio.run_coroutine_threadsafe(conn.request(...), loop)``.
 """

@@ -18,9 +18,16 @@ Memory. Each request frame is charged to a ``RequestBudget`` (one per process, s
 its servers) from its header until its handler is done; a connection whose next frame
 does not fit stops reading until bytes are released (see ``spark_stream.net.budget``).
 
+TLS. With ``tls`` set the server accepts through ``TlsListener`` (``_tls_listener``):
+a plaintext client gets a ``TlsError`` frame and is closed, a TLS one gets the handshake
+and then the same session; under mutual TLS a session whose client sent no certificate is
+refused with a ``TlsError`` before any request is handled, and the verified certificate is
+in ``ConnContext.peer_certificate``.
+
 Replies whose tail holds a large ``FileRegion`` (a fetch answered from a log segment)
 go out with ``sendfile``: the kernel moves the file's pages to the socket with no copy
-through Python. One such frame is sent at a time per connection; other replies written
+through Python (not under TLS, which encrypts in user space: the region is written from
+memory). One such frame is sent at a time per connection; other replies written
 meanwhile wait in order behind it, and a frame once begun is always finished, even if
 its handler is cancelled, so the byte stream never tears.
 """
