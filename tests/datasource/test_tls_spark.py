@@ -1,9 +1,12 @@
 """``format("fluvio")`` against a cluster started with mutual TLS: the ``tls.ca``,
 ``tls.cert`` and ``tls.key`` options carry the PEM files to the driver and executors.
 
-The client's profile is hidden from the driver while the query runs, so only the options
-can make the connection: a round trip (write, then read back) must succeed with them and
-a read without them must fail with the cluster's TLS refusal, not hang.
+The queries name the SC as ``localhost:PORT``, an address the cluster's profile (which
+says ``127.0.0.1:PORT``) does not name, so the profile's TLS does not apply (a JVM keeps
+the environment it started with, so hiding the profile from this process would not hide
+it there) and only the options can make the connection: a round trip (write, then read
+back) must succeed with them, and a read without them must fail with the cluster's TLS
+refusal, not hang. The server certificate names ``localhost`` too.
 """
 
 from __future__ import annotations
@@ -51,9 +54,14 @@ def hidden_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     close_all()
 
 
+def _unprofiled(cluster: LocalCluster) -> str:
+    """The SC's address as the profile does not write it."""
+    return f"localhost:{cluster.layout.sc_public_port}"
+
+
 def _options(cluster: LocalCluster) -> dict[str, str]:
     return {
-        "endpoint": cluster.endpoint,
+        "endpoint": _unprofiled(cluster),
         "tls.ca": str(cluster.certs.ca),
         "tls.cert": str(cluster.certs.cert("client")),
         "tls.key": str(cluster.certs.key("client")),
@@ -78,6 +86,6 @@ def test_write_and_read_back_over_mutual_tls(
 def test_a_read_without_tls_options_fails_with_the_tls_refusal(
     spark: SparkSession, cluster: LocalCluster, topic: str
 ) -> None:
-    reader = spark.read.format("fluvio").option("endpoint", cluster.endpoint)
+    reader = spark.read.format("fluvio").option("endpoint", _unprofiled(cluster))
     with pytest.raises(Exception, match="speaks TLS on this port"):
         reader.option("topic", topic).load().collect()
