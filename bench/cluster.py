@@ -18,7 +18,8 @@ Prints a human summary and, as the last line, one JSON object.
 ``--frame-validation`` sets the SPUs' payload check (``none``, ``structure``, ``full``,
 the default; see ``spark_stream.frame_check``), so the bulk produce path can be measured
 with the check on and off: run it twice on an idle machine and compare
-``produce_*_rps``.
+``produce_*_rps``. ``--auth`` starts the cluster with client tokens checked (every
+client presents the profile's admin token), to measure the same with auth on and off.
 
 ``--tls`` adds, in the same run, a second cluster started with TLS on every port
 (``LocalCluster(tls="tls")``, the certificates ``fluvio cluster start --tls`` makes):
@@ -27,7 +28,7 @@ and ``tls_consume_100b_rps``, next to the plaintext keys, and their ratios
 ``tls_produce_vs_plain`` and ``tls_consume_vs_plain``.
 
     .venv/bin/python -m bench.cluster [--records 2000000] [--rate 1000] \
-        [--frame-validation none] [--tls]
+        [--frame-validation none] [--tls] [--auth]
 """
 
 from __future__ import annotations
@@ -109,11 +110,11 @@ def consume_all(fluvio: Fluvio, topic: str) -> tuple[int, float]:
 
 
 async def e2e_latency(
-    endpoint: str, topic: str, rate: float, seconds: float, acks: str
+    endpoint: str, topic: str, rate: float, seconds: float, acks: str, token: str | None = None
 ) -> list[float]:
     """Milliseconds from ``send`` to committed consume, at ``rate`` records/s."""
     latencies: list[float] = []
-    async with await FluvioAsync.connect(endpoint) as client:
+    async with await FluvioAsync.connect(endpoint, token=token) as client:
         consumer = await client.partition_consumer(topic, 0)
         producer = await client.topic_producer(topic, linger_ms=0, acks=acks)
         count = int(rate * seconds)
@@ -217,8 +218,9 @@ def run(
     seconds: float,
     validation: str = "full",
     tls: bool = False,
+    auth: bool = False,
 ) -> dict[str, Any]:
-    results: dict[str, Any] = {"frame_validation": validation}
+    results: dict[str, Any] = {"frame_validation": validation, "auth": auth}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         cluster = LocalCluster(
             Path(tmp),
@@ -228,10 +230,12 @@ def run(
             profile=Path(tmp) / "profile.json",
             start_timeout=60,
             env={"FLUVIO_SPU_FRAME_VALIDATION": validation},
+            auth=auth,
         )
         try:
             cluster.start()
-            with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
+            token = cluster.admin_token
+            with Fluvio.connect(cluster.endpoint, timeout=20, token=token) as fluvio:
                 small = _values(200_000, 100)
                 large = _values(50_000, 1000)
                 for size, values, total in (
@@ -260,7 +264,7 @@ def run(
             results["e2e_rate_rps"] = rate
             for rf, acks, prefix in ((1, "leader", "e2e"), (3, "all", "e2e_rf3")):
                 latencies = asyncio.run(
-                    e2e_latency(cluster.endpoint, f"latency-rf{rf}", rate, seconds, acks)
+                    e2e_latency(cluster.endpoint, f"latency-rf{rf}", rate, seconds, acks, token)
                 )
                 results[f"{prefix}_p50_ms"] = round(statistics.median(latencies), 3)
                 results[f"{prefix}_p99_ms"] = round(float(np.percentile(latencies, 99)), 3)
@@ -308,9 +312,18 @@ def main() -> None:
         action="store_true",
         help="also measure bulk produce and consume on a cluster with TLS on every port",
     )
+    parser.add_argument(
+        "--auth", action="store_true", help="client tokens checked by the SC and SPUs"
+    )
     args = parser.parse_args()
     results = run(
-        args.records, args.per_record, args.rate, args.seconds, args.frame_validation, args.tls
+        args.records,
+        args.per_record,
+        args.rate,
+        args.seconds,
+        args.frame_validation,
+        tls=args.tls,
+        auth=args.auth,
     )
     for key, value in results.items():
         print(f"{key:28s} {value}")

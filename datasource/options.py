@@ -43,6 +43,7 @@ __all__ = [
     "parse_offset_spec",
     "named_endpoint",
     "named_tls",
+    "named_token",
     "named_topics",
     "check_reader_option_names",
     "parse_reader_options",
@@ -69,6 +70,7 @@ for mutual TLS. Paths on every host of the query (driver and executors)."""
 
 _READER = (
     "endpoint",
+    "token",
     "topic",
     "topics",
     "topicPattern",
@@ -107,12 +109,14 @@ _STREAM_ONLY = (
 _BATCH_ONLY = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 _WRITER = (
     "endpoint",
+    "token",
     "topic",
     "compression",
     "batchSize",
     "acks",
     "preservePartitions",
     *_TLS_OPTIONS,
+    "mergeSchema",
 )
 
 _GROUP_PREFIX = "group:"
@@ -202,6 +206,8 @@ class ReaderOptions:
             waits until this many new records are visible or ``max_trigger_delay_ms``
             passed since the last one.
         max_trigger_delay_ms: the longest such wait (``maxTriggerDelay``, default 15m).
+        token: the client token for a cluster with auth on (``token``); None: as
+            ``resolve_token`` finds it on the driver (``FLUVIO_TOKEN``, the profile's).
         tls: TLS to the cluster (``tls.ca``, ``tls.cert``, ``tls.key``); None: the
             profile's when it names the endpoint, else plaintext.
     """
@@ -226,6 +232,7 @@ class ReaderOptions:
     min_records_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     tls: TlsConfig | None = None
+    token: str | None = None
 
     def matches(self, topic: str) -> bool:
         """True when ``topic`` is one this reader subscribes to."""
@@ -255,6 +262,10 @@ class WriterOptions:
         preserve_partitions: whether a ``partition`` column routes rows; None (not set)
             = yes, unless the DataFrame is a read of a topic (see ``sink_schema``).
         tls: TLS to the cluster (``tls.*`` options), as for readers.
+        token: the client token for a cluster with auth on (``token``); None: as
+            ``resolve_token`` finds it on the driver (``FLUVIO_TOKEN``, the profile's).
+        merge_schema: set the ``topic``'s schema from the DataFrame's user columns
+            before writing (``datasource.merge_schema``); needs the ``topic`` option.
     """
 
     endpoint: str | None
@@ -264,6 +275,8 @@ class WriterOptions:
     acks: AcksName
     preserve_partitions: bool | None = None
     tls: TlsConfig | None = None
+    token: str | None = None
+    merge_schema: bool = False
 
 
 def check_reader_option_names(options: Mapping[str, str]) -> None:
@@ -348,6 +361,14 @@ def named_endpoint(options: Mapping[str, str]) -> str | None:
         DataSourceOptionError: an unknown option or a malformed endpoint.
     """
     return _endpoint(canonical_options(options, _READER, READER_ALIASES))
+
+
+def named_token(options: Mapping[str, str]) -> str | None:
+    """The ``token`` option of a read or write (None when not given or empty)."""
+    for name, value in options.items():
+        if name.lower() == "token":
+            return value.strip() or None
+    return None
 
 
 def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
@@ -603,6 +624,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         min_records_per_trigger=min_records,
         max_trigger_delay_ms=max_delay_ms,
         tls=_tls(given),
+        token=named_token(opts),
     )
 
 
@@ -664,6 +686,12 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     if topic is not None and not topic.strip():
         raise DataSourceOptionError("option 'topic' must not be empty")
     endpoint = _endpoint(given)
+    merge_schema = _bool(opts, "mergeSchema", False)
+    if merge_schema and topic is None:
+        raise DataSourceOptionError(
+            "option 'mergeSchema' needs the 'topic' option: it sets that one topic's schema "
+            "(rows routed by a 'topic' column may go to many topics)"
+        )
     return WriterOptions(
         endpoint=endpoint,
         topic=topic.strip() if topic else None,
@@ -676,4 +704,6 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
             _bool(opts, "preservePartitions", False) if "preservePartitions" in opts else None
         ),
         tls=_tls(given),
+        token=named_token(opts),
+        merge_schema=merge_schema,
     )

@@ -49,6 +49,7 @@ class ReadSpec:
 
     Attributes:
         endpoint: the SC address, resolved on the driver (``resolve_endpoint``).
+        token: the client token, resolved on the driver (``resolve_token``); None: none.
         isolation: ``committed`` or ``uncommitted``.
         include_headers: emit the ``headers`` column.
         fail_on_data_loss: fail when records of the range are gone.
@@ -70,6 +71,7 @@ class ReadSpec:
     skip_corrupt_frames: bool = False
     output: pa.Schema | None = None
     tls: TlsConfig | None = None
+    token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,11 +107,11 @@ def read_partition(part: InputPartition) -> Iterator[pa.RecordBatch]:
 def _read(part: FluvioPartition) -> Iterator[pa.RecordBatch]:
     spec = part.spec
     try:
-        client = client_for(spec.endpoint, spec.tls)
+        client = client_for(spec.endpoint, tls=spec.tls, token=spec.token)
         start = _checked_start(client, part)
     except ConnectionClosedError:
-        drop_client(spec.endpoint, spec.tls)
-        client = client_for(spec.endpoint, spec.tls)
+        drop_client(spec.endpoint, tls=spec.tls, token=spec.token)
+        client = client_for(spec.endpoint, tls=spec.tls, token=spec.token)
         start = _checked_start(client, part)
     pending: list[pa.RecordBatch] = []
     rows = 0

@@ -51,6 +51,7 @@ class ProgressMirror:
         group: the ``progressGroup`` option.
         endpoint: the reader's ``endpoint`` option (None: resolved as for reads).
         tls: the reader's ``tls.*`` options (None: as for reads).
+        token: the reader's ``token`` option (None: resolved as for reads).
         claimed: the group was created or checked.
         pending: offsets still to write (a write failed), or None.
         written: the offsets last written, or None.
@@ -59,6 +60,7 @@ class ProgressMirror:
     group: str
     endpoint: str | None
     tls: TlsConfig | None = None
+    token: str | None = None
     claimed: bool = False
     pending: PartitionOffsetMap | None = None
     written: PartitionOffsetMap | None = None
@@ -112,4 +114,4 @@ class ProgressMirror:
             if reply.skipped:
                 log.info("progressGroup %r: gone, skipped: %s", self.group, reply.skipped)
 
-        with_client(self.endpoint, call, self.tls)
+        with_client(self.endpoint, call, tls=self.tls, token=self.token)

@@ -27,6 +27,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from spark_stream.errors import DataSourceOptionError
 from spark_stream.records import HEADERS_TYPE, OFFSET_FIELD, RECORD_SCHEMA
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "combine",
     "topic_column",
     "int32_column",
+    "typed_in_untyped_read",
 ]
 
 TIMESTAMP_TYPE_CREATE = 0
@@ -100,7 +102,13 @@ def to_spark_batch(
         topic: the topic the batch was read from.
         partition: the partition index.
         include_headers: keep the ``headers`` column.
+
+    Raises:
+        DataSourceOptionError: the batch is a typed topic's (a read of several topics
+            met it).
     """
+    if batch.schema.get_field_index("value") < 0:
+        raise DataSourceOptionError(typed_in_untyped_read(topic))
     n = batch.num_rows
     columns = [
         batch.column("key"),
@@ -114,6 +122,15 @@ def to_spark_batch(
     if include_headers:
         columns.append(batch.column("headers"))
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
+
+
+def typed_in_untyped_read(topic: str) -> str:
+    """Why a read of several topics (a list or a pattern) cannot read typed ``topic``,
+    and how to read it (the JVM connector's ``FrameColumns`` says the same)."""
+    return (
+        f"topic {topic!r} is typed (its records have columns, not 'value'): read it alone "
+        "with the 'topic' option, not through 'topics' or 'topicPattern'"
+    )
 
 
 _BLOCK_ROWS = 1 << 16

@@ -21,6 +21,7 @@ Any other column is an error naming it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -39,11 +40,50 @@ from pyspark.sql.types import (
 from spark_stream.errors import SinkSchemaError
 from spark_stream.records import HEADERS_TYPE, RECORD_SCHEMA, null_headers
 
-__all__ = ["SinkColumns", "sink_columns", "to_record_batch", "SINK_COLUMNS", "SOURCE_COLUMNS"]
+__all__ = [
+    "SinkColumns",
+    "sink_columns",
+    "to_record_batch",
+    "typed_topic_refused",
+    "SINK_COLUMNS",
+    "SOURCE_COLUMNS",
+]
 
 SINK_COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
 SOURCE_COLUMNS = ("offset", "timestampType")
 """Columns of a topic read that a record does not carry: ignored by the sink."""
+
+
+_NO_VALUE_TOPIC_OPTION = (
+    "the DataFrame needs a 'value' column (binary or string): the topic is untyped (only "
+    "a typed topic takes other columns; option 'mergeSchema' types an empty one)"
+)
+_NO_VALUE_ROUTED = (
+    "the DataFrame needs a 'value' column (binary or string): rows routed by a 'topic' "
+    "column are untyped records; to write a typed topic's columns, name it with the "
+    "'topic' option"
+)
+
+
+def typed_topic_refused(topic: str, columns: Sequence[str], *, routed: bool) -> str:
+    """Why untyped records cannot go to typed ``topic``, and what to do instead.
+
+    Args:
+        columns: the topic's user columns.
+        routed: the rows were routed by the ``topic`` column (else the ``topic`` option
+            named the topic and the DataFrame has a ``value`` column).
+    """
+    what = f"topic {topic!r} is typed (columns {', '.join(columns)})"
+    if routed:
+        return (
+            f"{what}: rows routed by the 'topic' column are untyped records (key, value); "
+            "write a DataFrame of its columns to it alone with the 'topic' option, or "
+            "route records to untyped topics only"
+        )
+    return (
+        f"{what}: write a DataFrame of its columns, not 'value' (a 'value' column makes "
+        "untyped records)"
+    )
 
 
 @dataclass(frozen=True)
@@ -98,6 +138,8 @@ def sink_columns(
             or ``preservePartitions=true`` without a ``partition`` column.
     """
     names = [f.name for f in schema.fields]
+    if "value" not in names:  # before the other columns: they may be a typed topic's
+        raise SinkSchemaError(_NO_VALUE_TOPIC_OPTION if topic_option else _NO_VALUE_ROUTED)
     unknown = [n for n in names if n not in SINK_COLUMNS and n not in SOURCE_COLUMNS]
     if unknown:
         raise SinkSchemaError(
@@ -105,8 +147,6 @@ def sink_columns(
             f"{', '.join(SINK_COLUMNS)} and ignores {', '.join(SOURCE_COLUMNS)} "
             "(select or rename columns first)"
         )
-    if "value" not in names:
-        raise SinkSchemaError("the DataFrame needs a 'value' column (binary or string)")
     if preserve_partitions and "partition" not in names:
         raise SinkSchemaError(
             "option 'preservePartitions' is true but the DataFrame has no 'partition' column"

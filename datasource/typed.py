@@ -39,6 +39,7 @@ __all__ = [
     "to_typed_spark_batch",
     "typed_sink_columns",
     "to_typed_rows",
+    "SINK_EXTRA",
 ]
 
 _HEADERS_SPARK = ArrayType(
@@ -56,11 +57,15 @@ _SYSTEM = (
 #: Columns a written DataFrame may have besides a typed topic's user columns: the
 #: record's own (``key``, ``timestamp``, ``headers``, ``partition``: routes rows) and
 #: what a read of a topic adds (ignored).
-_SINK_EXTRA = frozenset({"key", "timestamp", "headers", "partition", "topic", "offset"})
+SINK_EXTRA = frozenset({"key", "timestamp", "headers", "partition", "topic", "offset"})
 
 
 def typed_user_schema(
-    endpoint: str | None, topics: Sequence[str], tls: TlsConfig | None = None
+    endpoint: str | None,
+    topics: Sequence[str],
+    *,
+    tls: TlsConfig | None = None,
+    token: str | None = None,
 ) -> TopicSchema | None:
     """The schema of the typed topic a read or write names, None for untyped topics.
 
@@ -70,13 +75,13 @@ def typed_user_schema(
     """
     if not topics:
         return None
-    found = client_for(endpoint, tls).admin().list_topics(*topics)
+    found = client_for(endpoint, tls=tls, token=token).admin().list_topics(*topics)
     typed = [t for t in found if t.spec.topic_schema is not None]
     if not typed:
         return None
     if len(topics) > 1:
         raise DataSourceOptionError(
-            f"topic {typed[0].name!r} is typed: read or write it alone, not with "
+            f"topic {typed[0].name!r} is typed: read it alone with the 'topic' option, not with "
             f"{', '.join(t for t in topics if t != typed[0].name)}"
         )
     return typed[0].spec.topic_schema
@@ -136,7 +141,7 @@ def typed_sink_columns(df_schema: StructType, schema: TopicSchema, topic: str) -
     user = schema.user_schema()
     given = {f.name: f for f in df_schema.fields}
     for name in given:
-        if user.get_field_index(name) < 0 and name not in _SINK_EXTRA:
+        if user.get_field_index(name) < 0 and name not in SINK_EXTRA:
             raise SchemaMismatchError(
                 f"column {name!r} is not in typed topic {topic!r} "
                 f"(columns: {', '.join(user.names)})"

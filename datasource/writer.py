@@ -21,6 +21,7 @@ column is an error naming it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from datasource.clients import client_for
+from datasource.merge_schema import merge_topic_schema
 from datasource.options import WriterOptions
 from datasource.sink_schema import (
     SINK_COLUMNS,
@@ -43,11 +45,12 @@ from datasource.sink_schema import (
     SinkColumns,
     sink_columns,
     to_record_batch,
+    typed_topic_refused,
 )
 from datasource.typed import to_typed_rows, typed_sink_columns, typed_user_schema
 from spark_stream.client import TlsConfig, TopicProducer, producer_id_for
-from spark_stream.client.profile import resolve_tls
-from spark_stream.errors import SinkSchemaError
+from spark_stream.client.profile import resolve_tls, resolve_token
+from spark_stream.errors import SchemaMismatchError, SinkSchemaError
 from spark_stream.models.topic_schema import TopicSchema
 
 __all__ = [
@@ -124,7 +127,7 @@ def write_task(
         SinkSchemaError: a null value or topic in the data.
         SchemaMismatchError: a value that does not fit the typed topic's column.
     """
-    client = client_for(endpoint, tls)
+    client = client_for(endpoint, tls=tls, token=opts.token)
     producers: dict[str, TopicProducer] = {}
     futures = []
     records = 0
@@ -145,6 +148,7 @@ def write_task(
                         batch_size=opts.batch_size,
                     )
                     producers[topic] = producer
+                    _check_untyped(producer, topic, typed, routed=opts.topic is None)
                 if typed is None:
                     data = to_record_batch(rows, columns)
                 else:
@@ -166,6 +170,20 @@ def write_task(
         for producer in producers.values():
             producer.close()
     return FluvioCommitMessage(task, producer_id, records, tuple(sorted(producers)))
+
+
+def _check_untyped(
+    producer: TopicProducer, topic: str, typed: TopicSchema | None, *, routed: bool
+) -> None:
+    """Refuse untyped records for a typed topic, saying what to write instead.
+
+    Raises:
+        SchemaMismatchError: ``topic`` is typed and the rows are untyped records.
+    """
+    schema = producer.topic_schema()
+    if typed is None and schema is not None:
+        names = [c.name for c in schema.columns]
+        raise SchemaMismatchError(typed_topic_refused(topic, names, routed=routed))
 
 
 def _record_columns(columns: SinkColumns) -> tuple[str, ...]:
@@ -197,7 +215,8 @@ class _WriterBase:
     """Schema checking shared by the batch writer and the streaming sink."""
 
     def __init__(self, opts: WriterOptions, schema: StructType, endpoint: str) -> None:
-        self.opts = opts
+        # The token is resolved here, on the driver: executors get it with the options.
+        self.opts = opts = dataclasses.replace(opts, token=resolve_token(opts.token, endpoint))
         self.endpoint = endpoint
         # Resolved here, on the driver: executors get the files it names, not a profile.
         self.tls = resolve_tls(endpoint, opts.tls)
@@ -205,7 +224,13 @@ class _WriterBase:
         # only one without it asks the cluster whether the topic is typed.
         typed_rows = opts.topic is not None and "value" not in schema.fieldNames()
         topics = (opts.topic,) if typed_rows and opts.topic is not None else ()
-        self.typed = typed_user_schema(endpoint, topics, self.tls)
+        if opts.merge_schema and opts.topic is not None:
+            # Once, on the driver, before any task writes (``merge_schema``).
+            self.typed: TopicSchema | None = merge_topic_schema(
+                endpoint, opts.topic, schema, tls=self.tls, token=opts.token
+            )
+        else:
+            self.typed = typed_user_schema(endpoint, topics, tls=self.tls, token=opts.token)
         if self.typed is not None:
             assert opts.topic is not None
             typed_sink_columns(schema, self.typed, opts.topic)

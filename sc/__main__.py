@@ -7,7 +7,10 @@ shell-quoted argv template).
 SIGTERM or SIGINT stops the SC cleanly (exit 0), during its start too; a failed start
 exits 1 with an ERROR log line saying what failed. Redis is checked first: the SC
 retries an unreachable Redis for ``redis_start_timeout_s`` (``--redis-start-timeout``),
-then exits naming its URL, so a supervisor notices instead of waiting on a silent SC.
+then exits naming its URL, so a supervisor notices instead of waiting on a silent SC; it
+then checks that Redis keeps its data (``sc.kv.persistence``: a warning, or exit 2 with
+``require_redis_persistence``). A store that loses its data while the SC runs makes the
+SC exit 1 (managed SPUs keep running); started again, it rebuilds from the SPUs.
 With ``--ready-file`` the SC writes ``{"pid", "public_port", "private_port",
 "metrics_url"}`` as JSON once both servers listen, so a supervisor can use port 0.
 ``--metrics-port`` serves Prometheus metrics (``sc.metrics``); off by default.
@@ -35,6 +38,7 @@ from redis.exceptions import RedisError
 from sc.app import ScApp
 from sc.gc_policy import FreezeSurvivors
 from sc.kv import RedisKvStore
+from sc.kv.persistence import check_persistence
 from sc.settings import ScSettings
 from spark_stream.config import load_settings, settings_files
 from spark_stream.errors import FluvioError, InvalidConfigError, KvUnavailableError
@@ -75,6 +79,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--metrics-port", type=int, help="serve Prometheus metrics here (0: any free port)"
     )
+    parser.add_argument(
+        "--auth-key-file", help="check client tokens signed with this key (default: off)"
+    )
     parser.add_argument("--ready-file", type=Path, help="write ports as JSON here once up")
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_SC_LOG_LEVEL", "INFO"))
     return parser.parse_args(argv)
@@ -92,6 +99,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         "tier_root",
         "redis_start_timeout_s",
         "metrics_port",
+        "auth_key_file",
     )
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
@@ -123,6 +131,25 @@ async def _check_redis(settings: ScSettings) -> None:
         raise KvUnavailableError(f"redis at {url} is not usable: {exc}") from exc
     finally:
         await probe.close()
+    try:
+        problem = await check_persistence(url)
+    except RedisError as exc:
+        raise KvUnavailableError(f"redis at {url} is not usable: {exc}") from exc
+    if problem is None:
+        log.info("redis at %s persists its data", url)
+    elif settings.require_redis_persistence:
+        raise InvalidConfigError(
+            f"redis at {url} does not keep its data: {problem}; turn on its append-only "
+            "file (appendonly yes, appendfsync everysec) or unset require_redis_persistence"
+        )
+    else:
+        log.warning(
+            "redis at %s does not keep its data: %s; losing it loses consumer-group "
+            "offsets and SPU groups (topics and partitions are rebuilt from the SPUs); "
+            "turn on appendonly yes with appendfsync everysec",
+            url,
+            problem,
+        )
 
 
 async def _start(app: ScApp, settings: ScSettings) -> None:
@@ -180,7 +207,18 @@ async def _run(settings: ScSettings, args: argparse.Namespace) -> int:
         tmp = args.ready_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(ready))
         tmp.replace(args.ready_file)
-    await stopping
+    lost = loop.create_task(app.lost.wait(), name="sc-store-lost")
+    await asyncio.wait((stopping, lost), return_when=asyncio.FIRST_COMPLETED)
+    if not stopping.done():
+        stopping.cancel()
+        log.error(
+            "sc stopping: the KV store at %s lost its data; start the SC again to rebuild "
+            "topics and partitions from what the SPUs hold (managed SPUs keep running)",
+            settings.redis_url,
+        )
+        await app.stop(keep_spus=True)
+        return 1
+    lost.cancel()
     log.info("sc stopping on signal")
     await app.stop()
     return 0

@@ -19,6 +19,13 @@ With ``metrics_port`` set, Prometheus metrics (``sc.metrics``) are served on
 
 ``stop()`` stops the controller loop *before* closing SPU connections: the SC going
 away is not the SPUs failing, so no status is written and no leader moves.
+
+Losing the store. The store's identity (``KvStore.store_id``) is read first and sent to
+every SPU, which keeps it with its replicas' metadata. A connecting SPU's report of
+replicas the store forgot is rebuilt into the store (``sc.rebuild``) before the SPU is
+accepted. A store found to have lost data while the SC runs halts the controller loop
+and sets ``lost``: ``python -m sc`` then exits (status 1) without stopping the managed
+SPUs, and the next SC rebuilds from what they report.
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ from sc.metrics import ScMetrics
 from sc.private_api import PrivateApi
 from sc.provisioner import LocalProcessProvisioner, NullProvisioner, Provisioner
 from sc.public_api import PublicApi
+from sc.rebuild import Rebuilder
 from sc.settings import ScSettings
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
+from spark_stream.auth import load_key
 from spark_stream.metrics import MetricsEndpoint
 from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
 from spark_stream.net.budget import RequestBudget
@@ -92,6 +101,10 @@ class ScApp:
         self.actions = ActionDispatcher(KvUpdater(self.kv), self.cm, self.provisioner_updater)
         self.dispatcher = Dispatcher(self.kv, self.store, self.actions.execute, reducers)
         self.dispatcher.add_listener(self._groups_changed)
+        self.lost = asyncio.Event()
+        """Set when the store lost data while this SC ran (see the module doc)."""
+        self.dispatcher.on_store_lost = self._store_lost
+        self.rebuilder = Rebuilder(self.kv, self.dispatcher, lambda: self.cm.store_id)
         self.budget = RequestBudget(settings.request_budget_bytes)  # both servers share it
         self.private = PrivateApi(
             self.cm,
@@ -101,6 +114,7 @@ class ScApp:
             port=settings.private_port,
             budget=self.budget,
             tls=server_context(settings.tls),
+            rebuilder=self.rebuilder,
         )
         self.public = PublicApi(
             self.kv,
@@ -113,6 +127,7 @@ class ScApp:
             kv_budget_s=settings.admin_kv_timeout_s,
             budget=self.budget,
             tls=server_context(settings.tls),
+            auth_key=load_key(settings.auth_key_file) if settings.auth_key_file else None,
         )
         self._timer: asyncio.Task[None] | None = None
         self._started = False
@@ -154,6 +169,9 @@ class ScApp:
     def _submit(self, event: ControllerEvent) -> None:
         self.dispatcher.submit(event)
 
+    def _store_lost(self, reason: str) -> None:
+        self.lost.set()
+
     def _groups_changed(self, changes: list[Change], resync: bool) -> None:
         """Consumer groups changed in the mirror: the CM pushes the delivery gates."""
         if resync or any(change.kind == ConsumerGroup.kind for change in changes):
@@ -172,6 +190,7 @@ class ScApp:
         self._started = True
         try:
             self._serve_metrics()
+            self.cm.store_id = await self.kv.store_id()
             await self.private.start()
             self.provisioner_updater.provisioner = self._make_provisioner()
             await self.dispatcher.load()
@@ -212,6 +231,12 @@ class ScApp:
                 self.settings.data_dir,
                 sc_endpoint=str(Endpoint(self.settings.host, self.private_port)),
                 token=self.settings.spu_token,
+                # Managed SPUs check client tokens with the SC's key (auth on or off alike).
+                env=(
+                    {"FLUVIO_SPU_AUTH_KEY_FILE": self.settings.auth_key_file}
+                    if self.settings.auth_key_file
+                    else None
+                ),
             )
         return NullProvisioner()
 
@@ -240,8 +265,15 @@ class ScApp:
             await self._ensure_managed()
             await asyncio.sleep(self.reconcile_interval_s)  # periodic drift repair
 
-    async def stop(self) -> None:
-        """Stop the controllers, then the servers, the managed SPUs and the KV client."""
+    async def stop(self, *, keep_spus: bool = False) -> None:
+        """Stop the controllers, then the servers, the managed SPUs and the KV client.
+
+        Args:
+            keep_spus: leave the managed SPUs running (the store lost them: the next SC
+                rebuilds from their reports).
+        """
+        if keep_spus and isinstance(self.provisioner, LocalProcessProvisioner):
+            self.provisioner.stop_on_close = False
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -192,7 +192,7 @@ class SpuSession:
             self.gates_sent.setdefault(key[0], {})[key] = entry
         gates = list(full.values())
         revision = cm.revision()
-        yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision)
+        yield SpuConnectAccepted(self.spu_id, cm.heartbeat_timeout_s, revision, cm.store_id)
         yield UpdateSpus.build(spus, full=True, revision=revision)
         yield UpdateGates.build(True, gates, groups=sorted(cm.groups))
         yield UpdateReplicas.build(replicas, full=True, purge=purge, revision=revision)
@@ -259,6 +259,8 @@ class ConnectionManager:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._token = token.encode()
+        self.store_id = ""
+        """The KV store's identity, sent to each SPU on accept (set at the SC's start)."""
         self.heartbeat_timeout_s = heartbeat_timeout_s
         self._emit = emit
         self.revision = revision
@@ -533,12 +535,20 @@ class ConnectionManager:
         Raises:
             UnauthorizedError: wrong token, or no SPU registered with that id.
         """
-        if not hmac.compare_digest(token.encode(), self._token):
-            raise UnauthorizedError(f"SPU {spu_id}: invalid token")
+        self.check_token(spu_id, token)
         spu = self.spus.get(spu_id)
         if spu is None:
             raise UnauthorizedError(f"SPU {spu_id} is not registered")
         return spu
+
+    def check_token(self, spu_id: int, token: str) -> None:
+        """Refuse a peer without the cluster's secret (before anything it asks is done).
+
+        Raises:
+            UnauthorizedError: wrong token.
+        """
+        if not hmac.compare_digest(token.encode(), self._token):
+            raise UnauthorizedError(f"SPU {spu_id}: invalid token")
 
     def attach(
         self, spu_id: int, closer: Callable[[], None], stored: Iterable[ReplicaId] = ()

@@ -26,6 +26,12 @@ Theory of operation (seed ``003``, "Workflows"):
 The watch survives Redis outages: on ``KvUnavailableError`` it backs off and watches
 again from the last revision it delivered; the store answers with the changes since, or
 a ``Resync`` when it cannot.
+
+**A store that forgot.** A ``Resync`` at a revision below the mirror's means the store
+lost data (flushed, replaced by an empty server, restored from an older file). Reducing
+it would delete every topic and stop every managed SPU while the SPUs still hold the
+data; so the loop halts instead: it reduces nothing more and calls ``on_store_lost``
+(the SC exits; the next SC rebuilds from the SPUs' reports, ``sc.rebuild``).
 """
 
 from __future__ import annotations
@@ -118,6 +124,10 @@ class Dispatcher:
         self.batches = 0
         """Batches reduced and carried out (the controller loop's passes)."""
         self.on_batch: Callable[[float], None] | None = None
+        self.on_store_lost: Callable[[str], None] | None = None
+        """Called once (with the reason) when the store went back in time; see above."""
+        self.halted = False
+        """True once the store was found to have forgotten: nothing is reduced any more."""
         """Called with each batch's seconds, reduce and actions (the SC's metrics)."""
 
     # -- inputs ------------------------------------------------------------------------
@@ -255,6 +265,8 @@ class Dispatcher:
         items = [self._inbox.popleft() for _ in range(min(self.batch_max, len(self._inbox)))]
         if len(self._inbox) < self.inbox_limit:
             self._room.set()
+        if self.halted:
+            return  # the store forgot: acting on anything now could delete what it lost
         events: list[ControllerEvent] = []
         changes: list[Change] = []
         resync = False
@@ -266,6 +278,9 @@ class Dispatcher:
                     events.append(change)
             elif isinstance(item, Resync):
                 log.warning("kv watch resync revision=%d", item.revision)
+                if item.revision < self.store.revision:
+                    self._halt(item.revision)
+                    return
                 found = self.store.apply_resync(item)
                 resync = True
                 changes += found
@@ -278,6 +293,17 @@ class Dispatcher:
         if changes or resync:
             self._notify(changes, resync)
         await self._process(events, kv_applied=bool(changes) or resync)
+
+    def _halt(self, revision: int) -> None:
+        """The store went back from the mirror's revision to ``revision``: stop reducing."""
+        self.halted = True
+        reason = (
+            f"the KV store went back from revision {self.store.revision} to {revision}: "
+            "it lost data (flushed, replaced or restored); nothing of it is acted on"
+        )
+        log.error("%s", reason)
+        if self.on_store_lost is not None:
+            self.on_store_lost(reason)
 
     async def _process(self, events: list[ControllerEvent], *, kv_applied: bool) -> None:
         """Reduce ``events`` (plus due retries), carry out the actions, mark progress."""

@@ -5,7 +5,9 @@ check the peer and call the connection manager (``sc.connection_manager``), whic
 the logic. The conversation is specified in ``docs/protocol.md`` ("SC private
 messages"):
 
-- ``SPU_CONNECT`` (a stream): authorise the SPU (registered id, shared token; a refused
+- ``SPU_CONNECT`` (a stream): with a report of replicas the store forgot (its data was
+  lost), rebuild them first (``sc.rebuild``; the token is checked before), then authorise
+  the SPU (registered id, shared token; a refused
   peer gets ``UnauthorizedError`` and the connection closes), store the endpoints it
   actually bound in its SPU spec when they differ, attach a session (with the replica
   directories the SPU reported, so its full push can purge deleted ones) and stream its
@@ -28,6 +30,7 @@ from typing import Any
 from sc.connection_manager import ConnectionManager, SpuSession
 from sc.dispatcher import Dispatcher
 from sc.kv.store import KvStore
+from sc.rebuild import Rebuilder
 from spark_stream.errors import ConflictError, InvalidRequestError, UnauthorizedError
 from spark_stream.models import PrivateEndpoint, PublicEndpoint, Spu
 from spark_stream.net.budget import RequestBudget
@@ -58,6 +61,8 @@ class PrivateApi:
         host: address to bind.
         port: port to bind (0: any free one; read ``port`` after ``start``).
         budget: the process's request-bytes budget (shared with the public server).
+        rebuilder: rebuilds what a connecting SPU reports and the store forgot
+            (``sc.rebuild``); None: reports are not used.
     """
 
     def __init__(
@@ -70,8 +75,10 @@ class PrivateApi:
         port: int = 9004,
         budget: RequestBudget | None = None,
         tls: ssl.SSLContext | None = None,
+        rebuilder: Rebuilder | None = None,
     ) -> None:
         self.cm = cm
+        self.rebuilder = rebuilder
         self.dispatcher = dispatcher
         self.kv = kv
         self.server = Server(
@@ -125,14 +132,19 @@ class PrivateApi:
             raise InvalidRequestError("SPU_CONNECT answers with a stream; open it with stream()")
         if _SESSION in ctx.state:
             raise InvalidRequestError("this connection already carries an SPU session")
+        public, private = msg.endpoints()
+        stored = msg.stored_replicas()
+        records = msg.replica_records()
         try:
+            if records and self.rebuilder is not None:
+                # Only a peer with the secret may have the store rebuilt from its report.
+                self.cm.check_token(msg.spu_id, msg.token)
+                await self.rebuilder.absorb(msg.spu_id, records, public, private, msg.group)
             spu = await self._authorize(msg)
         except UnauthorizedError as exc:
             log.warning("spu refused spu=%d peer=%s reason=%s", msg.spu_id, ctx.peer, exc)
             ctx.close()
             raise
-        public, private = msg.endpoints()
-        stored = msg.stored_replicas()
         await self._record_endpoints(spu, public, private)
         session = self.cm.attach(msg.spu_id, ctx.close, stored)
         ctx.state[_SESSION] = session

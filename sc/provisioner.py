@@ -172,6 +172,7 @@ class LocalProcessProvisioner(Provisioner):
                 data_dir=folder,
                 ports=(public, private),
                 token=self._token,
+                settings={"group": spu.group},
             ),
         }
         try:

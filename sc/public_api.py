@@ -23,7 +23,7 @@ import bisect
 import inspect
 import logging
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 from sc.assignment import InsufficientSpus, InvalidAssignment, short_of_spus
@@ -35,6 +35,7 @@ from sc.kv.budget import retry_budget
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
 from sc.topic_tier import with_tier
+from spark_stream.auth.guard import Guard
 from spark_stream.errors import (
     ConflictError,
     InsufficientResourcesError,
@@ -59,7 +60,7 @@ from spark_stream.models import (
     TopicSchema,
     TopicSpec,
 )
-from spark_stream.models.topic_schema import decode_arrow
+from spark_stream.models.topic_schema import decode_arrow, untyped_with_records
 from spark_stream.models.topic_table import TableFormat, check_delta_types
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import ConnContext, Handler, Server
@@ -211,6 +212,8 @@ class PublicApi:
             pushes a grant once the leader holds its gate.
         tier_root: the cluster's default tier (topics with a table need one).
         budget: the process's request-bytes budget (shared with the private server).
+        auth_key: the cluster key checking client tokens (``spark_stream.auth``); None:
+            clients need none.
     """
 
     def __init__(
@@ -226,6 +229,7 @@ class PublicApi:
         kv_budget_s: float = 3.0,
         budget: RequestBudget | None = None,
         tls: ssl.SSLContext | None = None,
+        auth_key: bytes | None = None,
     ) -> None:
         self.kv = kv
         self.kv_budget_s = kv_budget_s
@@ -253,12 +257,15 @@ class PublicApi:
             ApiKey.DELETE_SPU_GROUP: self._delete_spu_group,
             ApiKey.LIST_SPU_GROUPS: self._list_spu_groups,
         }
+        guard = Guard(auth_key, name="sc-public")
         self.server = Server(
-            {
-                **{key: self._bounded(handler) for key, handler in admin.items()},
-                ApiKey.WATCH_METADATA: self._watch_metadata,
-                **group_api.routes(),
-            },
+            guard.routes(
+                {
+                    **{key: self._bounded(handler) for key, handler in admin.items()},
+                    ApiKey.WATCH_METADATA: self._watch_metadata,
+                    **group_api.routes(),
+                }
+            ),
             host=host,
             port=port,
             name="sc-public",
@@ -408,7 +415,7 @@ class PublicApi:
         topic = self.store.topic(msg.name)
         if topic is None:
             raise UnknownTopicError(f"topic {msg.name!r} does not exist")
-        new = evolved_schema(topic, msg.arrow)
+        new = evolved_schema(topic, msg.arrow, self.store.partitions_of(topic.name))
         try:
             stored = await self.kv.update_spec(
                 Topic.kind,
@@ -596,19 +603,25 @@ def _grown_spec(topic: Topic, count: int, store: StoreView) -> TopicSpec:
     return spec.model_copy(update={"partitions": total})
 
 
-def evolved_schema(topic: Topic, arrow: str) -> TopicSchema:
+def evolved_schema(topic: Topic, arrow: str, partitions: Sequence[Partition]) -> TopicSchema:
     """The next version of ``topic``'s schema with the user columns ``arrow`` describes.
 
+    An untyped topic that holds no record (no partition's leader reported a record)
+    becomes typed: version 1 of ``arrow``. One that holds records stays untyped: its
+    records have no columns, so a schema would make them unreadable.
+
     Raises:
-        InvalidConfigError: the topic is untyped, ``arrow`` is not an Arrow schema, or
-            the change is not only appended nullable columns (the message says which).
+        InvalidConfigError: the topic is untyped and holds records, ``arrow`` is not an
+            Arrow schema, or the change is not only appended nullable columns (the
+            message says which).
     """
     old = topic.spec.topic_schema
     if old is None:
-        raise InvalidConfigError(
-            f"topic {topic.name!r} is untyped; a schema is set when a topic is created"
-        )
-    new = old.evolve(decode_arrow(arrow))
+        if any(max(p.status.leo, p.status.log_start_offset) > 0 for p in partitions):
+            raise InvalidConfigError(untyped_with_records(topic.name))
+        new = TopicSchema.of(decode_arrow(arrow))
+    else:
+        new = old.evolve(decode_arrow(arrow))
     if topic.spec.table is TableFormat.DELTA:
         check_delta_types(new.arrow_schema)
     return new

@@ -45,6 +45,11 @@ class ScSettings(ProcessSettings):
         description="How long an admin request retries an unreachable Redis before it "
         "answers KvUnavailableError (retriable); the SC's own loops retry for 30 s.",
     )
+    require_redis_persistence: bool = Field(
+        False,
+        description="Refuse to start on a Redis that would lose writes on a restart "
+        "(no append-only file, or appendfsync no); off: log a warning (sc.kv.persistence).",
+    )
     redis_start_timeout_s: float = Field(
         10.0,
         gt=0,

@@ -84,6 +84,11 @@ class ProcessSettings(BaseSettings):
         "TLS) and on the connections this process opens (it trusts ca and presents cert); "
         "plaintext when unset. Environment: FLUVIO_SC_TLS__CERT=..., FLUVIO_SPU_TLS__CA=...",
     )
+    auth_key_file: str | None = Field(
+        None,
+        description="Client authentication: the cluster key (hex) that signs client tokens; "
+        "the SC and every SPU read the same file. Unset: off, clients need no token.",
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -391,6 +391,24 @@ __all__ += [
 ]
 
 
+# -- client authentication and authorisation (the 120-129 band) --------------------
+
+
+class AuthenticationError(UnauthorizedError):
+    """A client token is missing, malformed, expired or not signed by this cluster's key."""
+
+    code = 120
+
+
+class PermissionDeniedError(UnauthorizedError):
+    """The client's token lacks the permission (produce, consume, admin) on the topic named."""
+
+    code = 121
+
+
+__all__ += ["AuthenticationError", "PermissionDeniedError"]
+
+
 _BY_CODE: dict[int, type[FluvioError]] = {}
 
 

@@ -45,6 +45,7 @@ _OPTIONS = {
     "max_batch_bytes": int,
     "frame_validation": str,
     "metrics_port": int,
+    "auth_key_file": str,
 }
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from spark_stream.auth import load_key
+from spark_stream.auth.guard import Guard
 from spark_stream.metrics import MetricsEndpoint
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import Server
@@ -45,8 +47,10 @@ class SpuApp:
         self.settings = settings
         self.dispatcher = SpuDispatcher(settings, on_status=self._lrs_changed)
         self.budget = RequestBudget(settings.request_budget_bytes)  # both servers share it
+        auth_key = load_key(settings.auth_key_file) if settings.auth_key_file else None
+        guard = Guard(auth_key, name=f"spu-{settings.id}-public")
         self.public = Server(
-            public_routes(self.dispatcher, self.dispatcher.gates),
+            guard.routes(public_routes(self.dispatcher, self.dispatcher.gates)),
             host=settings.host,
             port=settings.public_port,
             name=f"spu-{settings.id}-public",

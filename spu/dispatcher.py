@@ -39,7 +39,13 @@ from spark_stream.errors import (
 from spark_stream.models import Spu, SpuResolution, parse_partition_name, partition_name
 from spark_stream.net.tls import client_context
 from spark_stream.protocol import UpdateGates
-from spark_stream.protocol.control import Replica, ReplicaId, UpdateReplicas, UpdateSpus
+from spark_stream.protocol.control import (
+    Replica,
+    ReplicaId,
+    ReplicaMeta,
+    UpdateReplicas,
+    UpdateSpus,
+)
 from spark_stream.records import now_us
 from spu._tasks import cancel_and_wait
 from spu.dispatch_plan import (
@@ -74,6 +80,7 @@ from spu.storage import (
     replica_dir,
     write_uid,
 )
+from spu.storage.replica_meta import list_replica_meta, write_replica_meta
 from spu.storage.scrub import Damage
 from spu.tiering import TierKeeper
 from spu.traffic import PartitionTraffic
@@ -120,6 +127,10 @@ class SpuDispatcher:
         self._replicas: dict[str, Replica] = {}
         self._logs: dict[str, ReplicaLog] = {}
         self._log_uids: dict[str, str | None] = {}  # the incarnation each open log stores
+        self._meta_kept: dict[str, ReplicaMeta] = {}  # the replica.json last written
+        self.store_id = ""
+        """The SC store's identity (``SpuConnectAccepted.store_id``; set by the SC link):
+        written with each replica's metadata; none is written while it is unknown."""
         self._leaders: dict[str, LeaderController] = {}
         self.traffic: dict[str, PartitionTraffic] = {}
         """Produce and fetch totals by partition name, kept across leaderships."""
@@ -351,6 +362,7 @@ class SpuDispatcher:
                 if (held := self._replicas.get(gone.name)) is not None and held.id == gone:
                     del self._replicas[gone.name]
             await self._reconcile(purge)
+            await self._keep_meta()
 
     async def set_replicas(self, replicas: Iterable[Replica]) -> None:
         """Replace the whole replica view (what a full ``UpdateReplicas`` does)."""
@@ -370,6 +382,45 @@ class SpuDispatcher:
                 continue
             stored.append(ReplicaId(name, uid))
         return stored
+
+    def stored_meta(self) -> list[ReplicaMeta]:
+        """The metadata kept in every replica directory (``spu.storage.replica_meta``).
+
+        What the SPU reports when it connects (``SpuConnectRequest.replica_meta``), so an
+        SC whose store forgot these partitions rebuilds them.
+        """
+        return list_replica_meta(Path(self.settings.data_dir))
+
+    async def _keep_meta(self) -> None:
+        """Write ``replica.json`` of each open replica whose entry changed (off the loop).
+
+        Only for a log open on the entry's incarnation, and only once the store's
+        identity is known; a failed write is logged, the replica keeps serving.
+        """
+        if not self.store_id:
+            return
+        changed = []
+        for name, replica in self._replicas.items():
+            if name not in self._logs or self._log_uids.get(name) != replica.uid:
+                continue
+            meta = ReplicaMeta(self.store_id, replica)
+            if self._meta_kept.get(name) != meta:
+                changed.append(meta)
+        for name in set(self._meta_kept) - set(self._logs):
+            del self._meta_kept[name]  # closed: written again when it reopens
+        if changed:
+            await asyncio.to_thread(self._write_meta, changed)
+
+    def _write_meta(self, records: list[ReplicaMeta]) -> None:
+        for meta in records:
+            replica = meta.replica
+            path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
+            try:
+                write_replica_meta(path, meta)
+            except FluvioError as exc:
+                logger.error("cannot keep replica metadata partition=%s: %s", replica.name, exc)
+                continue
+            self._meta_kept[replica.name] = meta
 
     # -- reconciliation --------------------------------------------------------------
 

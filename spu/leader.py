@@ -9,13 +9,15 @@ only writer. It
   request is answered per ``acks``: at once (``none``, ``leader``) or once the high
   watermark passes its last record (``all``; refused up front with
   ``NotEnoughReplicasError`` when the in-sync set is smaller than the topic's
-  ``min_in_sync_replicas``, and failed the same way if the set shrank below it by the
-  time the records were committed);
+  ``min_in_sync_replicas``, and failed the same way, at once, when the set shrinks
+  below it while the request waits);
 - **tracks its followers** (``spu.replication``): each follower's LEO reports, the
   in-sync set (laggards past ``replica_max_lag_ms`` evicted, followers that caught up
   re-admitted, followers whose SPU went offline dropped at once) and the high watermark
-  (min LEO over the in-sync set, never backwards), re-evaluated on every report, every
-  append and on a timer, so a dead follower cannot stall the high watermark;
+  (min LEO over the in-sync set, never backwards, and frozen while the set is smaller
+  than ``min_in_sync_replicas``: a leader cut off from its followers commits nothing
+  only it holds), re-evaluated on every report, every append and on a timer, so a dead
+  follower cannot stall the high watermark while enough others are in sync;
 - **syncs a follower** that opens a stream (``sync_follower``): the follower lists the
   ``(base offset, crc)`` of its frames past its high watermark; the longest prefix that
   matches this log is kept, the rest cut, so a follower whose log diverged after a leader
@@ -574,7 +576,7 @@ class LeaderController:
         leo, hw = self.log.leo, self.log.hw
         isr = next_in_sync_set(self.spu_id, self._isr, self._progress, leo, hw, now, self.policy)
         leos = [p.leo for s in isr if s != self.spu_id and (p := self._progress[s])]
-        new_hw = high_watermark(leo, leos, hw)
+        new_hw = high_watermark(leo, leos, hw, self.min_in_sync_replicas)
         changed = isr != self._isr or new_hw != hw or leo != self._last_leo
         report = force or isr != self._isr
         if isr != self._isr:
@@ -591,6 +593,9 @@ class LeaderController:
             self.log.hw = new_hw
         self._last_leo = leo
         self._waiters.advance(new_hw, self._acks_all_error)
+        error = self._acks_all_error()
+        if error is not None:  # too few replicas to commit: no pending acks=all will be
+            self._waiters.fail_all(error)
         if changed:
             self._subscribers.notify()
         if report:
@@ -600,7 +605,7 @@ class LeaderController:
         if len(self._isr) >= self.min_in_sync_replicas:
             return None
         return NotEnoughReplicasError(
-            f"{self.name}: records committed with {len(self._isr)} in-sync replicas "
+            f"{self.name}: records not committed: {len(self._isr)} in-sync replicas "
             f"{sorted(self._isr)}, acks=all needs {self.min_in_sync_replicas}"
         )
 

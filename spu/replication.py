@@ -176,13 +176,22 @@ def high_watermark(
     leader_leo: int,
     in_sync_leos: Iterable[int],
     previous: int,
+    min_in_sync_replicas: int = 1,
 ) -> int:
     """The high watermark: min LEO over the in-sync set, never moving backwards.
+
+    It stays where it is while the in-sync set (leader included) is smaller than
+    ``min_in_sync_replicas``: a record is committed only once that many replicas hold
+    it. The leader shrinks its in-sync set on its own (followers it stops hearing
+    from), so a leader cut off from its followers and the SC would otherwise commit
+    what only it holds; the SC elects another leader meanwhile, and those records,
+    readable as committed, would vanish when the old leader rejoins as a follower.
 
     Args:
         leader_leo: the leader's LEO (the leader is always in the set).
         in_sync_leos: the LEOs of the in-sync followers.
         previous: the high watermark so far.
+        min_in_sync_replicas: the topic's minimum in-sync set for a commit.
 
     Raises:
         InvalidRequestError: ``previous`` is past ``leader_leo`` (a watermark above the
@@ -190,7 +199,10 @@ def high_watermark(
     """
     if previous > leader_leo:
         raise InvalidRequestError(f"high watermark {previous} is past the LEO {leader_leo}")
-    lowest = min(in_sync_leos, default=leader_leo)
+    leos = list(in_sync_leos)
+    if not can_ack_all(1 + len(leos), min_in_sync_replicas):
+        return previous
+    lowest = min(leos, default=leader_leo)
     return max(previous, min(leader_leo, lowest))
 
 

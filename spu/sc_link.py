@@ -3,7 +3,9 @@
 Theory of operation (seed ``002``, "Update LRS"; ``spark_stream.protocol.control``). A
 loop connects to ``sc_endpoint`` and opens an ``SPU_CONNECT`` stream with this SPU's id,
 token, the endpoints it actually bound (so port 0 works) and the replica directories it
-has on disk (the SC purges those whose partition was deleted meanwhile). The first push
+has on disk (the SC purges those whose partition was deleted meanwhile) with the
+metadata it keeps of each (``replica.json``: an SC whose store forgot them rebuilds them,
+``sc.rebuild``). The first push
 must be ``SpuConnectAccepted``; then ``UpdateSpus``, ``UpdateGates`` and ``UpdateReplicas``
 pushes go to the dispatcher in order (gates before the replicas that follow them, so a
 new leader has its delivery gates when it starts serving). On the same connection two tasks send:
@@ -137,8 +139,16 @@ class ScLink:
     async def _session(self, conn: Connection) -> None:
         # The replica directories on disk, so the SC can purge those deleted meanwhile.
         stored = await asyncio.to_thread(self.dispatcher.stored_replicas)
+        # What it keeps of each replica, so an SC whose store forgot them rebuilds them.
+        meta = await asyncio.to_thread(self.dispatcher.stored_meta)
         request = SpuConnectRequest.build(
-            self.settings.id, self.settings.token, self.public, self.private, stored
+            self.settings.id,
+            self.settings.token,
+            self.public,
+            self.private,
+            stored,
+            meta,
+            self.settings.group,
         )
         async with await conn.stream(request) as stream:
             first = await anext(stream)
@@ -146,6 +156,7 @@ class ScLink:
             if not isinstance(accepted, SpuConnectAccepted):
                 raise InvalidRequestError(f"the SC's first push is {type(accepted).__name__}")
             self.connections += 1
+            self.dispatcher.store_id = accepted.store_id
             interval = min(self.settings.heartbeat_interval_s, accepted.heartbeat_timeout_s / 3)
             logger.info("connected to the SC spu=%d heartbeat_s=%.2f", self.settings.id, interval)
             self.accepted.set()

@@ -30,6 +30,12 @@ class SpuSettings(ProcessSettings):
     private_port: int = Field(9006, ge=0, le=65535, description="Replication from peers.")
     sc_endpoint: str = Field("127.0.0.1:9004", description="The SC's private address.")
     token: str = Field("fluvio-local", description="Shared secret presented to the SC.")
+    group: str | None = Field(
+        None,
+        description="The SPU group that manages this SPU (set by the SC's provisioner); "
+        "None: a custom SPU. Reported on connect: an SC whose store forgot this SPU "
+        "registers a custom one again, a managed one comes back with its group.",
+    )
     data_dir: str = Field(".fluvio/spu", description="Replica logs live below this.")
     heartbeat_interval_s: float = Field(2.0, gt=0, description="LRS/heartbeat period.")
     replica_max_lag_ms: int = Field(10_000, gt=0, description="Follower lag before eviction.")

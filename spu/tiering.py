@@ -13,6 +13,11 @@ logs of tiered topics (the partition spec carries ``tier``):
   (``tier_hooks``). A new leader resumes where the manifest ends; a crash between a
   file and its manifest entry is repaired by writing the same file again. The produce
   path never waits for any of this: slices are views of the memory-mapped segments.
+- **Leftover temporary files**: a file is written under a hidden temporary name carrying
+  the writer's leader epoch, then moved in; a leader killed in between leaves the
+  temporary file. The first job of each leadership (a new epoch, or a restarted SPU)
+  first removes those of its partition from epochs up to its own
+  (``spark_stream.tier.layout.stale_temps``), so nothing piles up in the tier.
 - **Tier retention**: in the same job, the oldest entries whose newest record is older
   than the topic's retention leave the manifest, then their files are deleted.
 - **Local retention floor**: the keeper knows each tiered partition's manifest end
@@ -40,7 +45,7 @@ from spark_stream.protocol.control import Replica
 from spark_stream.records import RECORD_SCHEMA, iter_frames
 from spark_stream.tier import TierEntry, TierManifest, data_file, load_manifest, save_manifest
 from spark_stream.tier.layout import join
-from spark_stream.tier.store import file_size, remove
+from spark_stream.tier.store import file_size, remove, remove_stale_temps
 from spu.storage import LogSlice, ReplicaLog
 from spu.storage.tier import write_parquet
 from spu.tier_hooks import TierHook, table_hook
@@ -67,7 +72,9 @@ class TierOutcome:
     written: int = 0
 
 
-def _entry(tier_url: str, partition: int, piece: LogSlice, schema: pa.Schema) -> TierEntry:
+def _entry(
+    tier_url: str, partition: int, piece: LogSlice, schema: pa.Schema, epoch: int | None
+) -> TierEntry:
     """Write one slice as a tier file; its manifest entry."""
     relative = data_file(partition, piece.base_offset)
     url = join(tier_url, relative)
@@ -78,6 +85,7 @@ def _entry(tier_url: str, partition: int, piece: LogSlice, schema: pa.Schema) ->
         schema=schema,
         tier_url=tier_url,
         file_url=url,
+        epoch=epoch,
     )
     newest = max((h.max_timestamp for h, _ in iter_frames(piece.data, check_crc=False)), default=-1)
     return TierEntry(
@@ -99,6 +107,7 @@ def tier_slices(
     *,
     replay: bool = False,
     cutoff_us: int | None = None,
+    epoch: int | None = None,
 ) -> TierOutcome:
     """Write ``slices`` to the tier, record them, apply tier retention (a worker thread).
 
@@ -110,6 +119,7 @@ def tier_slices(
         hook: told about each recorded entry.
         replay: first offer every entry already in the manifest to ``hook``.
         cutoff_us: entries whose newest record is older leave the tier.
+        epoch: the leader epoch this SPU writes under (names its temporary files).
 
     Returns:
         The outcome; an error stops the job where it happened.
@@ -124,9 +134,9 @@ def tier_slices(
             end = manifest.end_offset
             if end is not None and piece.next_offset <= end:
                 continue  # recorded by an earlier attempt
-            entry = _entry(tier_url, partition, piece, schema)
+            entry = _entry(tier_url, partition, piece, schema, epoch)
             manifest = manifest.with_entry(entry)
-            save_manifest(tier_url, manifest)
+            save_manifest(tier_url, manifest, epoch=epoch)
             written += 1
             if hook is not None:
                 hook.on_tiered(partition, entry)
@@ -134,7 +144,7 @@ def tier_slices(
             if hook is not None:  # out of the table before the files go
                 hook.on_expired(partition, expired)
             manifest = manifest.without(expired)
-            save_manifest(tier_url, manifest)
+            save_manifest(tier_url, manifest, epoch=epoch)
             for gone in expired:
                 remove(join(tier_url, gone.file))
             logger.info(
@@ -186,6 +196,8 @@ class TierKeeper:
         self._ends: dict[str, int | None] = {}
         self._errors: dict[str, str | None] = {}
         self._replayed: set[str] = set()
+        # the leadership (partition uid, leader epoch) whose leftovers are gone
+        self._swept: dict[str, tuple[str | None, int]] = {}
         self.status: dict[str, str] = {}
 
     def floor(self, name: str) -> int | None:
@@ -249,6 +261,14 @@ class TierKeeper:
             except FluvioError as exc:
                 self._report(name, url, None, str(exc))
                 return
+            leadership = (replica.uid, replica.leader_epoch)
+            if self._swept.get(name) != leadership:
+                try:
+                    await asyncio.to_thread(self._sweep, url, replica)
+                except FluvioError as exc:
+                    self._report(name, url, manifest, str(exc))
+                    return
+                self._swept[name] = leadership
             if log.closed:
                 return
             pieces = pieces_to_tier(log.segments, manifest.end_offset, log.hw)
@@ -266,10 +286,24 @@ class TierKeeper:
                 table_hook(replica.spec, url),
                 replay=replay,
                 cutoff_us=cutoff,
+                epoch=replica.leader_epoch,
             )
             if outcome.error is None:
                 self._replayed.add(name)
             self._report(name, url, outcome.manifest, outcome.error)
+
+    @staticmethod
+    def _sweep(url: str, replica: Replica) -> None:
+        """Remove the temporary files earlier writers of the partition left (a thread)."""
+        removed = remove_stale_temps(url, replica.partition, replica.leader_epoch)
+        if removed:
+            logger.info(
+                "removed %d temporary files left in the tier partition=%s epoch=%d: %s",
+                len(removed),
+                replica.name,
+                replica.leader_epoch,
+                ", ".join(removed),
+            )
 
     def _report(
         self, name: str, url: str, manifest: TierManifest | None, error: str | None

@@ -14,14 +14,17 @@ __all__ = ["tls_cluster"]
 
 
 @contextlib.contextmanager
-def tls_cluster(root: Path, *, mode: str = "mtls", spus: int = 2) -> Iterator[LocalCluster]:
+def tls_cluster(
+    root: Path, *, mode: str = "mtls", spus: int = 2, auth: bool = False
+) -> Iterator[LocalCluster]:
     """Start a ``--tls``/``--mtls`` cluster under ``root`` with ``FLUVIO_PROFILE`` set to
-    its profile for the duration; stop it after."""
+    its profile for the duration; stop it after. ``auth``: clients need a token too
+    (``--auth``; the profile holds an admin one)."""
     saved = os.environ.get("FLUVIO_PROFILE")
     os.environ["FLUVIO_PROFILE"] = str(root / "profile.json")
     cluster = LocalCluster(
         root / "cluster", spus=spus, sc_port=0, spu_mode="custom", start_timeout=60.0,
-        default_tier=False, tls=mode,
+        default_tier=False, tls=mode, auth=auth,
     )  # fmt: skip
     try:
         cluster.start()

@@ -28,6 +28,7 @@ from sc.kv.groups import (
 )
 from sc.kv.store import (
     DEFAULT_FEED_RETENTION,
+    TOMBSTONES_MAX,
     ChangeEvent,
     ChangeType,
     KindFilter,
@@ -67,6 +68,8 @@ class MemoryKvStore(KvStore):
         self._objects: dict[str, dict[str, KvObject[Any, Any]]] = {}
         self._children: dict[_Key, set[_Key]] = {}
         self._revision = 0
+        self._store_id = new_uid()
+        self._tombstones: dict[str, None] = {}  # insertion-ordered: oldest first
         self._feed: deque[ChangeEvent] = deque(maxlen=feed_retention)
         self._wakeup = asyncio.Event()
         self._closed = False
@@ -102,7 +105,22 @@ class MemoryKvStore(KvStore):
 
     # -- writes --------------------------------------------------------------------
 
-    async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
+    async def store_id(self) -> str:
+        return self._store_id
+
+    async def add_tombstones(self, uids: Collection[str]) -> None:
+        for uid in uids:
+            self._tombstones.pop(uid, None)
+            self._tombstones[uid] = None
+        while len(self._tombstones) > TOMBSTONES_MAX:
+            del self._tombstones[next(iter(self._tombstones))]
+
+    async def tombstones(self) -> frozenset[str]:
+        return frozenset(self._tombstones)
+
+    async def create(
+        self, obj: KvObject[Any, Any], *, keep_uid: bool = False
+    ) -> KvObject[Any, Any]:
         kind = obj.kind
         object_class(kind)
         table = self._objects.setdefault(kind, {})
@@ -115,7 +133,8 @@ class MemoryKvStore(KvStore):
                     f"{kind} {obj.name!r}: parent {parent.kind} {parent.name!r} does not exist"
                 )
             self._children.setdefault((parent.kind, parent.name), set()).add((kind, obj.name))
-        stored = obj.with_uid(new_uid()).with_revision(self._revision + 1)
+        uid = obj.uid if keep_uid and obj.uid else new_uid()
+        stored = obj.with_uid(uid).with_revision(self._revision + 1)
         table[obj.name] = stored
         self._append(ChangeType.ADDED, stored)
         return stored

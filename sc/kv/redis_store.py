@@ -29,7 +29,6 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -39,6 +38,7 @@ from sc.kv import _lua
 from sc.kv import groups as g
 from sc.kv._batch import ScriptBatcher
 from sc.kv.budget import budget_deadline, call_deadline
+from sc.kv.client import close_client, redis_client
 from sc.kv.groups import (
     GROUP_KIND,
     CommitOutcome,
@@ -50,6 +50,7 @@ from sc.kv.groups import (
 )
 from sc.kv.store import (
     DEFAULT_FEED_RETENTION,
+    TOMBSTONES_MAX,
     ChangeEvent,
     ChangeType,
     KindFilter,
@@ -157,7 +158,7 @@ class RedisKvStore(KvStore):
         self.on_op: Callable[[str, float], None] | None = None
         """Called with (operation, seconds) after each Redis call (the SC's metrics)."""
         # Retries are ours (bounded by time, with backoff), so redis-py's are off.
-        self._redis = aioredis.Redis.from_url(
+        self._redis = redis_client(
             url,
             decode_responses=True,
             socket_timeout=max(10.0, block_ms / 1000 + 5.0),
@@ -250,8 +251,40 @@ class RedisKvStore(KvStore):
 
     # -- writes --------------------------------------------------------------------
 
-    async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
-        obj = obj.with_uid(new_uid())
+    async def store_id(self) -> str:
+        key, fresh = f"{self._prefix}:store-id", new_uid()
+
+        async def op() -> Any:
+            # SET NX then GET: the first SC to ask after the data was lost names the store.
+            await self._redis.set(key, fresh, nx=True)
+            return await self._redis.get(key)
+
+        value = await self._call(op, "store_id")
+        return _text(value) if value is not None else fresh
+
+    async def add_tombstones(self, uids: Collection[str]) -> None:
+        if not uids:
+            return
+        key = f"{self._prefix}:tombstones"
+        now = time.time()
+
+        async def op() -> Any:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.zadd(key, dict.fromkeys(uids, now))
+                pipe.zremrangebyrank(key, 0, -(TOMBSTONES_MAX + 1))  # keep the newest
+                return await pipe.execute()
+
+        await self._call(op, "tombstones")
+
+    async def tombstones(self) -> frozenset[str]:
+        key = f"{self._prefix}:tombstones"
+        members = await self._call(lambda: self._redis.zrange(key, 0, -1), "tombstones")
+        return frozenset(str(m) for m in members)  # decode_responses: already text
+
+    async def create(
+        self, obj: KvObject[Any, Any], *, keep_uid: bool = False
+    ) -> KvObject[Any, Any]:
+        obj = obj.with_uid(obj.uid if keep_uid and obj.uid else new_uid())
         kind = obj.kind
         object_class(kind)
         parent = obj.metadata.parent
@@ -524,4 +557,4 @@ class RedisKvStore(KvStore):
 
     async def close(self) -> None:
         self._closed = True
-        await self._redis.aclose()
+        await close_client(self._redis)

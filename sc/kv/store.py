@@ -58,10 +58,14 @@ __all__ = [
     "coerce_part",
     "new_uid",
     "DEFAULT_FEED_RETENTION",
+    "TOMBSTONES_MAX",
 ]
 
 #: How many changes the feed keeps by default before trimming the oldest.
 DEFAULT_FEED_RETENTION = 10_000
+
+#: How many uids of deleted partitions a store remembers (``add_tombstones``).
+TOMBSTONES_MAX = 100_000
 
 #: ``None`` for every registered kind, one kind name, or several.
 KindFilter = str | Collection[str] | None
@@ -172,11 +176,39 @@ class KvStore(abc.ABC):
         """Return the store's current revision (0 when nothing was ever written)."""
 
     @abc.abstractmethod
-    async def create(self, obj: KvObject[Any, Any]) -> KvObject[Any, Any]:
-        """Store a new object; its revision and uid in ``obj`` are ignored.
+    async def store_id(self) -> str:
+        """The identity of this store's data: a random id written with its first use.
+
+        A store that lost its data (flushed, replaced by an empty server) answers a new
+        id, so whoever recorded the old one (an SPU, in ``ReplicaMeta``) can tell that
+        this store forgot what it knew (``sc.rebuild``).
+        """
+
+    @abc.abstractmethod
+    async def add_tombstones(self, uids: Collection[str]) -> None:
+        """Remember the uids of deleted partitions (the newest ``TOMBSTONES_MAX`` kept).
+
+        An SPU that was away reports a deleted partition's metadata; if that record
+        names an older store (this one was rebuilt meanwhile, ``sc.rebuild``), its uid
+        here tells a deleted partition from a forgotten one.
+        """
+
+    @abc.abstractmethod
+    async def tombstones(self) -> frozenset[str]:
+        """The uids ``add_tombstones`` remembers."""
+
+    @abc.abstractmethod
+    async def create(
+        self, obj: KvObject[Any, Any], *, keep_uid: bool = False
+    ) -> KvObject[Any, Any]:
+        """Store a new object; its revision (and uid, unless ``keep_uid``) are ignored.
+
+        ``keep_uid`` is for rebuilding an object the store forgot (``sc.rebuild``): the
+        SPUs' storage names its partition by that uid.
 
         Returns:
-            The stored object, carrying its new revision and a new uid (``new_uid``).
+            The stored object, carrying its new revision and a new uid (``new_uid``),
+            or its own uid with ``keep_uid`` (a new one when it has none).
 
         Raises:
             ObjectExistsError: an object of that kind and name exists.

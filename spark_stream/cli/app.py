@@ -16,7 +16,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from spark_stream.cli import admin_cmds, cluster_cmds, data_cmds, group_cmds, profile_cmds
+from spark_stream.cli import (
+    admin_cmds,
+    cluster_cmds,
+    data_cmds,
+    group_cmds,
+    profile_cmds,
+    token_cmds,
+)
 from spark_stream.cli.output import FORMATS
 from spark_stream.cli.parsing import CommandParser, duration_arg, size_arg
 from spark_stream.client import Fluvio, resolve_endpoint
@@ -64,6 +71,12 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     )
     start.add_argument("--redis-url", help="use this Redis instead of an embedded one")
     start.add_argument(
+        "--redis-fsync",
+        choices=("always", "everysec", "no"),
+        default="everysec",
+        help="appendfsync of the embedded Redis's append-only file (default everysec)",
+    )
+    start.add_argument(
         "--spu-mode",
         choices=("group", "custom"),
         help="SPUs from an SPU group (default) or spawned as custom SPUs",
@@ -89,6 +102,12 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "--mtls",
         action="store_true",
         help="as --tls, and servers demand client certificates (the profile names the client's)",
+    )
+    start.add_argument(
+        "--auth",
+        action="store_true",
+        help="clients need a token (the SC and SPUs check them; the profile gets an admin "
+        "token; `fluvio token create` makes more); once on, later starts keep it on",
     )
     start.set_defaults(local_handler=cluster_cmds.cluster_start)
     for name, handler, text in (
@@ -379,7 +398,34 @@ def _profile_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     add.add_argument("name", metavar="profile_name")
     add.add_argument("endpoint", help="the SC's public host:port")
     add.add_argument("--data-dir", help="the cluster's data directory, if it is local")
+    add.add_argument("--token", help="the client token for a cluster with auth on")
     add.set_defaults(local_handler=profile_cmds.profile_add)
+
+
+def _token_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
+    token = sub.add_parser("token", help="client tokens of a cluster with auth on")
+    tsub = token.add_subparsers(dest="token_command", required=True)
+    create = tsub.add_parser(
+        "create",
+        help="print a token signed with the cluster key",
+        description="Print a client token: who (--principal) may do what (--grant "
+        "PATTERN=PERMS, PERMS of produce, consume, admin) on the topics PATTERN matches "
+        "(a glob: orders, orders-*, *). Admin on '*' is cluster admin.",
+    )
+    create.add_argument("--principal", required=True, help="the name the token is for")
+    create.add_argument(
+        "--grant",
+        action="append",
+        required=True,
+        metavar="PATTERN=PERMS",
+        help="e.g. 'orders-*=produce,consume' (repeatable)",
+    )
+    create.add_argument(
+        "--expires", type=duration_arg("--expires"), help="lifetime, e.g. 12h (default: none)"
+    )
+    create.add_argument("--key-file", help="the cluster key (default: the local cluster's)")
+    create.add_argument("--data-dir", help="the local cluster's data directory")
+    create.set_defaults(local_handler=token_cmds.token_create)
 
 
 def _version() -> str:
@@ -423,11 +469,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="how long to wait for the cluster, e.g. 10s, 500ms (default 10s)",
     )
+    parser.add_argument(
+        "--token",
+        help="client token for a cluster with auth on (default: $FLUVIO_TOKEN, else the "
+        "profile's token)",
+    )
     parser.add_argument("--log-level", default=os.environ.get("FLUVIO_LOG_LEVEL", "WARNING"))
     parser.add_argument("-V", "--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     _cluster_parsers(sub)
     _profile_parsers(sub)
+    _token_parsers(sub)
     _topic_parsers(sub)
     _data_parsers(sub)
     group_cmds.add_parsers(sub, _client)
@@ -451,7 +503,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         tls = None
         if args.ca_file or args.client_cert or args.client_key:
             tls = TlsConfig(ca=args.ca_file, cert=args.client_cert, key=args.client_key)
-        with Fluvio.connect(endpoint, timeout=args.connect_timeout, tls=tls) as fluvio:
+        with Fluvio.connect(
+            endpoint, timeout=args.connect_timeout, tls=tls, token=args.token
+        ) as fluvio:
             return int(args.client_handler(args, fluvio))
     except FluvioError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -70,10 +70,12 @@ def cluster_start(args: argparse.Namespace) -> int:
         spus=args.spus,
         sc_port=args.sc_port,
         redis_url=args.redis_url,
+        redis_fsync=args.redis_fsync,
         spu_mode=args.spu_mode,
         start_timeout=args.timeout,
         metrics=args.metrics,
         tls="mtls" if args.mtls else "tls" if args.tls else None,
+        auth=args.auth,
     )
     status = cluster.start()
     _print_status(status, args.output)

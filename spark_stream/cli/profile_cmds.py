@@ -81,7 +81,12 @@ def profile_add(args: argparse.Namespace) -> int:
     """Add (or replace) a profile for a cluster at ``endpoint`` and make it current."""
     if not args.name.strip():
         raise InvalidConfigError("profile add: the name must not be empty")
-    profile = Profile(endpoint=args.endpoint, data_dir=args.data_dir or "", name=args.name)
+    profile = Profile(
+        endpoint=args.endpoint,
+        data_dir=args.data_dir or "",
+        name=args.name,
+        token=args.token or "",
+    )
     save_profile(profile)
     print(f'profile "{profile.name}" added ({profile.endpoint}); it is now current')
     return 0

@@ -58,6 +58,8 @@ class AdminClient:
         port: the SC's public port (9003 by default).
         timeout: seconds each request may take.
         tls: connect over TLS (see ``TlsConfig``); None: plaintext.
+        token: the client token presented on connect (None: none; a cluster with auth on
+            then refuses every request with ``AuthenticationError``).
     """
 
     def __init__(
@@ -67,11 +69,13 @@ class AdminClient:
         *,
         timeout: float = 30.0,
         tls: TlsConfig | None = None,
+        token: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.timeout = timeout
         self.tls = tls
+        self.token = token
         self._conn: Connection | None = None
 
     async def connect(self) -> Self:
@@ -87,6 +91,7 @@ class AdminClient:
                 timeout=self.timeout,
                 name=f"sc-public {self.host}:{self.port}",
                 tls=client_context(self.tls),
+                token=self.token,
             )
         return self
 
@@ -153,14 +158,18 @@ class AdminClient:
         return Topic.from_dict(reply.topic)
 
     async def update_topic_schema(self, name: str, schema: pa.Schema) -> Topic:
-        """Evolve a typed topic's schema to ``schema`` (the next version).
+        """Evolve a typed topic's schema to ``schema`` (the next version), or type an
+        empty untyped topic (version 1).
 
         Only appending nullable columns is allowed: frames written before read them as
-        null. Producers and readers pick the new version up from their metadata.
+        null. Producers and readers pick the new version up from their metadata. An
+        untyped topic is empty when no leader reported a record to the SC (they report
+        within a heartbeat); one that holds records is refused.
 
         Raises:
-            InvalidConfigError: the topic is untyped, or the change removes, renames,
-                retypes or reorders a column, adds a non-nullable one, or adds none.
+            InvalidConfigError: the topic is untyped and holds records, or the change
+                removes, renames, retypes or reorders a column, adds a non-nullable one,
+                or adds none.
             UnknownTopicError: no such topic.
         """
         request = c.UpdateTopicSchemaRequest(name, encode_arrow(check_user_schema(schema)))

@@ -31,7 +31,7 @@ from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer.producer import AsyncTopicProducer
-from spark_stream.client.profile import resolve_endpoint, resolve_tls
+from spark_stream.client.profile import resolve_endpoint, resolve_tls, resolve_token
 from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import RequestTimeoutError, UnknownTopicError
@@ -59,13 +59,15 @@ class FluvioAsync:
         timeout: float,
         watcher: MetadataWatcher,
         tls: TlsConfig | None = None,
+        token: str | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
+        self.token = token
         self.host, self.port = parse_endpoint(endpoint)
         self.watcher = watcher
         self.tls = tls
-        self.pool = ConnectionPool(connect_timeout=timeout, tls=client_context(tls))
+        self.pool = ConnectionPool(connect_timeout=timeout, tls=client_context(tls), token=token)
         self.leaders = LeaderClient(watcher, self.pool)
         self.local_files = LocalFiles()
         self._admin: AdminClient | None = None
@@ -80,6 +82,7 @@ class FluvioAsync:
         *,
         timeout: float = 10.0,  # noqa: ASYNC109
         tls: TlsConfig | None = None,
+        token: str | None = None,
     ) -> FluvioAsync:
         """Connect to the SC at ``"host:port"``; when None, as ``resolve_endpoint`` finds it.
 
@@ -91,8 +94,12 @@ class FluvioAsync:
             tls: connect to the SC and the SPUs over TLS (``TlsConfig(ca=...)``, with
                 ``cert``/``key`` for mutual TLS); None takes the profile's when it
                 names this endpoint (``resolve_tls``), else plaintext.
+            token: the client token for a cluster with auth on; None takes
+                ``FLUVIO_TOKEN``, else the current profile's token (``resolve_token``).
 
         Raises:
+            AuthenticationError: the cluster checks tokens and none, or a bad one, was
+                given.
             ConnectionClosedError: the SC is unreachable.
             TlsError: the TLS handshake failed (untrusted certificate, plaintext port).
             InvalidConfigError: a malformed endpoint (naming where it came from), or a
@@ -103,10 +110,11 @@ class FluvioAsync:
         host, port = parse_endpoint(endpoint)
         tls = resolve_tls(endpoint, tls)
         context = client_context(tls)
+        token = resolve_token(token, endpoint)
 
         async def open_sc() -> Connection:
             return await Connection.open(
-                host, port, timeout=timeout, name=f"sc@{endpoint}", tls=context
+                host, port, timeout=timeout, name=f"sc@{endpoint}", tls=context, token=token
             )
 
         log.info("connecting to the SC at %s", endpoint)
@@ -121,13 +129,17 @@ class FluvioAsync:
             len(view.topics),
             len(view.partitions),
         )
-        return cls(endpoint, timeout, watcher, tls)
+        return cls(endpoint, timeout, watcher, tls, token)
 
     def admin(self) -> AdminClient:
         """The admin client (topics, partitions, SPUs, SPU groups) on this cluster."""
         if self._admin is None:
             self._admin = AdminClient(
-                self.host, self.port, timeout=max(self.timeout, 30.0), tls=self.tls
+                self.host,
+                self.port,
+                timeout=max(self.timeout, 30.0),
+                tls=self.tls,
+                token=self.token,
             )
         return self._admin
 
@@ -246,6 +258,7 @@ class FluvioAsync:
             on_lost=on_lost,
             pattern=pattern,
             tls=client_context(self.tls),
+            token=self.token,
         )
         try:
             await consumer.start()

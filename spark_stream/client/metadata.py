@@ -34,6 +34,7 @@ from spark_stream.errors import (
     PartitionOfflineError,
     RequestTimeoutError,
     TlsError,
+    UnauthorizedError,
     UnknownPartitionError,
     UnknownTopicError,
 )
@@ -317,8 +318,8 @@ async def watch_metadata(
                 return  # the SC ended the stream
             log.info("metadata watch ended by the SC, reopening")
         except retry_on as exc:
-            if not reconnect:
-                raise
+            if not reconnect or isinstance(exc, UnauthorizedError):
+                raise  # a refused client is refused again: its caller decides
             log.info("metadata watch lost, reconnecting error=%r", exc)
             if on_error is not None:
                 on_error(exc)
@@ -351,7 +352,7 @@ class MetadataWatcher:
         self._closed = False
         self._listeners: list[Callable[[MetadataView], None]] = []
         self.last_error: BaseException | None = None
-        self._refused = asyncio.Event()  # a TLS failure: retrying cannot help
+        self._refused = asyncio.Event()  # a TLS failure or a refused token: retrying cannot help
 
     def add_listener(self, listener: Callable[[MetadataView], None]) -> None:
         """Call ``listener(view)`` on the loop after every applied update (it must not
@@ -364,6 +365,8 @@ class MetadataWatcher:
         Raises:
             ConnectionClosedError: the SC is unreachable or sent nothing in time.
             TlsError: the SC refused this client's TLS (at once: no retry fixes it).
+            UnauthorizedError: the SC refused the client (no token, a bad one, or one
+                without the right): at once, not after ``timeout``.
         """
         self._conn = await self._connect()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="metadata-watch")
@@ -379,7 +382,10 @@ class MetadataWatcher:
                 snapshot.cancel()
                 await asyncio.gather(snapshot, return_exceptions=True)
                 await self.close()
-                raise TlsError(str(self.last_error)) from self.last_error
+                cause = self.last_error
+                if isinstance(cause, UnauthorizedError):
+                    raise type(cause)(str(cause))
+                raise TlsError(str(cause)) from cause
         except RequestTimeoutError as exc:
             await self.close()
             cause = self.last_error
@@ -421,6 +427,15 @@ class MetadataWatcher:
                         )
                         pause.reset()
                         await self._notify()
+            except UnauthorizedError as exc:  # the SC refused the client: retrying won't help
+                self.last_error = exc
+                self._refused.set()  # ``start`` raises it
+                async with self._changed:
+                    self._changed.notify_all()
+                if self.view.revision is None:
+                    return
+                log.warning("metadata watch refused, retrying: %s", exc)
+                await pause.sleep()
             except FluvioError as exc:  # an update the view refused: start over from it
                 log.warning("metadata update not applied, reconnecting: %r", exc)
                 self.last_error = exc

@@ -13,7 +13,7 @@ import logging
 import ssl
 
 from spark_stream.client.metadata import Leader
-from spark_stream.errors import ClientClosedError, ConnectionClosedError
+from spark_stream.errors import ClientClosedError, ConnectionClosedError, FluvioError
 from spark_stream.net.connection import Connection
 
 __all__ = ["ConnectionPool"]
@@ -27,11 +27,18 @@ class ConnectionPool:
     Args:
         connect_timeout: bound on opening one connection.
         tls: connect over TLS with this context; None: plaintext.
+        token: the client token each connection presents (None: none).
     """
 
-    def __init__(self, connect_timeout: float = 5.0, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        connect_timeout: float = 5.0,
+        tls: ssl.SSLContext | None = None,
+        token: str | None = None,
+    ) -> None:
         self._timeout = connect_timeout
         self._tls = tls
+        self._token = token
         self._conns: dict[tuple[str, int], Connection] = {}
         self._opening: dict[tuple[str, int], asyncio.Future[Connection]] = {}
         self._closing: set[asyncio.Task[None]] = set()
@@ -62,11 +69,12 @@ class ConnectionPool:
                 timeout=self._timeout,
                 name=f"spu-{leader.spu_id}@{leader.host}:{leader.port}",
                 tls=self._tls,
+                token=self._token,
             )
         except BaseException as exc:
             future.set_exception(
                 exc
-                if isinstance(exc, ConnectionClosedError)
+                if isinstance(exc, FluvioError)  # typed: e.g. a refused token stays one
                 else ConnectionClosedError(f"cannot connect to SPU {leader.spu_id}: {exc}")
             )
             future.exception()  # retrieved: no "never retrieved" warning without waiters

@@ -12,7 +12,10 @@ lists, switches and deletes them. A file of the earlier single-profile shape
 
 ``resolve_endpoint`` is the order, implemented once: an explicit endpoint (the argument,
 ``--endpoint``, the Spark ``endpoint`` option), else ``FLUVIO_ENDPOINT``, else the
-current profile, else a ``NotFoundError`` naming all three.
+current profile, else a ``NotFoundError`` naming all three. ``resolve_token`` is the same
+order for the client token of a cluster with auth on (``token``: the argument, the
+``--token`` flag, the Spark ``token`` option; ``FLUVIO_TOKEN``; the current profile's
+``token``, used only when its endpoint is the one connected to).
 """
 
 from __future__ import annotations
@@ -41,10 +44,14 @@ __all__ = [
     "delete_profile",
     "resolve_endpoint",
     "resolve_tls",
+    "resolve_token",
+    "TOKEN_ENV",
 ]
 
 ENDPOINT_ENV = "FLUVIO_ENDPOINT"
 """The environment variable naming the SC's public ``host:port``; empty counts as unset."""
+TOKEN_ENV = "FLUVIO_TOKEN"
+"""The environment variable holding a client token; empty counts as unset."""
 
 
 def profile_path() -> Path:
@@ -63,12 +70,14 @@ class Profile:
         name: the profile's name.
         tls: how to connect over TLS (the CA to trust, a client certificate for mutual
             TLS); None: plaintext. ``fluvio cluster start --tls`` writes it.
+        token: the client token presented to a cluster with auth on ('' for none).
     """
 
     endpoint: str
     data_dir: str = ""
     name: str = "local"
     tls: TlsConfig | None = None
+    token: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +105,8 @@ def _profile_doc(profile: Profile) -> dict[str, object]:
     doc: dict[str, object] = {"endpoint": profile.endpoint, "data_dir": profile.data_dir}
     if profile.tls is not None:
         doc["tls"] = profile.tls.model_dump(exclude_defaults=True)
+    if profile.token:
+        doc["token"] = profile.token
     return doc
 
 
@@ -109,8 +120,15 @@ def _profile(path: Path, name: str, data: object) -> Profile:
             tls = TlsConfig.model_validate(data["tls"])
         except ValidationError as exc:
             raise InvalidConfigError(f"profile {path}: {name!r} has a bad 'tls': {exc}") from exc
+    token = data.get("token", "")
+    if not isinstance(token, str):
+        raise InvalidConfigError(f"profile {path}: {name!r} has a 'token' that is not a string")
     return Profile(
-        endpoint=data["endpoint"], data_dir=str(data.get("data_dir", "")), name=name, tls=tls
+        endpoint=data["endpoint"],
+        data_dir=str(data.get("data_dir", "")),
+        name=name,
+        tls=tls,
+        token=token,
     )
 
 
@@ -144,7 +162,10 @@ def save_profiles(profiles: Profiles, path: Path | None = None) -> Path:
     path = path or profile_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(profiles.to_json())
+    # Owner-only: a profile may hold a client token.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(profiles.to_json())
     tmp.replace(path)
     return path
 
@@ -274,3 +295,26 @@ def resolve_tls(endpoint: str, explicit: TlsConfig | None = None) -> TlsConfig |
     if profile.tls is None or profile.endpoint != str(parse_endpoint(endpoint)):
         return None
     return profile.tls
+
+
+def resolve_token(explicit: str | None, endpoint: str) -> str | None:
+    """The client token to present to the SC at ``endpoint`` (None: present none).
+
+    ``explicit`` (the argument, ``--token``, the Spark ``token`` option), else
+    ``FLUVIO_TOKEN``, else the current profile's token when the profile's endpoint is
+    ``endpoint`` (a profile's token is never sent to another cluster). Empty counts as
+    not given.
+
+    Raises:
+        InvalidConfigError: the profile file is unreadable.
+    """
+    if explicit:
+        return explicit
+    env = os.environ.get(TOKEN_ENV, "").strip()
+    if env:
+        return env
+    profiles = load_profiles()
+    current = profiles.profiles.get(profiles.current or "")
+    if current is not None and current.token and current.endpoint == endpoint:
+        return current.token
+    return None

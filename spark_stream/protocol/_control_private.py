@@ -212,6 +212,45 @@ class ReplicaId:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaMeta:
+    """What an SPU keeps of a replica it holds, next to its data: enough to rebuild it.
+
+    The SPU writes it (``spu.storage.replica_meta``) whenever the SC hands it a replica
+    or changes one, and reports every one it holds when it connects
+    (``SpuConnectRequest.replica_meta``). An SC whose store forgot the partition
+    rebuilds the topic and the partition from these (``sc.rebuild``).
+
+    Attributes:
+        store_id: the identity of the SC's KV store the replica came from
+            (``SpuConnectAccepted.store_id``; "" when unknown): a record of another
+            store, or of a newer revision than the store has, is one the store forgot.
+        replica: the entry as the SC pushed it: partition spec (replica set and the
+            topic's settings), leader, leader epoch, uid and the partition's revision.
+    """
+
+    store_id: str
+    replica: Replica
+
+    def to_wire(self) -> dict[str, Any]:
+        """The msgpack- and JSON-able map ``{"store": ..., "replica": Replica.to_wire()}``."""
+        return {"store": self.store_id, "replica": self.replica.to_wire()}
+
+    @classmethod
+    def from_wire(cls, data: Any) -> ReplicaMeta:
+        """Validate one record.
+
+        Raises:
+            InvalidRequestError: the record is malformed; the message names the field.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("store", ""), str):
+            raise InvalidRequestError("replica meta must be a map with a string 'store'")
+        store = data.get("store", "")
+        if len(store) > 64:
+            raise InvalidRequestError("replica meta 'store' must be at most 64 characters")
+        return cls(store, Replica.from_wire(data.get("replica")))
+
+
+@dataclass(frozen=True, slots=True)
 class LrsStatus:
     """Live replica status of one partition, as its leader SPU reports it.
 
@@ -265,6 +304,10 @@ class SpuConnectRequest(Message):
         stored: ``ReplicaId.to_wire()`` of every replica directory in its data
             directory; the SC answers with ``UpdateReplicas.purge`` for those whose
             partition was deleted (or re-created) meanwhile.
+        replica_meta: ``ReplicaMeta.to_wire()`` of the replicas it keeps metadata of:
+            an SC whose store forgot them rebuilds them (``sc.rebuild``).
+        group: the SPU group that manages it (None: a custom SPU); a store that forgot
+            a custom SPU registers it again, a managed one comes back with its group.
     """
 
     spu_id: int
@@ -272,6 +315,8 @@ class SpuConnectRequest(Message):
     public_endpoint: dict[str, Any] | None = None
     private_endpoint: dict[str, Any] | None = None
     stored: list[dict[str, Any]] = field(default_factory=list)
+    replica_meta: list[dict[str, Any]] = field(default_factory=list)
+    group: str | None = None
 
     def __post_init__(self) -> None:
         _check_spu_id("SpuConnectRequest", self.spu_id)
@@ -284,6 +329,8 @@ class SpuConnectRequest(Message):
         public: PublicEndpoint | None = None,
         private: PrivateEndpoint | None = None,
         stored: Iterable[ReplicaId] = (),
+        replica_meta: Iterable[ReplicaMeta] = (),
+        group: str | None = None,
     ) -> SpuConnectRequest:
         """The request from endpoint models and the replicas found on disk."""
         return cls(
@@ -292,11 +339,21 @@ class SpuConnectRequest(Message):
             public.to_dict() if public is not None else None,
             private.to_dict() if private is not None else None,
             [entry.to_wire() for entry in stored],
+            [record.to_wire() for record in replica_meta],
+            group,
         )
 
     def stored_replicas(self) -> list[ReplicaId]:
         """The ``stored`` entries as ``ReplicaId`` values (see ``ReplicaId.from_wire``)."""
         return [ReplicaId.from_wire(item) for item in self.stored]
+
+    def replica_records(self) -> list[ReplicaMeta]:
+        """The ``replica_meta`` entries as ``ReplicaMeta`` values.
+
+        Raises:
+            InvalidRequestError: an entry is malformed; the message names the field.
+        """
+        return [ReplicaMeta.from_wire(item) for item in self.replica_meta]
 
     def endpoints(self) -> tuple[PublicEndpoint | None, PrivateEndpoint | None]:
         """The endpoints as models.
@@ -330,11 +387,14 @@ class SpuConnectAccepted(Message):
         heartbeat_timeout_s: silence after which the SC drops the SPU; send a heartbeat
             (or LRS) well within it, e.g. every third of it.
         revision: the KV revision when the SPU was accepted.
+        store_id: the identity of the SC's KV store (``KvStore.store_id``); the SPU
+            writes it into the metadata it keeps of its replicas (``ReplicaMeta``).
     """
 
     spu_id: int
     heartbeat_timeout_s: float
     revision: int = 0
+    store_id: str = ""
 
 
 @message(ApiKey.UPDATE_SPUS, Role.PUSH)

@@ -18,6 +18,32 @@ from spark_stream.protocol.message import Message, Role, message
 # -- public api ------------------------------------------------------------------------
 
 
+@message(ApiKey.AUTHENTICATE, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class AuthenticateRequest(Message):
+    """Present a client token for the rest of the connection (SC and SPU public ports).
+
+    Attributes:
+        token: the token (``fv1.<claims>.<mac>``, see ``spark_stream.auth``).
+    """
+
+    token: str
+
+
+@message(ApiKey.AUTHENTICATE, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class AuthenticateResponse(Message):
+    """The token was accepted.
+
+    Attributes:
+        principal: whom the server took the client for ('' when auth is off).
+        required: whether this server checks tokens at all.
+    """
+
+    principal: str
+    required: bool
+
+
 class _NamedRequest(Message):
     """A request about one named object, whose name must not be empty."""
 

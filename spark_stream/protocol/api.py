@@ -2,7 +2,7 @@
 
 Api keys are grouped by server and port so a number says where it belongs:
 
-    1-99        common to every server (api versions)
+    1-99        common to every server (api versions, client authentication)
     1000-1999   SC public (9003): admin and metadata
     2000-2999   SC private (9004): SPU <-> SC
     3000-3999   SPU public (9005): producers and consumers
@@ -27,6 +27,8 @@ class ApiKey(IntEnum):
     # Common
     API_VERSIONS = 1
     """Which api keys and versions the server handles; answered by every server."""
+    AUTHENTICATE = 2
+    """A client presents its token once per connection (SC and SPU public ports)."""
 
     # SC public
     CREATE_TOPIC = 1001

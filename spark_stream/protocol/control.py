@@ -17,7 +17,10 @@ Private api (SPU <-> SC), one connection per SPU:
    Each entry also carries the partition's ``uid``: a re-created topic's partitions keep
    their names but not their uids. The SPU lists the replica directories it has on disk
    in ``SpuConnectRequest.stored``; ``UpdateReplicas.purge`` names those (and, to every
-   SPU, each partition deleted later) whose storage must go.
+   SPU, each partition deleted later) whose storage must go. It also reports the
+   metadata it keeps of each replica (``SpuConnectRequest.replica_meta``, written with
+   ``SpuConnectAccepted.store_id``): an SC whose store forgot those partitions rebuilds
+   them from it instead of purging them (``sc.rebuild``).
 3. The SPU sends ``UpdateLrsRequest`` (live replica status of the replicas it leads) and
    ``HeartbeatRequest`` as plain requests on the same connection. Silence longer than
    ``heartbeat_timeout_s`` (from ``SpuConnectAccepted``) makes the SC drop the SPU.
@@ -36,6 +39,7 @@ from spark_stream.protocol._control_private import (
     LrsStatus,
     Replica,
     ReplicaId,
+    ReplicaMeta,
     SpuConnectAccepted,
     SpuConnectRequest,
     UpdateLrsRequest,
@@ -46,6 +50,8 @@ from spark_stream.protocol._control_private import (
 from spark_stream.protocol._control_public import (
     AddPartitionsRequest,
     AddPartitionsResponse,
+    AuthenticateRequest,
+    AuthenticateResponse,
     CreateSpuGroupRequest,
     CreateSpuGroupResponse,
     CreateTopicRequest,
@@ -107,6 +113,7 @@ __all__ = [
     # private: SPU <-> SC
     "Replica",
     "ReplicaId",
+    "ReplicaMeta",
     "LrsStatus",
     "SpuConnectRequest",
     "SpuConnectAccepted",
@@ -117,6 +124,8 @@ __all__ = [
     "HeartbeatRequest",
     "HeartbeatResponse",
     # public: clients and admin
+    "AuthenticateRequest",
+    "AuthenticateResponse",
     "CreateTopicRequest",
     "CreateTopicResponse",
     "DeleteTopicRequest",

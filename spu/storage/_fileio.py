@@ -11,7 +11,14 @@ from pathlib import Path
 
 from spark_stream.errors import StorageError
 
-__all__ = ["pwrite_all", "copy_range", "fsync_dir", "read_key_file", "write_key_file"]
+__all__ = [
+    "pwrite_all",
+    "copy_range",
+    "fsync_dir",
+    "read_key_file",
+    "write_key_file",
+    "write_atomic",
+]
 
 _IOV_MAX = 1024
 
@@ -55,10 +62,23 @@ def write_key_file(path: Path, version: int, key: str, value: str) -> None:
     Raises:
         OSError: the file cannot be written.
     """
+    write_atomic(path, f"{version}\n{key} {value}\n".encode("ascii"))
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Durably replace ``path`` with ``data``: a crash leaves the old or the new file.
+
+    Written to ``{path}.tmp``, fsynced, renamed over ``path`` and the directory fsynced.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, f"{version}\n{key} {value}\n".encode("ascii"))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -3,7 +3,8 @@
 A replica directory ``{root}/{topic}-{partition}`` holds, per segment, ``{base:020}.log``,
 ``{base:020}.index`` and ``{base:020}.timeindex``; the high-watermark checkpoint
 ``replication.chk``; the uid of the partition it stores, ``partition.uid`` (see
-``identity``); and a ``.lock`` file held while a process has the log open.
+``identity``); the metadata of the replica as the SC last handed it over,
+``replica.json`` (see ``replica_meta``); and a ``.lock`` file held while a process has the log open.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "SWAP_SUFFIX",
     "CHECKPOINT_NAME",
     "UID_NAME",
+    "REPLICA_META_NAME",
     "LOCK_NAME",
     "segment_stem",
     "segment_paths",
@@ -36,6 +38,7 @@ CORRUPT_SUFFIX = ".corrupt"
 SWAP_SUFFIX = ".swap"
 CHECKPOINT_NAME = "replication.chk"
 UID_NAME = "partition.uid"
+REPLICA_META_NAME = "replica.json"
 LOCK_NAME = ".lock"
 
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")

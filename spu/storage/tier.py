@@ -88,6 +88,7 @@ def write_parquet(
     tier_url: str | Path,
     compression: str = "zstd",
     file_url: str | None = None,
+    epoch: int | None = None,
 ) -> str:
     """Decode a segment's frames (crc and Arrow validation on) and write them as Parquet.
 
@@ -99,6 +100,8 @@ def write_parquet(
         tier_url: fsspec URL (or local path) of the tier directory; created if missing.
         compression: Parquet column compression.
         file_url: write exactly this file instead of ``tier_path(tier_url, base_offset)``.
+        epoch: the writing leader's epoch, in the temporary file's name
+            (``spark_stream.tier.layout.temp_name``).
 
     Returns:
         The URL of the written file.
@@ -120,5 +123,6 @@ def write_parquet(
         lambda sink: pq.write_table(
             table, sink, compression=compression, use_dictionary=dictionary
         ),
+        epoch=epoch,
     )
     return url

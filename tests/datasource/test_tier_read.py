@@ -164,3 +164,118 @@ def test_a_typed_topics_history_in_the_tier_reads_in_its_columns(
     )  # fmt: skip
     streamed = _available_now(stream.select(*TYPED_COLUMNS), tmp_path, "typed").collect()
     assert sorted(_typed_row(r) for r in streamed) == expected
+
+
+NESTED = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("tags", pa.list_(pa.int64())),
+        pa.field("point", pa.struct([("x", pa.int32()), ("label", pa.string())])),
+    ]
+)
+
+
+def _nested_rows(first: int, n: int) -> list[dict[str, Any]]:
+    """Null, empty and longer lists with null elements; null structs and null fields."""
+    rows = []
+    for i in range(first, first + n):
+        tags = None if i % 5 == 1 else [i * 10 + j if (i + j) % 4 else None for j in range(i % 4)]
+        x = None if i % 5 == 0 else -i
+        point = None if i % 4 == 3 else {"x": x, "label": None if i % 7 == 6 else f"p{i}"}
+        rows.append({"id": i, "tags": tags, "point": point, "key": f"k{i}"})
+    return rows
+
+
+def test_a_typed_topics_list_and_struct_columns_read_from_the_tier(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    tier = tmp_path / "tier"
+    topic = new_topic(schema=NESTED, segmentSize=1024, tier=str(tier), localRetentionSecs=1)
+    producer = fluvio.topic_producer(topic, acks="all")
+    sent: list[dict[str, Any]] = []
+    for _ in range(6):  # a segment or more a batch
+        rows = _nested_rows(len(sent), 20)
+        producer.send_batch(pa.Table.from_pylist(rows, schema=_with_key(NESTED))).result(60)
+        sent += rows
+    wait_until(lambda: spu_log_start(fluvio, topic) >= 80, 90, "local retention")
+    assert load_manifest(str(tier), 0).start_offset == 0
+    expected = [(i, r["tags"], r["point"]) for i, r in enumerate(sent)]
+
+    df = spark.read.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+    got = df.option("topic", topic).load().select("offset", "tags", "point").collect()
+    as_python = [
+        (r["offset"], r["tags"], None if r["point"] is None else r["point"].asDict()) for r in got
+    ]
+    assert sorted(as_python, key=lambda t: t[0]) == expected
+
+
+LOCAL_SCHEME = {
+    # Hadoop's view file system in front of the local one, for the scheme 'local:' (which
+    # fsspec, and so the SPU, knows and Hadoop does not); no cache, so every lookup asks
+    # the configuration the reader was given
+    "fs.local.impl": "org.apache.hadoop.fs.viewfs.ViewFileSystemOverloadScheme",
+    "fs.local.impl.disable.cache": "true",
+    "fs.viewfs.overload.scheme.target.file.impl": "org.apache.hadoop.fs.LocalFileSystem",
+    "fs.viewfs.mounttable.default.linkFallback": "file:///",
+}
+
+
+@pytest.mark.spark_source(
+    "jvm", reason="the Python source opens the tier with fsspec: Hadoop settings are the JVM's"
+)
+def test_the_sessions_hadoop_settings_reach_the_tier_reads(
+    spark: SparkSession,
+    fluvio_cluster: LocalCluster,
+    fluvio: Fluvio,
+    new_topic: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    """A tier URL Hadoop opens only with the session's settings: set on the session
+    (``spark.conf.set``) or where ``spark.hadoop.*`` land (the context's Hadoop
+    configuration), they reach the planning on the driver and the tasks' tier reads."""
+    tier = f"local://{tmp_path / 'tier'}"
+    topic = new_topic(segmentSize=1024, tier=tier, localRetentionSecs=1)
+    sent = []
+    for n in range(6):  # about 2 KiB a batch: a segment each
+        values = [f"{n}-{i}-{'h' * 60}" for i in range(25)]
+        produce(fluvio, topic, values)
+        sent += values
+    wait_until(lambda: spu_log_start(fluvio, topic) >= 75, 90, "local retention")
+    assert load_manifest(tier, 0).start_offset == 0
+
+    def read() -> list[tuple[int, str]]:
+        df = spark.read.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+        rows = df.option("topic", topic).load().select("offset", "value").collect()
+        return sorted((r["offset"], bytes(r["value"]).decode()) for r in rows)
+
+    with pytest.raises(Exception, match='No FileSystem for scheme "local"'):
+        read()  # a plain Hadoop configuration does not know the scheme
+
+    for key, value in LOCAL_SCHEME.items():
+        spark.conf.set(key, value)
+    try:
+        assert read() == list(enumerate(sent))
+        stream = (
+            spark.readStream.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+            .option("topic", topic).option("startingOffsets", "earliest").load()
+        )  # fmt: skip
+        streamed = _available_now(stream.select("offset", "value"), tmp_path, "hadoop").collect()
+        assert sorted((r["offset"], bytes(r["value"]).decode()) for r in streamed) == list(
+            enumerate(sent)
+        )
+    finally:
+        for key in LOCAL_SCHEME:
+            spark.conf.unset(key)
+
+    context = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    for key, value in LOCAL_SCHEME.items():
+        context.set(key, value)
+    try:
+        assert read() == list(enumerate(sent))
+    finally:
+        for key in LOCAL_SCHEME:
+            context.unset(key)

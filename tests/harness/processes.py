@@ -65,13 +65,21 @@ class ChildProcess:
         argv: the command.
         log_path: stdout and stderr go here (appended, so restarts keep history).
         env: variables added to this process's environment.
+        wrapper: a command prefix that execs ``argv`` (e.g. ``ip netns exec NS``: the
+            pid stays the server's, so stopping by pid still works).
     """
 
     def __init__(
-        self, name: str, argv: Sequence[str], log_path: Path, env: dict[str, str] | None = None
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        wrapper: Sequence[str] = (),
     ) -> None:
         self.name = name
         self.argv = list(argv)
+        self.wrapper = list(wrapper)
         self.log_path = log_path
         self.env = dict(env or {})
         self.record: PidRecord | None = None
@@ -100,7 +108,9 @@ class ChildProcess:
             raise ServerStartError(f"{self.name} is already running")
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.returncode = None
-        self.record = spawn(self.argv, self.log_path, env=self.env, new_session=False)
+        self.record = spawn(
+            [*self.wrapper, *self.argv], self.log_path, env=self.env, new_session=False
+        )
 
     def log(self) -> str:
         """What the current run wrote to its log."""
@@ -152,6 +162,8 @@ class ScChild(ChildProcess):
         ports: (public, private); 0 picks free ones (read them after ``start``).
         spu_command: argv template of managed SPUs (the SC's ``--spu-command``).
         metrics: serve Prometheus metrics on a free port (``metrics_url`` after start).
+        host: the address both servers bind to.
+        wrapper: command prefix, as ``ChildProcess``.
     """
 
     def __init__(
@@ -163,11 +175,13 @@ class ScChild(ChildProcess):
         ports: tuple[int, int] = (0, 0),
         spu_command: Sequence[str] | None = None,
         metrics: bool = False,
+        host: str = HOST,
+        wrapper: Sequence[str] = (),
     ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.ready_path = workdir / "sc.ready.json"
         argv = [
-            sys.executable, "-m", "sc", "--redis-url", redis_url, "--host", HOST,
+            sys.executable, "-m", "sc", "--redis-url", redis_url, "--host", host,
             "--public-port", str(ports[0]), "--private-port", str(ports[1]),
             "--heartbeat-timeout", str(heartbeat_timeout_s),
             "--data-dir", str(workdir / "managed"), "--ready-file", str(self.ready_path),
@@ -176,7 +190,7 @@ class ScChild(ChildProcess):
             argv += ["--spu-command", shlex.join(spu_command)]
         if metrics:
             argv += ["--metrics-port", "0"]
-        super().__init__("sc", argv, workdir / "sc.log", _python_env())
+        super().__init__("sc", argv, workdir / "sc.log", _python_env(), wrapper)
         self.public_port = 0
         self.private_port = 0
         self.metrics_url: str | None = None
@@ -211,6 +225,9 @@ class SpuChild(ChildProcess):
         workdir: the SPU's data directory; its log is ``workdir/spu.log``.
         ports: (public, private).
         settings: more ``SpuSettings`` fields, e.g. ``{"replica_max_lag_ms": 2000}``.
+        host: the address both servers bind to.
+        sc_host: the SC's address.
+        wrapper: command prefix, as ``ChildProcess``.
     """
 
     def __init__(
@@ -220,19 +237,24 @@ class SpuChild(ChildProcess):
         workdir: Path,
         ports: tuple[int, int],
         settings: dict[str, Any] | None = None,
+        *,
+        host: str = HOST,
+        sc_host: str = HOST,
+        wrapper: Sequence[str] = (),
     ) -> None:
         env = {
             **_python_env(),
             **spu_environment(
                 spu_id,
-                sc_endpoint=f"{HOST}:{sc_private_port}",
+                sc_endpoint=f"{sc_host}:{sc_private_port}",
                 data_dir=workdir,
                 ports=ports,
-                host=HOST,
+                host=host,
                 settings=settings,
             ),
         }
-        super().__init__(f"spu-{spu_id}", [sys.executable, "-m", "spu"], workdir / "spu.log", env)
+        argv = [sys.executable, "-m", "spu"]
+        super().__init__(f"spu-{spu_id}", argv, workdir / "spu.log", env, wrapper)
         self.spu_id = spu_id
         self.ports = ports
         self.workdir = workdir

@@ -27,9 +27,11 @@ def running_cluster(
     spus: int = 3,
     spu_mode: str = "custom",
     env: Mapping[str, str] | None = None,
+    auth: bool = False,
 ) -> Iterator[LocalCluster]:
     """A started local cluster, stopped (every process, by pid) on exit; ``env`` is added
-    to every process it starts (``LocalCluster(env=)``)."""
+    to every process it starts (``LocalCluster(env=)``); ``auth``: clients need a token
+    (the profile holds an admin one, ``cluster.admin_token``)."""
     cluster = LocalCluster(
         data_dir,
         spus=spus,
@@ -39,6 +41,7 @@ def running_cluster(
         stop_timeout=10.0,
         profile=data_dir / "profile.json",
         env=env,
+        auth=auth,
     )
     try:
         cluster.start()

@@ -20,6 +20,8 @@ from spark_stream.protocol.control import (
     HeartbeatRequest,
     LrsStatus,
     Replica,
+    ReplicaId,
+    ReplicaMeta,
     SpuConnectAccepted,
     SpuConnectRequest,
     UpdateLrsRequest,
@@ -45,6 +47,9 @@ class SimSpu:
         public_port: int | None = None,
         heartbeat_s: float = 0.2,
         auto_lrs: bool = True,
+        stored: list[ReplicaId] | None = None,
+        meta: list[ReplicaMeta] | None = None,
+        group: str | None = None,
     ) -> None:
         self.host, self.port, self.spu_id, self.token = host, port, spu_id, token
         self.public_port = public_port
@@ -58,6 +63,13 @@ class SimSpu:
         self.pushes = 0
         self.full_pushes = 0
         self.error: BaseException | None = None
+        self.stored = list(stored or [])
+        """Replica directories it reports on connect (``SpuConnectRequest.stored``)."""
+        self.meta = list(meta or [])
+        """Replica metadata it reports on connect (``SpuConnectRequest.replica_meta``)."""
+        self.group = group
+        self.purged: list[ReplicaId] = []
+        """Every ``purge`` entry the SC pushed."""
         self.silent = False
         self._tasks: list[asyncio.Task[None]] = []
         self._reported: dict[str, int | None] = {}
@@ -71,7 +83,9 @@ class SimSpu:
         self.conn = await Connection.open(self.host, self.port, timeout=5)
         public = PublicEndpoint(port=self.public_port) if self.public_port else None
         private = PrivateEndpoint(port=self.public_port + 1) if self.public_port else None
-        request = SpuConnectRequest.build(self.spu_id, self.token, public, private)
+        request = SpuConnectRequest.build(
+            self.spu_id, self.token, public, private, self.stored, self.meta, self.group
+        )
         self.stream = await self.conn.stream(request, window=64)
         first = await asyncio.wait_for(self.stream.__anext__(), 10)
         msg = first.message()
@@ -106,6 +120,7 @@ class SimSpu:
                             self.replicas[rep.name] = rep
                     for name in msg.deleted:
                         self.replicas.pop(name, None)
+                    self.purged += msg.purge_entries()
                     if self.auto_lrs and not self.silent:
                         await self.report_leaders()
                 self._changed.set()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -10,7 +11,7 @@ from sc.connection_manager import ConnectionManager
 from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected
 from sc.dispatcher import Dispatcher
 from sc.kv import MemoryKvStore
-from sc.kv.store import KindFilter, WatchEvent
+from sc.kv.store import KindFilter, Resync, WatchEvent
 from sc.local_store import Change, LocalStore, StoreView
 from sc.updaters import ActionDispatcher, KvUpdater
 from spark_stream.errors import KvUnavailableError
@@ -182,6 +183,52 @@ def test_the_watch_resumes_after_the_kv_was_unavailable() -> None:
             await kv.create(Spu.new("spu-1", SpuSpec(spu_id=1)))
             await until(lambda: 1 in cm.spus, what="SPU mirrored after the outage")
             assert kv.watches >= 2
+        finally:
+            await dispatcher.stop()
+
+    run(body())
+
+
+class ForgetfulKv(MemoryKvStore):
+    """A store whose watch answers, once told to, a resync at revision 0 (data lost)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forget = asyncio.Event()
+
+    def watch(self, kinds: KindFilter, from_revision: int) -> AsyncIterator[WatchEvent]:
+        async def feed() -> AsyncIterator[WatchEvent]:
+            await self.forget.wait()
+            yield Resync(0, {})
+            await asyncio.Event().wait()  # then nothing
+
+        return feed()
+
+
+def test_a_store_gone_back_halts_the_loop_without_acting_on_it() -> None:
+    """Reducing an empty resync would delete every topic and stop every managed SPU."""
+
+    async def body() -> None:
+        kv = ForgetfulKv()
+        await kv.create(Topic.new("orders", TopicSpec(partitions=1)))
+        await kv.create(Spu.new("spu-1", SpuSpec(spu_id=1)))
+        dispatcher, cm = build(kv)
+        reasons: list[str] = []
+        dispatcher.on_store_lost = reasons.append
+        await dispatcher.load()
+        dispatcher.start()
+        try:
+            await until(lambda: sorted(cm.spus) == [1], what="the SPU cached")
+            revision = dispatcher.store.revision
+            kv.forget.set()
+            await until(lambda: dispatcher.halted, what="the loop halted")
+            assert len(reasons) == 1 and f"went back from revision {revision} to 0" in reasons[0]
+            assert dispatcher.store.topic("orders") is not None  # the mirror kept it
+            assert sorted(cm.spus) == [1]  # not deleted from the connection manager
+            dispatcher.submit(SpuConnected(1))  # nothing is reduced any more
+            await asyncio.sleep(0.2)  # give the loop a chance to (wrongly) act on it
+            spu = await kv.get("Spu", "spu-1")
+            assert spu is not None and spu.status.resolution is SpuResolution.INIT
         finally:
             await dispatcher.stop()
 

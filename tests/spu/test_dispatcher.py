@@ -306,3 +306,23 @@ def test_an_offline_push_evicts_the_follower_at_once_and_releases_acks_all(
         await m.stop()
 
     run(body)
+
+
+def test_replica_metadata_is_kept_next_to_the_data_and_reported(tmp_path: Path) -> None:
+    """Once the store's identity is known, each open replica's entry is written to its
+    directory (again when it changes: an election), and ``stored_meta`` reports it."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        await m.set_replicas([rep("a-0", ME, (ME, 2), uid="u1")])
+        assert not (tmp_path / "a-0" / "replica.json").exists()  # no store known yet
+        m.store_id = "s1"
+        await m.set_replicas([rep("a-0", ME, (ME, 2), uid="u1")])
+        (kept,) = m.stored_meta()
+        assert (kept.store_id, kept.replica.uid, kept.replica.leader_epoch) == ("s1", "u1", 0)
+        await m.set_replicas([rep("a-0", 2, (ME, 2), revision=2, uid="u1", epoch=1)])
+        (kept,) = m.stored_meta()
+        assert (kept.replica.leader, kept.replica.leader_epoch, kept.replica.revision) == (2, 1, 2)
+        await m.stop()
+
+    run(body)

@@ -167,16 +167,20 @@ def test_lagging_follower_is_evicted_and_readmitted(log: ReplicaLog) -> None:
     run(body)
 
 
-def test_acks_all_fails_when_the_isr_shrank_below_min_by_commit(log: ReplicaLog) -> None:
+def test_acks_all_fails_at_once_when_the_isr_shrinks_below_min(log: ReplicaLog) -> None:
     async def body() -> None:
         clock = Clock()
         leader = make(log, replica((LEADER, F1), min_isr=2), clock)
         task = asyncio.create_task(leader.produce(memoryview(frame("x")), Acks.ALL, 5000))
         await asyncio.sleep(0)
         clock.now += 1500
-        leader.check()  # F1 evicted: HW jumps to the LEO with only the leader in sync
-        with pytest.raises(NotEnoughReplicasError, match="committed with 1"):
+        leader.check()  # F1 evicted: too few replicas to commit, the request fails now
+        with pytest.raises(NotEnoughReplicasError, match="not committed: 1 in-sync"):
             await task
+        # a leader cut off from its followers commits nothing only it holds
+        assert leader.in_sync == {LEADER} and leader.hw == 0 and log.leo == 1
+        leader.follower_report(F1, 1)  # the follower is back and holds it: committed
+        assert leader.in_sync == {LEADER, F1} and leader.hw == 1
         await leader.stop()
 
     run(body)

@@ -30,22 +30,27 @@ def _fp(leo: int, caught: int | None, report: int = 0, leader_at: int = 0) -> Fo
 # --- high watermark ---------------------------------------------------------------------
 
 HW_ROWS = [
-    # (case, leader_leo, in-sync follower LEOs, previous, expected)
-    ("leader alone: HW = leader LEO", 10, [], 0, 10),
-    ("min over in-sync followers", 10, [7, 9], 0, 7),
-    ("followers caught up: HW = leader LEO", 10, [10, 10], 4, 10),
-    ("never backwards", 10, [3], 5, 5),
-    ("empty log", 0, [0], 0, 0),
+    # (case, leader_leo, in-sync follower LEOs, previous, min_in_sync_replicas, expected)
+    ("leader alone: HW = leader LEO", 10, [], 0, 1, 10),
+    ("min over in-sync followers", 10, [7, 9], 0, 1, 7),
+    ("followers caught up: HW = leader LEO", 10, [10, 10], 4, 1, 10),
+    ("never backwards", 10, [3], 5, 1, 5),
+    ("empty log", 0, [0], 0, 1, 0),
+    ("leader alone below min in sync: frozen", 10, [], 4, 2, 4),
+    ("one follower short of min in sync: frozen", 10, [10], 4, 3, 4),
+    ("exactly min in sync: advances", 10, [8], 4, 2, 8),
 ]
 
 
 @pytest.mark.parametrize(
-    ("leader_leo", "leos", "previous", "expected"),
+    ("leader_leo", "leos", "previous", "min_isr", "expected"),
     [row[1:] for row in HW_ROWS],
     ids=[row[0] for row in HW_ROWS],
 )
-def test_high_watermark(leader_leo: int, leos: list[int], previous: int, expected: int) -> None:
-    assert high_watermark(leader_leo, leos, previous) == expected
+def test_high_watermark(
+    leader_leo: int, leos: list[int], previous: int, min_isr: int, expected: int
+) -> None:
+    assert high_watermark(leader_leo, leos, previous, min_isr) == expected
 
 
 def test_high_watermark_past_leo_is_refused() -> None:

@@ -48,7 +48,7 @@ from spark_stream.records import (
     verify_frame,
     with_base_offset,
 )
-from tests.vectors.tier_cases import tier_file, tier_manifests, tier_typed_file
+from tests.vectors.tier_cases import tier_file, tier_manifests, tier_nested_file, tier_typed_file
 from tests.vectors.typed_cases import typed_frames
 from tests.vectors.writer_cases import writer_options
 
@@ -606,6 +606,7 @@ def generate() -> dict[str, str]:
         "tier_manifests.json": tier_manifests(),
         "tier_file.json": tier_file(),
         "tier_typed_file.json": tier_typed_file(),
+        "tier_nested_file.json": tier_nested_file(),
     }
     return {name: json.dumps(body, indent=1) + "\n" for name, body in files.items()}
 

@@ -8,6 +8,9 @@ its records, for ``TierFileReaderTest`` to read back column by column.
 ``tier_typed_file.json``: a typed topic's spec (two schema versions) and two tier files as
 tiering writes them, one before the schema evolved (no ``score`` column) and one after
 (its older frame widened), with their rows in the latest version, for ``TypedTierTest``.
+``tier_nested_file.json``: a typed topic with a ``list<int64>``, a ``list<string>`` and a
+struct column, one tier file as tiering writes it and its rows (lists as arrays, structs
+as objects), for ``TypedTierTest`` to read the nested columns back.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from spark_stream.records import RECORD_SCHEMA, encode_batch, encode_records, wi
 from spark_stream.tier import TierEntry, TierManifest, covering_entries, data_file, tier_start
 from tests.vectors.typed_cases import V1, json_value, typed_rows
 
-__all__ = ["tier_file", "tier_manifests", "tier_typed_file"]
+__all__ = ["tier_file", "tier_manifests", "tier_nested_file", "tier_typed_file"]
 
 _FILE_BASE = 500
 _TS = 1_764_000_000_000_000
@@ -237,3 +240,66 @@ def tier_typed_file() -> dict[str, Any]:
             out["headers"] = None if row["headers"] is None else len(row["headers"])
             rows.append(out)
     return {"topic_schema": schema.to_dict(), "files": files, "rows": rows}
+
+
+_NESTED = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("tags", pa.list_(pa.int64())),
+        pa.field("names", pa.list_(pa.string())),
+        pa.field("point", pa.struct([("x", pa.int32()), ("label", pa.string())])),
+    ]
+)
+
+
+def _nested_rows(n: int) -> list[dict[str, Any]]:
+    """Null, empty and multi-element lists, null elements; null structs, null children."""
+    rows = []
+    for i in range(n):
+        tags = None if i % 5 == 1 else [i * 10 + j if (i + j) % 4 else None for j in range(i % 4)]
+        names = None if i % 6 == 2 else [f"n{i}-{j}" if j != 1 else None for j in range(i % 3)]
+        x = None if i % 5 == 0 else -i
+        point = None if i % 4 == 3 else {"x": x, "label": None if i == 6 else f"p{i}" * (i % 3)}
+        rows.append({"id": i, "tags": tags, "names": names, "point": point, "key": f"k{i}"})
+    return rows
+
+
+def tier_nested_file() -> dict[str, Any]:
+    """A typed topic with nested columns, one tier file of two frames (as hex) and its rows."""
+    from spu.storage.tier import write_parquet
+
+    schema = TopicSchema.of(_NESTED)
+    storage = storage_schema(_NESTED)
+    rows = _nested_rows(23)
+    frames = b""
+    base = 900
+    for chunk in (rows[:13], rows[13:]):
+        n = len(chunk)
+        user = pa.Table.from_pylist(chunk, schema=_NESTED)
+        batch = pa.RecordBatch.from_arrays(
+            [
+                *(c.combine_chunks() for c in user.columns),
+                pa.array([r["key"].encode() for r in chunk], pa.binary()),
+                pa.array([_TS + r["id"] for r in chunk], pa.timestamp("us", tz="UTC")),
+                pa.nulls(n, storage.field("headers").type),
+            ],
+            schema=storage,
+        )
+        frames += encode_batch(batch, base_offset=base, schema_version=1)
+        base += n
+    with tempfile.TemporaryDirectory() as folder:
+        url = write_parquet(
+            memoryview(frames),
+            base_offset=900,
+            next_offset=base,
+            schema=storage,
+            tier_url=folder,
+        )
+        data = Path(url).read_bytes()
+    return {
+        "topic_schema": schema.to_dict(),
+        "base_offset": 900,
+        "records": len(rows),
+        "parquet": data.hex(),
+        "rows": [{k: v for k, v in r.items() if k != "key"} for r in rows],
+    }

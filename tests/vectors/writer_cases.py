@@ -22,7 +22,7 @@ from pyspark.sql.types import (
 )
 
 from datasource.options import parse_writer_options
-from datasource.sink_schema import sink_columns
+from datasource.sink_schema import sink_columns, typed_topic_refused
 from spark_stream.errors import FluvioError
 
 __all__ = ["writer_options"]
@@ -52,6 +52,11 @@ _WRITER_CASES: list[dict[str, str]] = [
     {"topic": "t", "kafka.bootstrap.servers": "h1:9003", "endpoint": "h2:9003"},
     {"topic": "t", "compresion": "zstd", **_EP},
     {"topic": "t", "subscribe": "t", **_EP},
+    {"topic": "t", "mergeSchema": "TRUE", **_EP},
+    {"topic": "t", "mergeSchema": "false", **_EP},
+    {"topic": "t", "mergeschema": "yes", **_EP},
+    {"mergeSchema": "true", **_EP},
+    {"mergeSchema": "false", **_EP},
 ]
 
 _HEADERS = ArrayType(
@@ -100,6 +105,15 @@ _SINK_CASES: list[tuple[StructType, bool, bool | None]] = [
     (_schema(*_READ), True, None),
     (_schema(*_READ), True, True),
     (_schema(*_READ), False, None),
+    (_schema(("id", LongType()), ("name", StringType()), ("topic", StringType())), False, None),
+    (_schema(("id", LongType()), ("name", StringType())), True, None),
+]
+
+# (topic, its user columns, routed by the topic column)
+_TYPED_TARGETS: list[tuple[str, list[str], bool]] = [
+    ("cities", ["id", "name"], True),
+    ("cities", ["id", "name"], False),
+    ("o'neil", ["x"], True),
 ]
 
 
@@ -124,6 +138,7 @@ def writer_options() -> dict[str, Any]:
                 "batch_size": opts.batch_size,
                 "acks": opts.acks,
                 "preserve_partitions": opts.preserve_partitions,
+                "merge_schema": opts.merge_schema,
             }
         writer.append(case)
     sink = []
@@ -146,4 +161,13 @@ def writer_options() -> dict[str, Any]:
                 "headers": used.headers,
             }
         sink.append(sink_case)
-    return {"writer": writer, "sink_columns": sink}
+    typed_targets = [
+        {
+            "topic": topic,
+            "columns": columns,
+            "routed": routed,
+            "message": typed_topic_refused(topic, columns, routed=routed),
+        }
+        for topic, columns, routed in _TYPED_TARGETS
+    ]
+    return {"writer": writer, "sink_columns": sink, "typed_targets": typed_targets}

@@ -126,6 +126,7 @@ class AsyncGroupConsumer(GroupPartitions):
         on_lost: RebalanceCallback | None = None,
         pattern: str | None = None,
         tls: ssl.SSLContext | None = None,
+        token: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
             raise InvalidConfigError(
@@ -147,6 +148,7 @@ class AsyncGroupConsumer(GroupPartitions):
         self.generation = -1
         self._host, self._port = host, port
         self._tls = tls  # the SC connection's TLS context (None: plaintext)
+        self._token = token  # presented on every (re)connect to the SC
         self._leaders = leaders
         self._config = config
         self._isolation = parse_isolation(config.isolation)
@@ -193,7 +195,9 @@ class AsyncGroupConsumer(GroupPartitions):
             self._tasks.append(loop.create_task(self._auto_commits()))
 
     async def _begin_membership(self) -> None:
-        self._conn = await Connection.open(self._host, self._port, timeout=TIMEOUT, tls=self._tls)
+        self._conn = await Connection.open(
+            self._host, self._port, timeout=TIMEOUT, tls=self._tls, token=self._token
+        )
         await self._join(resume=False)
         self._connected.set()
         self._last_pull = time.monotonic()
@@ -268,7 +272,7 @@ class AsyncGroupConsumer(GroupPartitions):
                 if self._conn is not None:
                     await self._conn.close()
                 self._conn = await Connection.open(
-                    self._host, self._port, timeout=TIMEOUT, tls=self._tls
+                    self._host, self._port, timeout=TIMEOUT, tls=self._tls, token=self._token
                 )
                 await self._join(resume=self._epoch > 0)
             except FluvioError as exc:

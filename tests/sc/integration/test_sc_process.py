@@ -14,7 +14,7 @@ from spark_stream.errors import (
     ServerStartError,
     UnauthorizedError,
 )
-from spark_stream.local import free_port
+from spark_stream.local import RedisServer, free_port
 from spark_stream.models import SpuResolution, TopicResolution
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
@@ -218,3 +218,22 @@ def test_bad_configuration_exits_with_an_error(sc_factory: type[ScChild]) -> Non
 
 async def _eventually_equal(fn: Any, expected: Any) -> bool:
     return await fn() == expected
+
+
+def test_redis_persistence_is_checked_at_start(
+    sc_factory: type[ScChild], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A Redis without its append-only file: a warning, or a refusal when required."""
+    with RedisServer(tmp_path_factory.mktemp("no-aof"), appendonly=False) as redis_server:
+        sc = sc_factory(redis_url=redis_server.url)
+        sc.env["FLUVIO_SC_REQUIRE_REDIS_PERSISTENCE"] = "true"
+        with pytest.raises(ServerStartError, match="exited"):
+            sc.start()
+        assert sc.returncode == 2
+        assert "does not keep its data: persistence is off" in sc.log()
+        warned = sc_factory(redis_url=redis_server.url).start()
+        try:
+            lines = [line for line in warned.log().splitlines() if "does not keep" in line]
+            assert len(lines) == 1 and " WARNING " in lines[0]
+        finally:
+            assert warned.stop() == 0

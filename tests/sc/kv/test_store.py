@@ -168,6 +168,28 @@ def test_create_gives_a_uid_that_writes_keep_and_a_recreate_changes(backend: Bac
     backend.run(body)
 
 
+def test_keep_uid_store_id_and_tombstones(backend: Backend) -> None:
+    """What a rebuild needs (``sc.rebuild``): a create that keeps the uid the SPUs' storage
+    names, a stable store identity, and the uids of deleted partitions."""
+
+    async def body(store: KvStore) -> None:
+        await store.create(topic("orders"))
+        kept = await store.create(partition("orders", 0).with_uid("from-spu"), keep_uid=True)
+        got = await store.get("Partition", "orders-0")
+        assert kept.uid == "from-spu" and got is not None and got.uid == "from-spu"
+        no_uid = await store.create(partition("orders", 1), keep_uid=True)
+        assert no_uid.uid  # none given: a new one
+        first = await store.store_id()
+        assert first and await store.store_id() == first
+        assert await store.tombstones() == frozenset()
+        await store.add_tombstones(["u1", "u2"])
+        await store.add_tombstones(["u2", "u3"])
+        await store.add_tombstones([])
+        assert await store.tombstones() == {"u1", "u2", "u3"}
+
+    backend.run(body)
+
+
 def test_watch_replays_in_revision_order(backend: Backend) -> None:
     async def body(store: KvStore) -> None:
         a = await store.create(topic("a"))

@@ -26,6 +26,37 @@ def parse(*argv: str) -> object:
     return build_parser().parse_args(list(argv))
 
 
+def test_auth_flags_parse() -> None:
+    args = parse("--token", "fv1.a.b", "topic", "list")
+    assert args.token == "fv1.a.b"  # type: ignore[attr-defined]
+    assert parse("topic", "list").token is None  # type: ignore[attr-defined]
+    assert parse("cluster", "start", "--auth").auth is True  # type: ignore[attr-defined]
+    args = parse(
+        "token", "create", "--principal", "w", "--grant", "a=produce", "--grant", "b*=consume",
+        "--expires", "2h",
+    )  # fmt: skip
+    assert (args.principal, args.grant, args.expires) == ("w", ["a=produce", "b*=consume"], 7200.0)  # type: ignore[attr-defined]
+    assert parse("profile", "add", "p", "h:1", "--token", "t").token == "t"  # type: ignore[attr-defined]
+
+
+def test_token_create_needs_a_key_and_valid_grants(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spark_stream.auth import load_key, new_key, verify, write_key
+
+    key_file = tmp_path / "cluster.key"
+    write_key(key_file, new_key())
+    argv = ["token", "create", "--key-file", str(key_file), "--principal", "w"]
+    assert main([*argv, "--grant", "orders=produce"]) == 0
+    claims = verify(capsys.readouterr().out.strip(), load_key(key_file), now=0.0)
+    assert (claims.principal, claims.describe()) == ("w", "orders=produce")
+    assert main([*argv, "--grant", "orders=write"]) == 1
+    assert "permissions are produce, consume, admin" in capsys.readouterr().err
+    missing = ["token", "create", "--data-dir", str(tmp_path / "none"), "--principal", "w"]
+    assert main([*missing, "--grant", "orders=produce"]) == 1
+    assert "start the cluster with `fluvio cluster start --auth`" in capsys.readouterr().err
+
+
 def test_commands_parse_like_fluvio() -> None:
     args = parse("topic", "create", "orders", "-p", "3", "-r", "2", "--retention-time", "1d")
     assert (args.name, args.partitions, args.replication, args.retention_time) == (  # type: ignore[attr-defined]

@@ -150,3 +150,51 @@ def test_a_bad_tls_entry_is_a_config_error(tmp_path: Path) -> None:
     path.write_text('{"endpoint": "127.0.0.1:1", "tls": {"ca": "/c", "verify": "no"}}')
     with pytest.raises(InvalidConfigError, match="bad 'tls'"):
         load_profile(path)
+
+
+def test_a_profile_with_tls_and_a_token_keeps_both(tmp_path: Path) -> None:
+    tls = TlsConfig(ca="/x/ca.pem")
+    path = save_profile(Profile(endpoint=IN_PROFILE, tls=tls, token="fv1.a.b"), tmp_path / "p")
+    loaded = load_profile(path)
+    assert (loaded.tls, loaded.token) == (tls, "fv1.a.b")
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "endpoint", "expected"),
+    [
+        ("t-explicit", "t-env", IN_PROFILE, "t-explicit"),
+        (None, "t-env", IN_PROFILE, "t-env"),
+        ("", " ", IN_PROFILE, "t-profile"),  # empty counts as not given
+        (None, None, IN_PROFILE, "t-profile"),
+        (None, None, EXPLICIT, None),  # a profile's token never goes to another cluster
+    ],
+)
+def test_token_resolution_order(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    explicit: str | None,
+    env: str | None,
+    endpoint: str,
+    expected: str | None,
+) -> None:
+    from spark_stream.client.profile import resolve_token
+
+    path = save_profile(Profile(endpoint=IN_PROFILE, token="t-profile"), tmp_path / "p.json")
+    monkeypatch.setenv("FLUVIO_PROFILE", str(path))
+    if env is None:
+        monkeypatch.delenv("FLUVIO_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("FLUVIO_TOKEN", env)
+    assert resolve_token(explicit, endpoint) == expected
+
+
+def test_a_profile_token_round_trips_in_an_owner_only_file(tmp_path: Path) -> None:
+    path = save_profile(Profile(endpoint=IN_PROFILE, token="fv1.a.b"), tmp_path / "p.json")
+    assert load_profile(path).token == "fv1.a.b"
+    assert path.stat().st_mode & 0o777 == 0o600
+    save_profile(Profile(endpoint=IN_PROFILE, name="open"), path)
+    assert '"token"' in path.read_text()  # the other profile keeps its token
+    assert load_profiles(path).profiles["open"].token == ""
+    path.write_text('{"endpoint": "127.0.0.1:1", "token": 7}')
+    with pytest.raises(InvalidConfigError, match="'token' that is not a string"):
+        load_profile(path)

@@ -12,6 +12,7 @@ from spark_stream.client import Fluvio, Offset
 from spark_stream.errors import ConflictError, InvalidConfigError, SchemaMismatchError
 from spark_stream.records import read_header
 from tests.integration.helpers import make_topic
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -121,10 +122,27 @@ def test_other_schema_changes_are_refused(fluvio: Fluvio, schema: pa.Schema, mes
     assert after is not None and after.version == 1
 
 
-def test_an_untyped_topic_has_no_schema_to_evolve(fluvio: Fluvio) -> None:
-    topic = make_topic(fluvio)
-    with pytest.raises(InvalidConfigError, match="is untyped"):
-        fluvio.admin().update_topic_schema(topic, USER)
+def test_an_empty_untyped_topic_becomes_typed_one_with_records_is_refused(
+    fluvio: Fluvio,
+) -> None:
+    empty = make_topic(fluvio, partitions=2)
+    typed = fluvio.admin().update_topic_schema(empty, USER).spec.topic_schema
+    assert typed is not None and typed.version == 1 and typed.arrow_schema.equals(USER)
+    table = pa.table({"id": pa.array([7], pa.int64()), "name": ["x"]})
+    fluvio.topic_producer(empty, acks="all").send_batch(table).result(30)
+    got = [r for p in range(2) for b in fluvio.fetch_batches(empty, p, 0) for r in b.to_pylist()]
+    assert [(r["id"], r["name"]) for r in got] == [(7, "x")]
+
+    used = make_topic(fluvio)
+    fluvio.topic_producer(used, acks="all").send("k", "v").result(30)
+    wait_until(
+        lambda: fluvio.admin().list_partitions(used)[0].status.leo > 0,
+        60,
+        "the leader's report of the record",
+    )
+    with pytest.raises(InvalidConfigError, match="is untyped and holds records"):
+        fluvio.admin().update_topic_schema(used, USER)
+    assert fluvio.admin().describe_topic(used)[0].spec.topic_schema is None
 
 
 def test_a_group_member_reads_typed_rows(fluvio: Fluvio) -> None:

@@ -238,3 +238,31 @@ def test_custom_spus_start_stop_restart_keep_data(tmp_path: Path) -> None:
         assert back.start().running and back.endpoint == endpoint  # same ports again
     finally:
         LocalCluster(tmp_path / "c").stop()
+
+
+@pytest.mark.integration
+def test_a_start_whose_spu_does_not_come_up_fails(tmp_path: Path) -> None:
+    """The SC just started lists the SPU as its store last knew it (online); the start
+    must still fail, naming the SPU, when no SPU process runs."""
+    cluster = LocalCluster(
+        tmp_path, spus=1, sc_port=0, spu_mode="custom", profile=tmp_path / "profile.json"
+    )
+    try:
+        cluster.start()
+        for record in (running(cluster.pid_file("sc")), running(cluster.pid_file("spu-5001"))):
+            assert record is not None
+            os.kill(record.pid, 9)  # both die at once: the store still says Online
+        wait_until(lambda: cluster.spu_pid(5001) is None, 10, "the SPU to die")
+        wait_until(lambda: running(cluster.pid_file("sc")) is None, 10, "the SC to die")
+        broken = LocalCluster(
+            tmp_path,
+            env={"FLUVIO_SPU_REPLICA_MAX_LAG_MS": "zero"},  # the SPU exits at start
+            start_timeout=8,
+            profile=tmp_path / "profile.json",
+        )
+        with pytest.raises(ServerStartError, match=r"SPUs \[5001\] failed to start") as error:
+            broken.start()
+        assert "SPU 5001: no process running" in str(error.value)
+    finally:
+        cluster.stop()
+    assert processes_of(tmp_path) == []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_stream.client.profile import Profile, save_profile
 from spark_stream.errors import NotFoundError
 from spark_stream.local.cluster import LocalCluster
 from spark_stream.local.diagnostics import collect_diagnostics
@@ -50,6 +51,20 @@ def test_a_stopped_cluster_still_gives_its_logs_and_says_what_is_missing(tmp_pat
     assert json.loads(files["state/status.json"])["state"] == "stopped"
     errors = files["errors.txt"].decode()
     assert "SC: not running (cluster stopped)" in errors and f"Redis at {dead_redis}" in errors
+
+
+def test_the_archived_profile_has_its_tokens_redacted(tmp_path: Path) -> None:
+    data = tmp_path / "cluster"
+    (data / "logs").mkdir(parents=True)
+    (data / "cluster.json").write_text(json.dumps({"spus": 0}))
+    profile = tmp_path / "profile.json"
+    save_profile(Profile(endpoint="127.0.0.1:1", token="fv1.secret.mac"), profile)
+    path = collect_diagnostics(LocalCluster(data, profile=profile), tmp_path / "out", timeout=1.0)
+    with tarfile.open(path) as tar:
+        [name] = [n for n in tar.getnames() if n.endswith("config/profile.json")]
+        archived = tar.extractfile(name).read().decode()  # type: ignore[union-attr]
+    assert "fv1.secret.mac" not in archived
+    assert json.loads(archived)["profiles"]["local"]["token"] == "<redacted>"
 
 
 def test_nothing_to_diagnose(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """An SPU process SIGKILLed while it tiers, then restarted: every sealed segment ends up
-in the tier once (no duplicate file, no hole), and every acknowledged record reads back
-with its offset, across the tier and the SPU."""
+in the tier once (no duplicate file, no hole), the temporary files of abandoned uploads
+are gone, and every acknowledged record reads back with its offset, across the tier and
+the SPU."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from spark_stream.client import Offset
 from spark_stream.client.fluvio import FluvioAsync
 from spark_stream.records import RECORD_SCHEMA
-from spark_stream.tier import load_manifest, read_tier_batches
+from spark_stream.tier import data_file, load_manifest, read_tier_batches
+from spark_stream.tier.layout import temp_name
 from tests.harness.processes import HOST, SpuChild
 from tests.spu.conftest import ClusterFactory
 from tests.spu.helpers import produce, run, until
@@ -54,6 +56,18 @@ def test_sigkill_mid_upload_then_restart(spu_cluster: ClusterFactory, tmp_path: 
             await cluster.kill_spu(1)  # mid-upload: most segments are not tiered yet
             partial = load_manifest(str(tier), 0)
             assert len(partial.files) < FRAMES - 1
+            # what an upload killed between writing and moving leaves (the kill above
+            # may have left one too): the next file's and the manifest's, of epoch 0
+            # (this partition's first leader), and one of a writer of no epoch
+            nxt, first = Path(data_file(0, partial.end_offset or 0)), Path(data_file(0, 0))
+            abandoned = [
+                tier / nxt.parent / temp_name(nxt.name, 0, "dead00000001"),
+                tier / "_fluvio" / temp_name("partition=0.json", 0, "dead00000002"),
+                tier / first.parent / temp_name(first.name, None, "dead00000003"),
+            ]
+            for path in abandoned:
+                path.write_bytes(b"PAR1 half a file")
+            assert set(abandoned) <= set(tier.rglob("*.tmp"))
 
             await asyncio.to_thread(spu.start)
             await until(
@@ -66,6 +80,7 @@ def test_sigkill_mid_upload_then_restart(spu_cluster: ClusterFactory, tmp_path: 
             assert manifest.start_offset == 0  # contiguous: the model checks each step
             names = sorted(p.name for p in (tier / "partition=0").glob("*.parquet"))
             assert names == sorted(Path(e.file).name for e in manifest.files)  # once each
+            assert sorted(tier.rglob("*.tmp")) == []  # the restarted leader removed them
             end = manifest.end_offset
             assert end is not None
             tiered = [

@@ -6,9 +6,14 @@ public final class ApiKeys {
 
   /** Any server: the api keys and version ranges it accepts. */
   public static final int API_VERSIONS = 1;
+  /** A client presents its token once per connection (SC and SPU public ports). */
+  public static final int AUTHENTICATE = 2;
 
   /** SC: one topic and its partitions. */
   public static final int DESCRIBE_TOPIC = 1004;
+
+  /** SC: a typed topic's next schema version, or an empty untyped topic's first. */
+  public static final int UPDATE_TOPIC_SCHEMA = 1007;
 
   /** SC: every SPU and its endpoints. */
   public static final int LIST_SPUS = 1012;

@@ -164,6 +164,19 @@ public final class Connection implements Closeable {
   }
 
   /**
+   * Present a client token ({@code AUTHENTICATE}) for the rest of the connection: a cluster
+   * with auth on checks every later request against its grants; one with auth off accepts
+   * any token.
+   *
+   * @param token the token ({@code fv1.<claims>.<mac>}, made by {@code fluvio token create})
+   * @throws FluvioException {@code AUTHENTICATION}: the peer refused the token; or as
+   *     {@link #request}
+   */
+  public void authenticate(String token) {
+    request(ApiKeys.AUTHENTICATE, 0, Map.of("token", token));
+  }
+
+  /**
    * The api versions the peer accepts ({@code API_VERSIONS}, answered by every server).
    *
    * @return version range {@code [min, max]} by api key

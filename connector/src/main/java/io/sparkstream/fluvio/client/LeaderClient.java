@@ -3,6 +3,7 @@ package io.sparkstream.fluvio.client;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import io.sparkstream.fluvio.protocol.Frame;
+import io.sparkstream.fluvio.records.TopicSchema;
 import java.io.Closeable;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -25,6 +26,7 @@ public final class LeaderClient implements Closeable {
 
   private final Endpoint scEndpoint;
   private final int timeoutMs;
+  private final String token;
   private final Map<Endpoint, Connection> connections = new HashMap<>();
   private final Map<String, Metadata> metadata = new HashMap<>();
 
@@ -35,8 +37,21 @@ public final class LeaderClient implements Closeable {
    * @param timeoutMs bound on connecting and on each request
    */
   public LeaderClient(Endpoint scEndpoint, int timeoutMs) {
+    this(scEndpoint, timeoutMs, null);
+  }
+
+  /**
+   * A client of the cluster whose SC is at {@code scEndpoint} that presents {@code token}
+   * on every connection it opens (to the SC and to each leader).
+   *
+   * @param scEndpoint the SC's public endpoint
+   * @param timeoutMs bound on connecting and on each request
+   * @param token the client token of a cluster with auth on; null: none
+   */
+  public LeaderClient(Endpoint scEndpoint, int timeoutMs, String token) {
     this.scEndpoint = scEndpoint;
     this.timeoutMs = timeoutMs;
+    this.token = token;
   }
 
   /**
@@ -258,6 +273,31 @@ public final class LeaderClient implements Closeable {
   }
 
   /**
+   * Set a topic's user columns ({@code UPDATE_TOPIC_SCHEMA}, the admin API's {@code
+   * update_topic_schema}): a typed topic's next version, or an empty untyped topic's first.
+   *
+   * @param topic the topic
+   * @param arrow the user columns, a base64 Arrow IPC schema message
+   * @return the topic's schema after the update
+   * @throws FluvioException {@code INVALID_CONFIG} (the SC's evolution rules, or an untyped
+   *     topic that holds records) and {@code UNKNOWN_TOPIC}
+   */
+  public TopicSchema updateTopicSchema(String topic, String arrow) {
+    Object updated =
+        connection(scEndpoint)
+            .request(ApiKeys.UPDATE_TOPIC_SCHEMA, 0, Map.of("name", topic, "arrow", arrow))
+            .decodeMeta()
+            .get("topic");
+    Object spec = updated instanceof Map<?, ?> t ? t.get("spec") : null;
+    Object schema = spec instanceof Map<?, ?> s ? s.get("topicSchema") : null;
+    if (!(schema instanceof Map<?, ?> m)) {
+      throw new FluvioException(
+          ErrorCode.INVALID_REQUEST, "update schema reply: topic %s has no schema".formatted(topic));
+    }
+    return TopicSchema.fromSpec(m);
+  }
+
+  /**
    * Every topic name the SC knows ({@code LIST_TOPICS}), sorted ({@code list_topic_names}
    * of {@code datasource/resolve.py}).
    *
@@ -309,6 +349,14 @@ public final class LeaderClient implements Closeable {
     Connection c = connections.get(endpoint);
     if (c == null || c.isClosed()) {
       c = Connection.open(endpoint, timeoutMs);
+      if (token != null) {
+        try {
+          c.authenticate(token);
+        } catch (FluvioException e) {
+          c.close();
+          throw e;
+        }
+      }
       connections.put(endpoint, c);
     }
     return c;

@@ -34,6 +34,40 @@ final class ClientProfile {
   }
 
   /**
+   * The client token: {@code FLUVIO_TOKEN}, else the current profile's {@code token} when
+   * that profile's endpoint is {@code endpoint} ({@code resolve_token} in Python, after the
+   * {@code token} option): a profile's token is never sent to another cluster.
+   *
+   * @param endpoint the SC the query connects to
+   * @return the token, or null for none
+   */
+  static String token(Endpoint endpoint) {
+    String env = System.getenv("FLUVIO_TOKEN");
+    if (env != null && !env.isBlank()) {
+      return env.strip();
+    }
+    JsonNode data;
+    try {
+      data = new ObjectMapper().readTree(Files.readString(path()));
+    } catch (IOException e) {
+      return null; // no profile (or an unreadable one, which endpoint() reports): no token
+    }
+    if (data != null && data.isObject() && data.path("profiles").isObject()) {
+      data = data.path("profiles").path(data.path("current").asText(""));
+    }
+    if (data == null || !data.path("token").isTextual() || data.path("token").textValue().isEmpty()
+        || !data.path("endpoint").isTextual()) {
+      return null;
+    }
+    try {
+      Endpoint own = Endpoint.parse(data.get("endpoint").textValue(), "profile");
+      return own.equals(endpoint) ? data.get("token").textValue() : null;
+    } catch (FluvioException e) {
+      return null;
+    }
+  }
+
+  /**
    * The current profile's endpoint.
    *
    * @return the endpoint

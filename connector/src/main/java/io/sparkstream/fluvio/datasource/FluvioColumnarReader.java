@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
@@ -47,6 +48,7 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
   private final FluvioInputPartition range;
   private final BufferAllocator allocator = new RootAllocator();
   private final LeaderClient client;
+  private final Configuration hadoopConf;
   private TierPrefix tier;
   private FrameBuffer frames;
   private int nextFrame;
@@ -55,11 +57,13 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
   private VectorSchemaRoot current;
   private ColumnarBatch batch;
 
-  FluvioColumnarReader(ReaderOptions options, StructType schema, FluvioInputPartition range) {
+  FluvioColumnarReader(
+      ReaderOptions options, StructType schema, FluvioInputPartition range, Configuration hadoopConf) {
     this.options = options;
     this.schema = schema;
     this.range = range;
-    this.client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS);
+    this.hadoopConf = hadoopConf;
+    this.client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS, options.token());
     this.next = -1; // checked against the log start at the first next()
     this.local = options.localReads();
   }
@@ -68,10 +72,10 @@ final class FluvioColumnarReader implements PartitionReader<ColumnarBatch> {
   public boolean next() {
     release();
     if (next < 0) {
-      long logStart = TierPrefix.readableOffsets(client, range.topic(), range.partition()).logStart();
+      long logStart = TierPrefix.readableOffsets(client, range.topic(), range.partition(), hadoopConf).logStart();
       next = Planning.checkedStart(range, logStart, options.failOnDataLoss());
       String url = TierPrefix.tierUrl(client, range.topic());
-      tier = url == null ? null : new TierPrefix(client, range.topic(), range.partition(), url);
+      tier = url == null ? null : new TierPrefix(client, range.topic(), range.partition(), url, hadoopConf);
     }
     if (tier != null && next < range.end()) {
       VectorSchemaRoot root = tier.next(next, range.end(), TierPrefix.MAX_BATCH_ROWS, allocator);

@@ -2,6 +2,7 @@ package io.sparkstream.fluvio.datasource;
 
 import io.sparkstream.fluvio.client.LeaderClient;
 import io.sparkstream.fluvio.datasource.FluvioOffset.TopicPartition;
+import io.sparkstream.fluvio.tier.TierFiles;
 import java.util.List;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.streaming.ContinuousPartitionReaderFactory;
@@ -9,6 +10,7 @@ import org.apache.spark.sql.connector.read.streaming.ContinuousStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * {@code Trigger.Continuous}: one long-running task per topic partition, each reading a
@@ -58,7 +60,7 @@ final class FluvioContinuousStream implements ContinuousStream {
   @Override
   public InputPartition[] planInputPartitions(Offset start) {
     driver.mirrorStart(((FluvioOffset) start).offsets()); // progressGroup: claim, mirror
-    try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS, options.read().token())) {
       planned = driver.subscribed(client, false);
     }
     return FluvioMicroBatchStream.streamPartitions(((FluvioOffset) start).offsets(), planned);
@@ -66,7 +68,8 @@ final class FluvioContinuousStream implements ContinuousStream {
 
   @Override
   public ContinuousPartitionReaderFactory createContinuousReaderFactory() {
-    return new FluvioContinuousReaderFactory(options.read(), readSchema);
+    return new FluvioContinuousReaderFactory(
+        options.read(), readSchema, new SerializableConfiguration(TierFiles.sessionConf()));
   }
 
   @Override
@@ -76,7 +79,7 @@ final class FluvioContinuousStream implements ContinuousStream {
 
   @Override
   public boolean needsReconfiguration() {
-    try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(options.read().endpoint(), FluvioScan.TIMEOUT_MS, options.read().token())) {
       return !driver.subscribed(client, false).equals(planned);
     } catch (RuntimeException e) {
       return false; // the SC unreachable for now: keep the tasks running, ask again later

@@ -145,12 +145,15 @@ final class FluvioDataWriter implements DataWriter<InternalRow> {
     IdempotentProducer p = producers.get(topic);
     if (p == null) {
       if (client == null) {
-        client = new LeaderClient(opts.endpoint(), 30_000);
+        client = new LeaderClient(opts.endpoint(), 30_000, opts.token());
         allocator = new RootAllocator();
       }
       String setting;
       synchronized (client) { // the producers' sender threads share the client
         setting = client.topicCompression(topic);
+        if (columns.typed() == null) {
+          checkUntyped(topic, client.metadata(topic).schema());
+        }
       }
       Compression codec = codecFor(topic, setting);
       p = new IdempotentProducer(
@@ -159,6 +162,19 @@ final class FluvioDataWriter implements DataWriter<InternalRow> {
       producers.put(topic, p);
     }
     return p;
+  }
+
+  /**
+   * Refuse untyped records for a typed topic, saying what to write instead ({@code
+   * _check_untyped} of {@code datasource/writer.py}).
+   *
+   * @throws FluvioException {@code SCHEMA_MISMATCH}: the topic is typed
+   */
+  private void checkUntyped(String topic, io.sparkstream.fluvio.records.TopicSchema schema) {
+    if (schema != null) {
+      throw new FluvioException(
+          ErrorCode.SCHEMA_MISMATCH, SinkColumns.typedTopicRefused(topic, schema.names(), opts.topic() == null));
+    }
   }
 
   /** The codec a topic takes ({@code ProducerConfig.for_topic} in Python). */

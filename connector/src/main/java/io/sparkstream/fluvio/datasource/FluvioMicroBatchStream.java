@@ -6,6 +6,7 @@ import io.sparkstream.fluvio.client.PartitionOffsets;
 import io.sparkstream.fluvio.datasource.FluvioOffset.TopicPartition;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.tier.TierFiles;
 import io.sparkstream.fluvio.tier.TierPrefix;
 import io.sparkstream.fluvio.records.BatchFrames;
 import io.sparkstream.fluvio.records.FrameSlice;
@@ -17,6 +18,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
 import java.util.logging.Logger;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
@@ -30,6 +32,7 @@ import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
 import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * {@code spark.readStream.format("fluvio")} in micro-batches, as {@code FluvioStreamReader}
@@ -69,7 +72,7 @@ final class FluvioMicroBatchStream
     this.options = options;
     this.readSchema = readSchema;
     this.progress =
-        options.progressGroup() == null ? null : new ProgressMirror(options.progressGroup(), options.read().endpoint());
+        options.progressGroup() == null ? null : new ProgressMirror(options.progressGroup(), options.read().endpoint(), options.read().token());
   }
 
   private ReaderOptions read() {
@@ -85,7 +88,7 @@ final class FluvioMicroBatchStream
 
   @Override
   public Offset initialOffset() {
-    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS, read().token())) {
       Map<TopicPartition, PartitionOffsets> now = offsetsOf(client, subscribed(client, true));
       OffsetSpec spec = read().starting();
       String name = spec.optionName("startingOffsets", "startingTimestamp");
@@ -134,7 +137,7 @@ final class FluvioMicroBatchStream
   public Offset latestOffset(Offset startOffset, ReadLimit limit) {
     Map<TopicPartition, Long> begin = ((FluvioOffset) startOffset).offsets();
     mirrorStart(begin);
-    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS, read().token())) {
       Map<TopicPartition, PartitionOffsets> now = offsetsOf(client, subscribed(client, false));
       Map<TopicPartition, Long> base = new LinkedHashMap<>();
       Map<TopicPartition, Long> latest = new LinkedHashMap<>();
@@ -335,7 +338,7 @@ final class FluvioMicroBatchStream
   }
 
   private Map<TopicPartition, Long> visibleEnds() {
-    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS, read().token())) {
       Map<TopicPartition, Long> ends = new TreeMap<>(FluvioOffset.ORDER);
       offsetsOf(client, subscribed(client, false)).forEach((tp, off) -> ends.put(tp, off.end(read().isolation())));
       return ends;
@@ -361,7 +364,7 @@ final class FluvioMicroBatchStream
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new FluvioStreamReaderFactory(read(), readSchema);
+    return new FluvioStreamReaderFactory(read(), readSchema, new SerializableConfiguration(TierFiles.sessionConf()));
   }
 
   // -- real-time mode ------------------------------------------------------------------
@@ -386,7 +389,7 @@ final class FluvioMicroBatchStream
   public InputPartition[] planInputPartitions(Offset start) {
     mirrorStart(((FluvioOffset) start).offsets());
     List<TopicPartition> now;
-    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(read().endpoint(), FluvioScan.TIMEOUT_MS, read().token())) {
       now = subscribed(client, false);
     }
     return streamPartitions(((FluvioOffset) start).offsets(), now);
@@ -484,8 +487,9 @@ final class FluvioMicroBatchStream
 
   private static Map<TopicPartition, PartitionOffsets> offsetsOf(LeaderClient client, List<TopicPartition> tps) {
     Map<TopicPartition, PartitionOffsets> out = new TreeMap<>(FluvioOffset.ORDER);
+    Configuration hadoopConf = TierFiles.sessionConf();
     for (TopicPartition tp : tps) {
-      out.put(tp, TierPrefix.readableOffsets(client, tp.topic(), tp.partition()));
+      out.put(tp, TierPrefix.readableOffsets(client, tp.topic(), tp.partition(), hadoopConf));
     }
     return out;
   }

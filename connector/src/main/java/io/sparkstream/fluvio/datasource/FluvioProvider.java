@@ -1,5 +1,6 @@
 package io.sparkstream.fluvio.datasource;
 
+import io.sparkstream.fluvio.client.Endpoint;
 import io.sparkstream.fluvio.records.TopicSchema;
 import java.util.List;
 import java.util.Map;
@@ -36,7 +37,7 @@ public final class FluvioProvider implements TableProvider, DataSourceRegister {
     if (!calledByAWriter()) {
       ReaderOptions.checkNames(options);
       List<String> topics = ReaderOptions.namedTopics(options);
-      TopicSchema typed = topics.isEmpty() ? null : TypedSchema.lookUp(ReaderOptions.namedEndpoint(options), topics);
+      TopicSchema typed = topics.isEmpty() ? null : lookUpTyped(options, topics);
       if (typed != null) {
         return TypedSchema.of(typed);
       }
@@ -48,6 +49,12 @@ public final class FluvioProvider implements TableProvider, DataSourceRegister {
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
     return new FluvioTable(schema);
+  }
+
+  /** The typed schema of the topics a read names, asked of the SC with the read's token. */
+  private static TopicSchema lookUpTyped(Map<String, String> options, List<String> topics) {
+    Endpoint endpoint = ReaderOptions.namedEndpoint(options);
+    return TypedSchema.lookUp(endpoint, topics, ReaderOptions.namedToken(options, endpoint));
   }
 
   /**

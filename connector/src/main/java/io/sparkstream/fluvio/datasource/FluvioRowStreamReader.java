@@ -13,6 +13,7 @@ import java.util.Deque;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.streaming.ContinuousPartitionReader;
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
@@ -49,6 +50,7 @@ final class FluvioRowStreamReader
   private final FluvioStreamPartition partition;
   private final BufferAllocator allocator = new RootAllocator();
   private final Deque<FrameSlice> pending = new ArrayDeque<>();
+  private final Configuration hadoopConf;
   private FetchStream stream;
   private TierPrefix tier;
   private LeaderClient tierClient;
@@ -60,10 +62,12 @@ final class FluvioRowStreamReader
   private long backoffMs;
   private volatile boolean closed;
 
-  FluvioRowStreamReader(ReaderOptions options, StructType schema, FluvioStreamPartition partition) {
+  FluvioRowStreamReader(
+      ReaderOptions options, StructType schema, FluvioStreamPartition partition, Configuration hadoopConf) {
     this.options = options;
     this.schema = schema;
     this.partition = partition;
+    this.hadoopConf = hadoopConf;
     this.next = partition.start();
   }
 
@@ -161,7 +165,7 @@ final class FluvioRowStreamReader
   }
 
   private void open() {
-    try (LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS, options.token())) {
       Endpoint leader = client.metadata(partition.topic()).leader(partition.partition());
       stream = FetchStream.open(leader, partition.topic(), partition.partition(), next,
           options.fetchMaxBytes(), options.isolation(), FluvioScan.TIMEOUT_MS);
@@ -174,15 +178,15 @@ final class FluvioRowStreamReader
    * client of the cluster until the reader is past the tier.
    */
   private void start() {
-    LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS);
+    LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS, options.token());
     try {
-      long logStart = TierPrefix.readableOffsets(client, partition.topic(), partition.partition()).logStart();
+      long logStart = TierPrefix.readableOffsets(client, partition.topic(), partition.partition(), hadoopConf).logStart();
       FluvioInputPartition range = new FluvioInputPartition(
           partition.topic(), partition.partition(), next, Long.MAX_VALUE, partition.fromLogStart());
       next = Planning.checkedStart(range, logStart, options.failOnDataLoss());
       String url = TierPrefix.tierUrl(client, partition.topic());
       if (url != null) {
-        tier = new TierPrefix(client, partition.topic(), partition.partition(), url);
+        tier = new TierPrefix(client, partition.topic(), partition.partition(), url, hadoopConf);
         tierClient = client;
         client = null;
       }

@@ -5,16 +5,19 @@ import io.sparkstream.fluvio.client.Metadata;
 import io.sparkstream.fluvio.client.PartitionOffsets;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import io.sparkstream.fluvio.tier.TierFiles;
 import io.sparkstream.fluvio.tier.TierPrefix;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.util.SerializableConfiguration;
 
 /**
  * A batch read: on the driver, resolves each partition's start and end offsets (asking its
@@ -73,8 +76,9 @@ final class FluvioScan implements Scan, Batch {
   @Override
   public InputPartition[] planInputPartitions() {
     List<FluvioInputPartition> planned = new ArrayList<>();
-    try (LeaderClient client = new LeaderClient(options.endpoint(), TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(options.endpoint(), TIMEOUT_MS, options.token())) {
       Map<String, PartitionOffsets> offsets = new LinkedHashMap<>();
+      Configuration hadoopConf = TierFiles.sessionConf();
       boolean byPattern = options.topicPattern() != null;
       List<String> topics =
           byPattern ? client.topicNames().stream().filter(options::matches).toList() : options.topics();
@@ -93,7 +97,7 @@ final class FluvioScan implements Scan, Batch {
           wanted = wanted.stream().filter(p -> p < metadata.partitionCount()).toList();
         }
         for (int p : Planning.partitions(topic, metadata.partitionCount(), wanted, options.partitionsOption())) {
-          offsets.put(topic + "/" + p, TierPrefix.readableOffsets(client, topic, p));
+          offsets.put(topic + "/" + p, TierPrefix.readableOffsets(client, topic, p, hadoopConf));
         }
       }
       Planning.checkNamed(options.starting(), options.starting().optionName("startingOffsets", "startingTimestamp"), offsets.keySet());
@@ -180,6 +184,6 @@ final class FluvioScan implements Scan, Batch {
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new FluvioReaderFactory(options, readSchema);
+    return new FluvioReaderFactory(options, readSchema, new SerializableConfiguration(TierFiles.sessionConf()));
   }
 }

@@ -16,7 +16,8 @@ import org.apache.spark.sql.internal.connector.SupportsStreamingUpdateAsAppend;
  * {@code df.write} and {@code df.writeStream} to topics: the options and columns are
  * checked here, on the driver, before any task runs, with the Python writer's messages.
  * A DataFrame without a {@code value} column written to a typed topic writes its user
- * columns ({@link TypedSink}).
+ * columns ({@link TypedSink}). With {@code mergeSchema=true} the topic's schema is first set
+ * from the DataFrame's user columns ({@link SchemaMerge}).
  *
  * <p>Topics are append-only. {@code mode("overwrite")} and {@code outputMode("complete")}
  * reach Spark as a truncate, which is accepted here only to be refused when the write is
@@ -44,7 +45,15 @@ final class FluvioWriteBuilder implements WriteBuilder, SupportsTruncate, Suppor
     // without it asks the SC whether the topic is typed, as the Python writer does.
     boolean typedRows =
         opts.topic() != null && !java.util.List.of(info.schema().fieldNames()).contains("value");
-    TopicSchema typed = typedRows ? TypedSchema.lookUp(opts.endpoint(), java.util.List.of(opts.topic())) : null;
+    TopicSchema typed;
+    if (opts.mergeSchema()) { // once, on the driver, before any task writes
+      typed = SchemaMerge.merge(opts.endpoint(), opts.topic(), info.schema(), opts.token());
+    } else {
+      typed =
+          typedRows
+              ? TypedSchema.lookUp(opts.endpoint(), java.util.List.of(opts.topic()), opts.token())
+              : null;
+    }
     SinkColumns columns =
         typed == null
             ? SinkColumns.of(info.schema(), opts.topic() != null, opts.preservePartitions())

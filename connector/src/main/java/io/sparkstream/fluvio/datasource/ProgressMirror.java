@@ -51,10 +51,11 @@ final class ProgressMirror {
    *
    * @param group the {@code progressGroup} option
    * @param endpoint the SC's public endpoint
+   * @param token the client token; null: none
    */
-  ProgressMirror(String group, Endpoint endpoint) {
+  ProgressMirror(String group, Endpoint endpoint, String token) {
     this(group, (g, offsets) -> {
-      try (LeaderClient client = new LeaderClient(endpoint, FluvioScan.TIMEOUT_MS)) {
+      try (LeaderClient client = new LeaderClient(endpoint, FluvioScan.TIMEOUT_MS, token)) {
         return client.commitProgress(g, offsets);
       }
     });

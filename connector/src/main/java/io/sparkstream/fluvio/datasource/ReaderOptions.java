@@ -44,6 +44,8 @@ import java.util.TreeSet;
  *     {@code topics} is then empty and planning lists the SC's topics; null otherwise
  * @param assign Kafka's {@code assign}: the only partitions read of each topic ({@code
  *     topics} then holds the same topics); null otherwise
+ * @param token the client token ({@code token} option, else {@code FLUVIO_TOKEN}, else the
+ *     profile's for this endpoint), resolved on the driver; null: none
  */
 public record ReaderOptions(
     Endpoint endpoint,
@@ -58,7 +60,8 @@ public record ReaderOptions(
     Integer minPartitions,
     boolean localReads,
     String topicPattern,
-    List<KafkaOptionValues.Assigned> assign)
+    List<KafkaOptionValues.Assigned> assign,
+    String token)
     implements Serializable {
 
   /** Options without a topic pattern. */
@@ -67,7 +70,7 @@ public record ReaderOptions(
       OffsetSpec ending, Isolation isolation, boolean includeHeaders, int fetchMaxBytes,
       boolean failOnDataLoss, Integer minPartitions, boolean localReads) {
     this(endpoint, topics, partitions, starting, ending, isolation, includeHeaders, fetchMaxBytes,
-        failOnDataLoss, minPartitions, localReads, null, null);
+        failOnDataLoss, minPartitions, localReads, null, null, null);
   }
 
   /**
@@ -92,7 +95,7 @@ public record ReaderOptions(
   /** Every reader option name, as in Python (the unknown-option message lists them). */
   static final List<String> READER =
       List.of(
-          "endpoint", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
+          "endpoint", "token", "topic", "topics", "topicPattern", "partitions", "startingOffsets",
           "startingTimestamp", "endingOffsets", "endingTimestamp", "isolation",
           "maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minPartitions",
           "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "skipCorruptFrames",
@@ -239,7 +242,7 @@ public record ReaderOptions(
         endpoint, List.copyOf(topics), partitions == null ? null : List.copyOf(partitions),
         starting, ending, isolation, includeHeaders,
         fetchMax == null ? DEFAULT_FETCH_MAX_BYTES : fetchMax, failOnDataLoss, minPartitions,
-        localReads, pattern, assign);
+        localReads, pattern, assign, token(given, endpoint));
   }
 
   /** The first of {@code names} given, else the first ({@code _offsets_or_time}'s name). */
@@ -506,6 +509,23 @@ public record ReaderOptions(
       throw error("options tls.*: " + e.getMessage());
     }
     return settings != null ? settings : ClientProfile.tlsFor(address);
+  }
+
+  /**
+   * The client token: the {@code token} option, else {@code FLUVIO_TOKEN}, else the
+   * current profile's when its endpoint is {@code endpoint}; null for none.
+   */
+  static String token(OptionNames.Given given, Endpoint endpoint) {
+    String raw = given.values().get("token");
+    if (raw != null && !raw.isBlank()) {
+      return raw.strip();
+    }
+    return ClientProfile.token(endpoint);
+  }
+
+  /** The token a read names, as {@link #token(OptionNames.Given, Endpoint)}. */
+  static String namedToken(Map<String, String> options, Endpoint endpoint) {
+    return token(OptionNames.canonical(options, READER, OptionNames.READER_ALIASES), endpoint);
   }
 
   private static Endpoint wrap(java.util.function.Supplier<Endpoint> parse) {

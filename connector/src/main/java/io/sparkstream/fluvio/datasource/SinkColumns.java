@@ -56,6 +56,35 @@ public record SinkColumns(
   static final List<String> SINK = List.of("key", "value", "topic", "partition", "timestamp", "headers");
   static final List<String> SOURCE = List.of("offset", "timestampType");
 
+  private static final String NO_VALUE_TOPIC_OPTION =
+      "the DataFrame needs a 'value' column (binary or string): the topic is untyped (only "
+          + "a typed topic takes other columns; option 'mergeSchema' types an empty one)";
+  private static final String NO_VALUE_ROUTED =
+      "the DataFrame needs a 'value' column (binary or string): rows routed by a 'topic' "
+          + "column are untyped records; to write a typed topic's columns, name it with the "
+          + "'topic' option";
+
+  /**
+   * Why untyped records cannot go to a typed topic, and what to do instead ({@code
+   * typed_topic_refused} of {@code datasource/sink_schema.py}).
+   *
+   * @param topic the typed topic
+   * @param columns its user columns
+   * @param routed the rows were routed by the {@code topic} column (else the option named
+   *     the topic and the DataFrame has a {@code value} column)
+   * @return the message
+   */
+  static String typedTopicRefused(String topic, List<String> columns, boolean routed) {
+    String what = "topic %s is typed (columns %s)".formatted(ReaderOptions.pyRepr(topic), String.join(", ", columns));
+    if (routed) {
+      return what
+          + ": rows routed by the 'topic' column are untyped records (key, value); write a "
+          + "DataFrame of its columns to it alone with the 'topic' option, or route records "
+          + "to untyped topics only";
+    }
+    return what + ": write a DataFrame of its columns, not 'value' (a 'value' column makes untyped records)";
+  }
+
   /**
    * Check a DataFrame schema for writing to topics.
    *
@@ -69,6 +98,9 @@ public record SinkColumns(
    */
   public static SinkColumns of(StructType schema, boolean topicOption, Boolean preservePartitions) {
     List<String> names = List.of(schema.fieldNames());
+    if (!names.contains("value")) { // before the other columns: they may be a typed topic's
+      throw error(topicOption ? NO_VALUE_TOPIC_OPTION : NO_VALUE_ROUTED);
+    }
     List<String> unknown = new ArrayList<>();
     for (String n : names) {
       if (!SINK.contains(n) && !SOURCE.contains(n)) {
@@ -80,9 +112,6 @@ public record SinkColumns(
           "cannot write column(s) %s to a topic; the fluvio sink takes %s and ignores %s "
                   .formatted(String.join(", ", unknown), String.join(", ", SINK), String.join(", ", SOURCE))
               + "(select or rename columns first)");
-    }
-    if (!names.contains("value")) {
-      throw error("the DataFrame needs a 'value' column (binary or string)");
     }
     if (Boolean.TRUE.equals(preservePartitions) && !names.contains("partition")) {
       throw error("option 'preservePartitions' is true but the DataFrame has no 'partition' column");

@@ -74,15 +74,16 @@ public final class TypedSchema {
    *
    * @param endpoint the SC
    * @param topics the topics named
+   * @param token the client token; null: none
    * @return the typed topic's schema, or null
    * @throws FluvioException {@code DATA_SOURCE_OPTION}: a typed topic named together with
    *     other topics (a DataFrame has one schema)
    */
-  static TopicSchema lookUp(Endpoint endpoint, List<String> topics) {
+  static TopicSchema lookUp(Endpoint endpoint, List<String> topics, String token) {
     if (topics.isEmpty()) {
       return null;
     }
-    try (LeaderClient client = new LeaderClient(endpoint, FluvioScan.TIMEOUT_MS)) {
+    try (LeaderClient client = new LeaderClient(endpoint, FluvioScan.TIMEOUT_MS, token)) {
       for (String topic : topics) {
         TopicSchema schema;
         try {
@@ -99,7 +100,7 @@ public final class TypedSchema {
         if (topics.size() > 1) {
           throw new FluvioException(
               ErrorCode.DATA_SOURCE_OPTION,
-              "topic %s is typed: read or write it alone, not with %s"
+              "topic %s is typed: read it alone with the 'topic' option, not with %s"
                   .formatted(ReaderOptions.pyRepr(topic),
                       String.join(", ", topics.stream().filter(t -> !t.equals(topic)).toList())));
         }

@@ -24,6 +24,9 @@ import java.util.TreeSet;
  * @param acks {@code all} or {@code leader}
  * @param preservePartitions whether a {@code partition} column routes rows; null when not
  *     given (see {@link SinkColumns})
+ * @param token the client token, resolved on the driver as for reads; null: none
+ * @param mergeSchema set the topic's schema from the DataFrame's user columns before
+ *     writing ({@link SchemaMerge}); needs the {@code topic} option
  */
 public record WriterOptions(
     Endpoint endpoint,
@@ -31,13 +34,25 @@ public record WriterOptions(
     Compression compression,
     int batchSize,
     String acks,
-    Boolean preservePartitions)
+    Boolean preservePartitions,
+    String token,
+    boolean mergeSchema)
     implements Serializable {
 
   /** Every writer option name, as in Python. */
   static final List<String> WRITER =
-      List.of("endpoint", "topic", "compression", "batchSize", "acks", "preservePartitions",
-          "tls.ca", "tls.cert", "tls.key");
+      List.of(
+          "endpoint",
+          "token",
+          "topic",
+          "compression",
+          "batchSize",
+          "acks",
+          "preservePartitions",
+          "mergeSchema",
+          "tls.ca",
+          "tls.cert",
+          "tls.key");
 
   private static final int DEFAULT_BATCH_SIZE = 256 * 1024;
 
@@ -74,12 +89,20 @@ public record WriterOptions(
         opts.containsKey("preservePartitions")
             ? ReaderOptions.bool(opts, "preservePartitions", false)
             : null;
+    boolean mergeSchema = ReaderOptions.bool(opts, "mergeSchema", false);
+    if (mergeSchema && topic == null) {
+      throw ReaderOptions.error(
+          "option 'mergeSchema' needs the 'topic' option: it sets that one topic's schema "
+              + "(rows routed by a 'topic' column may go to many topics)");
+    }
     return new WriterOptions(
         endpoint,
         topic == null ? null : topic.strip(),
         compression,
         batchSize == null || batchSize == 0 ? DEFAULT_BATCH_SIZE : batchSize,
         acks,
-        preserve);
+        preserve,
+        ReaderOptions.token(given, endpoint),
+        mergeSchema);
   }
 }

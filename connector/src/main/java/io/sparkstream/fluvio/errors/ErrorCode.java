@@ -58,7 +58,9 @@ public enum ErrorCode {
   MEMBER_ID_CONFLICT(113, "MemberIdConflictError", true),
   UNRELEASED_INSTANCE_ID(114, "UnreleasedInstanceIdError", true),
   GROUP_NOT_EMPTY(115, "GroupNotEmptyError", true),
-  GATE_NOT_READY(116, "GateNotReadyError", true);
+  GATE_NOT_READY(116, "GateNotReadyError", true),
+  AUTHENTICATION(120, "AuthenticationError", false),
+  PERMISSION_DENIED(121, "PermissionDeniedError", false);
 
   private static final Map<Integer, ErrorCode> BY_CODE = new HashMap<>();
 

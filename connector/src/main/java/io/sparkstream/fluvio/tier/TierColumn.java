@@ -2,70 +2,53 @@ package io.sparkstream.fluvio.tier;
 
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
-import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
 import org.apache.arrow.vector.BaseFixedWidthVector;
-import org.apache.arrow.vector.BigIntVector;
-import org.apache.arrow.vector.BitVector;
-import org.apache.arrow.vector.DateDayVector;
-import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
-import org.apache.arrow.vector.Float4Vector;
-import org.apache.arrow.vector.Float8Vector;
-import org.apache.arrow.vector.IntVector;
-import org.apache.arrow.vector.SmallIntVector;
-import org.apache.arrow.vector.TimeStampVector;
-import org.apache.arrow.vector.TinyIntVector;
-import org.apache.arrow.vector.VariableWidthFieldVector;
-import org.apache.arrow.vector.types.DateUnit;
-import org.apache.arrow.vector.types.FloatingPointPrecision;
+import org.apache.arrow.vector.complex.ListVector;
+import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.parquet.column.ColumnDescriptor;
 import org.apache.parquet.column.ColumnReader;
+import org.apache.parquet.schema.GroupType;
 import org.apache.parquet.schema.LogicalTypeAnnotation;
-import org.apache.parquet.schema.LogicalTypeAnnotation.DecimalLogicalTypeAnnotation;
-import org.apache.parquet.schema.LogicalTypeAnnotation.IntLogicalTypeAnnotation;
-import org.apache.parquet.schema.LogicalTypeAnnotation.TimestampLogicalTypeAnnotation;
 import org.apache.parquet.schema.MessageType;
-import org.apache.parquet.schema.PrimitiveType;
-import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName;
 import org.apache.parquet.schema.Type;
 
 /**
- * One user column of a typed topic's tier file: the Parquet leaf pyarrow writes for the
- * column's Arrow type, read value by value straight into an Arrow vector of that type (the
- * type of the topic's schema, so {@code FrameColumns} serves it as it serves an SPU
- * frame's column). No row objects: a batch's values go from the page to the vector.
+ * One user column of a typed topic's tier file, read from its Parquet leaves ({@link
+ * TierLeaf}) straight into the column's Arrow vector. No row objects: a batch's values go
+ * from the pages to the vectors.
  *
- * <p>The mapping is pyarrow's ({@code pq.write_table} with its defaults): signed integers
- * as {@code INT32} (8 and 16 bits annotated) or {@code INT64}, floats as {@code FLOAT} or
- * {@code DOUBLE}, {@code bool} as {@code BOOLEAN}, strings and binaries (large ones too)
- * as {@code BINARY} (strings annotated), {@code date32} as {@code INT32 (Date)},
- * timestamps as {@code INT64 (Timestamp)} in the file's unit (seconds are written as
- * milliseconds) converted to the column's, {@code decimal128} as a big-endian {@code
- * FIXED_LEN_BYTE_ARRAY} (or {@code INT32}/{@code INT64}) annotated with the same precision
- * and scale. Nested columns (lists, maps, structs) are not read from the tier: refused
- * with {@code DATA_SOURCE_OPTION}, naming the column. A leaf of another type is a {@code
- * CORRUPT_FRAME}, as Python's {@code widen} refuses it.
+ * <p>Three shapes, as pyarrow writes them: a scalar column is one leaf; a list of scalars
+ * is Parquet's three-level {@code LIST} ({@code <name> (LIST) { repeated group list {
+ * element } }}), one leaf whose definition level says null list, empty list, null element
+ * or element, and whose repetition level 0 starts a row; a struct of scalars is a group
+ * with one leaf per child, each with a value per row, whose definition level says null
+ * struct, null child or child. Deeper nesting (lists of structs, structs of lists, maps,
+ * large and fixed-size lists) is refused with {@code DATA_SOURCE_OPTION}, naming the
+ * column: the Python source reads it.
  */
 final class TierColumn {
-  /** How values go from the leaf to the vector. */
-  private enum Kind {
-    BOOL, INT, LONG, FLOAT, DOUBLE, BYTES, DATE, TIMESTAMP, DECIMAL_BYTES, DECIMAL_LONG
+  private enum Shape {
+    SCALAR, LIST, STRUCT
   }
 
   final Field field;
-  final ColumnDescriptor descriptor;
-  private final Kind kind;
-  private final long multiply;
-  private final long divide;
+  private final Shape shape;
+  private final List<TierLeaf> leaves;
+  private final int defined; // LIST, STRUCT: the definition level from which it is not null
+  private final int nonEmpty; // LIST: the definition level from which a row has an element
 
-  private TierColumn(Field field, ColumnDescriptor descriptor, Kind kind, long multiply, long divide) {
+  private TierColumn(Field field, Shape shape, List<TierLeaf> leaves, int defined, int nonEmpty) {
     this.field = field;
-    this.descriptor = descriptor;
-    this.kind = kind;
-    this.multiply = multiply;
-    this.divide = divide;
+    this.shape = shape;
+    this.leaves = leaves;
+    this.defined = defined;
+    this.nonEmpty = nonEmpty;
   }
 
   /**
@@ -73,159 +56,210 @@ final class TierColumn {
    * (which holds a top-level field of that name).
    *
    * @param typeName the column's type as pyarrow prints it (for messages)
-   * @throws FluvioException {@code DATA_SOURCE_OPTION}: a nested column; {@code
-   *     CORRUPT_FRAME}: the file's column is not what pyarrow writes for the type
+   * @throws FluvioException {@code DATA_SOURCE_OPTION}: a column nested deeper than a list
+   *     or a struct of scalars; {@code CORRUPT_FRAME}: the file's column is not what pyarrow
+   *     writes for the type
    */
   static TierColumn of(String url, MessageType schema, Field field, String typeName) {
     String name = field.getName();
     ArrowType t = field.getType();
-    if (t instanceof ArrowType.List || t instanceof ArrowType.Map || t instanceof ArrowType.Struct
-        || t instanceof ArrowType.LargeList || t instanceof ArrowType.FixedSizeList) {
-      throw new FluvioException(
-          ErrorCode.DATA_SOURCE_OPTION,
-          ("column %s (%s) of a typed topic is not read from the tier by the JVM connector: "
-                  + "read it through the Python source (a session without the connector jar)")
-              .formatted(repr(name), typeName));
-    }
     Type held = schema.getType(name);
-    if (!held.isPrimitive() || held.getRepetition() == Type.Repetition.REPEATED) {
+    if (t instanceof ArrowType.List) {
+      Field element = field.getChildren().get(0);
+      if (nested(element.getType())) {
+        throw unread(name, typeName);
+      }
+      String[] path = listElement(url, held, name, typeName);
+      TierLeaf leaf = TierLeaf.of(url, schema, path, element.getType(), name, typeName);
+      return new TierColumn(field, Shape.LIST, List.of(leaf),
+          schema.getMaxDefinitionLevel(name), schema.getMaxDefinitionLevel(path[0], path[1]));
+    }
+    if (t instanceof ArrowType.Struct) {
+      if (held.isPrimitive() || held.getLogicalTypeAnnotation() != null) {
+        throw mismatch(url, name, held.toString(), typeName);
+      }
+      GroupType group = held.asGroupType();
+      List<TierLeaf> leaves = new ArrayList<>();
+      for (Field child : field.getChildren()) {
+        if (nested(child.getType())) {
+          throw unread(name, typeName);
+        }
+        if (!group.containsField(child.getName())) {
+          throw mismatch(url, name, held.toString(), typeName);
+        }
+        String[] path = {name, child.getName()};
+        leaves.add(TierLeaf.of(url, schema, path, child.getType(), name, typeName));
+      }
+      if (leaves.isEmpty()) {
+        throw unread(name, typeName);
+      }
+      return new TierColumn(field, Shape.STRUCT, leaves, schema.getMaxDefinitionLevel(name), 0);
+    }
+    if (nested(t)) {
+      throw unread(name, typeName);
+    }
+    TierLeaf leaf = TierLeaf.of(url, schema, new String[] {name}, t, name, typeName);
+    return new TierColumn(field, Shape.SCALAR, List.of(leaf), 0, 0);
+  }
+
+  private static boolean nested(ArrowType t) {
+    return t instanceof ArrowType.List || t instanceof ArrowType.Map || t instanceof ArrowType.Struct
+        || t instanceof ArrowType.LargeList || t instanceof ArrowType.FixedSizeList
+        || t instanceof ArrowType.ListView || t instanceof ArrowType.LargeListView
+        || t instanceof ArrowType.Union;
+  }
+
+  /** The path of a three-level {@code LIST}'s element leaf ({@code name.<repeated>.<element>}). */
+  private static String[] listElement(String url, Type held, String name, String typeName) {
+    if (held.isPrimitive()
+        || !(held.getLogicalTypeAnnotation() instanceof LogicalTypeAnnotation.ListLogicalTypeAnnotation)
+        || held.asGroupType().getFieldCount() != 1) {
       throw mismatch(url, name, held.toString(), typeName);
     }
-    PrimitiveType p = held.asPrimitiveType();
-    PrimitiveTypeName physical = p.getPrimitiveTypeName();
-    LogicalTypeAnnotation logical = p.getLogicalTypeAnnotation();
-    ColumnDescriptor d = schema.getColumnDescription(new String[] {name});
-    Kind kind = null;
-    long multiply = 1;
-    long divide = 1;
-    if (t instanceof ArrowType.Bool) {
-      kind = physical == PrimitiveTypeName.BOOLEAN && logical == null ? Kind.BOOL : null;
-    } else if (t instanceof ArrowType.Int i && i.getIsSigned()) {
-      boolean annotated = logical instanceof IntLogicalTypeAnnotation a
-          && a.isSigned() && a.getBitWidth() == i.getBitWidth();
-      boolean plain = logical == null && i.getBitWidth() >= 32;
-      if (annotated || plain) {
-        kind = i.getBitWidth() == 64
-            ? (physical == PrimitiveTypeName.INT64 ? Kind.LONG : null)
-            : (physical == PrimitiveTypeName.INT32 ? Kind.INT : null);
-      }
-    } else if (t instanceof ArrowType.FloatingPoint f && f.getPrecision() != FloatingPointPrecision.HALF) {
-      if (logical == null && f.getPrecision() == FloatingPointPrecision.SINGLE
-          && physical == PrimitiveTypeName.FLOAT) {
-        kind = Kind.FLOAT;
-      } else if (logical == null && physical == PrimitiveTypeName.DOUBLE) {
-        kind = f.getPrecision() == FloatingPointPrecision.DOUBLE ? Kind.DOUBLE : null;
-      }
-    } else if (t instanceof ArrowType.Utf8 || t instanceof ArrowType.LargeUtf8) {
-      boolean string = logical instanceof LogicalTypeAnnotation.StringLogicalTypeAnnotation;
-      kind = physical == PrimitiveTypeName.BINARY && string ? Kind.BYTES : null;
-    } else if (t instanceof ArrowType.Binary || t instanceof ArrowType.LargeBinary) {
-      kind = physical == PrimitiveTypeName.BINARY && logical == null ? Kind.BYTES : null;
-    } else if (t instanceof ArrowType.Date date && date.getUnit() == DateUnit.DAY) {
-      boolean dated = logical instanceof LogicalTypeAnnotation.DateLogicalTypeAnnotation;
-      kind = physical == PrimitiveTypeName.INT32 && dated ? Kind.DATE : null;
-    } else if (t instanceof ArrowType.Timestamp ts) {
-      if (physical == PrimitiveTypeName.INT64 && logical instanceof TimestampLogicalTypeAnnotation stored) {
-        long file = perSecond(stored.getUnit());
-        long column = perSecond(ts.getUnit());
-        multiply = Math.max(1, column / file);
-        divide = Math.max(1, file / column);
-        kind = Kind.TIMESTAMP;
-      }
-    } else if (t instanceof ArrowType.Decimal dec && dec.getBitWidth() == 128) {
-      if (logical instanceof DecimalLogicalTypeAnnotation a
-          && a.getPrecision() == dec.getPrecision() && a.getScale() == dec.getScale()) {
-        kind = switch (physical) {
-          case FIXED_LEN_BYTE_ARRAY, BINARY -> Kind.DECIMAL_BYTES;
-          case INT32, INT64 -> Kind.DECIMAL_LONG;
-          default -> null;
-        };
-      }
-    } else {
-      // what the typed read refuses when it is planned (unsigned integers, ...) never
-      // gets here; anything else the tier reader does not know is refused the same way
-      throw new FluvioException(
-          ErrorCode.DATA_SOURCE_OPTION,
-          "column %s (%s) of a typed topic is not read from the tier by the JVM connector"
-              .formatted(repr(name), typeName));
+    Type repeated = held.asGroupType().getType(0);
+    if (repeated.isPrimitive() || repeated.getRepetition() != Type.Repetition.REPEATED
+        || repeated.asGroupType().getFieldCount() != 1) {
+      throw mismatch(url, name, held.toString(), typeName);
     }
-    if (kind == null) {
-      throw mismatch(url, name, p.toString(), typeName);
-    }
-    return new TierColumn(field, d, kind, multiply, divide);
+    return new String[] {name, repeated.getName(), repeated.asGroupType().getType(0).getName()};
+  }
+
+  /** The Parquet leaves of the column, in the order {@link #values} opens them. */
+  List<ColumnDescriptor> descriptors() {
+    return leaves.stream().map(l -> l.descriptor).toList();
   }
 
   /**
-   * Read {@code n} values of {@code column} into {@code out} from row 0 (its capacity
-   * allocated), nulls where the definition level says so; null {@code out}: skip them.
+   * The column's values in one row group.
+   *
+   * @param open a reader of a leaf's pages in the row group
    */
-  void read(ColumnReader column, int n, FieldVector out) {
-    int defined = descriptor.getMaxDefinitionLevel();
-    for (int i = 0; i < n; i++) {
-      if (column.getCurrentDefinitionLevel() < defined) {
-        if (out instanceof BaseFixedWidthVector fixed) {
-          fixed.setNull(i); // a variable-width vector fills the hole at its next value
-        }
-      } else if (out == null) {
-        column.skip();
-      } else {
-        put(column, i, out);
+  Values values(Function<ColumnDescriptor, ColumnReader> open) {
+    ColumnReader[] readers = new ColumnReader[leaves.size()];
+    for (int i = 0; i < readers.length; i++) {
+      readers[i] = open.apply(leaves.get(i).descriptor);
+    }
+    return new Values(readers);
+  }
+
+  /** The column's leaves in one row group, read row by row. */
+  final class Values {
+    private final ColumnReader[] readers;
+    private long left; // LIST: levels left in the row group (the reader has no end mark)
+
+    private Values(ColumnReader[] readers) {
+      this.readers = readers;
+      this.left = readers[0].getTotalValueCount();
+    }
+
+    /**
+     * Read the next {@code n} rows into {@code out} from row 0 (its capacity allocated);
+     * null {@code out}: skip them.
+     */
+    void read(int n, FieldVector out) {
+      switch (shape) {
+        case SCALAR -> readScalar(n, out);
+        case LIST -> readList(n, (ListVector) out);
+        case STRUCT -> readStruct(n, (StructVector) out);
+        default -> throw new IllegalStateException(shape.toString());
       }
+      if (out != null) {
+        out.setValueCount(n);
+      }
+    }
+
+    private void readScalar(int n, FieldVector out) {
+      TierLeaf leaf = leaves.get(0);
+      ColumnReader column = readers[0];
+      for (int i = 0; i < n; i++) {
+        leaf.put(column, i, out);
+        column.consume();
+      }
+    }
+
+    private void readList(int n, ListVector out) {
+      TierLeaf leaf = leaves.get(0);
+      ColumnReader column = readers[0];
+      FieldVector items = out == null ? null : out.getDataVector();
+      int item = 0;
+      for (int row = 0; row < n; row++) {
+        int level = column.getCurrentDefinitionLevel();
+        if (level < nonEmpty) { // a null or an empty list: one level, no value
+          if (out != null) {
+            if (level < defined) {
+              out.setNull(row);
+            } else {
+              out.startNewValue(row);
+              out.endValue(row, 0);
+            }
+          }
+          consume(column);
+          continue;
+        }
+        if (out != null) {
+          out.startNewValue(row);
+        }
+        int size = 0;
+        do {
+          leaf.put(column, item, items);
+          if (items != null) {
+            item++;
+          }
+          size++;
+          consume(column);
+        } while (left > 0 && column.getCurrentRepetitionLevel() > 0);
+        if (out != null) {
+          out.endValue(row, size);
+        }
+      }
+      if (items != null) {
+        items.setValueCount(item);
+      }
+    }
+
+    private void consume(ColumnReader column) {
       column.consume();
+      left--;
     }
-    if (out != null) {
-      out.setValueCount(n);
-    }
-  }
 
-  private void put(ColumnReader column, int i, FieldVector out) {
-    switch (kind) {
-      case BOOL -> ((BitVector) out).setSafe(i, column.getBoolean() ? 1 : 0);
-      case INT -> {
-        int v = column.getInteger();
-        if (out instanceof TinyIntVector tiny) {
-          tiny.setSafe(i, (byte) v);
-        } else if (out instanceof SmallIntVector small) {
-          small.setSafe(i, (short) v);
-        } else {
-          ((IntVector) out).setSafe(i, v);
+    private void readStruct(int n, StructVector out) {
+      for (int row = 0; row < n; row++) {
+        boolean present = readers[0].getCurrentDefinitionLevel() >= defined;
+        if (out != null) {
+          if (present) {
+            out.setIndexDefined(row);
+          } else {
+            out.setNull(row);
+          }
+        }
+        for (int c = 0; c < readers.length; c++) {
+          FieldVector child = out == null ? null : (FieldVector) out.getChildByOrdinal(c);
+          if (present || child == null) {
+            leaves.get(c).put(readers[c], row, child);
+          } else if (child instanceof BaseFixedWidthVector fixed) {
+            fixed.setNull(row); // a variable-width child fills the hole at its next value
+          }
+          readers[c].consume();
         }
       }
-      case LONG -> ((BigIntVector) out).setSafe(i, column.getLong());
-      case FLOAT -> ((Float4Vector) out).setSafe(i, column.getFloat());
-      case DOUBLE -> ((Float8Vector) out).setSafe(i, column.getDouble());
-      case BYTES -> {
-        ByteBuffer bytes = column.getBinary().toByteBuffer();
-        ((VariableWidthFieldVector) out).setSafe(i, bytes, bytes.position(), bytes.remaining());
+      if (out != null) {
+        for (int c = 0; c < readers.length; c++) {
+          out.getChildByOrdinal(c).setValueCount(n);
+        }
       }
-      case DATE -> ((DateDayVector) out).setSafe(i, column.getInteger());
-      case TIMESTAMP -> ((TimeStampVector) out).setSafe(i, column.getLong() * multiply / divide);
-      case DECIMAL_BYTES -> ((DecimalVector) out).setBigEndianSafe(i, column.getBinary().getBytesUnsafe());
-      case DECIMAL_LONG -> ((DecimalVector) out).setSafe(i,
-          descriptor.getPrimitiveType().getPrimitiveTypeName() == PrimitiveTypeName.INT32
-              ? column.getInteger() : column.getLong());
-      default -> throw new IllegalStateException(kind.toString());
     }
   }
 
-  private static long perSecond(LogicalTypeAnnotation.TimeUnit unit) {
-    return switch (unit) {
-      case MILLIS -> 1_000L;
-      case MICROS -> 1_000_000L;
-      case NANOS -> 1_000_000_000L;
-    };
+  static FluvioException unread(String name, String typeName) {
+    return new FluvioException(
+        ErrorCode.DATA_SOURCE_OPTION,
+        ("column %s (%s) of a typed topic is not read from the tier by the JVM connector "
+                + "(lists and structs of scalars are): read it through the Python source "
+                + "(a session without the connector jar)")
+            .formatted(repr(name), typeName));
   }
 
-  private static long perSecond(org.apache.arrow.vector.types.TimeUnit unit) {
-    return switch (unit) {
-      case SECOND -> 1L;
-      case MILLISECOND -> 1_000L;
-      case MICROSECOND -> 1_000_000L;
-      case NANOSECOND -> 1_000_000_000L;
-    };
-  }
-
-  private static FluvioException mismatch(String url, String name, String held, String typeName) {
+  static FluvioException mismatch(String url, String name, String held, String typeName) {
     return new FluvioException(
         ErrorCode.CORRUPT_FRAME, "%s: column %s is %s, expected %s".formatted(url, repr(name), held, typeName));
   }

@@ -17,6 +17,7 @@ import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.VersionParser;
 import org.apache.parquet.column.ColumnDescriptor;
 import org.apache.parquet.column.ColumnReader;
@@ -77,7 +78,7 @@ public final class TierFileReader implements AutoCloseable {
   private ColumnReader keys;
   private ColumnReader values;
   private ColumnReader timestamps;
-  private ColumnReader[] userReaders;
+  private TierColumn.Values[] userValues;
   private Leaf headerKeys;
   private Leaf headerValues;
   private long nextOffset;
@@ -93,10 +94,11 @@ public final class TierFileReader implements AutoCloseable {
     }
   }
 
-  private TierFileReader(String tierUrl, TierEntry entry, TopicSchema topic) throws IOException {
+  private TierFileReader(String tierUrl, TierEntry entry, TopicSchema topic, Configuration conf)
+      throws IOException {
     this.url = TierFiles.join(tierUrl, entry.file());
     this.entry = entry;
-    this.file = ParquetFileReader.open(HadoopInputFile.fromPath(TierFiles.path(url), TierFiles.conf()));
+    this.file = ParquetFileReader.open(HadoopInputFile.fromPath(TierFiles.path(url), conf));
     try {
       this.schema = file.getFooter().getFileMetaData().getSchema();
       this.writer = version(file.getFooter().getFileMetaData().getCreatedBy());
@@ -148,12 +150,13 @@ public final class TierFileReader implements AutoCloseable {
    *
    * @param tierUrl the topic's tier directory
    * @param entry the manifest entry
+   * @param conf the Hadoop configuration to open the file with
    * @return a reader positioned at the entry's first record
    * @throws FluvioException {@code STORAGE}: the file cannot be read; {@code CORRUPT_FRAME}:
    *     it does not hold the entry's rows or the record columns
    */
-  public static TierFileReader open(String tierUrl, TierEntry entry) {
-    return open(tierUrl, entry, null);
+  public static TierFileReader open(String tierUrl, TierEntry entry, Configuration conf) {
+    return open(tierUrl, entry, null, conf);
   }
 
   /**
@@ -162,15 +165,17 @@ public final class TierFileReader implements AutoCloseable {
    * @param tierUrl the topic's tier directory
    * @param entry the manifest entry
    * @param topic the typed topic's latest schema, null for an untyped topic
+   * @param conf the Hadoop configuration to open the file with
    * @return a reader positioned at the entry's first record
    * @throws FluvioException {@code STORAGE}: the file cannot be read; {@code CORRUPT_FRAME}:
    *     it does not hold the entry's rows or the record columns, or a user column has
    *     another type than {@code topic} says; {@code DATA_SOURCE_OPTION}: a user column the
-   *     tier reader does not serve (nested types), named
+   *     tier reader does not serve (nested deeper than a list or a struct of scalars), named
    */
-  public static TierFileReader open(String tierUrl, TierEntry entry, TopicSchema topic) {
+  public static TierFileReader open(
+      String tierUrl, TierEntry entry, TopicSchema topic, Configuration conf) {
     try {
-      return new TierFileReader(tierUrl, entry, topic);
+      return new TierFileReader(tierUrl, entry, topic, conf);
     } catch (IOException | RuntimeException e) {
       throw wrap(TierFiles.join(tierUrl, entry.file()), e);
     }
@@ -249,9 +254,9 @@ public final class TierFileReader implements AutoCloseable {
       offsets = column(pages, offsetColumn);
       keys = column(pages, keyColumn);
       values = valueColumn == null ? null : column(pages, valueColumn);
-      userReaders = new ColumnReader[userColumns.size()];
-      for (int c = 0; c < userReaders.length; c++) {
-        userReaders[c] = column(pages, userColumns.get(c).descriptor);
+      userValues = new TierColumn.Values[userColumns.size()];
+      for (int c = 0; c < userValues.length; c++) {
+        userValues[c] = userColumns.get(c).values(d -> column(pages, d));
       }
       timestamps = column(pages, timestampColumn);
       headerKeys = new Leaf(column(pages, headerKeyColumn));
@@ -265,8 +270,8 @@ public final class TierFileReader implements AutoCloseable {
         skipFlat(values, valueColumn, n);
       }
       skipFlat(timestamps, timestampColumn, n);
-      for (int c = 0; c < userReaders.length; c++) {
-        userColumns.get(c).read(userReaders[c], n, null);
+      for (TierColumn.Values column : userValues) {
+        column.read(n, null);
       }
       readHeaders(n, null);
     } else {
@@ -278,9 +283,8 @@ public final class TierFileReader implements AutoCloseable {
       if (values != null) {
         readBinary(values, valueColumn, n, (VarBinaryVector) root.getVector("value"));
       }
-      for (int c = 0; c < userReaders.length; c++) {
-        TierColumn column = userColumns.get(c);
-        column.read(userReaders[c], n, root.getVector(column.field.getName()));
+      for (int c = 0; c < userValues.length; c++) {
+        userValues[c].read(n, root.getVector(userColumns.get(c).field.getName()));
       }
       readTimestamps(n, (TimeStampMicroTZVector) root.getVector("timestamp"));
       readHeaders(n, (ListVector) root.getVector("headers"));

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
 
 /**
  * Names and reads inside a topic's tier directory through Hadoop's {@link FileSystem} (the
@@ -16,10 +17,12 @@ import org.apache.hadoop.fs.Path;
  * through fsspec). A local directory, {@code file:} and whatever scheme the Hadoop
  * configuration knows ({@code s3a:}, {@code abfs:}, ...) work; fsspec's {@code s3:} is
  * Hadoop's {@code s3a:}.
+ *
+ * <p>The Hadoop configuration is the Spark session's ({@link #sessionConf}), taken on the
+ * driver and shipped to the executors with the reader factories, so object-store
+ * credentials and endpoints set the Spark way reach every tier read.
  */
 public final class TierFiles {
-  private static volatile Configuration conf;
-
   private TierFiles() {}
 
   /** {@code url} and a relative path below it, one {@code /} between them (as Python's {@code join}). */
@@ -41,14 +44,15 @@ public final class TierFiles {
     return new Path(url.startsWith("s3://") ? "s3a://" + url.substring("s3://".length()) : url);
   }
 
-  /** One Hadoop configuration per JVM (its defaults and the {@code *-site.xml} files found). */
-  static Configuration conf() {
-    Configuration c = conf;
-    if (c == null) {
-      c = new Configuration();
-      conf = c;
-    }
-    return c;
+  /**
+   * The Hadoop configuration of the active Spark session, on the driver: the one Spark's
+   * own file sources use ({@code spark.hadoop.*} given when the session started, and
+   * Hadoop keys set on the session with {@code spark.conf.set}).
+   *
+   * @return a new configuration, the caller's to keep or ship
+   */
+  public static Configuration sessionConf() {
+    return SparkSession.active().sessionState().newHadoopConf();
   }
 
   /**
@@ -57,16 +61,17 @@ public final class TierFiles {
    *
    * @param tierUrl the topic's tier directory
    * @param partition the partition
+   * @param conf the Hadoop configuration to open the tier with
    * @return the manifest
    * @throws FluvioException {@code STORAGE}: it cannot be read, is not a manifest, or is
    *     another partition's
    */
-  public static TierManifest loadManifest(String tierUrl, int partition) {
+  public static TierManifest loadManifest(String tierUrl, int partition, Configuration conf) {
     String url = join(tierUrl, manifestFile(partition));
     String text;
     try {
       Path path = path(url);
-      FileSystem fs = path.getFileSystem(conf());
+      FileSystem fs = path.getFileSystem(conf);
       try (InputStream in = fs.open(path)) {
         text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
       }

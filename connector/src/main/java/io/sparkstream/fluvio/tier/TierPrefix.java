@@ -8,6 +8,7 @@ import io.sparkstream.fluvio.records.TopicSchema;
 import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.hadoop.conf.Configuration;
 
 /**
  * Reads below a partition's log start, from its topic's tier, up to where the SPU's log
@@ -28,6 +29,7 @@ public final class TierPrefix implements AutoCloseable {
   private final int partition;
   private final String tierUrl;
   private final TopicSchema schema;
+  private final Configuration conf;
   private TierFileReader file;
   private long fileStop;
 
@@ -39,12 +41,14 @@ public final class TierPrefix implements AutoCloseable {
    * @param topic the topic
    * @param partition the partition
    * @param tierUrl the topic's tier ({@link #tierUrl})
+   * @param conf the Hadoop configuration to open the tier with (the session's)
    */
-  public TierPrefix(LeaderClient client, String topic, int partition, String tierUrl) {
+  public TierPrefix(LeaderClient client, String topic, int partition, String tierUrl, Configuration conf) {
     this.client = client;
     this.topic = topic;
     this.partition = partition;
     this.tierUrl = tierUrl;
+    this.conf = conf;
     this.schema = client.metadata(topic).schema();
   }
 
@@ -61,15 +65,17 @@ public final class TierPrefix implements AutoCloseable {
    * @param client a client of the cluster
    * @param topic the topic
    * @param partition the partition
+   * @param conf the Hadoop configuration to open the tier with (the session's)
    * @return the offsets
    */
-  public static PartitionOffsets readableOffsets(LeaderClient client, String topic, int partition) {
+  public static PartitionOffsets readableOffsets(
+      LeaderClient client, String topic, int partition, Configuration conf) {
     PartitionOffsets offsets = client.fetchOffsets(topic, partition, null);
     String url = tierUrl(client, topic);
     if (url == null || offsets.logStart() == 0) {
       return offsets;
     }
-    long start = TierFiles.loadManifest(url, partition).tierStart(offsets.logStart());
+    long start = TierFiles.loadManifest(url, partition, conf).tierStart(offsets.logStart());
     return new PartitionOffsets(start, offsets.leo(), offsets.hw(), offsets.offset());
   }
 
@@ -111,7 +117,7 @@ public final class TierPrefix implements AutoCloseable {
     if (position >= stop) {
       return false;
     }
-    TierManifest manifest = TierFiles.loadManifest(tierUrl, partition);
+    TierManifest manifest = TierFiles.loadManifest(tierUrl, partition, conf);
     List<TierEntry> entries;
     try {
       entries = manifest.covering(position, position + 1);
@@ -125,7 +131,7 @@ public final class TierPrefix implements AutoCloseable {
               .formatted(topic, partition, position, offsets.logStart(), tierUrl, held));
     }
     TierEntry entry = entries.get(0);
-    file = TierFileReader.open(tierUrl, entry, schema);
+    file = TierFileReader.open(tierUrl, entry, schema, conf);
     try {
       file.skip(position - entry.baseOffset());
     } catch (RuntimeException e) {

@@ -13,6 +13,8 @@ import java.io.ObjectOutputStream;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.util.SerializableConfiguration;
 import org.junit.jupiter.api.Test;
 
 /** The pure planning rules (table-driven), and what Spark ships to executors. */
@@ -113,7 +115,7 @@ class PlanningTest {
     FluvioInputPartition partition = new FluvioInputPartition("t", 1, 5, 9);
     assertEquals(partition, roundTrip(partition));
     assertEquals(options, roundTrip(options));
-    FluvioReaderFactory factory = new FluvioReaderFactory(options, ReadSchema.of(true));
+    FluvioReaderFactory factory = new FluvioReaderFactory(options, ReadSchema.of(true), new SerializableConfiguration(new Configuration()));
     assertEquals(FluvioReaderFactory.class, roundTrip(factory).getClass());
   }
 

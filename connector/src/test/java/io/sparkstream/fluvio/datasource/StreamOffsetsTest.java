@@ -12,6 +12,8 @@ import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.util.SerializableConfiguration;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -86,8 +88,8 @@ class StreamOffsetsTest {
     Object[] shipped = {
       new FluvioStreamPartition("t", 1, 42, true),
       new FluvioPartitionOffset("t", 1, 43),
-      new FluvioStreamReaderFactory(options, ReadSchema.of(false)),
-      new FluvioContinuousReaderFactory(options, ReadSchema.of(false)),
+      new FluvioStreamReaderFactory(options, ReadSchema.of(false), new SerializableConfiguration(new Configuration())),
+      new FluvioContinuousReaderFactory(options, ReadSchema.of(false), new SerializableConfiguration(new Configuration())),
     };
     for (Object o : shipped) {
       ByteArrayOutputStream bytes = new ByteArrayOutputStream();

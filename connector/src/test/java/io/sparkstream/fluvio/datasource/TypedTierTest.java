@@ -22,6 +22,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.BufferAllocator;
@@ -33,6 +34,11 @@ import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.FieldType;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.SpecializedGetters;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.StructField;
@@ -50,7 +56,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the storage columns and served by {@link FrameColumns} as Spark gets them: every value
  * as Python wrote it, in every column type (timestamps of each unit, seconds stored as
  * milliseconds), the older file's {@code score} null; a column of another type than the
- * schema says and a nested column are refused, naming the column.
+ * schema says and a column nested deeper than a list or a struct of scalars are refused,
+ * naming the column; lists and structs ({@code tier_nested_file.json}) read as written.
  */
 class TypedTierTest {
   private static final JsonNode VECTORS = Vectors.load("tier_typed_file.json");
@@ -104,7 +111,7 @@ class TypedTierTest {
     int row = 0;
     for (int i = 0; i < 2; i++) {
       TierEntry entry = file(i);
-      try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema)) {
+      try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema, new Configuration())) {
         long first = reader.position();
         VectorSchemaRoot root;
         while ((root = reader.next(3, allocator)) != null) {
@@ -129,7 +136,7 @@ class TypedTierTest {
     TierEntry entry = file(1);
     int skipped = 5;
     int before = VECTORS.get("files").get(0).get("records").asInt();
-    try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema)) {
+    try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema, new Configuration())) {
       reader.skip(skipped);
       try (VectorSchemaRoot root = reader.next(100, allocator)) {
         assertEquals(entry.records() - skipped, root.getRowCount());
@@ -153,21 +160,89 @@ class TypedTierTest {
     }
     TopicSchema wrong = schemaOf(new Schema(fields), names);
     TierEntry entry = file(0);
-    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, wrong));
+    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, wrong, new Configuration()));
     assertEquals(ErrorCode.CORRUPT_FRAME, e.code());
     assertTrue(e.getMessage().contains("column 'count' is optional int32 count, expected int64"), e.getMessage());
   }
 
   @Test
-  void aNestedColumnIsRefusedNamingIt() throws IOException {
-    Field item = new Field("item", FieldType.nullable(new ArrowType.Int(32, true)), null);
+  void aColumnNestedDeeperThanAListOrAStructOfScalarsIsRefusedNamingIt() throws IOException {
+    Field x = new Field("x", FieldType.nullable(new ArrowType.Int(32, true)), null);
+    Field item = new Field("item", FieldType.nullable(ArrowType.Struct.INSTANCE), List.of(x));
     Field list = new Field("name", FieldType.nullable(ArrowType.List.INSTANCE), List.of(item));
-    TopicSchema nested = schemaOf(new Schema(List.of(list)), List.of("list<item: int32>"));
+    TopicSchema nested = schemaOf(new Schema(List.of(list)), List.of("list<item: struct<x: int32>>"));
     TierEntry entry = file(0);
-    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, nested));
+    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, nested, new Configuration()));
     assertEquals(ErrorCode.DATA_SOURCE_OPTION, e.code());
-    assertTrue(e.getMessage().startsWith("column 'name' (list<item: int32>) of a typed topic is not read from the tier"),
-        e.getMessage());
+    assertTrue(e.getMessage().startsWith(
+        "column 'name' (list<item: struct<x: int32>>) of a typed topic is not read from the tier"), e.getMessage());
+  }
+
+  @Test
+  @SuppressWarnings("unchecked")
+  void listAndStructColumnsReadAsPythonWroteThem() throws IOException {
+    JsonNode vectors = Vectors.load("tier_nested_file.json");
+    TopicSchema schema = TopicSchema.fromSpec(new ObjectMapper().convertValue(vectors.get("topic_schema"), Map.class));
+    StructType read = TypedSchema.of(schema);
+    long base = vectors.get("base_offset").longValue();
+    long records = vectors.get("records").longValue();
+    String name = "partition=0/%020d.parquet".formatted(base);
+    Path path = tier.resolve(name);
+    Files.createDirectories(path.getParent());
+    Files.write(path, Vectors.hex(vectors.get("parquet")));
+    TierEntry entry = new TierEntry(base, base + records, records, Files.size(path), name, -1);
+    for (int skipped : new int[] {0, 3}) { // a skip passes over lists of every length
+      List<String> got = new ArrayList<>();
+      try (TierFileReader reader = TierFileReader.open(tier.toString(), entry, schema, new Configuration())) {
+        reader.skip(skipped);
+        VectorSchemaRoot root;
+        while ((root = reader.next(4, allocator)) != null) {
+          try (VectorSchemaRoot r = root) {
+            ColumnarBatch batch = FrameColumns.of(read, r, "nested", 0, reader.position() - r.getRowCount());
+            for (int row = 0; row < batch.numRows(); row++) {
+              Map<String, Object> out = new LinkedHashMap<>();
+              for (String column : schema.names()) {
+                int c = read.fieldIndex(column);
+                out.put(column, sparkValue(batch.getRow(row), c, read.fields()[c].dataType()));
+              }
+              got.add(new ObjectMapper().valueToTree(out).toString());
+            }
+          }
+        }
+      }
+      List<String> expected = new ArrayList<>();
+      vectors.get("rows").forEach(row -> expected.add(row.toString()));
+      assertEquals(expected.subList(skipped, expected.size()), got);
+    }
+  }
+
+  /** A Spark value as JSON would hold it: lists as lists, structs as maps of their fields. */
+  private static Object sparkValue(SpecializedGetters from, int i, DataType type) {
+    if (from.isNullAt(i)) {
+      return null;
+    }
+    if (type instanceof ArrayType array) {
+      ArrayData items = from.getArray(i);
+      List<Object> out = new ArrayList<>();
+      for (int j = 0; j < items.numElements(); j++) {
+        out.add(sparkValue(items, j, array.elementType()));
+      }
+      return out;
+    }
+    if (type instanceof StructType struct) {
+      InternalRow row = from.getStruct(i, struct.size());
+      Map<String, Object> out = new LinkedHashMap<>();
+      for (int k = 0; k < struct.size(); k++) {
+        out.put(struct.fields()[k].name(), sparkValue(row, k, struct.fields()[k].dataType()));
+      }
+      return out;
+    }
+    return switch (type.typeName()) {
+      case "long" -> from.getLong(i);
+      case "integer" -> from.getInt(i);
+      case "string" -> from.getUTF8String(i).toString();
+      default -> throw new AssertionError("no case for " + type);
+    };
   }
 
   /** The batch's rows are {@code rows[from..]}, column by column as Spark reads them. */

@@ -51,6 +51,20 @@ class WriterOptionsTest {
     assertTrue(checked >= 20, "cases read: " + checked);
   }
 
+  @Test
+  void typedTopicRefusalsSayWhatPythonSays() {
+    int checked = 0;
+    for (JsonNode c : VECTORS.get("typed_targets")) {
+      java.util.List<String> columns = new java.util.ArrayList<>();
+      c.get("columns").forEach(n -> columns.add(n.asText()));
+      assertEquals(
+          c.get("message").asText(),
+          SinkColumns.typedTopicRefused(c.get("topic").asText(), columns, c.get("routed").asBoolean()));
+      checked++;
+    }
+    assertTrue(checked >= 3, "cases read: " + checked);
+  }
+
   private static String outcome(Supplier<JsonNode> run) {
     try {
       return run.get().toString();
@@ -67,6 +81,7 @@ class WriterOptionsTest {
     out.put("batch_size", o.batchSize());
     out.put("acks", o.acks());
     out.put("preserve_partitions", o.preservePartitions());
+    out.put("merge_schema", o.mergeSchema());
     return JSON.valueToTree(out);
   }
 

@@ -9,7 +9,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.sparkstream.fluvio.Vectors;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,6 +26,8 @@ import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.complex.ListVector;
 import org.apache.arrow.vector.complex.StructVector;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.util.SerializableConfiguration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -98,7 +104,7 @@ class TierFileReaderTest {
   private List<String> readAll(TierEntry entry, long skip, int maxRows) {
     List<VectorSchemaRoot> roots = new ArrayList<>();
     try (BufferAllocator allocator = new RootAllocator();
-        TierFileReader reader = TierFileReader.open(tier.toString(), entry)) {
+        TierFileReader reader = TierFileReader.open(tier.toString(), entry, new Configuration())) {
       reader.skip(skip);
       assertEquals(BASE + skip, reader.position());
       VectorSchemaRoot root;
@@ -130,13 +136,13 @@ class TierFileReaderTest {
 
   @Test
   void aFileThatIsNotItsEntryIsCorrupt() throws IOException {
-    FluvioException rows = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), write(BASE, COUNT + 1)));
+    FluvioException rows = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), write(BASE, COUNT + 1), new Configuration()));
     assertEquals(ErrorCode.CORRUPT_FRAME, rows.code());
     assertTrue(rows.getMessage().endsWith("has %d rows, its manifest says %d".formatted(COUNT, COUNT + 1)), rows.getMessage());
 
     TierEntry shifted = write(BASE - 1, COUNT);
     try (BufferAllocator allocator = new RootAllocator();
-        TierFileReader reader = TierFileReader.open(tier.toString(), shifted)) {
+        TierFileReader reader = TierFileReader.open(tier.toString(), shifted, new Configuration())) {
       FluvioException e = assertThrows(FluvioException.class, () -> reader.next(10, allocator));
       assertEquals(ErrorCode.CORRUPT_FRAME, e.code());
       assertTrue(e.getMessage().contains("holds offset %d where its manifest entry [%d, %d) has %d"
@@ -147,19 +153,60 @@ class TierFileReaderTest {
   @Test
   void aMissingFileIsAStorageError() {
     TierEntry entry = new TierEntry(0, 5, 5, 1, "partition=0/00000000000000000000.parquet", -1);
-    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry));
+    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(tier.toString(), entry, new Configuration()));
     assertEquals(ErrorCode.STORAGE, e.code());
     assertTrue(e.getMessage().startsWith("cannot read " + tier + "/partition=0/00000000000000000000.parquet"), e.getMessage());
   }
 
   @Test
   void aMissingManifestIsEmptyAndABadOneIsAStorageError() throws IOException {
-    assertEquals(TierManifest.empty(2), TierFiles.loadManifest(tier.toString(), 2));
+    assertEquals(TierManifest.empty(2), TierFiles.loadManifest(tier.toString(), 2, new Configuration()));
     Path manifest = tier.resolve("_fluvio/partition=2.json");
     Files.createDirectories(manifest.getParent());
     Files.writeString(manifest, "{\"version\": 1, \"partition\": 3, \"files\": []}", StandardCharsets.UTF_8);
-    FluvioException e = assertThrows(FluvioException.class, () -> TierFiles.loadManifest(tier + "/", 2));
+    FluvioException e = assertThrows(FluvioException.class, () -> TierFiles.loadManifest(tier + "/", 2, new Configuration()));
     assertEquals(ErrorCode.STORAGE, e.code());
     assertEquals(tier + "/_fluvio/partition=2.json is the manifest of partition 3", e.getMessage());
+  }
+
+  /**
+   * A configuration that maps the scheme {@code tiertest:} onto the local file system, as
+   * a session would with {@code spark.hadoop.fs.tiertest.impl} and friends (Hadoop's
+   * overload-scheme view file system, falling back to {@code file:///}; no cache, so every
+   * lookup asks the configuration it is given).
+   */
+  static Configuration tiertestScheme() {
+    Configuration conf = new Configuration();
+    conf.set("fs.tiertest.impl", "org.apache.hadoop.fs.viewfs.ViewFileSystemOverloadScheme");
+    conf.set("fs.tiertest.impl.disable.cache", "true");
+    conf.set("fs.viewfs.overload.scheme.target.file.impl", "org.apache.hadoop.fs.LocalFileSystem");
+    conf.set("fs.viewfs.mounttable.default.linkFallback", "file:///");
+    return conf;
+  }
+
+  @Test
+  void theConfigurationShippedToExecutorsOpensTheTier() throws Exception {
+    TierEntry entry = write(BASE, COUNT);
+    String url = "tiertest://" + tier;
+    // the factories carry it as Spark's SerializableConfiguration: Java serialization, as a task
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+      out.writeObject(new SerializableConfiguration(tiertestScheme()));
+    }
+    Configuration shipped;
+    try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
+      shipped = ((SerializableConfiguration) in.readObject()).value();
+    }
+    try (TierFileReader reader = TierFileReader.open(url, entry, shipped);
+        BufferAllocator allocator = new RootAllocator()) {
+      try (VectorSchemaRoot root = reader.next(COUNT, allocator)) {
+        assertEquals(COUNT, root.getRowCount());
+      }
+    }
+    assertEquals(TierManifest.empty(0), TierFiles.loadManifest(url, 0, shipped));
+    // without the settings Hadoop knows no such scheme: a storage error naming it
+    FluvioException e = assertThrows(FluvioException.class, () -> TierFileReader.open(url, entry, new Configuration()));
+    assertEquals(ErrorCode.STORAGE, e.code());
+    assertTrue(e.getMessage().contains("No FileSystem for scheme \"tiertest\""), e.getMessage());
   }
 }

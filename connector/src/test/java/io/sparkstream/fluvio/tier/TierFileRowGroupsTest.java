@@ -101,7 +101,7 @@ class TierFileRowGroupsTest {
       int seen = 0;
       int largest = 0;
       try (BufferAllocator allocator = new RootAllocator();
-          TierFileReader reader = TierFileReader.open(tier.toString(), entry)) {
+          TierFileReader reader = TierFileReader.open(tier.toString(), entry, new Configuration())) {
         reader.skip(skip);
         VectorSchemaRoot root;
         while ((root = reader.next(TierPrefix.MAX_BATCH_ROWS, allocator)) != null) {
