@@ -21,8 +21,14 @@ with the check on and off: run it twice on an idle machine and compare
 ``produce_*_rps``. ``--auth`` starts the cluster with client tokens checked (every
 client presents the profile's admin token), to measure the same with auth on and off.
 
+``--tls`` adds, in the same run, a second cluster started with TLS on every port
+(``LocalCluster(tls="tls")``, the certificates ``fluvio cluster start --tls`` makes):
+``tls_produce_100b_rf1_rps``/``_rf3_rps`` (bulk produce, replication over TLS at RF 3)
+and ``tls_consume_100b_rps``, next to the plaintext keys, and their ratios
+``tls_produce_vs_plain`` and ``tls_consume_vs_plain``.
+
     .venv/bin/python -m bench.cluster [--records 2000000] [--rate 1000] \
-        [--frame-validation none] [--auth]
+        [--frame-validation none] [--tls] [--auth]
 """
 
 from __future__ import annotations
@@ -172,12 +178,48 @@ def redis_baseline(
     return xadd, xread
 
 
+def run_tls(records: int, validation: str) -> dict[str, Any]:
+    """Bulk produce (RF 1 and 3) and consume of 100 B records on a cluster with TLS on."""
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-tls-") as tmp:
+        cluster = LocalCluster(
+            Path(tmp),
+            spus=3,
+            sc_port=0,
+            spu_mode="custom",
+            profile=Path(tmp) / "profile.json",
+            start_timeout=60,
+            env={"FLUVIO_SPU_FRAME_VALIDATION": validation},
+            tls="tls",
+        )
+        try:
+            cluster.start()
+            with Fluvio.connect(cluster.endpoint, timeout=20, tls=cluster.client_tls) as fluvio:
+                small = _values(200_000, 100)
+                for rf in (1, 3):
+                    topic = f"tls-bulk-100b-rf{rf}"
+                    _wait_topic(fluvio, topic, rf)
+                    acks = "all" if rf > 1 else "leader"
+                    elapsed = bulk_produce(fluvio, topic, small, records, acks)
+                    results[f"tls_produce_100b_rf{rf}_rps"] = round(records / elapsed)
+                    results[f"tls_produce_100b_rf{rf}_mbps"] = round(
+                        records * 100 / elapsed / 1e6, 1
+                    )
+                consumed, elapsed = consume_all(fluvio, "tls-bulk-100b-rf1")
+                results["tls_consume_100b_rps"] = round(consumed / elapsed)
+                results["tls_consume_100b_mbps"] = round(consumed * 100 / elapsed / 1e6, 1)
+        finally:
+            cluster.stop()
+    return results
+
+
 def run(
     records: int,
     per_record: int,
     rate: float,
     seconds: float,
     validation: str = "full",
+    tls: bool = False,
     auth: bool = False,
 ) -> dict[str, Any]:
     results: dict[str, Any] = {"frame_validation": validation, "auth": auth}
@@ -234,6 +276,14 @@ def run(
             results["bulk_vs_redis_xadd"] = round(results["produce_100b_rf1_rps"] / xadd, 1)
         finally:
             cluster.stop()
+    if tls:
+        results.update(run_tls(records, validation))
+        results["tls_produce_vs_plain"] = round(
+            results["tls_produce_100b_rf1_rps"] / results["produce_100b_rf1_rps"], 2
+        )
+        results["tls_consume_vs_plain"] = round(
+            results["tls_consume_100b_rps"] / results["consume_100b_rps"], 2
+        )
     return results
 
 
@@ -260,11 +310,22 @@ def main() -> None:
         help="the SPUs' payload check of produced batches (default full)",
     )
     parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="also measure bulk produce and consume on a cluster with TLS on every port",
+    )
+    parser.add_argument(
         "--auth", action="store_true", help="client tokens checked by the SC and SPUs"
     )
     args = parser.parse_args()
     results = run(
-        args.records, args.per_record, args.rate, args.seconds, args.frame_validation, args.auth
+        args.records,
+        args.per_record,
+        args.rate,
+        args.seconds,
+        args.frame_validation,
+        tls=args.tls,
+        auth=args.auth,
     )
     for key, value in results.items():
         print(f"{key:28s} {value}")

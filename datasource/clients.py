@@ -6,9 +6,10 @@ state, instead of in readers or partitions, which must pickle. Clients are keyed
 address ``resolve_endpoint`` gives (an explicit endpoint, else ``FLUVIO_ENDPOINT``, else
 the profile), so None and the address it resolves to share one client, and by the client
 token ``resolve_token`` gives for it (the ``token`` option, else ``FLUVIO_TOKEN``, else
-the profile's): two queries with different tokens never share a connection. ``with_client`` runs a
-call and, when the connection under it has closed (the SC restarted, the process was
-forked), drops the cached client and retries the call once on a fresh one.
+the profile's), and by the TLS settings: two queries with different tokens or TLS never
+share a connection. ``with_client`` runs a call and, when the connection under it has
+closed (the SC restarted, the process was forked), drops the cached client and retries
+the call once on a fresh one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from spark_stream.client import Fluvio, resolve_endpoint
+from spark_stream.client import Fluvio, TlsConfig, resolve_endpoint
 from spark_stream.client.profile import resolve_token
 from spark_stream.errors import ConnectionClosedError
 
@@ -28,35 +29,46 @@ __all__ = ["client_for", "drop_client", "with_client", "close_all"]
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_clients: dict[tuple[str, str | None], Fluvio] = {}
+_clients: dict[tuple[str, TlsConfig | None, str | None], Fluvio] = {}
 
 
-def _key(endpoint: str | None, token: str | None) -> tuple[str, str | None]:
+def _key(
+    endpoint: str | None, tls: TlsConfig | None, token: str | None
+) -> tuple[str, TlsConfig | None, str | None]:
     address = resolve_endpoint(endpoint)
-    return address, resolve_token(token, address)
+    return address, tls, resolve_token(token, address)
 
 
-def client_for(endpoint: str | None, token: str | None = None) -> Fluvio:
-    """The process's client for ``endpoint`` (None: as ``resolve_endpoint`` finds it)
-    and ``token`` (None: as ``resolve_token`` finds it), connecting once.
+def client_for(
+    endpoint: str | None, *, tls: TlsConfig | None = None, token: str | None = None
+) -> Fluvio:
+    """The process's client for ``endpoint`` (None: as ``resolve_endpoint`` finds it),
+    ``tls`` and ``token`` (None: as ``resolve_token`` finds it), connecting once.
+
+    Args:
+        tls: the ``tls.*`` options; None takes the profile's TLS when the profile names
+            the endpoint (``resolve_tls``), else plaintext.
 
     Raises:
         NotFoundError: no endpoint, no ``FLUVIO_ENDPOINT`` and no profile.
         InvalidConfigError: a malformed ``FLUVIO_ENDPOINT`` or profile.
+        TlsError: the cluster refused the TLS settings.
         AuthenticationError: the cluster checks tokens and this one is missing or bad.
     """
-    key = _key(endpoint, token)
+    key = _key(endpoint, tls, token)
     with _lock:
         client = _clients.get(key)
         if client is None:
-            client = Fluvio.connect(key[0], token=key[1])
+            client = Fluvio.connect(key[0], tls=tls, token=key[2])
             _clients[key] = client
         return client
 
 
-def drop_client(endpoint: str | None, token: str | None = None) -> None:
-    """Forget and close the cached client for ``endpoint`` and ``token`` (if any)."""
-    key = _key(endpoint, token)
+def drop_client(
+    endpoint: str | None, *, tls: TlsConfig | None = None, token: str | None = None
+) -> None:
+    """Forget and close the cached client for ``endpoint``, ``tls`` and ``token`` (if any)."""
+    key = _key(endpoint, tls, token)
     with _lock:
         client = _clients.pop(key, None)
     if client is not None:
@@ -65,13 +77,19 @@ def drop_client(endpoint: str | None, token: str | None = None) -> None:
             client.close()
 
 
-def with_client(endpoint: str | None, call: Callable[[Fluvio], T], token: str | None = None) -> T:
+def with_client(
+    endpoint: str | None,
+    call: Callable[[Fluvio], T],
+    *,
+    tls: TlsConfig | None = None,
+    token: str | None = None,
+) -> T:
     """Run ``call(client)``; on a closed connection, reconnect and run it once more."""
     try:
-        return call(client_for(endpoint, token))
+        return call(client_for(endpoint, tls=tls, token=token))
     except ConnectionClosedError:
-        drop_client(endpoint, token)
-        return call(client_for(endpoint, token))
+        drop_client(endpoint, tls=tls, token=token)
+        return call(client_for(endpoint, tls=tls, token=token))
 
 
 def close_all() -> None:

@@ -25,7 +25,7 @@ from pyspark.sql.types import StructType
 
 from datasource.clients import client_for
 from datasource.typed import SINK_EXTRA, typed_sink_columns
-from spark_stream.client import Fluvio
+from spark_stream.client import Fluvio, TlsConfig
 from spark_stream.errors import InvalidConfigError, SinkSchemaError, UnknownTopicError
 from spark_stream.models.topic_schema import TopicSchema, untyped_with_records
 
@@ -62,7 +62,12 @@ def merged_schema(df_schema: StructType, current: TopicSchema | None) -> pa.Sche
 
 
 def merge_topic_schema(
-    endpoint: str | None, topic: str, df_schema: StructType, token: str | None = None
+    endpoint: str | None,
+    topic: str,
+    df_schema: StructType,
+    *,
+    tls: TlsConfig | None = None,
+    token: str | None = None,
 ) -> TopicSchema:
     """Set ``topic``'s schema from the DataFrame (see the module doc); its schema after.
 
@@ -73,7 +78,7 @@ def merge_topic_schema(
         SchemaMismatchError: a column the typed topic has, of another type.
         SinkSchemaError: see ``user_columns``.
     """
-    client = client_for(endpoint, token)
+    client = client_for(endpoint, tls=tls, token=token)
     found = client.admin().list_topics(topic)
     if not found:
         raise UnknownTopicError(f"topic {topic!r} does not exist")

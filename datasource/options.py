@@ -31,6 +31,7 @@ from spark_stream.client.config import ISOLATION_WORDS, parse_isolation
 from spark_stream.errors import DataSourceOptionError, InvalidConfigError, InvalidRequestError
 from spark_stream.models import check_group_name
 from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.net.tls import TlsConfig
 from spark_stream.records import Compression
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "WriterOptions",
     "parse_offset_spec",
     "named_endpoint",
+    "named_tls",
     "named_token",
     "named_topics",
     "check_reader_option_names",
@@ -61,6 +63,10 @@ _TIME_STRATEGIES: tuple[TimeStrategy, ...] = ("error", "latest")
 _COMPRESSIONS: tuple[Compression, ...] = ("none", "lz4", "zstd")
 _ACKS: tuple[AcksName, ...] = ("all", "leader")
 _C = TypeVar("_C", bound=str)
+
+_TLS_OPTIONS = ("tls.ca", "tls.cert", "tls.key")
+"""PEM files of TLS to the cluster: the CA to trust, and a client certificate and key
+for mutual TLS. Paths on every host of the query (driver and executors)."""
 
 _READER = (
     "endpoint",
@@ -90,6 +96,7 @@ _READER = (
     "endingOffsetsByTimestamp",
     "minOffsetsPerTrigger",
     "maxTriggerDelay",
+    *_TLS_OPTIONS,
 )
 _STREAM_ONLY = (
     "maxRecordsPerTrigger",
@@ -108,6 +115,7 @@ _WRITER = (
     "batchSize",
     "acks",
     "preservePartitions",
+    *_TLS_OPTIONS,
     "mergeSchema",
 )
 
@@ -200,6 +208,8 @@ class ReaderOptions:
         max_trigger_delay_ms: the longest such wait (``maxTriggerDelay``, default 15m).
         token: the client token for a cluster with auth on (``token``); None: as
             ``resolve_token`` finds it on the driver (``FLUVIO_TOKEN``, the profile's).
+        tls: TLS to the cluster (``tls.ca``, ``tls.cert``, ``tls.key``); None: the
+            profile's when it names the endpoint, else plaintext.
     """
 
     endpoint: str | None
@@ -221,6 +231,7 @@ class ReaderOptions:
     assign: tuple[tuple[str, tuple[int, ...]], ...] | None = None
     min_records_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
+    tls: TlsConfig | None = None
     token: str | None = None
 
     def matches(self, topic: str) -> bool:
@@ -250,6 +261,7 @@ class WriterOptions:
         acks: ``all`` (default, wait for the in-sync replicas) or ``leader``.
         preserve_partitions: whether a ``partition`` column routes rows; None (not set)
             = yes, unless the DataFrame is a read of a topic (see ``sink_schema``).
+        tls: TLS to the cluster (``tls.*`` options), as for readers.
         token: the client token for a cluster with auth on (``token``); None: as
             ``resolve_token`` finds it on the driver (``FLUVIO_TOKEN``, the profile's).
         merge_schema: set the ``topic``'s schema from the DataFrame's user columns
@@ -262,6 +274,7 @@ class WriterOptions:
     batch_size: int
     acks: AcksName
     preserve_partitions: bool | None = None
+    tls: TlsConfig | None = None
     token: str | None = None
     merge_schema: bool = False
 
@@ -610,6 +623,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         assign=assign,
         min_records_per_trigger=min_records,
         max_trigger_delay_ms=max_delay_ms,
+        tls=_tls(given),
         token=named_token(opts),
     )
 
@@ -636,6 +650,28 @@ def _endpoint(opts: GivenOptions) -> str | None:
         except InvalidConfigError as exc:
             raise DataSourceOptionError(str(exc)) from None
     return hosts[0]
+
+
+def named_tls(options: Mapping[str, str]) -> TlsConfig | None:
+    """The TLS a read names (``tls.*`` options), or None.
+
+    Raises:
+        DataSourceOptionError: an unknown option or unusable TLS files.
+    """
+    return _tls(canonical_options(options, _READER, READER_ALIASES))
+
+
+def _tls(opts: GivenOptions) -> TlsConfig | None:
+    """The ``tls.*`` options as a ``TlsConfig``, its files checked here (on the driver)."""
+    given = {name[len("tls.") :]: opts.values[name] for name in _TLS_OPTIONS if name in opts.values}
+    if not given:
+        return None
+    config = TlsConfig(ca=given.get("ca"), cert=given.get("cert"), key=given.get("key"))
+    try:
+        config.client_context()
+    except InvalidConfigError as exc:
+        raise DataSourceOptionError(f"options tls.*: {exc}") from None
+    return config
 
 
 def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
@@ -667,6 +703,7 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
         preserve_partitions=(
             _bool(opts, "preservePartitions", False) if "preservePartitions" in opts else None
         ),
+        tls=_tls(given),
         token=named_token(opts),
         merge_schema=merge_schema,
     )

@@ -27,7 +27,7 @@ from pyspark.sql.datasource import InputPartition
 from datasource.clients import client_for, drop_client
 from datasource.schema import combine, to_spark_batch
 from datasource.typed import to_typed_spark_batch
-from spark_stream.client import Fluvio
+from spark_stream.client import Fluvio, TlsConfig
 from spark_stream.errors import ConnectionClosedError, DataLossError
 
 __all__ = ["ReadSpec", "FluvioPartition", "read_partition", "COMBINE_ROWS", "PREFETCH"]
@@ -58,6 +58,8 @@ class ReadSpec:
         skip_corrupt_frames: skip frames found damaged (a WARNING names their offsets).
         output: a typed topic's output Arrow schema (``datasource.typed``); None: the
             fixed columns of untyped topics.
+        tls: TLS to the cluster, resolved on the driver (the ``tls.*`` options, else the
+            driver's profile); None: plaintext.
     """
 
     endpoint: str
@@ -68,6 +70,7 @@ class ReadSpec:
     local_reads: bool = True
     skip_corrupt_frames: bool = False
     output: pa.Schema | None = None
+    tls: TlsConfig | None = None
     token: str | None = None
 
 
@@ -104,11 +107,11 @@ def read_partition(part: InputPartition) -> Iterator[pa.RecordBatch]:
 def _read(part: FluvioPartition) -> Iterator[pa.RecordBatch]:
     spec = part.spec
     try:
-        client = client_for(spec.endpoint, spec.token)
+        client = client_for(spec.endpoint, tls=spec.tls, token=spec.token)
         start = _checked_start(client, part)
     except ConnectionClosedError:
-        drop_client(spec.endpoint, spec.token)
-        client = client_for(spec.endpoint, spec.token)
+        drop_client(spec.endpoint, tls=spec.tls, token=spec.token)
+        client = client_for(spec.endpoint, tls=spec.tls, token=spec.token)
         start = _checked_start(client, part)
     pending: list[pa.RecordBatch] = []
     rows = 0

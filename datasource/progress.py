@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from datasource.clients import with_client
 from datasource.offsets import PartitionOffsetMap
-from spark_stream.client import Fluvio
+from spark_stream.client import Fluvio, TlsConfig
 from spark_stream.errors import (
     DataSourceOptionError,
     FluvioError,
@@ -50,6 +50,7 @@ class ProgressMirror:
     Attributes:
         group: the ``progressGroup`` option.
         endpoint: the reader's ``endpoint`` option (None: resolved as for reads).
+        tls: the reader's ``tls.*`` options (None: as for reads).
         token: the reader's ``token`` option (None: resolved as for reads).
         claimed: the group was created or checked.
         pending: offsets still to write (a write failed), or None.
@@ -58,6 +59,7 @@ class ProgressMirror:
 
     group: str
     endpoint: str | None
+    tls: TlsConfig | None = None
     token: str | None = None
     claimed: bool = False
     pending: PartitionOffsetMap | None = None
@@ -112,4 +114,4 @@ class ProgressMirror:
             if reply.skipped:
                 log.info("progressGroup %r: gone, skipped: %s", self.group, reply.skipped)
 
-        with_client(self.endpoint, call, self.token)
+        with_client(self.endpoint, call, tls=self.tls, token=self.token)

@@ -46,7 +46,7 @@ from datasource.resolve import (
     visible_end,
 )
 from spark_stream.client import Fluvio, PartitionOffsets, resolve_endpoint
-from spark_stream.client.profile import resolve_token
+from spark_stream.client.profile import resolve_tls, resolve_token
 from spark_stream.errors import DataLossError, DataSourceOptionError
 from spark_stream.records import read_header
 
@@ -66,6 +66,7 @@ def read_spec(
     endpoint = client.endpoint if client is not None else resolve_endpoint(opts.endpoint)
     return ReadSpec(
         endpoint=endpoint,
+        tls=client.tls if client is not None else resolve_tls(endpoint, opts.tls),
         token=client.core.token if client is not None else resolve_token(opts.token, endpoint),
         isolation=opts.isolation,
         include_headers=opts.include_headers,
@@ -110,7 +111,7 @@ class FluvioBatchReader(DataSourceReader):
         """
         opts = self.opts
         assert opts.ending is not None
-        client = client_for(opts.endpoint, opts.token)
+        client = client_for(opts.endpoint, tls=opts.tls, token=opts.token)
         tps = subscribed_partitions(client, opts)
         offsets = fetch_all_offsets(client, tps)
         start = resolve_offsets(
@@ -147,7 +148,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_latest: dict[str, dict[str, int]] | None = None
         self._last_trigger_ms = 0  # minOffsetsPerTrigger: when a trigger last ran
         self._progress = (
-            ProgressMirror(opts.progress_group, opts.endpoint, opts.token)
+            ProgressMirror(opts.progress_group, opts.endpoint, tls=opts.tls, token=opts.token)
             if opts.progress_group
             else None
         )
@@ -157,7 +158,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         """Where a new query starts (``startingOffsets``/``startingTimestamp``)."""
         opts = self.opts
-        client = client_for(opts.endpoint, opts.token)
+        client = client_for(opts.endpoint, tls=opts.tls, token=opts.token)
         tps = subscribed_partitions(client, opts)
         offsets = fetch_all_offsets(client, tps)
         name = _spec_name(opts.starting, "startingOffsets", "startingTimestamp")
@@ -180,7 +181,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._progress is not None:  # start: where the last committed batch ended
             self._progress.claim()
             self._progress.mirror(begin)
-        client = client_for(opts.endpoint, opts.token)
+        client = client_for(opts.endpoint, tls=opts.tls, token=opts.token)
         offsets = self._visible(client)
         base: PartitionOffsetMap = {}
         latest: PartitionOffsetMap = {}
@@ -303,7 +304,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self) -> dict | None:
         """The visible ends seen by the last ``latestOffset`` call (no limit applied)."""
         if self._last_latest is None:
-            client = client_for(self.opts.endpoint, self.opts.token)
+            client = client_for(self.opts.endpoint, tls=self.opts.tls, token=self.opts.token)
             ends = {
                 tp: visible_end(off, self.opts.isolation)
                 for tp, off in self._visible(client).items()
@@ -313,7 +314,7 @@ class FluvioStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the target: what is visible now is all this ``availableNow`` run reads."""
-        client = client_for(self.opts.endpoint, self.opts.token)
+        client = client_for(self.opts.endpoint, tls=self.opts.tls, token=self.opts.token)
         ends = {
             tp: visible_end(off, self.opts.isolation) for tp, off in self._visible(client).items()
         }

@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 from datasource.options import (
     check_reader_option_names,
     named_endpoint,
+    named_tls,
     named_token,
     named_topics,
     parse_reader_options,
@@ -60,7 +61,9 @@ class FluvioDataSource(DataSource):
         if not topics:
             return None
         endpoint = named_endpoint(self.options)
-        return typed_user_schema(endpoint, topics, named_token(self.options))
+        return typed_user_schema(
+            endpoint, topics, tls=named_tls(self.options), token=named_token(self.options)
+        )
 
     def _output(self, schema: StructType) -> pa.Schema | None:
         """A typed read's Arrow output schema (None for untyped topics)."""

@@ -28,6 +28,7 @@ from pyspark.sql.types import (
 
 from datasource.clients import client_for
 from datasource.schema import int32_column, topic_column
+from spark_stream.client import TlsConfig
 from spark_stream.errors import DataSourceOptionError, SchemaMismatchError
 from spark_stream.models.topic_schema import TopicSchema
 
@@ -60,7 +61,11 @@ SINK_EXTRA = frozenset({"key", "timestamp", "headers", "partition", "topic", "of
 
 
 def typed_user_schema(
-    endpoint: str | None, topics: Sequence[str], token: str | None = None
+    endpoint: str | None,
+    topics: Sequence[str],
+    *,
+    tls: TlsConfig | None = None,
+    token: str | None = None,
 ) -> TopicSchema | None:
     """The schema of the typed topic a read or write names, None for untyped topics.
 
@@ -70,7 +75,7 @@ def typed_user_schema(
     """
     if not topics:
         return None
-    found = client_for(endpoint, token).admin().list_topics(*topics)
+    found = client_for(endpoint, tls=tls, token=token).admin().list_topics(*topics)
     typed = [t for t in found if t.spec.topic_schema is not None]
     if not typed:
         return None

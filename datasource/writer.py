@@ -48,8 +48,8 @@ from datasource.sink_schema import (
     typed_topic_refused,
 )
 from datasource.typed import to_typed_rows, typed_sink_columns, typed_user_schema
-from spark_stream.client import TopicProducer, producer_id_for
-from spark_stream.client.profile import resolve_token
+from spark_stream.client import TlsConfig, TopicProducer, producer_id_for
+from spark_stream.client.profile import resolve_tls, resolve_token
 from spark_stream.errors import SchemaMismatchError, SinkSchemaError
 from spark_stream.models.topic_schema import TopicSchema
 
@@ -110,6 +110,7 @@ def write_task(
     producer_id: int,
     task: int,
     typed: TopicSchema | None = None,
+    tls: TlsConfig | None = None,
 ) -> FluvioCommitMessage:
     """Produce every row of one task with an idempotent producer, then flush.
 
@@ -120,12 +121,13 @@ def write_task(
     Args:
         typed: the schema of the typed topic written to (its user columns are sent as
             they are); None for untyped topics.
+        tls: TLS to the cluster, resolved on the driver; None: plaintext.
 
     Raises:
         SinkSchemaError: a null value or topic in the data.
         SchemaMismatchError: a value that does not fit the typed topic's column.
     """
-    client = client_for(endpoint, opts.token)
+    client = client_for(endpoint, tls=tls, token=opts.token)
     producers: dict[str, TopicProducer] = {}
     futures = []
     records = 0
@@ -216,6 +218,8 @@ class _WriterBase:
         # The token is resolved here, on the driver: executors get it with the options.
         self.opts = opts = dataclasses.replace(opts, token=resolve_token(opts.token, endpoint))
         self.endpoint = endpoint
+        # Resolved here, on the driver: executors get the files it names, not a profile.
+        self.tls = resolve_tls(endpoint, opts.tls)
         # A DataFrame with a ``value`` column writes records (no typed topic has one):
         # only one without it asks the cluster whether the topic is typed.
         typed_rows = opts.topic is not None and "value" not in schema.fieldNames()
@@ -223,10 +227,10 @@ class _WriterBase:
         if opts.merge_schema and opts.topic is not None:
             # Once, on the driver, before any task writes (``merge_schema``).
             self.typed: TopicSchema | None = merge_topic_schema(
-                endpoint, opts.topic, schema, opts.token
+                endpoint, opts.topic, schema, tls=self.tls, token=opts.token
             )
         else:
-            self.typed = typed_user_schema(endpoint, topics, opts.token)
+            self.typed = typed_user_schema(endpoint, topics, tls=self.tls, token=opts.token)
         if self.typed is not None:
             assert opts.topic is not None
             typed_sink_columns(schema, self.typed, opts.topic)
@@ -254,7 +258,9 @@ class FluvioBatchWriter(_WriterBase, DataSourceArrowWriter):
         """Produce this task's rows (on an executor)."""
         task, _, _, _ = _task_identity()
         pid = producer_id_for("batch", self.write_id, task)
-        return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task, self.typed)
+        return write_task(
+            iterator, self.opts, self.endpoint, self.columns, pid, task, self.typed, self.tls
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Report what was written; the records are already in their topics."""
@@ -287,7 +293,9 @@ class FluvioStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
                 f"properties ({QUERY_ID_PROPERTY}, {BATCH_ID_PROPERTY})"
             )
         pid = producer_id_for(query_id, batch_id, task)
-        return write_task(iterator, self.opts, self.endpoint, self.columns, pid, task, self.typed)
+        return write_task(
+            iterator, self.opts, self.endpoint, self.columns, pid, task, self.typed, self.tls
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Idempotent: the micro-batch's records are already durable; only report."""

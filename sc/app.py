@@ -56,6 +56,7 @@ from spark_stream.metrics import MetricsEndpoint
 from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.endpoint import Endpoint
+from spark_stream.net.tls import server_context
 
 __all__ = ["ScApp"]
 
@@ -115,6 +116,7 @@ class ScApp:
             host=settings.host,
             port=settings.private_port,
             budget=self.budget,
+            tls=server_context(settings.tls),
             rebuilder=self.rebuilder,
         )
         self.public = PublicApi(
@@ -127,6 +129,7 @@ class ScApp:
             tier_root=settings.tier_root,
             kv_budget_s=settings.admin_kv_timeout_s,
             budget=self.budget,
+            tls=server_context(settings.tls),
             auth_key=load_key(settings.auth_key_file) if settings.auth_key_file else None,
         )
         self._timer: asyncio.Task[None] | None = None

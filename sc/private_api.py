@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -75,6 +76,7 @@ class PrivateApi:
         host: str = "127.0.0.1",
         port: int = 9004,
         budget: RequestBudget | None = None,
+        tls: ssl.SSLContext | None = None,
         rebuilder: Rebuilder | None = None,
     ) -> None:
         self.cm = cm
@@ -90,6 +92,7 @@ class PrivateApi:
             host=host,
             port=port,
             name="sc-private",
+            tls=tls,
             on_disconnect=self._on_disconnect,
             budget=budget,
         )

@@ -22,6 +22,7 @@ import asyncio
 import bisect
 import inspect
 import logging
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
@@ -227,6 +228,7 @@ class PublicApi:
         tier_root: str | None = None,
         kv_budget_s: float = 3.0,
         budget: RequestBudget | None = None,
+        tls: ssl.SSLContext | None = None,
         auth_key: bytes | None = None,
     ) -> None:
         self.kv = kv
@@ -267,6 +269,7 @@ class PublicApi:
             host=host,
             port=port,
             name="sc-public",
+            tls=tls,
             on_disconnect=group_api.disconnected,
             budget=budget,
         )

@@ -25,6 +25,7 @@ from pydantic_settings import (
 )
 
 from spark_stream.errors import InvalidConfigError
+from spark_stream.net.tls import TlsConfig
 
 __all__ = ["conf_dir", "packaged_conf", "settings_files", "ProcessSettings", "load_settings"]
 
@@ -76,6 +77,12 @@ class ProcessSettings(BaseSettings):
         ge=0,
         le=65535,
         description="Serve Prometheus metrics on this port of host (0: any free); off when unset.",
+    )
+    tls: TlsConfig | None = Field(
+        None,
+        description="TLS on both servers (cert, key; ca and require_client_cert for mutual "
+        "TLS) and on the connections this process opens (it trusts ca and presents cert); "
+        "plaintext when unset. Environment: FLUVIO_SC_TLS__CERT=..., FLUVIO_SPU_TLS__CA=...",
     )
     auth_key_file: str | None = Field(
         None,

@@ -328,6 +328,21 @@ class ClientClosedError(FluvioError):
 __all__ += ["ClientClosedError"]
 
 
+# -- transport security (the 80-89 band) ----------------------------------------------
+
+
+class TlsError(FluvioError):
+    """A TLS connection could not be made: the server's certificate is not trusted (or
+    does not name the host), the server requires a client certificate, or one side
+    speaks TLS and the other does not. Not retriable: the certificates or the TLS
+    settings must change."""
+
+    code = 80
+
+
+__all__ += ["TlsError"]
+
+
 # -- consumer groups (seed 004; the 110-119 band) -----------------------------------
 
 

@@ -22,6 +22,7 @@ from spark_stream.auth.guard import Guard
 from spark_stream.metrics import MetricsEndpoint
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import Server
+from spark_stream.net.tls import server_context
 from spark_stream.supervision import METRICS_URL_FILE
 from spu.dispatcher import SpuDispatcher
 from spu.metrics import SpuMetrics
@@ -55,6 +56,7 @@ class SpuApp:
             name=f"spu-{settings.id}-public",
             max_frame_size=max(settings.max_batch_bytes * 2, 64 << 20),
             budget=self.budget,
+            tls=server_context(settings.tls),
         )
         self.private = Server(
             private_routes(self.dispatcher, self.dispatcher.peer_keys, settings.id),
@@ -62,6 +64,7 @@ class SpuApp:
             port=settings.private_port,
             name=f"spu-{settings.id}-private",
             budget=self.budget,
+            tls=server_context(settings.tls),
         )
         self.link: ScLink | None = None
         self.metrics: SpuMetrics | None = None

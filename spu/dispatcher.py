@@ -37,6 +37,7 @@ from spark_stream.errors import (
     UnknownTopicError,
 )
 from spark_stream.models import Spu, SpuResolution, parse_partition_name, partition_name
+from spark_stream.net.tls import client_context
 from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import (
     Replica,
@@ -475,6 +476,7 @@ class SpuDispatcher:
                     leader_id,
                     self.peer_keys,
                     report_interval_s=_report_interval_s(self.settings.replica_max_lag_ms),
+                    tls=client_context(self.settings.tls),
                 )
                 controller.start()
                 self._followers[leader_id] = controller

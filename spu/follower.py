@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from dataclasses import dataclass
 
 from spark_stream.backoff import BackoffPolicy, sleep_or_wake
@@ -86,6 +87,7 @@ class FollowerController:
         keys: the peer keys (the one shared with the leader authenticates connections).
         report_interval_s: idle LEO report period (well under the leader's max lag).
         max_bytes: per-push frame budget asked of the leader.
+        tls: connect to the leader's private port over TLS with this context.
     """
 
     def __init__(
@@ -96,8 +98,10 @@ class FollowerController:
         *,
         report_interval_s: float,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.spu_id = spu_id
+        self.tls = tls
         self.leader_id = leader_id
         self._keys = keys
         self.report_interval_s = report_interval_s
@@ -167,7 +171,11 @@ class FollowerController:
             host, port = self._endpoint
             try:
                 conn = await Connection.open(
-                    host, port, timeout=_REQUEST_TIMEOUT, name=f"leader-{self.leader_id}"
+                    host,
+                    port,
+                    timeout=_REQUEST_TIMEOUT,
+                    name=f"leader-{self.leader_id}",
+                    tls=self.tls,
                 )
             except FluvioError as exc:
                 logger.info(

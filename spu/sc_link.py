@@ -43,6 +43,7 @@ from spark_stream.errors import (
 from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
 from spark_stream.net.connection import Connection, Stream
 from spark_stream.net.sc_endpoints import ScEndpoints
+from spark_stream.net.tls import client_context
 from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import (
     HeartbeatRequest,
@@ -125,7 +126,13 @@ class ScLink:
         while True:
             host, port = self.endpoints.current
             try:
-                conn = await Connection.open(host, port, timeout=_REQUEST_TIMEOUT, name="sc")
+                conn = await Connection.open(
+                    host,
+                    port,
+                    timeout=_REQUEST_TIMEOUT,
+                    name="sc",
+                    tls=client_context(self.settings.tls),
+                )
             except FluvioError as exc:
                 logger.info("cannot reach the SC at %s:%d: %s", host, port, exc)
                 self.endpoints.advance()

@@ -28,6 +28,7 @@ from spark_stream.cli.output import FORMATS
 from spark_stream.cli.parsing import CommandParser, duration_arg, size_arg
 from spark_stream.client import Fluvio, resolve_endpoint
 from spark_stream.errors import FluvioError
+from spark_stream.net.tls import TlsConfig
 
 __all__ = ["build_parser", "main"]
 
@@ -95,6 +96,17 @@ def _cluster_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         "--standby-scs",
         type=int,
         help="standby SCs beside the active one (default 0; they take over when it dies)",
+    )
+    start.add_argument(
+        "--tls",
+        action="store_true",
+        help="first start: every port speaks TLS, with a CA and certificates made in "
+        "{data-dir}/tls; the profile tells clients to trust it",
+    )
+    start.add_argument(
+        "--mtls",
+        action="store_true",
+        help="as --tls, and servers demand client certificates (the profile names the client's)",
     )
     start.add_argument(
         "--auth",
@@ -454,6 +466,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="SC public address host:port (default: $FLUVIO_ENDPOINT, else the profile)",
     )
     parser.add_argument(
+        "--ca-file",
+        help="connect over TLS, trusting this CA (PEM); default: the profile's TLS",
+    )
+    # Not --tls-*: `cluster start --tls` would read as an ambiguous abbreviation of them.
+    parser.add_argument("--client-cert", help="client certificate (PEM) for mutual TLS")
+    parser.add_argument("--client-key", help="private key (PEM) of --client-cert")
+    parser.add_argument(
         "--timeout",
         dest="connect_timeout",
         type=duration_arg("--timeout"),
@@ -491,7 +510,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if local is not None:
             return int(local(args))
         endpoint = resolve_endpoint(args.endpoint, what="--endpoint")
-        with Fluvio.connect(endpoint, timeout=args.connect_timeout, token=args.token) as fluvio:
+        tls = None
+        if args.ca_file or args.client_cert or args.client_key:
+            tls = TlsConfig(ca=args.ca_file, cert=args.client_cert, key=args.client_key)
+        with Fluvio.connect(
+            endpoint, timeout=args.connect_timeout, tls=tls, token=args.token
+        ) as fluvio:
             return int(args.client_handler(args, fluvio))
     except FluvioError as exc:
         print(f"error: {exc}", file=sys.stderr)

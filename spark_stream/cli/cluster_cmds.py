@@ -75,6 +75,7 @@ def cluster_start(args: argparse.Namespace) -> int:
         start_timeout=args.timeout,
         metrics=args.metrics,
         standby_scs=args.standby_scs,
+        tls="mtls" if args.mtls else "tls" if args.tls else None,
         auth=args.auth,
     )
     status = cluster.start()

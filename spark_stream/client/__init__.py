@@ -54,8 +54,10 @@ from spark_stream.client.types import (
     Record,
     RecordMetadata,
 )
+from spark_stream.net.tls import TlsConfig
 
 __all__ = [
+    "TlsConfig",
     "Fluvio",
     "FluvioAsync",
     "TopicProducer",

@@ -39,6 +39,7 @@ from spark_stream.models.topic_schema import TopicSchema, check_user_schema, enc
 from spark_stream.net.connection import Connection
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.sc_endpoints import ScEndpoints
+from spark_stream.net.tls import TlsConfig, client_context
 from spark_stream.protocol import Message
 from spark_stream.protocol import control as c
 from spark_stream.spu_identity import secret_verifier
@@ -73,6 +74,7 @@ class AdminClient:
         port: the SC's public port (9003 by default).
         timeout: seconds each request may take.
         endpoints: every SC's public address (overrides ``host`` and ``port``).
+        tls: connect over TLS (see ``TlsConfig``); None: plaintext.
         token: the client token presented on connect (None: none; a cluster with auth on
             then refuses every request with ``AuthenticationError``).
     """
@@ -84,10 +86,12 @@ class AdminClient:
         *,
         timeout: float = 30.0,
         endpoints: ScEndpoints | None = None,
+        tls: TlsConfig | None = None,
         token: str | None = None,
     ) -> None:
         self.endpoints = endpoints or ScEndpoints((Endpoint(host, port),))
         self.timeout = timeout
+        self.tls = tls
         self.token = token
         self._conn: Connection | None = None
 
@@ -117,6 +121,7 @@ class AdminClient:
                     port,
                     timeout=self.timeout,
                     name=f"sc-public {host}:{port}",
+                    tls=client_context(self.tls),
                     token=self.token,
                 )
                 return self

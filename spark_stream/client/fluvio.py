@@ -31,7 +31,7 @@ from spark_stream.client.leader import LeaderClient, RetryPolicy
 from spark_stream.client.metadata import MetadataWatcher
 from spark_stream.client.pool import ConnectionPool
 from spark_stream.client.producer.producer import AsyncTopicProducer
-from spark_stream.client.profile import resolve_endpoint, resolve_token
+from spark_stream.client.profile import resolve_endpoint, resolve_tls, resolve_token
 from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import (
@@ -42,6 +42,7 @@ from spark_stream.errors import (
 )
 from spark_stream.net.connection import Connection
 from spark_stream.net.sc_endpoints import ScEndpoints
+from spark_stream.net.tls import TlsConfig, client_context
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
 
 __all__ = ["FluvioAsync"]
@@ -55,6 +56,7 @@ class FluvioAsync:
     Attributes:
         endpoint: the SC public address(es) given (comma separated with standby SCs).
         sc: every SC's public address and the one in use (it follows the active SC).
+        tls: the TLS settings in use (None: plaintext).
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class FluvioAsync:
         timeout: float,
         watcher: MetadataWatcher,
         sc: ScEndpoints,
+        tls: TlsConfig | None = None,
         token: str | None = None,
     ) -> None:
         self.endpoint = endpoint
@@ -70,7 +73,8 @@ class FluvioAsync:
         self.sc = sc
         self.token = token
         self.watcher = watcher
-        self.pool = ConnectionPool(connect_timeout=timeout, token=token)
+        self.tls = tls
+        self.pool = ConnectionPool(connect_timeout=timeout, tls=client_context(tls), token=token)
         self.leaders = LeaderClient(watcher, self.pool)
         self.local_files = LocalFiles()
         self._admin: AdminClient | None = None
@@ -84,6 +88,7 @@ class FluvioAsync:
         endpoint: str | None = None,
         *,
         timeout: float = 10.0,  # noqa: ASYNC109
+        tls: TlsConfig | None = None,
         token: str | None = None,
     ) -> FluvioAsync:
         """Connect to the SC at ``"host:port"``; when None, as ``resolve_endpoint`` finds it.
@@ -93,6 +98,9 @@ class FluvioAsync:
                 profile written by ``fluvio cluster start`` (``FLUVIO_PROFILE``, default
                 ``~/.fluvio/profile.json``).
             timeout: bound on connecting and receiving the first metadata.
+            tls: connect to the SC and the SPUs over TLS (``TlsConfig(ca=...)``, with
+                ``cert``/``key`` for mutual TLS); None takes the profile's when it
+                names this endpoint (``resolve_tls``), else plaintext.
             token: the client token for a cluster with auth on; None takes
                 ``FLUVIO_TOKEN``, else the current profile's token (``resolve_token``).
 
@@ -100,11 +108,15 @@ class FluvioAsync:
             AuthenticationError: the cluster checks tokens and none, or a bad one, was
                 given.
             ConnectionClosedError: the SC is unreachable.
-            InvalidConfigError: a malformed endpoint (naming where it came from).
+            TlsError: the TLS handshake failed (untrusted certificate, plaintext port).
+            InvalidConfigError: a malformed endpoint (naming where it came from), or a
+                TLS file missing.
             NotFoundError: no endpoint given, no ``FLUVIO_ENDPOINT`` and no profile.
         """
         endpoint = resolve_endpoint(endpoint)
         sc = ScEndpoints.parse(endpoint)
+        tls = resolve_tls(endpoint, tls)
+        context = client_context(tls)
         token = resolve_token(token, endpoint)
 
         async def open_sc() -> Connection:
@@ -114,7 +126,12 @@ class FluvioAsync:
                 host, port = sc.current
                 try:
                     return await Connection.open(
-                        host, port, timeout=timeout, name=f"sc@{sc.current}", token=token
+                        host,
+                        port,
+                        timeout=timeout,
+                        name=f"sc@{sc.current}",
+                        tls=context,
+                        token=token,
                     )
                 except ConnectionClosedError:
                     if attempt + 1 == len(sc.all):
@@ -138,7 +155,7 @@ class FluvioAsync:
             len(view.topics),
             len(view.partitions),
         )
-        return cls(endpoint, timeout, watcher, sc, token)
+        return cls(endpoint, timeout, watcher, sc, tls, token)
 
     @property
     def host(self) -> str:
@@ -154,7 +171,10 @@ class FluvioAsync:
         """The admin client (topics, partitions, SPUs, SPU groups) on this cluster."""
         if self._admin is None:
             self._admin = AdminClient(
-                timeout=max(self.timeout, 30.0), endpoints=self.sc, token=self.token
+                timeout=max(self.timeout, 30.0),
+                endpoints=self.sc,
+                tls=self.tls,
+                token=self.token,
             )
         return self._admin
 
@@ -273,6 +293,7 @@ class FluvioAsync:
             on_lost=on_lost,
             endpoints=self.sc,
             pattern=pattern,
+            tls=client_context(self.tls),
             token=self.token,
         )
         try:

@@ -33,6 +33,7 @@ from spark_stream.errors import (
     InvalidConfigError,
     PartitionOfflineError,
     RequestTimeoutError,
+    TlsError,
     UnauthorizedError,
     UnknownPartitionError,
     UnknownTopicError,
@@ -355,6 +356,7 @@ class MetadataWatcher:
         self._closed = False
         self._listeners: list[Callable[[MetadataView], None]] = []
         self.last_error: BaseException | None = None
+        self._refused = asyncio.Event()  # a TLS failure or a refused token: retrying cannot help
 
     def add_listener(self, listener: Callable[[MetadataView], None]) -> None:
         """Call ``listener(view)`` on the loop after every applied update (it must not
@@ -366,19 +368,28 @@ class MetadataWatcher:
 
         Raises:
             ConnectionClosedError: the SC is unreachable or sent nothing in time.
+            TlsError: the SC refused this client's TLS (at once: no retry fixes it).
             UnauthorizedError: the SC refused the client (no token, a bad one, or one
                 without the right): at once, not after ``timeout``.
         """
         self._conn = await self._connect()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="metadata-watch")
         try:
-            await self.wait_for(
-                lambda v: v.revision is not None or isinstance(self.last_error, UnauthorizedError),
-                timeout,
-            )
-            if self.view.revision is None and isinstance(self.last_error, UnauthorizedError):
+            first = self.wait_for(lambda v: v.revision is not None, timeout)
+            snapshot = asyncio.ensure_future(first)
+            refused = asyncio.ensure_future(self._refused.wait())
+            done, _ = await asyncio.wait({snapshot, refused}, return_when=asyncio.FIRST_COMPLETED)
+            if snapshot in done:
+                refused.cancel()
+                snapshot.result()
+            else:
+                snapshot.cancel()
+                await asyncio.gather(snapshot, return_exceptions=True)
                 await self.close()
-                raise type(self.last_error)(str(self.last_error))
+                cause = self.last_error
+                if isinstance(cause, UnauthorizedError):
+                    raise type(cause)(str(cause))
+                raise TlsError(str(cause)) from cause
         except RequestTimeoutError as exc:
             await self.close()
             cause = self.last_error
@@ -397,6 +408,8 @@ class MetadataWatcher:
         self.last_error = exc
         if self._on_error is not None:
             self._on_error(exc)
+        if isinstance(exc, TlsError):
+            self._refused.set()
 
     async def _run(self) -> None:
         pause = self._backoff.start()
@@ -422,8 +435,9 @@ class MetadataWatcher:
                         await self._notify()
             except UnauthorizedError as exc:  # the SC refused the client: retrying won't help
                 self.last_error = exc
+                self._refused.set()  # ``start`` raises it
                 async with self._changed:
-                    self._changed.notify_all()  # ``start`` raises it
+                    self._changed.notify_all()
                 if self.view.revision is None:
                     return
                 log.warning("metadata watch refused, retrying: %s", exc)

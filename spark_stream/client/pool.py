@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 
 from spark_stream.client.metadata import Leader
 from spark_stream.errors import ClientClosedError, ConnectionClosedError, FluvioError
@@ -25,11 +26,18 @@ class ConnectionPool:
 
     Args:
         connect_timeout: bound on opening one connection.
+        tls: connect over TLS with this context; None: plaintext.
         token: the client token each connection presents (None: none).
     """
 
-    def __init__(self, connect_timeout: float = 5.0, token: str | None = None) -> None:
+    def __init__(
+        self,
+        connect_timeout: float = 5.0,
+        tls: ssl.SSLContext | None = None,
+        token: str | None = None,
+    ) -> None:
         self._timeout = connect_timeout
+        self._tls = tls
         self._token = token
         self._conns: dict[tuple[str, int], Connection] = {}
         self._opening: dict[tuple[str, int], asyncio.Future[Connection]] = {}
@@ -60,6 +68,7 @@ class ConnectionPool:
                 leader.port,
                 timeout=self._timeout,
                 name=f"spu-{leader.spu_id}@{leader.host}:{leader.port}",
+                tls=self._tls,
                 token=self._token,
             )
         except BaseException as exc:

@@ -25,8 +25,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from spark_stream.errors import InvalidConfigError, NotFoundError
 from spark_stream.net.sc_endpoints import parse_endpoints
+from spark_stream.net.tls import TlsConfig
 
 __all__ = [
     "ENDPOINT_ENV",
@@ -40,6 +43,7 @@ __all__ = [
     "switch_profile",
     "delete_profile",
     "resolve_endpoint",
+    "resolve_tls",
     "resolve_token",
     "TOKEN_ENV",
 ]
@@ -64,12 +68,15 @@ class Profile:
         endpoint: the SC's public ``host:port``.
         data_dir: the local cluster's data directory ('' for a remote cluster).
         name: the profile's name.
+        tls: how to connect over TLS (the CA to trust, a client certificate for mutual
+            TLS); None: plaintext. ``fluvio cluster start --tls`` writes it.
         token: the client token presented to a cluster with auth on ('' for none).
     """
 
     endpoint: str
     data_dir: str = ""
     name: str = "local"
+    tls: TlsConfig | None = None
     token: str = ""
 
 
@@ -89,24 +96,39 @@ class Profiles:
         """The file's text."""
         doc = {
             "current": self.current,
-            "profiles": {
-                name: {"endpoint": p.endpoint, "data_dir": p.data_dir}
-                | ({"token": p.token} if p.token else {})
-                for name, p in sorted(self.profiles.items())
-            },
+            "profiles": {name: _profile_doc(p) for name, p in sorted(self.profiles.items())},
         }
         return json.dumps(doc, indent=2) + "\n"
+
+
+def _profile_doc(profile: Profile) -> dict[str, object]:
+    doc: dict[str, object] = {"endpoint": profile.endpoint, "data_dir": profile.data_dir}
+    if profile.tls is not None:
+        doc["tls"] = profile.tls.model_dump(exclude_defaults=True)
+    if profile.token:
+        doc["token"] = profile.token
+    return doc
 
 
 def _profile(path: Path, name: str, data: object) -> Profile:
     if not isinstance(data, dict) or not isinstance(data.get("endpoint"), str):
         raise InvalidConfigError(f"profile {path}: {name!r} has no 'endpoint'")
     parse_endpoints(data["endpoint"], what=f"profile {path}: 'endpoint'")
+    tls = None
+    if data.get("tls") is not None:
+        try:
+            tls = TlsConfig.model_validate(data["tls"])
+        except ValidationError as exc:
+            raise InvalidConfigError(f"profile {path}: {name!r} has a bad 'tls': {exc}") from exc
     token = data.get("token", "")
     if not isinstance(token, str):
         raise InvalidConfigError(f"profile {path}: {name!r} has a 'token' that is not a string")
     return Profile(
-        endpoint=data["endpoint"], data_dir=str(data.get("data_dir", "")), name=name, token=token
+        endpoint=data["endpoint"],
+        data_dir=str(data.get("data_dir", "")),
+        name=name,
+        tls=tls,
+        token=token,
     )
 
 
@@ -257,6 +279,30 @@ def resolve_endpoint(explicit: str | None = None, *, what: str = "endpoint") -> 
             f"Spark's option('endpoint', ...)), set {ENDPOINT_ENV}=host:port, or run "
             f"`fluvio cluster start` to write the profile {path} (FLUVIO_PROFILE)"
         ) from None
+
+
+def resolve_tls(endpoint: str, explicit: TlsConfig | None = None) -> TlsConfig | None:
+    """How to connect to ``endpoint``: ``explicit``, else the current profile's TLS when
+    the profile names that same endpoint, else None (plaintext).
+
+    So a client of a ``--tls`` local cluster connects over TLS without being told,
+    whether it found the endpoint in the profile or was given it.
+
+    Raises:
+        InvalidConfigError: the profile file is unreadable.
+    """
+    if explicit is not None:
+        return explicit
+    try:
+        profile = load_profile()
+    except NotFoundError:
+        return None
+    if profile.tls is None:
+        return None
+    named = parse_endpoints(profile.endpoint)
+    if not any(e in named for e in parse_endpoints(endpoint)):
+        return None
+    return profile.tls
 
 
 def resolve_token(explicit: str | None, endpoint: str) -> str | None:

@@ -45,6 +45,7 @@ from spark_stream.client.producer.futures import BatchFuture, DeliveryFuture
 from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.errors import RequestTimeoutError
 from spark_stream.models.topic_schema import TopicSchema
+from spark_stream.net.tls import TlsConfig
 
 __all__ = [
     "Fluvio",
@@ -314,21 +315,28 @@ class Fluvio(Facade[FluvioAsync]):
 
     Attributes:
         endpoint: the SC public address in use.
+        tls: the TLS settings in use (None: plaintext).
     """
 
     def __init__(self, core: FluvioAsync, runner: LoopThread) -> None:
         super().__init__(core, runner)
         self.endpoint = core.endpoint
+        self.tls = core.tls
         self._closed = False
 
     @classmethod
     def connect(
-        cls, endpoint: str | None = None, *, timeout: float = 10.0, token: str | None = None
+        cls,
+        endpoint: str | None = None,
+        *,
+        timeout: float = 10.0,
+        tls: TlsConfig | None = None,
+        token: str | None = None,
     ) -> Fluvio:
         """Connect on a new loop thread; arguments and errors as ``FluvioAsync.connect``."""
         runner = LoopThread()
         try:
-            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout, token=token))
+            core = runner.run(FluvioAsync.connect(endpoint, timeout=timeout, tls=tls, token=token))
         except BaseException:
             runner.stop()
             raise

@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "FIRST_SPU_ID",
+    "TLS_MODES",
     "ClusterLayout",
     "ProcessStatus",
     "ClusterStatus",
@@ -19,6 +20,7 @@ __all__ = [
 ]
 
 FIRST_SPU_ID = 5001
+TLS_MODES = ("off", "tls", "mtls")
 
 
 @dataclass
@@ -36,6 +38,9 @@ class ClusterLayout:
     """Every process serves Prometheus metrics on a free loopback port (``--metrics``)."""
     standby_ports: list[list[int]] = field(default_factory=list)
     """(public, private) ports of each standby SC (``--standby-scs``), fixed at first start."""
+    tls: str = "off"
+    """``off``, ``tls`` (every port speaks TLS) or ``mtls`` (and demands client
+    certificates); certificates live in ``{data_dir}/tls`` (``--tls``, ``--mtls``)."""
     auth: bool = False
     """Clients need a token (``--auth``): the SC and SPUs check tokens signed with the key
     in ``{data_dir}/auth/cluster.key``; the profile gets an admin token."""
@@ -104,6 +109,7 @@ def option_conflicts(
     sc_port: int | None = None,
     redis_url: str | None = None,
     spu_mode: str | None = None,
+    tls: str | None = None,
 ) -> list[str]:
     """The options of a later start that the existing cluster (``layout``) cannot honour.
 
@@ -122,6 +128,11 @@ def option_conflicts(
         problems.append(f"--sc-port {sc_port}: the cluster's SC keeps port {layout.sc_public_port}")
     if spu_mode is not None and spu_mode != layout.spu_mode:
         problems.append(f"--spu-mode {spu_mode}: the cluster's SPUs are {layout.spu_mode} SPUs")
+    if tls is not None and tls != layout.tls:
+        problems.append(
+            f"TLS {tls}: the cluster was made with TLS {layout.tls} (its clients' profile "
+            "and certificates follow it); delete it to change"
+        )
     if redis_url and layout.redis_url and redis_url != layout.redis_url:
         where = f"its own Redis ({layout.redis_url})" if layout.redis_port else layout.redis_url
         problems.append(f"--redis-url {redis_url}: the cluster keeps its state in {where}")

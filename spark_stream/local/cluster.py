@@ -10,6 +10,7 @@ Theory of operation. Everything lives under one data directory::
     {data_dir}/spus/spu-{id}/   SPU replica data, its secret (spu.secret, 0600); managed
                                 SPUs' spu.pid and spu.log too
     {data_dir}/tier/{topic}/    every topic's default tier (shared by the SPUs)
+    {data_dir}/tls/             the cluster's CA and certificates (``tls="tls"|"mtls"``)
     {data_dir}/auth/cluster.key the key signing client tokens (only with ``auth``)
 
 ``start`` is idempotent: each process whose pid file names a live process (same pid
@@ -70,11 +71,13 @@ from spark_stream.errors import (
 )
 from spark_stream.local._state import (
     FIRST_SPU_ID,
+    TLS_MODES,
     ClusterLayout,
     ClusterStatus,
     ProcessStatus,
     option_conflicts,
 )
+from spark_stream.local.certs import LocalCerts, ensure_local_certs
 from spark_stream.local.redis_server import (
     check_appendfsync,
     find_redis_server,
@@ -86,6 +89,7 @@ from spark_stream.local.redis_server import (
 from spark_stream.models import Spu
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.sc_endpoints import ScEndpoints
+from spark_stream.net.tls import TlsConfig
 from spark_stream.spu_identity import (
     SECRET_FILE,
     new_secret,
@@ -165,33 +169,38 @@ def _stop_pid(pid_file: Path, timeout: float, name: str) -> bool:
 class LocalCluster:
     """Start, stop and inspect a local cluster under ``data_dir``.
 
-    Options left None take the cluster's recorded values (on a first start: 1 SPU, port
-    9003, an embedded Redis, ``group``); a later start refuses values it cannot honour
-    (``option_conflicts``).
+        Options left None take the cluster's recorded values (on a first start: 1 SPU, port
+        9003, an embedded Redis, ``group``); a later start refuses values it cannot honour
+        (``option_conflicts``).
 
-    Args:
-        data_dir: where everything lives (default ``~/.fluvio``).
-        spus: number of SPUs (a later start may raise it, never lower it).
-        sc_port: the SC's public port on first start (0: any free port).
-        redis_url: use this Redis instead of starting one (first start only).
-        redis_fsync: ``appendfsync`` of the Redis it starts (``always``, ``everysec``,
-            ``no``); its append-only file is always on.
-        spu_mode: ``group`` (SC-provisioned SPU group) or ``custom`` (spawned here).
-        start_timeout: bound on each wait of ``start``.
-        stop_timeout: seconds between SIGTERM and SIGKILL.
-        python: the interpreter that runs the SC and SPUs.
-        profile: where ``start`` writes the client profile (default ``profile_path()``).
-        env: variables added to the environment of every process the cluster starts
-            (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
-        metrics: the SC and SPUs serve Prometheus metrics, each on a free loopback port
-            (``status`` lists the URLs); once on, later starts keep it on.
-        default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
-            (``tier_root``); False leaves them untiered (the SC is started without a tier
-            root; a running SC keeps the setting it was started with).
-        standby_scs: standby SCs to run beside the SC (a later start may only add).
-        auth: clients need a token: the SC and SPUs check tokens signed with the key in
-            ``auth_key_file`` (made on the first start with it), and the profile gets an
-            admin token (``*=admin``); once on, later starts keep it on. Off by default.
+        Args:
+            data_dir: where everything lives (default ``~/.fluvio``).
+            spus: number of SPUs (a later start may raise it, never lower it).
+            sc_port: the SC's public port on first start (0: any free port).
+            redis_url: use this Redis instead of starting one (first start only).
+            redis_fsync: ``appendfsync`` of the Redis it starts (``always``, ``everysec``,
+                ``no``); its append-only file is always on.
+            spu_mode: ``group`` (SC-provisioned SPU group) or ``custom`` (spawned here).
+            start_timeout: bound on each wait of ``start``.
+            stop_timeout: seconds between SIGTERM and SIGKILL.
+            python: the interpreter that runs the SC and SPUs.
+            profile: where ``start`` writes the client profile (default ``profile_path()``).
+            env: variables added to the environment of every process the cluster starts
+                (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
+            metrics: the SC and SPUs serve Prometheus metrics, each on a free loopback port
+                (``status`` lists the URLs); once on, later starts keep it on.
+            default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
+                (``tier_root``); False leaves them untiered (the SC is started without a tier
+                root; a running SC keeps the setting it was started with).
+            standby_scs: standby SCs to run beside the SC (a later start may only add).
+            tls: on first start, ``tls`` makes every port (SC and SPU, public and private)
+                speak TLS with certificates of a CA made for the cluster (``certs``);
+                ``mtls`` also demands client certificates (SPUs present theirs to the SC and
+                to their leaders); ``off`` (default) is plaintext. The profile written
+                after a start tells clients which CA (and client certificate) to use.
+            auth: clients need a token: the SC and SPUs check tokens signed with the key in
+                ``auth_key_file`` (made on the first start with it), and the profile gets an
+                admin token (``*=admin``); once on, later starts keep it on. Off by default.
     """
 
     def __init__(
@@ -211,12 +220,15 @@ class LocalCluster:
         metrics: bool = False,
         default_tier: bool = True,
         standby_scs: int | None = None,
+        tls: str | None = None,
         auth: bool = False,
     ) -> None:
         if standby_scs is not None and standby_scs < 0:
             raise InvalidConfigError(f"standby_scs: must be >= 0, got {standby_scs}")
         if spu_mode not in (None, "group", "custom"):
             raise InvalidConfigError(f"spu_mode: must be group or custom, got {spu_mode!r}")
+        if tls not in (None, *TLS_MODES):
+            raise InvalidConfigError(f"tls: must be one of {', '.join(TLS_MODES)}, got {tls!r}")
         if spus is not None and spus < 0:
             raise InvalidConfigError(f"spus: must be >= 0, got {spus}")
         self.data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
@@ -231,8 +243,11 @@ class LocalCluster:
         self.profile = Path(profile) if profile is not None else None
         self.env = dict(env or {})
         self.default_tier = default_tier
+        self._tls = tls
         self._existing = self._layout_path().is_file()
         self.layout = self._load_layout()
+        if not self._existing and tls is not None:
+            self.layout.tls = tls
         self.layout.metrics = self.layout.metrics or metrics
         self.layout.auth = self.layout.auth or auth
         self._admin_token: str | None = None
@@ -304,6 +319,33 @@ class LocalCluster:
         """The process names of the standby SCs (``sc-standby-1``...)."""
         return [f"sc-standby-{n}" for n in range(1, len(self.layout.standby_ports) + 1)]
 
+    @property
+    def certs(self) -> LocalCerts:
+        """The cluster's TLS files (made by the first ``--tls`` start)."""
+        return LocalCerts(self.data_dir / "tls")
+
+    @property
+    def client_tls(self) -> TlsConfig | None:
+        """How clients connect (None: plaintext): the profile written by ``start`` has it."""
+        if self.layout.tls == "off":
+            return None
+        return self.certs.client_config(mutual=self.layout.tls == "mtls")
+
+    def _tls_env(self) -> dict[str, str]:
+        """``FLUVIO_SC_TLS__*`` and ``FLUVIO_SPU_TLS__*``: every server's certificate,
+        the CA, and whether client certificates are required (made now if missing)."""
+        if self.layout.tls == "off":
+            return {}
+        certs = ensure_local_certs(self.certs.directory)
+        server = certs.server_config(mutual=self.layout.tls == "mtls")
+        env = {}
+        for role in ("SC", "SPU"):
+            for key, value in server.model_dump(exclude_defaults=True).items():
+                env[f"FLUVIO_{role}_TLS__{key.upper()}"] = (
+                    str(value).lower() if isinstance(value, bool) else str(value)
+                )
+        return env
+
     def _layout_path(self) -> Path:
         return self.data_dir / "cluster.json"
 
@@ -344,6 +386,7 @@ class LocalCluster:
                 sc_port=self._sc_port,
                 redis_url=self._redis_url,
                 spu_mode=self._spu_mode,
+                tls=self._tls,
             )
             if problems:
                 raise InvalidConfigError(f"cluster in {self.data_dir}: " + "; ".join(problems))
@@ -370,7 +413,10 @@ class LocalCluster:
         self._started = []
         save_profile(
             Profile(
-                endpoint=self.endpoint, data_dir=str(self.data_dir), token=self.admin_token or ""
+                endpoint=self.endpoint,
+                data_dir=str(self.data_dir),
+                tls=self.client_tls,
+                token=self.admin_token or "",
             ),
             self.profile,
         )
@@ -492,8 +538,8 @@ class LocalCluster:
         """Start an SC process ``name`` (``sc`` or a standby) on the given ports."""
         spu_command = f"{self.python} -m spu"
         self.admin_token  # noqa: B018 - writes the key file before the SC reads it
-        # Managed SPUs inherit the SC's environment.
-        env = {**self.env, **self._metrics_env(), **self._auth_env()}
+        # Managed SPUs inherit the SC's environment (TLS and auth included).
+        env = {**self.env, **self._metrics_env(), **self._tls_env(), **self._auth_env()}
         argv = [
             self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
             "--public-port", str(public), "--private-port", str(private),
@@ -544,7 +590,9 @@ class LocalCluster:
 
     async def _start_spus(self) -> None:
         scs = ScEndpoints.parse(self.endpoint)
-        async with AdminClient(endpoints=scs, timeout=10.0, token=self.admin_token) as admin:
+        async with AdminClient(
+            endpoints=scs, timeout=10.0, tls=self.client_tls, token=self.admin_token
+        ) as admin:
             if self.layout.spu_mode == "group":
                 await self._ensure_group(admin)
             else:
@@ -600,6 +648,7 @@ class LocalCluster:
         env = {
             **self.env,
             **self._metrics_env(),
+            **self._tls_env(),
             **self._auth_env(),
             **spu_environment(
                 spu_id,
@@ -729,7 +778,7 @@ class LocalCluster:
         stopped = self.stop()
         removed = []
         ready = ["sc.ready", *(f"{name}.ready" for name in self.standby_names)]
-        owned = ("cluster.json", "cluster.tmp", *ready, "pids", "logs", "redis", "spus")
+        owned = ("cluster.json", "cluster.tmp", *ready, "pids", "logs", "redis", "spus", "tls")
         for name in (*owned, self._redis_password_file.name):
             path = self.data_dir / name
             if path.is_dir():
@@ -798,7 +847,9 @@ class LocalCluster:
 
     async def _list_spus(self) -> list[dict[str, Any]]:
         scs = ScEndpoints.parse(self.endpoint)
-        async with AdminClient(endpoints=scs, timeout=5.0, token=self.admin_token) as admin:
+        async with AdminClient(
+            endpoints=scs, timeout=5.0, tls=self.client_tls, token=self.admin_token
+        ) as admin:
             return [_spu_row(s) for s in await admin.list_spus()]
 
 

@@ -30,6 +30,7 @@ from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import profile_path
 from spark_stream.errors import FluvioError, NotFoundError
 from spark_stream.local.cluster import LocalCluster
+from spark_stream.net.tls import TlsConfig
 
 __all__ = ["collect_diagnostics"]
 
@@ -79,11 +80,14 @@ def _redacted_profiles(path: Path) -> bytes:
 
 
 async def _sc_state(
-    port: int, request_timeout_s: float, token: str | None = None
+    port: int,
+    request_timeout_s: float,
+    tls: TlsConfig | None = None,
+    token: str | None = None,
 ) -> dict[str, Any]:
     """Every listing the SC answers, by file name; a failed one is an ``{"error"}``."""
     state: dict[str, Any] = {}
-    async with AdminClient(_HOST, port, timeout=request_timeout_s, token=token) as admin:
+    async with AdminClient(_HOST, port, timeout=request_timeout_s, tls=tls, token=token) as admin:
         calls: dict[str, Callable[[], Awaitable[Any]]] = {
             "topics": admin.list_topics,
             "partitions": admin.list_partitions,
@@ -147,7 +151,12 @@ def collect_diagnostics(
         if status.running and cluster.layout.sc_public_port:
             try:
                 found = asyncio.run(
-                    _sc_state(cluster.layout.sc_public_port, timeout, cluster.admin_token)
+                    _sc_state(
+                        cluster.layout.sc_public_port,
+                        timeout,
+                        cluster.client_tls,
+                        cluster.admin_token,
+                    )
                 )
             except (FluvioError, OSError) as exc:
                 archive.errors.append(f"SC at {status.endpoint}: {exc}")

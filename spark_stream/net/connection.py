@@ -20,6 +20,12 @@ the connection keep flowing). When the connection closes, for any reason, every 
 request and open stream fails with ``ConnectionClosedError`` whose ``__cause__`` is
 the reason; ``close()`` is idempotent.
 
+TLS. ``open(tls=context)`` runs the handshake within ``timeout`` and checks the server's
+certificate names ``host``; a failure is a ``TlsError`` (not retriable), and so is a
+TLS alert or a ``TlsError`` frame from the server later. A TLS connection the server
+resets before any reply (the way a client certificate it refuses shows under TLS 1.3)
+closes with a ``ConnectionClosedError`` that says so.
+
 All methods must run on the event loop the connection was created on. From another
 thread, submit them with ``asyncio.run_coroutine_threadsafe(conn.request(...), loop)``.
 """
@@ -29,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections import deque
 from typing import Any, Self
 
@@ -39,6 +46,7 @@ from spark_stream.errors import (
     InvalidRequestError,
     RecordTooLargeError,
     RequestTimeoutError,
+    TlsError,
     UnsupportedVersionError,
 )
 from spark_stream.net._receiver import FrameReceiver
@@ -49,6 +57,7 @@ from spark_stream.net._sockets import (
     reached_itself,
     write_parts,
 )
+from spark_stream.net.tls import describe_tls_error, is_tls_error
 from spark_stream.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     MAX_CORRELATION_ID,
@@ -111,6 +120,8 @@ class Connection:
         self._close_cause: BaseException | None = None
         self._peer_error: FluvioError | None = None  # sent with correlation id 0
         self._closed = False
+        self._tls = writer.get_extra_info("sslcontext") is not None
+        self._replied = False  # any frame received: a TLS session the server accepted
         receiver = writer.transport.get_protocol()
         loop_body = (
             self._receive_loop(receiver)
@@ -128,16 +139,20 @@ class Connection:
         timeout: float = 10.0,  # noqa: ASYNC109 - becomes a typed error, not TimeoutError
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         name: str | None = None,
+        tls: ssl.SSLContext | None = None,
         token: str | None = None,
     ) -> Self:
         """Connect to ``host:port`` and start the reader task.
 
         Args:
+            tls: connect over TLS with this context (``TlsConfig.client_context()``);
+                the server's certificate must name ``host``. None: plaintext.
             token: a client token, presented (``AUTHENTICATE``) before the connection is
                 returned, so every request on it carries that identity; None: none.
 
         Raises:
             ConnectionClosedError: the peer refused or did not answer within ``timeout``.
+            TlsError: the TLS handshake failed (the message says which certificate).
             AuthenticationError: the peer refused the token.
         """
         loop = asyncio.get_running_loop()
@@ -145,9 +160,18 @@ class Connection:
             async with asyncio.timeout(timeout):
                 reader = asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop)
                 transport, receiver = await loop.create_connection(
-                    lambda: FrameReceiver(reader, max_frame_size, loop), host, port
+                    lambda: FrameReceiver(reader, max_frame_size, loop),
+                    host,
+                    port,
+                    ssl=tls,
+                    server_hostname=host if tls is not None else None,
+                    ssl_handshake_timeout=timeout if tls is not None else None,
                 )
                 writer = asyncio.StreamWriter(transport, receiver, reader, loop)
+        except ssl.SSLError as exc:
+            raise TlsError(
+                f"cannot connect to {host}:{port} over TLS: {describe_tls_error(exc)}"
+            ) from exc
         except (OSError, TimeoutError) as exc:
             err = ConnectionClosedError(f"cannot connect to {host}:{port}: {exc or 'timeout'}")
             raise err from exc
@@ -335,8 +359,13 @@ class Connection:
         if not self._closed:
             write_parts(self._writer, parts)
 
-    def _closed_error(self) -> ConnectionClosedError:
+    def _closed_error(self) -> ConnectionClosedError | TlsError:
         cause = self._close_cause
+        if isinstance(cause, TlsError):
+            # Not a closed connection to retry: the certificates or settings must change.
+            tls_err = TlsError(f"connection to {self.name} failed: {cause}")
+            tls_err.__cause__ = cause.__cause__
+            return tls_err
         if isinstance(cause, ConnectionClosedError):
             err = ConnectionClosedError(str(cause))
             err.__cause__ = cause.__cause__
@@ -351,6 +380,21 @@ class Connection:
         if self._closed:
             return
         self._closed = True
+        if not isinstance(cause, FluvioError) and is_tls_error(cause):
+            # An alert from the server after this side's handshake was done (TLS 1.3).
+            tls_cause = TlsError(describe_tls_error(cause))
+            tls_cause.__cause__ = cause
+            cause = tls_cause
+        elif self._tls and not self._replied and isinstance(cause, ConnectionError):
+            # A server refusing this client's certificate under TLS 1.3 does so after the
+            # client's handshake ended, and its alert is lost: the client sees a reset.
+            hint = ConnectionClosedError(
+                f"connection to {self.name} closed: {type(cause).__name__}: {cause} (over "
+                "TLS, before any reply: the server may have refused this client's "
+                "certificate; the server's log says why)"
+            )
+            hint.__cause__ = cause
+            cause = hint
         self._close_cause = cause
         self._writer.close()
         pending, self._pending = self._pending, {}
@@ -393,6 +437,7 @@ class Connection:
         self._shutdown(self._peer_error or cause)
 
     def _dispatch(self, event: Event) -> None:
+        self._replied = True
         header = event.header
         cid = header.correlation_id
         if isinstance(event, OversizedFrame):

@@ -18,9 +18,16 @@ Memory. Each request frame is charged to a ``RequestBudget`` (one per process, s
 its servers) from its header until its handler is done; a connection whose next frame
 does not fit stops reading until bytes are released (see ``spark_stream.net.budget``).
 
+TLS. With ``tls`` set the server accepts through ``TlsListener`` (``_tls_listener``):
+a plaintext client gets a ``TlsError`` frame and is closed, a TLS one gets the handshake
+and then the same session; under mutual TLS a session whose client sent no certificate is
+refused with a ``TlsError`` before any request is handled, and the verified certificate is
+in ``ConnContext.peer_certificate``.
+
 Replies whose tail holds a large ``FileRegion`` (a fetch answered from a log segment)
 go out with ``sendfile``: the kernel moves the file's pages to the socket with no copy
-through Python. One such frame is sent at a time per connection; other replies written
+through Python (not under TLS, which encrypts in user space: the region is written from
+memory). One such frame is sent at a time per connection; other replies written
 meanwhile wait in order behind it, and a frame once begun is always finished, even if
 its handler is cancelled, so the byte stream never tears.
 """
@@ -32,6 +39,7 @@ import contextlib
 import inspect
 import itertools
 import logging
+import ssl
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,10 +49,13 @@ from spark_stream.errors import (
     FluvioError,
     InvalidRequestError,
     RecordTooLargeError,
+    TlsError,
     UnsupportedVersionError,
 )
 from spark_stream.net._sockets import READ_CHUNK, STREAM_LIMIT, close_writer, write_parts
+from spark_stream.net._tls_listener import TlsListener
 from spark_stream.net.budget import RequestBudget
+from spark_stream.net.tls import requires_client_cert
 from spark_stream.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     ApiKey,
@@ -109,10 +120,13 @@ class ConnContext:
         id: unique per server, in accept order.
         peer: the remote address as ``host:port``.
         state: free for the application, e.g. the SC stores the SPU id that authenticated.
+        peer_certificate: the client's verified TLS certificate (``getpeercert()``: its
+            subject, SANs...) on a TLS server that asked for one; None otherwise.
     """
 
     id: int
     peer: str
+    peer_certificate: dict[str, Any] | None = None
     opened_at: float = field(default_factory=time.monotonic)
     state: dict[str, Any] = field(default_factory=dict)
     _session: _Session | None = field(default=None, repr=False)
@@ -149,6 +163,8 @@ class Server:
             are not timed (they last as long as the client keeps them).
         budget: the process's budget for request bytes held in memory, shared by its
             servers; None gives this server a budget of its own of the default size.
+        tls: serve TLS with this context (``TlsConfig.server_context()``); a plaintext
+            client then gets a ``TlsError`` frame and is closed. None: plaintext.
     """
 
     def __init__(
@@ -165,6 +181,7 @@ class Server:
         on_disconnect: DisconnectHook | None = None,
         on_request: RequestHook | None = None,
         budget: RequestBudget | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.routes: dict[int, Route] = {
             int(key): h if isinstance(h, Route) else Route(h) for key, h in handlers.items()
@@ -180,7 +197,9 @@ class Server:
         self.on_disconnect = on_disconnect
         self.on_request = on_request
         self.budget = budget if budget is not None else RequestBudget()
+        self.tls = tls
         self._server: asyncio.Server | None = None
+        self._tls_listener: TlsListener | None = None
         self._sessions: set[_Session] = set()
         self._session_tasks: set[asyncio.Task[None]] = set()
         self._ids = itertools.count(1)
@@ -197,13 +216,23 @@ class Server:
         Raises:
             RuntimeError: the server is already started.
         """
-        if self._server is not None:
+        if self._server is not None or self._tls_listener is not None:
             raise RuntimeError(f"server {self.name} is already started")
-        self._server = await asyncio.start_server(
-            self._accept, self.host, self._requested_port, limit=STREAM_LIMIT
+        if self.tls is not None:
+            self._tls_listener = TlsListener(self.tls, self._accept, self.name)
+            self.port = await self._tls_listener.start(self.host, self._requested_port)
+        else:
+            self._server = await asyncio.start_server(
+                self._accept, self.host, self._requested_port, limit=STREAM_LIMIT
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+        log.info(
+            "server listening name=%s address=%s:%d tls=%s",
+            self.name,
+            self.host,
+            self.port,
+            "on" if self.tls is not None else "off",
         )
-        self.port = self._server.sockets[0].getsockname()[1]
-        log.info("server listening name=%s address=%s:%d", self.name, self.host, self.port)
         return self
 
     async def stop(self, grace: float = 5.0) -> None:
@@ -212,8 +241,12 @@ class Server:
         Args:
             grace: seconds to let connections wind down before their tasks are cancelled.
         """
+        listening = self._server is not None or self._tls_listener is not None
         if self._server is not None:
             self._server.close()
+        if self._tls_listener is not None:
+            await self._tls_listener.close()
+            self._tls_listener = None
         for session in list(self._sessions):
             session.close()
         if self._session_tasks:
@@ -224,6 +257,7 @@ class Server:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+        if listening:
             log.info("server stopped name=%s", self.name)
 
     async def __aenter__(self) -> Self:
@@ -240,7 +274,11 @@ class Server:
         assert task is not None
         self._session_tasks.add(task)
         peer = writer.get_extra_info("peername")
-        ctx = ConnContext(next(self._ids), f"{peer[0]}:{peer[1]}" if peer else "?")
+        ctx = ConnContext(
+            next(self._ids),
+            f"{peer[0]}:{peer[1]}" if peer else "?",
+            peer_certificate=writer.get_extra_info("peercert") or None,
+        )
         session = _Session(self, ctx, reader, writer)
         self._sessions.add(session)
         try:
@@ -306,6 +344,12 @@ class _Session:
     async def run(self) -> None:
         cause: BaseException | None = None
         try:
+            tls = self.server.tls
+            if tls is not None and requires_client_cert(tls) and not self.ctx.peer_certificate:
+                raise TlsError(
+                    f"{self.server.name} requires a client certificate (mutual TLS) and the "
+                    "client sent none: give the client 'cert' and 'key' (tls.cert, tls.key)"
+                )
             if self.server.on_connect is not None:
                 await _maybe_await(self.server.on_connect(self.ctx))
             log.debug(
@@ -604,7 +648,8 @@ class _Session:
             max_frame_size=self.server.max_frame_size,
         )
         try:
-            if any(_sendable(part) for part in parts):
+            if self.server.tls is None and any(_sendable(part) for part in parts):
+                # (TLS encrypts in user space: a file region is written from memory.)
                 # Shielded: a cancelled handler must not leave a torn frame on the wire.
                 sending = asyncio.ensure_future(self._write_with_files(parts))
                 self.sends.add(sending)
@@ -637,7 +682,8 @@ class _Session:
                     write_parts(self.writer, held)
 
     async def _sendfile(self, region: FileRegion) -> None:
-        """``sendfile`` the region; a transport that cannot (e.g. TLS) gets its bytes."""
+        """``sendfile`` the region; a transport that cannot gets its bytes (a TLS server
+        never comes here: asyncio refuses it with a RuntimeError, not this fallback)."""
         loop = asyncio.get_running_loop()
         length = memoryview(region.data).nbytes
         try:

@@ -25,6 +25,7 @@ from datasource.reader import FluvioBatchReader, FluvioStreamReader, read_spec
 from datasource.typed import typed_arrow_schema, typed_spark_schema
 from spark_stream.errors import NotFoundError
 from spark_stream.models.topic_schema import TopicSchema
+from spark_stream.net.tls import TlsConfig
 
 OPTIONS = {"topic": "t", "endpoint": "127.0.0.1:9003"}
 
@@ -40,6 +41,13 @@ def test_partition() -> None:
         "t", 2, 10, 20, ReadSpec("127.0.0.1:9003", "uncommitted", True), from_log_start=True
     )
     assert _round_trip(part) == part
+
+
+def test_partition_with_tls() -> None:
+    tls = TlsConfig(ca="/c/ca.pem", cert="/c/client.pem", key="/c/client.key")
+    part = FluvioPartition("t", 0, 0, 5, ReadSpec("127.0.0.1:9003", tls=tls))
+    again = _round_trip(part)
+    assert again == part and again.spec.tls == tls
 
 
 def test_commit_message() -> None:

@@ -58,7 +58,7 @@ class FakeCluster:
 @pytest.fixture
 def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
     fake = FakeCluster()
-    monkeypatch.setattr(reader_module, "client_for", lambda endpoint: fake)
+    monkeypatch.setattr(reader_module, "client_for", lambda endpoint, **_: fake)
     return fake
 
 

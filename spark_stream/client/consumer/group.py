@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import ssl
 import time
 import uuid
 from collections.abc import AsyncGenerator
@@ -128,6 +129,7 @@ class AsyncGroupConsumer(GroupPartitions):
         on_lost: RebalanceCallback | None = None,
         pattern: str | None = None,
         endpoints: ScEndpoints | None = None,
+        tls: ssl.SSLContext | None = None,
         token: str | None = None,
     ) -> None:
         if auto_offset_reset not in _RESETS:
@@ -150,6 +152,7 @@ class AsyncGroupConsumer(GroupPartitions):
         self.generation = -1
         # Every SC's address (standbys too): a reconnect follows the active one.
         self._sc = endpoints or ScEndpoints((Endpoint(host, port),))
+        self._tls = tls  # the SC connection's TLS context (None: plaintext)
         self._token = token  # presented on every (re)connect to the SC
         self._leaders = leaders
         self._config = config
@@ -200,7 +203,9 @@ class AsyncGroupConsumer(GroupPartitions):
         """A connection to the SC in use; a failed connect moves on to the next SC."""
         host, port = self._sc.current
         try:
-            return await Connection.open(host, port, timeout=TIMEOUT, token=self._token)
+            return await Connection.open(
+                host, port, timeout=TIMEOUT, tls=self._tls, token=self._token
+            )
         except ConnectionClosedError:
             self._sc.advance()
             raise

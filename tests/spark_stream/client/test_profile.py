@@ -16,10 +16,12 @@ from spark_stream.client.profile import (
     load_profile,
     load_profiles,
     resolve_endpoint,
+    resolve_tls,
     save_profile,
     switch_profile,
 )
 from spark_stream.errors import InvalidConfigError, NotFoundError
+from spark_stream.net.tls import TlsConfig
 
 EXPLICIT = "127.0.0.1:1111"
 FROM_ENV = "127.0.0.1:2222"
@@ -128,6 +130,33 @@ def test_the_single_profile_shape_still_reads(tmp_path: Path) -> None:
     assert load_profile(path) == Profile(endpoint=IN_PROFILE, data_dir="/d", name="local")
     save_profile(Profile(endpoint=EXPLICIT, name="other"), path)  # rewritten in the new shape
     assert sorted(load_profiles(path).profiles) == ["local", "other"]
+
+
+def test_profile_tls_round_trips_and_applies_to_its_endpoint_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tls = TlsConfig(ca="/x/ca.pem", cert="/x/client.pem", key="/x/client.key")
+    path = save_profile(Profile(endpoint=IN_PROFILE, tls=tls), tmp_path / "profile.json")
+    monkeypatch.setenv("FLUVIO_PROFILE", str(path))
+    assert load_profile(path).tls == tls
+    assert resolve_tls(IN_PROFILE) == tls  # given explicitly or found: the profile's TLS
+    assert resolve_tls(EXPLICIT) is None  # another cluster: plaintext unless told
+    explicit = TlsConfig(ca="/y/ca.pem")
+    assert resolve_tls(IN_PROFILE, explicit) == explicit
+
+
+def test_a_bad_tls_entry_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "profile.json"
+    path.write_text('{"endpoint": "127.0.0.1:1", "tls": {"ca": "/c", "verify": "no"}}')
+    with pytest.raises(InvalidConfigError, match="bad 'tls'"):
+        load_profile(path)
+
+
+def test_a_profile_with_tls_and_a_token_keeps_both(tmp_path: Path) -> None:
+    tls = TlsConfig(ca="/x/ca.pem")
+    path = save_profile(Profile(endpoint=IN_PROFILE, tls=tls, token="fv1.a.b"), tmp_path / "p")
+    loaded = load_profile(path)
+    assert (loaded.tls, loaded.token) == (tls, "fv1.a.b")
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,8 @@ def test_layout_ids_and_bad_options(tmp_path: Path) -> None:
         ({"redis_url": "redis://127.0.0.1:6379/0"}, "keeps its state in its own Redis"),
         ({"spus": 3, "sc_port": 9003, "spu_mode": "custom"}, None),
         ({"spus": 5, "sc_port": 0}, None),  # more SPUs; port 0 is "any port"
+        ({"tls": "mtls"}, "TLS mtls: the cluster was made with TLS off"),
+        ({"tls": "off"}, None),
         ({}, None),
     ],
 )

@@ -38,6 +38,7 @@ public final class Connection implements Closeable {
   private boolean closed;
 
   private Connection(Endpoint endpoint, Socket socket) throws IOException {
+    // Socket timeouts set on the TCP socket hold for the TLS socket layered on it.
     this.endpoint = endpoint;
     this.socket = socket;
     this.in = socket.getInputStream();
@@ -70,7 +71,11 @@ public final class Connection implements Closeable {
         throw new IOException("nothing listens there (the connection reached itself)");
       }
       socket.setSoTimeout(timeoutMs);
-      return new Connection(endpoint, socket);
+      Socket wire = endpoint.tls() == null ? socket : endpoint.tls().wrap(socket, endpoint);
+      return new Connection(endpoint, wire);
+    } catch (FluvioException e) {
+      closeQuietly(socket);
+      throw e;
     } catch (IOException e) {
       closeQuietly(socket);
       throw new FluvioException(

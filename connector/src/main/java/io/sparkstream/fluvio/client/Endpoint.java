@@ -8,12 +8,29 @@ import java.util.regex.Pattern;
 
 /**
  * A {@code host:port} address ({@code "[v6]:port"} for IPv6), parsed by the rule of {@code
- * spark_stream/net/endpoint.py}, with its message.
+ * spark_stream/net/endpoint.py}, with its message, and how to speak to it: plaintext, or
+ * TLS with {@code tls} (every connection to it and to the SPUs its metadata names).
  *
  * @param host the host name or address, without brackets
  * @param port the port, 1..65535
+ * @param tls TLS settings; null: plaintext
  */
-public record Endpoint(String host, int port) implements Serializable {
+public record Endpoint(String host, int port, TlsSettings tls) implements Serializable {
+
+  /** A plaintext endpoint. */
+  public Endpoint(String host, int port) {
+    this(host, port, null);
+  }
+
+  /** This address, spoken to with {@code settings} (null: plaintext). */
+  public Endpoint withTls(TlsSettings settings) {
+    return new Endpoint(host, port, settings);
+  }
+
+  /** True when {@code other} is the same host and port, whatever the TLS. */
+  public boolean sameAddress(Endpoint other) {
+    return other != null && host.equals(other.host) && port == other.port;
+  }
 
   /** How a standby SC names the active one ({@code spark_stream/net/sc_endpoints.py}). */
   private static final Pattern ACTIVE = Pattern.compile("active SC: public=(\\S+) private=(\\S+)");

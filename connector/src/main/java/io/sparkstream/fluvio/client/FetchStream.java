@@ -73,7 +73,9 @@ public final class FetchStream implements Closeable {
     try {
       socket.setTcpNoDelay(true);
       socket.connect(new InetSocketAddress(leader.host(), leader.port()), timeoutMs);
-      FetchStream stream = new FetchStream(leader, socket);
+      socket.setSoTimeout(timeoutMs);  // bounds the TLS handshake; reads set their own wait
+      Socket wire = leader.tls() == null ? socket : leader.tls().wrap(socket, leader);
+      FetchStream stream = new FetchStream(leader, wire);
       Map<String, Object> meta = new LinkedHashMap<>();
       meta.put("topic", topic);
       meta.put("partition", partition);
@@ -84,11 +86,14 @@ public final class FetchStream implements Closeable {
           ByteBuffer.allocate(0), 0, FrameHeader.STREAM));
       stream.credit(WINDOW);
       return stream;
-    } catch (IOException e) {
+    } catch (IOException | FluvioException e) {
       try {
         socket.close();
       } catch (IOException ignored) {
         // already failing
+      }
+      if (e instanceof FluvioException fe) {
+        throw fe;
       }
       throw new FluvioException(
           ErrorCode.CONNECTION_CLOSED, "cannot open a stream from %s: %s".formatted(leader, e), e);

@@ -83,7 +83,7 @@ public final class LeaderClient implements Closeable {
         if (active == null || attempt >= 3) {
           throw e;
         }
-        scEndpoint = active;
+        scEndpoint = active.withTls(scEndpoint.tls()); // the same cluster: the same TLS
       }
     }
   }

@@ -53,7 +53,7 @@ public record Metadata(
       Map<String, Object> pub = map(spec.get("publicEndpoint"));
       int id = ((Number) spec.get("spuId")).intValue();
       int port = ((Number) pub.get("port")).intValue();
-      spus.put(id, new Endpoint(host(pub), port));
+      spus.put(id, new Endpoint(host(pub), port, sc.endpoint().tls()));  // SPUs: the SC's TLS
     }
     Object tier = topicSpec instanceof Map<?, ?> s ? s.get("tier") : null;
     return new Metadata(

@@ -3,6 +3,7 @@ package io.sparkstream.fluvio.datasource;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sparkstream.fluvio.client.Endpoint;
+import io.sparkstream.fluvio.client.TlsSettings;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import java.io.IOException;
@@ -59,8 +60,8 @@ final class ClientProfile {
       return null;
     }
     try {
-      Endpoint own = Endpoint.parse(data.get("endpoint").textValue(), "profile");
-      return own.equals(endpoint) ? data.get("token").textValue() : null;
+      Endpoint own = Endpoint.first(data.get("endpoint").textValue(), "profile");
+      return own.sameAddress(endpoint) ? data.get("token").textValue() : null;
     } catch (FluvioException e) {
       return null;
     }
@@ -76,6 +77,44 @@ final class ClientProfile {
    */
   static Endpoint endpoint() {
     Path path = path();
+    JsonNode data = current(path);
+    try {
+      Endpoint endpoint =
+          Endpoint.first(data.get("endpoint").textValue(), "profile %s: 'endpoint'".formatted(path));
+      return endpoint.withTls(tls(data));
+    } catch (FluvioException e) {
+      throw new FluvioException(ErrorCode.INVALID_CONFIG, e.getMessage(), e);
+    }
+  }
+
+  /**
+   * The current profile's TLS when it names {@code address}, else null: an endpoint given
+   * explicitly to the local cluster still speaks its TLS (Python's {@code resolve_tls}).
+   */
+  static TlsSettings tlsFor(Endpoint address) {
+    try {
+      Endpoint profiled = endpoint();
+      return profiled.sameAddress(address) ? profiled.tls() : null;
+    } catch (FluvioException e) {
+      return null;  // no profile (or an unreadable one): the options decide alone
+    }
+  }
+
+  private static TlsSettings tls(JsonNode profile) {
+    JsonNode tls = profile.path("tls");
+    if (!tls.isObject()) {
+      return null;
+    }
+    return TlsSettings.of(text(tls, "ca"), text(tls, "cert"), text(tls, "key"));
+  }
+
+  private static String text(JsonNode node, String name) {
+    JsonNode value = node.path(name);
+    return value.isTextual() ? value.textValue() : null;
+  }
+
+  /** The current profile's JSON object, with a valid {@code endpoint} field. */
+  private static JsonNode current(Path path) {
     JsonNode data;
     try {
       data = new ObjectMapper().readTree(Files.readString(path));
@@ -101,10 +140,6 @@ final class ClientProfile {
     if (data == null || !data.isObject() || !data.path("endpoint").isTextual()) {
       throw new FluvioException(ErrorCode.INVALID_CONFIG, "profile %s has no 'endpoint'".formatted(path));
     }
-    try {
-      return Endpoint.first(data.get("endpoint").textValue(), "profile %s: 'endpoint'".formatted(path));
-    } catch (FluvioException e) {
-      throw new FluvioException(ErrorCode.INVALID_CONFIG, e.getMessage(), e);
-    }
+    return data;
   }
 }

@@ -3,6 +3,7 @@ package io.sparkstream.fluvio.datasource;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sparkstream.fluvio.client.Endpoint;
+import io.sparkstream.fluvio.client.TlsSettings;
 import io.sparkstream.fluvio.client.Isolation;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
@@ -100,7 +101,8 @@ public record ReaderOptions(
           "failOnDataLoss", "includeHeaders", "fetchMaxBytes", "localReads", "skipCorruptFrames",
           "progressGroup",
           "assign", "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
-          "endingOffsetsByTimestamp", "minOffsetsPerTrigger", "maxTriggerDelay");
+          "endingOffsetsByTimestamp", "minOffsetsPerTrigger", "maxTriggerDelay", "tls.ca",
+          "tls.cert", "tls.key");
 
   private static final List<String> STREAM_ONLY =
       List.of("maxRecordsPerTrigger", "maxOffsetsPerTrigger", "maxBytesPerTrigger", "progressGroup",
@@ -468,6 +470,12 @@ public record ReaderOptions(
    * comma-separated: each is checked and the first is used (a cluster has one SC).
    */
   static Endpoint endpoint(OptionNames.Given given) {
+    Endpoint address = address(given);
+    return address.withTls(tls(given, address));
+  }
+
+  /** The endpoint's address, as the options, the environment or the profile give it. */
+  private static Endpoint address(OptionNames.Given given) {
     String raw = given.values().get("endpoint");
     if (raw == null) {
       raw = System.getenv("FLUVIO_ENDPOINT");
@@ -482,6 +490,25 @@ public record ReaderOptions(
       hosts.add(wrap(() -> Endpoint.parse(host.strip(), what)));
     }
     return hosts.get(0);
+  }
+
+  /**
+   * The {@code tls.*} options, else the profile's TLS when the profile names {@code
+   * address} ({@code resolve_tls} in Python), else null (plaintext). The files are loaded
+   * here, on the driver, so a missing one fails the query at its start.
+   */
+  private static TlsSettings tls(OptionNames.Given given, Endpoint address) {
+    Map<String, String> opts = given.values();
+    TlsSettings settings;
+    try {
+      settings = TlsSettings.of(opts.get("tls.ca"), opts.get("tls.cert"), opts.get("tls.key"));
+      if (settings != null) {
+        settings.context();
+      }
+    } catch (FluvioException e) {
+      throw error("options tls.*: " + e.getMessage());
+    }
+    return settings != null ? settings : ClientProfile.tlsFor(address);
   }
 
   /**

@@ -49,7 +49,10 @@ public record WriterOptions(
           "batchSize",
           "acks",
           "preservePartitions",
-          "mergeSchema");
+          "mergeSchema",
+          "tls.ca",
+          "tls.cert",
+          "tls.key");
 
   private static final int DEFAULT_BATCH_SIZE = 256 * 1024;
 

@@ -47,6 +47,7 @@ public enum ErrorCode {
   PARTITION_OFFLINE(61, "PartitionOfflineError", false),
   SPU_EXISTS(70, "SpuExistsError", false),
   PROVISION(71, "ProvisionError", false),
+  TLS(80, "TlsError", false),
   CLIENT_CLOSED(90, "ClientClosedError", false),
   DATA_SOURCE_OPTION(100, "DataSourceOptionError", false),
   DATA_LOSS(101, "DataLossError", false),
