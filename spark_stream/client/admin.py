@@ -113,23 +113,19 @@ class AdminClient:
         """
         if self._conn is not None and not self._conn.closed:
             return self
-        for attempt in range(len(self.endpoints.all)):
-            host, port = self.endpoints.current
-            try:
-                self._conn = await Connection.open(
-                    host,
-                    port,
-                    timeout=self.timeout,
-                    name=f"sc-public {host}:{port}",
-                    tls=client_context(self.tls),
-                    token=self.token,
-                )
-                return self
-            except ConnectionClosedError:
-                if attempt + 1 == len(self.endpoints.all):
-                    raise
-                self.endpoints.advance()
-        return self  # pragma: no cover - the loop returns or raises
+
+        async def open_one(sc: Endpoint) -> Connection:
+            return await Connection.open(
+                sc.host,
+                sc.port,
+                timeout=self.timeout,
+                name=f"sc-public {sc}",
+                tls=client_context(self.tls),
+                token=self.token,
+            )
+
+        self._conn = await self.endpoints.open_first(open_one)
+        return self
 
     async def close(self) -> None:
         """Close the connection; idempotent."""

@@ -35,12 +35,12 @@ from spark_stream.client.profile import resolve_endpoint, resolve_tls, resolve_t
 from spark_stream.client.timestamps import to_timestamp_us
 from spark_stream.client.types import PartitionInfo, PartitionOffsets
 from spark_stream.errors import (
-    ConnectionClosedError,
     NotActiveError,
     RequestTimeoutError,
     UnknownTopicError,
 )
 from spark_stream.net.connection import Connection
+from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.sc_endpoints import ScEndpoints
 from spark_stream.net.tls import TlsConfig, client_context
 from spark_stream.protocol.data import DEFAULT_FETCH_MAX_BYTES, Isolation
@@ -119,25 +119,15 @@ class FluvioAsync:
         context = client_context(tls)
         token = resolve_token(token, endpoint)
 
+        async def open_one(at: Endpoint) -> Connection:
+            return await Connection.open(
+                at.host, at.port, timeout=timeout, name=f"sc@{at}", tls=context, token=token
+            )
+
         async def open_sc() -> Connection:
             # Each SC in turn from the current one: the first that accepts serves, and
             # a standby's NotActiveError makes the watch follow the active SC.
-            for attempt in range(len(sc.all)):
-                host, port = sc.current
-                try:
-                    return await Connection.open(
-                        host,
-                        port,
-                        timeout=timeout,
-                        name=f"sc@{sc.current}",
-                        tls=context,
-                        token=token,
-                    )
-                except ConnectionClosedError:
-                    if attempt + 1 == len(sc.all):
-                        raise
-                    sc.advance()
-            raise ConnectionClosedError("no SC endpoint")  # pragma: no cover
+            return await sc.open_first(open_one)
 
         def on_error(exc: BaseException) -> None:
             if isinstance(exc, NotActiveError) and not sc.follow(exc):

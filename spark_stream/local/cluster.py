@@ -169,38 +169,38 @@ def _stop_pid(pid_file: Path, timeout: float, name: str) -> bool:
 class LocalCluster:
     """Start, stop and inspect a local cluster under ``data_dir``.
 
-        Options left None take the cluster's recorded values (on a first start: 1 SPU, port
-        9003, an embedded Redis, ``group``); a later start refuses values it cannot honour
-        (``option_conflicts``).
+    Options left None take the cluster's recorded values (on a first start: 1 SPU, port
+    9003, an embedded Redis, ``group``); a later start refuses values it cannot honour
+    (``option_conflicts``).
 
-        Args:
-            data_dir: where everything lives (default ``~/.fluvio``).
-            spus: number of SPUs (a later start may raise it, never lower it).
-            sc_port: the SC's public port on first start (0: any free port).
-            redis_url: use this Redis instead of starting one (first start only).
-            redis_fsync: ``appendfsync`` of the Redis it starts (``always``, ``everysec``,
-                ``no``); its append-only file is always on.
-            spu_mode: ``group`` (SC-provisioned SPU group) or ``custom`` (spawned here).
-            start_timeout: bound on each wait of ``start``.
-            stop_timeout: seconds between SIGTERM and SIGKILL.
-            python: the interpreter that runs the SC and SPUs.
-            profile: where ``start`` writes the client profile (default ``profile_path()``).
-            env: variables added to the environment of every process the cluster starts
-                (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
-            metrics: the SC and SPUs serve Prometheus metrics, each on a free loopback port
-                (``status`` lists the URLs); once on, later starts keep it on.
-            default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
-                (``tier_root``); False leaves them untiered (the SC is started without a tier
-                root; a running SC keeps the setting it was started with).
-            standby_scs: standby SCs to run beside the SC (a later start may only add).
-            tls: on first start, ``tls`` makes every port (SC and SPU, public and private)
-                speak TLS with certificates of a CA made for the cluster (``certs``);
-                ``mtls`` also demands client certificates (SPUs present theirs to the SC and
-                to their leaders); ``off`` (default) is plaintext. The profile written
-                after a start tells clients which CA (and client certificate) to use.
-            auth: clients need a token: the SC and SPUs check tokens signed with the key in
-                ``auth_key_file`` (made on the first start with it), and the profile gets an
-                admin token (``*=admin``); once on, later starts keep it on. Off by default.
+    Args:
+        data_dir: where everything lives (default ``~/.fluvio``).
+        spus: number of SPUs (a later start may raise it, never lower it).
+        sc_port: the SC's public port on first start (0: any free port).
+        redis_url: use this Redis instead of starting one (first start only).
+        redis_fsync: ``appendfsync`` of the Redis it starts (``always``, ``everysec``,
+            ``no``); its append-only file is always on.
+        spu_mode: ``group`` (SC-provisioned SPU group) or ``custom`` (spawned here).
+        start_timeout: bound on each wait of ``start``.
+        stop_timeout: seconds between SIGTERM and SIGKILL.
+        python: the interpreter that runs the SC and SPUs.
+        profile: where ``start`` writes the client profile (default ``profile_path()``).
+        env: variables added to the environment of every process the cluster starts
+            (e.g. ``FLUVIO_SPU_*`` settings); SPUs an SPU group provisions inherit the SC's.
+        metrics: the SC and SPUs serve Prometheus metrics, each on a free loopback port
+            (``status`` lists the URLs); once on, later starts keep it on.
+        default_tier: topics created without a tier get ``{data_dir}/tier/{topic}``
+            (``tier_root``); False leaves them untiered (the SC is started without a tier
+            root; a running SC keeps the setting it was started with).
+        standby_scs: standby SCs to run beside the SC (a later start may only add).
+        tls: on first start, ``tls`` makes every port (SC and SPU, public and private)
+            speak TLS with certificates of a CA made for the cluster (``certs``);
+            ``mtls`` also demands client certificates (SPUs present theirs to the SC and
+            to their leaders); ``off`` (default) is plaintext. The profile written
+            after a start tells clients which CA (and client certificate) to use.
+        auth: clients need a token: the SC and SPUs check tokens signed with the key in
+            ``auth_key_file`` (made on the first start with it), and the profile gets an
+            admin token (``*=admin``); once on, later starts keep it on. Off by default.
     """
 
     def __init__(

@@ -7,19 +7,22 @@ Clients and SPUs are given every SC's address, comma separated (``"h1:9003,h2:90
 (``not_active`` writes it, ``active_from`` reads it); the caller ``follow``s the named
 address (public or private, whichever port it speaks to), so the next attempt goes
 straight there. A failed connection moves the cursor to the next address (``advance``).
-Pure: no sockets; the caller does the connecting.
+No sockets here: the caller does the connecting (``open_first`` takes its opener).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from spark_stream.errors import InvalidConfigError, NotActiveError
+from spark_stream.errors import ConnectionClosedError, InvalidConfigError, NotActiveError
 from spark_stream.net.endpoint import Endpoint, parse_endpoint
 
 __all__ = ["ActiveSc", "ScEndpoints", "active_from", "not_active", "parse_endpoints"]
 
+_T = TypeVar("_T")
 _ACTIVE = re.compile(r"active SC: public=(\S+) private=(\S+)")
 
 
@@ -115,6 +118,21 @@ class ScEndpoints:
         """The current address failed: move to the next one (wrapping) and return it."""
         self._cursor = (self._cursor + 1) % len(self._endpoints)
         return self.current
+
+    async def open_first(self, open_one: Callable[[Endpoint], Awaitable[_T]]) -> _T:
+        """``open_one`` on each address in turn from the current one: the first to connect.
+
+        Raises:
+            ConnectionClosedError: the last address's, when none connects.
+        """
+        for attempt in range(len(self._endpoints)):
+            try:
+                return await open_one(self.current)
+            except ConnectionClosedError:
+                if attempt + 1 == len(self._endpoints):
+                    raise
+                self.advance()
+        raise ConnectionClosedError("no SC endpoint")  # pragma: no cover - returns or raises
 
     def follow(self, error: BaseException) -> bool:
         """Make the active SC that ``error`` names current (learning a new address).

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from spark_stream.errors import InvalidConfigError, NotActiveError, NotLeaderError
+from spark_stream.errors import (
+    ConnectionClosedError,
+    InvalidConfigError,
+    NotActiveError,
+    NotLeaderError,
+)
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.sc_endpoints import (
     ActiveSc,
@@ -57,3 +64,24 @@ def test_endpoints_advance_and_follow() -> None:
     assert eps.all == (Endpoint("a", 1), Endpoint("b", 1), Endpoint("c", 1))
     private = ScEndpoints.parse("a:2", private=True)
     assert private.follow(named) and private.current == Endpoint("b", 2)
+
+
+def test_open_first_tries_each_address_from_the_current_one() -> None:
+    endpoints = ScEndpoints.parse("a:1,b:2,c:3")
+    tried: list[str] = []
+
+    async def refuse_all_but_c(at: Endpoint) -> str:
+        tried.append(str(at))
+        if at.host != "c":
+            raise ConnectionClosedError(f"{at} refused")
+        return f"connected to {at}"
+
+    assert asyncio.run(endpoints.open_first(refuse_all_but_c)) == "connected to c:3"
+    assert tried == ["a:1", "b:2", "c:3"]
+    assert endpoints.current == Endpoint("c", 3)  # the next call starts there
+
+    async def refuse(at: Endpoint) -> str:
+        raise ConnectionClosedError(f"{at} refused")
+
+    with pytest.raises(ConnectionClosedError, match="b:2 refused"):
+        asyncio.run(endpoints.open_first(refuse))  # c, a, then b: the last one's error
