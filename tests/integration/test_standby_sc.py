@@ -29,6 +29,7 @@ from spark_stream.client.admin import AdminClient
 from spark_stream.errors import ConnectionClosedError, FluvioError, NotActiveError
 from spark_stream.local.redis_server import free_port
 from spark_stream.net.sc_endpoints import ActiveSc, ScEndpoints, active_from
+from spark_stream.spu_identity import new_secret
 from tests.harness.processes import HOST, ScChild, SpuChild
 from tests.integration.helpers import make_topic
 from tests.polling import wait_until
@@ -66,13 +67,14 @@ def test_standby_takes_over_a_killed_sc_under_load(redis_url: str, tmp_path: Pat
     spus: list[SpuChild] = []
     try:
         admin = asyncio.run(_register(publics(a, b), [5001, 5002]))
-        for spu_id, ports in admin.items():
+        for spu_id, (ports, secret) in admin.items():
             spu = SpuChild(
                 spu_id,
                 privates(a, b),
                 tmp_path / f"spu-{spu_id}",
                 ports,
                 {"heartbeat_interval_s": 0.5},
+                secret,
             )
             spus.append(spu.start())
         with Fluvio.connect(publics(a, b), timeout=20) as fluvio:
@@ -135,18 +137,20 @@ def test_standby_takes_over_a_killed_sc_under_load(redis_url: str, tmp_path: Pat
         a.stop()
 
 
-async def _register(endpoints: str, ids: list[int]) -> dict[int, tuple[int, int]]:
-    """Register custom SPUs (through whichever SC is active); their ports."""
+async def _register(endpoints: str, ids: list[int]) -> dict[int, tuple[tuple[int, int], str]]:
+    """Register custom SPUs (through whichever SC is active); their ports and secrets."""
     out = {}
     async with AdminClient(endpoints=ScEndpoints.parse(endpoints), timeout=10) as admin:
         for spu_id in ids:
             ports = (free_port(), free_port())
+            secret = new_secret()
             await admin.register_spu(
                 spu_id,
+                secret=secret,
                 publicEndpoint={"port": ports[0], "ingress": [{"hostname": HOST}]},
                 privateEndpoint={"port": ports[1], "host": HOST},
             )
-            out[spu_id] = ports
+            out[spu_id] = (ports, secret)
     return out
 
 
