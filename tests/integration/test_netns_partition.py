@@ -109,9 +109,7 @@ def test_partitioned_leader_acknowledges_nothing_and_loses_nothing(
 ) -> None:
     client = cluster.client
     assert client is not None
-    client.call(
-        "create_topic", topic=TOPIC, partitions=PARTITIONS, replication=3, min_isr=min_isr
-    )
+    client.call("create_topic", topic=TOPIC, partitions=PARTITIONS, replication=3, min_isr=min_isr)
     client.wait(
         lambda: all(
             leader_of(cluster, p) is not None and len(partitions(cluster)[p]["replicas"]) == 3
