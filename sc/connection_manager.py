@@ -640,13 +640,21 @@ class ConnectionManager:
         """Forward the entries ``spu_id`` may report; return (accepted, rejected names).
 
         An entry is accepted when the partition is known, the reporter is its current
-        leader and names itself as leader. Unchanged repeats are accepted but not
-        forwarded again.
+        leader, names itself as leader and reports at the current leader epoch (a leader
+        deposed meanwhile is refused, even if elected again since). Acceptance is what a
+        leader waits for before it shrinks its in-sync set (Kafka's AlterPartition), so
+        the SC's record of the set is never larger than what the leader commits with.
+        Unchanged repeats are accepted but not forwarded again.
         """
         accepted, rejected = 0, []
         for entry in statuses:
             replica = self.replicas.get(entry.name)
-            if replica is None or entry.status.leader != spu_id or replica.leader != spu_id:
+            if (
+                replica is None
+                or entry.status.leader != spu_id
+                or replica.leader != spu_id
+                or entry.status.leader_epoch != replica.leader_epoch
+            ):
                 rejected.append(entry.name)
                 continue
             accepted += 1

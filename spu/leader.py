@@ -17,7 +17,12 @@ only writer. It
   (min LEO over the in-sync set, never backwards, and frozen while the set is smaller
   than ``min_in_sync_replicas``: a leader cut off from its followers commits nothing
   only it holds), re-evaluated on every report, every append and on a timer, so a dead
-  follower cannot stall the high watermark while enough others are in sync;
+  follower cannot stall the high watermark while enough others are in sync. With an SC
+  (``on_status`` set) a **shrink waits for the SC**: the dropped follower stays in force
+  while the live status proposing the smaller set travels to the SC, which accepts it
+  only from the current leader at the current leader epoch (``isr_accepted``); a leader
+  cut off from the SC cannot shrink, so its ``acks=all`` produces time out instead of
+  being acknowledged on its own copy;
 - **syncs a follower** that opens a stream (``sync_follower``): the follower lists the
   ``(base offset, crc)`` of its frames past its high watermark; the longest prefix that
   matches this log is kept, the rest cut, so a follower whose log diverged after a leader
@@ -75,8 +80,10 @@ from spu.producers import ProducerTable
 from spu.replication import (
     FollowerProgress,
     LagPolicy,
+    after_shrink_accepted,
     check_ack_all,
     high_watermark,
+    in_sync_change,
     new_follower,
     next_in_sync_set,
     record_follower_report,
@@ -166,6 +173,8 @@ class LeaderController:
         self._followers: tuple[int, ...] = ()
         self._progress: dict[int, FollowerProgress | None] = {}
         self._isr: frozenset[int] = frozenset({spu_id})
+        # A smaller in-sync set reported for the SC to accept (None: nothing pending).
+        self._proposed: frozenset[int] | None = None
         self._repairs: dict[int, int] = {}  # follower -> where it cut its damaged log
         # Sealed segment base -> bytes from its start that reads already checked: a sealed
         # segment never changes, so history re-read by many consumers is checked once
@@ -321,6 +330,8 @@ class LeaderController:
     def status(self) -> LrsStatus:
         """The live replica status to report to the SC."""
         hw, leo = self.log.hw, self.log.leo
+        # A proposed shrink is what the SC must accept before it takes effect here.
+        reported = self._isr if self._proposed is None else self._proposed
         lrs = []
         for spu in self._replica.replicas:
             if spu == self.spu_id:
@@ -338,7 +349,7 @@ class LeaderController:
             elif spu in self._progress:
                 progress = self._progress[spu]
                 f_leo = progress.leo if progress is not None else -1
-                in_sync = spu in self._isr
+                in_sync = spu in reported
                 cut = self._repairs.get(spu)
                 repair = None
                 if cut is not None:
@@ -356,6 +367,7 @@ class LeaderController:
         status = PartitionStatus(
             resolution=PartitionResolution.ONLINE,
             leader=self.spu_id,
+            leader_epoch=self.leader_epoch,
             lrs=tuple(lrs),
             leo=leo,
             hw=hw,
@@ -364,6 +376,30 @@ class LeaderController:
             tier=self.tier_status,
         )
         return LrsStatus(self.name, status)
+
+    def isr_accepted(self, reported: LrsStatus) -> None:
+        """The SC accepted ``reported`` (a status this controller built): apply its shrink.
+
+        A status from another leadership (an older epoch) is ignored; members the SC's
+        set lacks leave only if the lag rules still drop them (``after_shrink_accepted``).
+        """
+        status = reported.status
+        if self._stopped or status.leader_epoch != self.leader_epoch:
+            return
+        accepted = {r.spu_id for r in status.lrs if r.in_sync}
+        now = self._clock()
+        wanted = self._wanted(now)
+        isr = after_shrink_accepted(self._isr, accepted, wanted, self.spu_id)
+        if isr != self._isr:
+            logger.info(
+                "in-sync set shrink accepted by the SC partition=%s isr=%s was=%s epoch=%d",
+                self.name,
+                sorted(isr),
+                sorted(self._isr),
+                self.leader_epoch,
+            )
+            self._isr = isr
+            self._refresh(now)
 
     def subscribe(self, event: asyncio.Event) -> None:
         """Set ``event`` on every change (frames, high watermark, leadership lost)."""
@@ -510,8 +546,10 @@ class LeaderController:
 
         The follower keeps everything below ``offsets.start`` (its committed prefix) and
         every following frame whose base offset and crc match this log's; the first
-        difference and everything after it go. A cut below this log's start means the
-        follower must empty its log and restart it at the log start (``reset``).
+        difference and everything after it go. The cut is always at a frame boundary of
+        this log (below ``offsets.start`` when that falls inside one of its frames). A
+        cut below this log's start means the follower must empty its log and restart it
+        at the log start (``reset``).
 
         Returns:
             ``(offset, reset)``: the follower's LEO after the cut.
@@ -532,6 +570,12 @@ class LeaderController:
                 break
             point = header.next_offset
         point = min(point, offsets.leo, leo)
+        if log_start < point < leo:
+            # The follower's start (its HW) is not a frame boundary here: its history
+            # below its HW differs from this log's (a deposed leader that committed alone).
+            # Cut at the start of this log's frame holding it, so pushes from there append
+            # (keeping the follower's point would make every push overlap its log, forever).
+            point = min(point, self.log.read(point, 1).base_offset)
         reset = point < log_start
         if reset:
             point = log_start
@@ -574,11 +618,27 @@ class LeaderController:
         if self._stopped or not self._started:
             return
         leo, hw = self.log.leo, self.log.hw
-        isr = next_in_sync_set(self.spu_id, self._isr, self._progress, leo, hw, now, self.policy)
-        leos = [p.leo for s in isr if s != self.spu_id and (p := self._progress[s])]
+        change = in_sync_change(
+            self._isr, self._wanted(now), sc_confirms=self._on_status is not None
+        )
+        isr = change.in_force
+        # A member without progress (its SPU went offline) holds the HW where it is until
+        # the SC accepted it out.
+        leos = [
+            hw if (p := self._progress.get(s)) is None else p.leo for s in isr if s != self.spu_id
+        ]
         new_hw = high_watermark(leo, leos, hw, self.min_in_sync_replicas)
         changed = isr != self._isr or new_hw != hw or leo != self._last_leo
-        report = force or isr != self._isr
+        report = force or isr != self._isr or change.proposed != self._proposed
+        if change.proposed != self._proposed and change.proposed is not None:
+            logger.info(
+                "in-sync set shrink proposed to the SC partition=%s isr=%s proposed=%s hw=%d",
+                self.name,
+                sorted(isr),
+                sorted(change.proposed),
+                hw,
+            )
+        self._proposed = change.proposed
         if isr != self._isr:
             logger.info(
                 "in-sync set changed partition=%s isr=%s was=%s hw=%d leo=%d",
@@ -600,6 +660,12 @@ class LeaderController:
             self._subscribers.notify()
         if report:
             self._report()
+
+    def _wanted(self, now: int) -> frozenset[int]:
+        """The in-sync set the lag rules want now (before the SC's say on a shrink)."""
+        return next_in_sync_set(
+            self.spu_id, self._isr, self._progress, self.log.leo, self.log.hw, now, self.policy
+        )
 
     def _acks_all_error(self) -> FluvioError | None:
         if len(self._isr) >= self.min_in_sync_replicas:

@@ -17,6 +17,15 @@ Theory of operation (Kafka's model, in free functions the leader controller call
 - **Below the watermark**: a member whose reported LEO falls below the high watermark
   lost committed records (a repair cut its damaged log) and is evicted at once, however
   recently it was caught up; it rejoins by the re-admission rule once repaired.
+- **Shrinking is the SC's call** (Kafka's AlterPartition): when the leader reports to
+  an SC, a member the rules above drop stays in force until the SC accepted a live
+  status without it (checked there against the leader and its epoch);
+  ``in_sync_change`` keeps it and names the proposed smaller set, and
+  ``after_shrink_accepted`` applies the SC's answer. The high watermark therefore never
+  passes what a dropped follower holds before the SC knows it is out: a leader cut off
+  from the SC and its followers cannot commit what only it holds, while the SC elects
+  one of them. Growing the set is local (a follower that caught up is in at once) and
+  reported after.
 - **High watermark** = min LEO over the in-sync set (leader included), never below its
   previous value: a record once committed stays committed.
 - ``acks=all`` can be served only while the in-sync set (leader included) has at least
@@ -40,6 +49,9 @@ __all__ = [
     "record_follower_report",
     "is_lagging",
     "next_in_sync_set",
+    "InSyncChange",
+    "in_sync_change",
+    "after_shrink_accepted",
     "high_watermark",
     "can_ack_all",
     "check_ack_all",
@@ -170,6 +182,49 @@ def next_in_sync_set(
             continue  # lacks committed records: never in sync, member or not
         members.add(spu)
     return frozenset(members)
+
+
+@dataclass(frozen=True, slots=True)
+class InSyncChange:
+    """The in-sync set in force after a re-evaluation, and a shrink to ask the SC for.
+
+    Attributes:
+        in_force: the set the high watermark and ``acks=all`` count.
+        proposed: the smaller set to report for the SC to accept (``None``: no shrink).
+    """
+
+    in_force: frozenset[int]
+    proposed: frozenset[int] | None
+
+
+def in_sync_change(
+    current: Collection[int], wanted: Collection[int], *, sc_confirms: bool
+) -> InSyncChange:
+    """Apply what the lag rules want: growth at once, a shrink only once the SC accepts.
+
+    Args:
+        current: the in-sync set in force.
+        wanted: ``next_in_sync_set``'s answer.
+        sc_confirms: the leader reports to an SC, which must accept every shrink; when
+            false (a leader without an SC: unit tests, a lone process) it shrinks at once.
+    """
+    want = frozenset(wanted)
+    if not sc_confirms:
+        return InSyncChange(want, None)
+    in_force = want | frozenset(current)
+    return InSyncChange(in_force, None if in_force == want else want)
+
+
+def after_shrink_accepted(
+    current: Collection[int], accepted: Collection[int], wanted: Collection[int], leader: int
+) -> frozenset[int]:
+    """The in-sync set once the SC accepted a live status listing ``accepted`` in sync.
+
+    A member leaves only when the SC's set lacks it *and* the lag rules still drop it
+    (``wanted``): a follower that caught up again since the report stays.
+    """
+    keep = set(accepted) | set(wanted) | {leader}
+    return frozenset(s for s in current if s in keep)
 
 
 def high_watermark(

@@ -12,7 +12,10 @@ new leader has its delivery gates when it starts serving). On the same connectio
 
 - ``UpdateLrsRequest`` for partitions whose leader reported a change (``lrs_changed``),
   coalesced: at most one request in flight, then a short pause, each carrying every
-  partition that changed meanwhile with its status at send time;
+  partition that changed meanwhile with its status at send time. It is also the
+  leader's AlterPartition: an entry the SC accepted (not in ``rejected``) goes back to
+  its leader (``LeaderController.isr_accepted``), which only then applies a shrink of
+  its in-sync set the entry proposed;
 - every heartbeat period (``heartbeat_interval_s``, at most a third of the SC's timeout),
   the status of every partition led here plus a ``HeartbeatRequest`` (with the plan
   generation applied per consumer group); and a ``HeartbeatRequest`` at once after each
@@ -50,6 +53,7 @@ from spark_stream.protocol.control import (
     SpuConnectAccepted,
     SpuConnectRequest,
     UpdateLrsRequest,
+    UpdateLrsResponse,
     UpdateReplicas,
     UpdateSpus,
 )
@@ -241,13 +245,20 @@ class ScLink:
             await self._dirty_event.wait()
             self._dirty_event.clear()
             names, self._dirty = self._dirty, set()
-            statuses = [
-                leader.status()
+            sent = [
+                (leader, leader.status())
                 for name in sorted(names)
                 if (leader := self.dispatcher.leader(name)) is not None and not leader.stopped
             ]
-            if statuses:
-                await conn.call(
-                    UpdateLrsRequest.build(self.settings.id, statuses), timeout=_REQUEST_TIMEOUT
+            if sent:
+                reply = await conn.call(
+                    UpdateLrsRequest.build(self.settings.id, [status for _, status in sent]),
+                    timeout=_REQUEST_TIMEOUT,
                 )
+                if not isinstance(reply, UpdateLrsResponse):
+                    raise InvalidRequestError(f"the SC answered {type(reply).__name__}")
+                refused = set(reply.rejected)
+                for leader, status in sent:  # accepted: a proposed shrink takes effect
+                    if status.name not in refused:
+                        leader.isr_accepted(status)
             await asyncio.sleep(_LRS_PAUSE)

@@ -155,7 +155,15 @@ class SimSpu:
         rep = self.replicas[name]
         lrs = tuple(ReplicaStatus(spu_id=s, leo=leo, hw=hw) for s in rep.replicas)
         return LrsStatus(
-            name, PartitionStatus(leader=self.spu_id, lrs=lrs, leo=leo, hw=hw, log_start_offset=0)
+            name,
+            PartitionStatus(
+                leader=self.spu_id,
+                leader_epoch=rep.leader_epoch,
+                lrs=lrs,
+                leo=leo,
+                hw=hw,
+                log_start_offset=0,
+            ),
         )
 
     async def send_lrs(self, entries: list[LrsStatus]) -> UpdateLrsResponse:

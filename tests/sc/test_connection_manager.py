@@ -358,6 +358,17 @@ def test_a_deposed_leader_is_fenced() -> None:
     assert accepted == 1
 
 
+def test_lrs_at_another_leader_epoch_is_refused() -> None:
+    """The acceptance a leader waits for before shrinking its in-sync set: only at the
+    current epoch (a leader deposed and elected again must not pass its old proposal)."""
+    cm, _, _ = make_cm()
+    cm.apply(CmLeaderChange("t-0", 1, (1, 2), 4))
+    old = LrsStatus("t-0", PartitionStatus(leader=1, leader_epoch=3, leo=5, hw=4))
+    assert cm.receive_lrs(1, [old]) == (0, ["t-0"])
+    current = LrsStatus("t-0", PartitionStatus(leader=1, leader_epoch=4, leo=5, hw=4))
+    assert cm.receive_lrs(1, [current]) == (1, [])
+
+
 def test_unknown_actions_are_refused() -> None:
     cm, _, _ = make_cm()
     with pytest.raises(TypeError):

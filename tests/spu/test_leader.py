@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,7 +26,7 @@ from spark_stream.errors import (
 from spark_stream.models import PartitionSpec
 from spark_stream.models.topic_schema import TopicSchema, storage_schema
 from spark_stream.protocol import Acks, Isolation
-from spark_stream.protocol.control import Replica
+from spark_stream.protocol.control import LrsStatus, Replica
 from spark_stream.records import (
     decode_frames,
     encode_batch,
@@ -69,6 +69,7 @@ def make(
     clock: Clock | None = None,
     online: set[int] | None = None,
     max_batch_bytes: int = 1 << 20,
+    on_status: Callable[[str], None] | None = None,
 ) -> LeaderController:
     leader = LeaderController(
         rep,
@@ -78,6 +79,7 @@ def make(
         max_batch_bytes=max_batch_bytes,
         is_online=(lambda s: online is None or s in online),
         clock=clock or Clock(),
+        on_status=on_status,
     )
     leader.start()
     return leader
@@ -182,6 +184,66 @@ def test_acks_all_fails_at_once_when_the_isr_shrinks_below_min(log: ReplicaLog) 
         leader.follower_report(F1, 1)  # the follower is back and holds it: committed
         assert leader.in_sync == {LEADER, F1} and leader.hw == 1
         await leader.stop()
+
+    run(body)
+
+
+def test_with_an_sc_a_shrink_waits_for_its_acceptance(log: ReplicaLog) -> None:
+    """A leader that reports to an SC shrinks only once the SC accepted: until then a
+    follower it stopped hearing from holds the HW, and acks=all is not acknowledged."""
+
+    async def body() -> None:
+        clock = Clock()
+        reports: list[str] = []
+        leader = make(log, replica((LEADER, F1)), clock, on_status=reports.append)
+        task = asyncio.create_task(leader.produce(memoryview(frame("x")), Acks.ALL, 300))
+        await asyncio.sleep(0)
+        clock.now += 1500  # F1 silent past max_lag_ms: the rules drop it
+        leader.check()
+        # Still in force (the SC has not accepted), so nothing only the leader holds commits.
+        assert leader.in_sync == {LEADER, F1} and leader.hw == 0 and log.leo == 1
+        proposal = leader.status()
+        assert {r.spu_id: r.in_sync for r in proposal.status.lrs} == {LEADER: True, F1: False}
+        assert proposal.status.leader_epoch == leader.leader_epoch and reports
+        with pytest.raises(RequestTimeoutError, match="not committed"):
+            await task  # the SC never answered: not acknowledged
+        # A status from an older leadership is no acceptance.
+        stale = proposal.status.model_copy(update={"leader_epoch": leader.leader_epoch - 1})
+        leader.isr_accepted(LrsStatus(proposal.name, stale))
+        assert leader.in_sync == {LEADER, F1} and leader.hw == 0
+        leader.isr_accepted(proposal)  # the SC accepted the smaller set: it applies
+        assert leader.in_sync == {LEADER} and leader.hw == 1
+        leader.follower_report(F1, 1)  # growing is local
+        assert leader.in_sync == {LEADER, F1}
+        await leader.stop()
+
+    run(body)
+
+
+def test_sync_cuts_a_follower_whose_hw_is_inside_a_leader_frame(tmp_path: Path) -> None:
+    """A deposed leader committed a frame alone; the new leader's frame there is longer.
+    The cut must be at the new leader's frame boundary, or every push would overlap."""
+
+    async def body() -> None:
+        with (
+            ReplicaLog.open(tmp_path / "leader") as leader_log,
+            ReplicaLog.open(tmp_path / "follower") as follower_log,
+        ):
+            leader_log.append_produced(frame("a"))
+            follower_log.append_produced(frame("a"))
+            leader_log.append_produced(frame("n1", "n2", "n3", "n4", "n5"))  # [1, 6)
+            follower_log.append_produced(frame("old1", "old2"))  # [1, 3), committed alone
+            follower_log.hw = 3
+            leader = make(leader_log, replica((LEADER, F1)))
+            start, tail = tail_signature(follower_log, follower_log.hw, 100)
+            assert (start, tail) == (3, [])
+            point, reset = leader.sync_follower(F1, ReplicaOffsets(3, start, tuple(tail)))
+            assert (point, reset) == (1, False)
+            assert leader.log.read(point, 1).base_offset == point  # pushes append there
+            follower_log.truncate_to(point)
+            follower_log.append_replicated([leader_log.read(point, 1 << 20).data])
+            assert follower_log.leo == 6
+            await leader.stop()
 
     run(body)
 

@@ -10,9 +10,11 @@ from spark_stream.errors import InvalidRequestError, NotEnoughReplicasError
 from spu.replication import (
     FollowerProgress,
     LagPolicy,
+    after_shrink_accepted,
     can_ack_all,
     check_ack_all,
     high_watermark,
+    in_sync_change,
     is_committed,
     is_lagging,
     new_follower,
@@ -201,6 +203,62 @@ def test_eviction_then_readmission_keeps_hw_monotonic() -> None:
     isr = next_in_sync_set(1, isr, {2: slow}, leader_leo, hw, 1_200, POLICY)
     assert isr == {1, 2}
     assert high_watermark(leader_leo, [slow.leo], hw) == 200
+
+
+# --- shrinks go through the SC ---------------------------------------------------------
+
+CHANGE_ROWS = [
+    # (case, current, wanted, sc_confirms, in_force, proposed)
+    ("no change", {1, 2}, {1, 2}, True, {1, 2}, None),
+    ("growth is local and at once", {1}, {1, 2}, True, {1, 2}, None),
+    ("a shrink waits for the SC: the member stays, the smaller set is proposed",
+     {1, 2, 3}, {1, 2}, True, {1, 2, 3}, {1, 2}),
+    ("a leader cut off from everyone proposes itself alone, commits with all",
+     {1, 2, 3}, {1}, True, {1, 2, 3}, {1}),
+    ("growth and a shrink at once: growth now, shrink proposed",
+     {1, 2}, {1, 3}, True, {1, 2, 3}, {1, 3}),
+    ("without an SC the shrink is local", {1, 2, 3}, {1, 2}, False, {1, 2}, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("current", "wanted", "sc_confirms", "in_force", "proposed"),
+    [row[1:] for row in CHANGE_ROWS],
+    ids=[row[0] for row in CHANGE_ROWS],
+)
+def test_in_sync_change(
+    current: set[int],
+    wanted: set[int],
+    sc_confirms: bool,
+    in_force: set[int],
+    proposed: set[int] | None,
+) -> None:
+    change = in_sync_change(current, wanted, sc_confirms=sc_confirms)
+    assert change.in_force == in_force
+    assert change.proposed == (None if proposed is None else frozenset(proposed))
+
+
+ACCEPT_ROWS = [
+    # (case, current, accepted, wanted, result)
+    ("the accepted shrink applies", {1, 2, 3}, {1, 2}, {1, 2}, {1, 2}),
+    ("down to the leader alone", {1, 2, 3}, {1}, {1}, {1}),
+    ("a member that caught up again since the report stays", {1, 2, 3}, {1, 2}, {1, 2, 3},
+     {1, 2, 3}),
+    ("a report without a shrink changes nothing", {1, 2}, {1, 2}, {1}, {1, 2}),
+    ("the leader always stays", {1, 2}, {2}, set(), {1, 2}),
+    ("the SC's answer never adds a member", {1}, {1, 2, 3}, {1}, {1}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("current", "accepted", "wanted", "result"),
+    [row[1:] for row in ACCEPT_ROWS],
+    ids=[row[0] for row in ACCEPT_ROWS],
+)
+def test_after_shrink_accepted(
+    current: set[int], accepted: set[int], wanted: set[int], result: set[int]
+) -> None:
+    assert after_shrink_accepted(current, accepted, wanted, 1) == result
 
 
 # --- acks=all ---------------------------------------------------------------------------
