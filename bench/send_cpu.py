@@ -29,10 +29,12 @@ from spark_stream.client.producer.producer import AsyncTopicProducer
 from spark_stream.models import (
     IngressAddr,
     Partition,
+    PartitionResolution,
     PartitionSpec,
     PartitionStatus,
     PublicEndpoint,
     Spu,
+    SpuResolution,
     SpuSpec,
     SpuStatus,
     Topic,
@@ -51,13 +53,14 @@ class _FakeWatcher:
     def __init__(self) -> None:
         self.view = MetadataView()
         ep = PublicEndpoint(port=9, ingress=(IngressAddr(hostname="127.0.0.1"),))
-        spu = Spu.new("spu-1", SpuSpec(spu_id=1, public_endpoint=ep), SpuStatus(resolution="Online"))
+        online = SpuStatus(resolution=SpuResolution.ONLINE)
+        spu = Spu.new("spu-1", SpuSpec(spu_id=1, public_endpoint=ep), online)
         topic = Topic.new(TOPIC, TopicSpec(partitions=1, replication_factor=1))
         part = Partition.new(
             TOPIC,
             0,
             PartitionSpec(initial_leader=1, replicas=(1,)),
-            PartitionStatus(resolution="Online", leader=1),
+            PartitionStatus(resolution=PartitionResolution.ONLINE, leader=1),
         )
         self.view.apply(
             MetadataUpdate(True, 1, [spu.to_dict()], [topic.to_dict()], [part.to_dict()])
@@ -74,7 +77,8 @@ class _FakeLeaders:
 
     async def call(self, topic: str, partition: int, request: Message, *_: Any, **__: Any) -> Any:
         assert isinstance(request, ProduceRequest)
-        self.last = list(request.tail)
+        tail = request.tail  # the sender passes its frames as a list of bytes
+        self.last = [p for p in tail if isinstance(p, bytes)] if isinstance(tail, list) else []
         base = self.offset
         self.offset += 1
         return ProduceResponse(base, self.offset, self.offset)

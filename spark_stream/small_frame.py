@@ -99,7 +99,9 @@ def _template() -> _Template | None:
         _BUFFERS,
     ):
         return None
-    return _Template(payload[: 8 + meta_len], 8 + body, 8 + length, 8 + nodes_vec + 4, 8 + buffers_vec + 4)
+    return _Template(
+        payload[: 8 + meta_len], 8 + body, 8 + length, 8 + nodes_vec + 4, 8 + buffers_vec + 4
+    )
 
 
 def _offsets(items: Sequence[bytes | None]) -> bytes:
@@ -204,4 +206,6 @@ def encode_small(
     _I64.pack_into(message, template.body_length, pos)
     payload = b"".join((message, *body))
     first, top = timestamps[0], max(timestamps)
-    return frame_header(payload, n, first, top, producer_id=producer_id, sequence=sequence) + payload
+    return (
+        frame_header(payload, n, first, top, producer_id=producer_id, sequence=sequence) + payload
+    )

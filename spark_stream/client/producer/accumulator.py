@@ -131,7 +131,9 @@ class Accumulator:
         """
         # The hot path of ``send``: a few list appends under the lock, nothing per
         # record beyond them (the draft's lists become Arrow arrays once, when encoded).
-        size = len(value) + RECORD_OVERHEAD if key is None else len(value) + len(key) + RECORD_OVERHEAD
+        size = (
+            len(value) + RECORD_OVERHEAD if key is None else len(value) + len(key) + RECORD_OVERHEAD
+        )
         if size > self._max_record:
             raise RecordTooLargeError(
                 f"record of {size} bytes passes max_request_bytes {self.config.max_request_bytes}"
