@@ -169,7 +169,7 @@ def build_batch(
     if timestamps is None:
         ts_arr = pa.array(np.full(n, now_us(), dtype=np.int64)).cast(_TIMESTAMP_TYPE)
     elif isinstance(timestamps, pa.Array):
-        ts_arr = timestamps.cast(pa.int64()).cast(_TIMESTAMP_TYPE)
+        ts_arr = pa.array(timestamps, pa.int64()).cast(_TIMESTAMP_TYPE)
     else:
         ts_arr = pa.array(timestamps, _TIMESTAMP_TYPE)  # ints straight in: no int64 cast
     if len(ts_arr) != n:
