@@ -112,6 +112,7 @@ class Accumulator:
         # Read on every append: plain attributes, not two lookups through the config.
         self._max_record = config.max_request_bytes
         self._batch_size = config.batch_size
+        self._linger_zero = config.linger_ms == 0
 
     # -- producing side --------------------------------------------------------------
 
@@ -256,11 +257,21 @@ class Accumulator:
         with self._lock:
             return [p for p, q in self._queues.items() if q]
 
+    def pending_partitions(self) -> list[int]:
+        """Partitions with queued batches or an open draft (what ``take`` may serve)."""
+        with self._lock:
+            return [p for p, q in self._queues.items() if q] + [
+                p for p in self._open if not self._queues.get(p)
+            ]
+
     def take(self, partition: int, max_bytes: int, max_batches: int) -> list[ProducerBatch]:
         """Pop READY batches from the head of ``partition``'s queue, up to the limits.
 
         A DRAFT head is claimed and encoded here first; the first batch another thread
-        is still encoding stops the walk. At least one batch is taken when one is ready.
+        is still encoding stops the walk. At linger 0, once the queue is empty, the
+        partition's open draft is sealed and taken too (the sender then kicks the worker
+        directly, without its main task sealing first). At least one batch is taken when
+        one is ready.
         """
         taken: list[ProducerBatch] = []
         total = 0
@@ -269,7 +280,10 @@ class Accumulator:
             with self._lock:
                 queue = self._queues.get(partition)
                 if not queue:
-                    break
+                    if not self._linger_zero or partition not in self._open:
+                        break
+                    self._seal(partition)
+                    queue = self._queues[partition]
                 head = queue[0]
                 if head.state is BatchState.READY:
                     assert head.frame is not None
