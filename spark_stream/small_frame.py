@@ -112,7 +112,10 @@ def _offsets(items: Sequence[bytes | None]) -> bytes:
         if item is not None:
             total += len(item)
         ends.append(total)
-    return struct.pack(f"<{len(ends)}i", *ends)
+    try:
+        return struct.pack(f"<{len(ends)}i", *ends)
+    except struct.error as exc:  # over 2 GiB of data: int32 offsets cannot say it
+        raise ValueError(f"records too large for one frame: {exc}") from exc
 
 
 def encode_small(
