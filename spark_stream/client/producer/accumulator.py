@@ -36,6 +36,7 @@ from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.client.types import BatchMetadata
 from spark_stream.errors import ClientClosedError, FluvioError, RecordTooLargeError
 from spark_stream.records import build_batch, encode_batch
+from spark_stream.small_frame import encode_small
 
 __all__ = ["BatchState", "Draft", "ProducerBatch", "Accumulator", "RECORD_OVERHEAD"]
 
@@ -57,7 +58,7 @@ class Draft:
 
     created: float
     future: concurrent.futures.Future[BatchMetadata]
-    keys: list[bytes | None] = field(default_factory=list)
+    keys: list[bytes | None] | None = None  # None while every record is keyless
     values: list[bytes] = field(default_factory=list)
     timestamps: list[int] = field(default_factory=list)
     headers: list[list[tuple[str, bytes]] | None] | None = None
@@ -108,6 +109,10 @@ class Accumulator:
         self._unfinished: set[concurrent.futures.Future[BatchMetadata]] = set()
         self.queued_bytes = 0
         self.closed = False
+        # Read on every append: plain attributes, not two lookups through the config.
+        self._max_record = config.max_request_bytes
+        self._batch_size = config.batch_size
+        self._linger_zero = config.linger_ms == 0
 
     # -- producing side --------------------------------------------------------------
 
@@ -125,33 +130,38 @@ class Accumulator:
             RecordTooLargeError: the record alone passes ``max_request_bytes``.
             FluvioError: the producer is closed.
         """
-        size = len(value) + (len(key) if key is not None else 0) + RECORD_OVERHEAD
-        if size > self.config.max_request_bytes:
+        # The hot path of ``send``: a few list appends under the lock, nothing per
+        # record beyond them (the draft's lists become Arrow arrays once, when encoded).
+        size = (
+            len(value) + RECORD_OVERHEAD if key is None else len(value) + len(key) + RECORD_OVERHEAD
+        )
+        if size > self._max_record:
             raise RecordTooLargeError(
                 f"record of {size} bytes passes max_request_bytes {self.config.max_request_bytes}"
             )
-        wake = False
         sealed: ProducerBatch | None = None
         with self._lock:
-            self._check_open()
+            if self.closed:
+                self._check_open()
             draft = self._open.get(partition)
+            wake = draft is None
             if draft is None:
-                future: concurrent.futures.Future[BatchMetadata] = concurrent.futures.Future()
-                draft = Draft(time.monotonic(), future)
-                self._open[partition] = draft
-                self._unfinished.add(future)
-                wake = True
-            index = len(draft.values)
-            draft.keys.append(key)
-            draft.values.append(value)
+                draft = self._open_draft(partition)
+            values = draft.values
+            index = len(values)
+            values.append(value)
             draft.timestamps.append(timestamp_us)
+            if key is not None or draft.keys is not None:
+                if draft.keys is None:
+                    draft.keys = [None] * index
+                draft.keys.append(key)
             if headers is not None or draft.headers is not None:
                 if draft.headers is None:
                     draft.headers = [None] * index
                 draft.headers.append(headers)
             draft.nbytes += size
             self.queued_bytes += size
-            if draft.nbytes >= self.config.batch_size:
+            if draft.nbytes >= self._batch_size:
                 sealed = self._seal(partition)
                 sealed.state = BatchState.ENCODING  # this thread encodes it below
                 wake = True
@@ -247,11 +257,21 @@ class Accumulator:
         with self._lock:
             return [p for p, q in self._queues.items() if q]
 
+    def pending_partitions(self) -> list[int]:
+        """Partitions with queued batches or an open draft (what ``take`` may serve)."""
+        with self._lock:
+            return [p for p, q in self._queues.items() if q] + [
+                p for p in self._open if not self._queues.get(p)
+            ]
+
     def take(self, partition: int, max_bytes: int, max_batches: int) -> list[ProducerBatch]:
         """Pop READY batches from the head of ``partition``'s queue, up to the limits.
 
         A DRAFT head is claimed and encoded here first; the first batch another thread
-        is still encoding stops the walk. At least one batch is taken when one is ready.
+        is still encoding stops the walk. At linger 0, once the queue is empty, the
+        partition's open draft is sealed and taken too (the sender then kicks the worker
+        directly, without its main task sealing first). At least one batch is taken when
+        one is ready.
         """
         taken: list[ProducerBatch] = []
         total = 0
@@ -260,7 +280,10 @@ class Accumulator:
             with self._lock:
                 queue = self._queues.get(partition)
                 if not queue:
-                    break
+                    if not self._linger_zero or partition not in self._open:
+                        break
+                    self._seal(partition)
+                    queue = self._queues[partition]
                 head = queue[0]
                 if head.state is BatchState.READY:
                     assert head.frame is not None
@@ -322,6 +345,12 @@ class Accumulator:
         if self.closed:
             raise ClientClosedError(f"producer for {self.topic!r} is closed")
 
+    def _open_draft(self, partition: int) -> Draft:
+        future: concurrent.futures.Future[BatchMetadata] = concurrent.futures.Future()
+        draft = self._open[partition] = Draft(time.monotonic(), future)
+        self._unfinished.add(future)
+        return draft
+
     def _take_sequence(self, partition: int, count: int) -> int:
         if self.producer_id is None:
             return -1
@@ -348,14 +377,26 @@ class Accumulator:
         """Build the frame of a claimed DRAFT batch (lock NOT held), then mark it READY."""
         draft = batch.draft
         assert draft is not None
+        producer_id = self.producer_id if self.producer_id is not None else -1
         try:
-            records = build_batch(draft.values, draft.keys, draft.timestamps, draft.headers)
-            frame = encode_batch(
-                records,
-                compression=self.config.codec,
-                producer_id=self.producer_id if self.producer_id is not None else -1,
-                sequence=batch.sequence,
-            )
+            frame = None
+            if draft.headers is None and self.config.codec == "none":
+                # A few records (linger 0, low rates): written without pyarrow.
+                frame = encode_small(
+                    draft.values,
+                    draft.keys,
+                    draft.timestamps,
+                    producer_id=producer_id,
+                    sequence=batch.sequence,
+                )
+            if frame is None:
+                records = build_batch(draft.values, draft.keys, draft.timestamps, draft.headers)
+                frame = encode_batch(
+                    records,
+                    compression=self.config.codec,
+                    producer_id=producer_id,
+                    sequence=batch.sequence,
+                )
         except (ValueError, TypeError, OverflowError) as exc:
             self.abandon(batch, FluvioError(f"cannot encode batch: {exc}"))
             return

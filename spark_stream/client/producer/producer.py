@@ -97,6 +97,10 @@ class AsyncTopicProducer:
         self.accumulator = Accumulator(topic, config, self.producer_id, self._sender.wake)
         self._sender.start(self.accumulator)
         self._closed = False
+        # ``append_record``'s view of the topic: its partition count, valid while the
+        # view's topic table is this object (every metadata update swaps in a new one).
+        self._seen_topics: object = None
+        self._count = 0
 
     # -- thread-safe core (no awaits) ------------------------------------------------
 
@@ -133,16 +137,10 @@ class AsyncTopicProducer:
         partition: int | None = None,
     ) -> DeliveryFuture:
         """Partition and append one record without waiting (the arguments of ``send``)."""
-        schema = self.topic_schema()
-        if schema is not None:
-            raise SchemaMismatchError(
-                f"topic {self.topic!r} is typed (columns "
-                f"{', '.join(c.name for c in schema.columns)}): send its rows as an Arrow "
-                "table with send_batch, not key/value records"
-            )
-        key_b = None if key is None else to_bytes(key, "key")
-        value_b = to_bytes(value, "value")
-        count = self.num_partitions()
+        topics = self._watcher.view.topics
+        count = self._count if topics is self._seen_topics else self._refresh_count(topics)
+        key_b = key if key is None or type(key) is bytes else to_bytes(key, "key")
+        value_b = value if type(value) is bytes else to_bytes(value, "value")
         if partition is None:
             partition = self._partitioner.partition(key_b, count)
         elif not 0 <= partition < count:
@@ -154,6 +152,27 @@ class AsyncTopicProducer:
         else:
             ts = to_timestamp_us(int(timestamp_us), "us", "send: timestamp_us")
         return self.accumulator.append(partition, key_b, value_b, ts, headers)
+
+    def _refresh_count(self, topics: object) -> int:
+        """The partition count for ``append_record`` after a metadata update, cached.
+
+        Errors are not cached: a typed or unusable topic raises on every ``send``.
+
+        Raises:
+            SchemaMismatchError: the topic is typed (send Arrow rows with send_batch).
+            UnknownTopicError, InsufficientResourcesError, InvalidConfigError: as for
+                ``num_partitions``.
+        """
+        schema = self.topic_schema()
+        if schema is not None:
+            raise SchemaMismatchError(
+                f"topic {self.topic!r} is typed (columns "
+                f"{', '.join(c.name for c in schema.columns)}): send its rows as an Arrow "
+                "table with send_batch, not key/value records"
+            )
+        count = self.num_partitions()
+        self._count, self._seen_topics = count, topics
+        return count
 
     def plan_batch(
         self,

@@ -159,3 +159,24 @@ def test_concurrent_appenders_lose_nothing() -> None:
     acc.seal_all()
     total = sum(b.record_count for p in (0, 1) for b in acc.take(p, 1 << 30, 10_000))
     assert total == 800
+
+
+def test_at_linger_zero_take_seals_the_open_draft_with_every_record_so_far() -> None:
+    # The sender kicks the worker directly at linger 0; take then seals the draft, so
+    # records appended before the worker ran still travel in one frame.
+    acc, wakes = make(linger_ms=0)
+    futures = [acc.append(0, None, b"v%d" % i, 1000 + i) for i in range(3)]
+    assert wakes.count == 1
+    batches = acc.take(0, 1 << 20, 10)
+    assert [b.record_count for b in batches] == [3]
+    assert decode_frame(batches[0].frame).column("value").to_pylist() == [b"v0", b"v1", b"v2"]
+    assert acc.take(0, 1 << 20, 10) == []  # nothing left, no empty draft sealed
+    acc.complete(batches[0], 7)
+    assert [f.result(1).offset for f in futures] == [7, 8, 9]
+
+
+def test_pending_partitions_name_open_drafts_and_queued_batches() -> None:
+    acc, _ = make(linger_ms=0)
+    acc.append(2, None, b"a", 1)
+    acc.reserve(5, [1], [30])
+    assert sorted(acc.pending_partitions()) == [2, 5]

@@ -168,3 +168,36 @@ def test_large_bulk_write_is_split_and_complete(fluvio: Fluvio) -> None:
     assert len(metas) > 2 and sum(m.count for m in metas) == 2 * n
     assert [m.base_offset for m in metas] == sorted(m.base_offset for m in metas)
     assert fluvio.fetch_offsets(topic, 0).hw == 2 * n
+
+
+def test_send_sees_metadata_updates_through_its_cached_partition_count(fluvio: Fluvio) -> None:
+    # send() caches the partition count until the next metadata update: a partition
+    # added after the first send is usable, and a deleted topic is refused.
+    topic = make_topic(fluvio, partitions=1)
+    producer = fluvio.topic_producer(topic, linger_ms=0)
+    assert producer.send(None, b"first", partition=0).result(10).offset == 0
+    with pytest.raises(UnknownPartitionError, match="partitions 0..0, not 1"):
+        producer.send(None, b"v", partition=1)
+    fluvio.admin().add_partitions(topic, 1)
+    deadline = time.monotonic() + 30
+    while len(fluvio.topic_partitions(topic)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # bounded wait for the SC to create the partition
+    while time.monotonic() < deadline:
+        try:
+            meta = producer.send(None, b"second", partition=1).result(20)
+            break
+        except UnknownPartitionError:
+            time.sleep(0.05)  # the producer's metadata watch has not seen it yet
+    else:
+        pytest.fail("partition 1 never became usable for send()")
+    assert (meta.partition, meta.offset) == (1, 0)
+    fluvio.admin().delete_topic(topic)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            producer.send(None, b"gone", partition=0)
+        except UnknownTopicError:
+            break
+        time.sleep(0.05)  # the deletion has not reached the producer's view yet
+    else:
+        pytest.fail("send() kept accepting records for a deleted topic")
