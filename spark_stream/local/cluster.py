@@ -518,16 +518,18 @@ class LocalCluster:
         public = self.layout.sc_public_port or (
             DEFAULT_SC_PORT if self._sc_port is None else self._sc_port
         )
-        private = self.layout.sc_private_port or 0
-        if self.layout.standby_ports and not private:
-            private = free_port()  # every SC and SPU must know it before it starts
-        if public and not self._port_free(public):
+        # Chosen here rather than by binding 0: the kernel would pick from the ephemeral
+        # range, where an outgoing connection can take the port once the SC has died,
+        # and a restart on the recorded port would find it in use.
+        public = public or free_port()
+        private = self.layout.sc_private_port or free_port()
+        if not self._port_free(public):
             raise ServerStartError(
                 f"SC failed to start: port {Endpoint(_HOST, public)} is in use "
                 "(another cluster?); choose another with --sc-port"
             )
-        if private and not self._port_free(private) and not self.layout.standby_ports:
-            private = 0
+        if not self._port_free(private) and not self.layout.standby_ports:
+            private = free_port()
         started = self._spawn_sc("sc", "SC", public, private)
         self._wait(ready.is_file, started)
         info = json.loads(ready.read_text())
