@@ -52,9 +52,11 @@ async def read(
     after each batch makes a slow reader."""
     async with contextlib.aclosing(member.stream_batches()) as batches:
         async for batch in batches:
-            await asyncio.sleep(pause)
+            # Recorded before any await: a reader cancelled at the pause has still been
+            # handed the batch, and close() commits past it.
             parts = batch.column("partition").to_pylist()
             seen.extend(zip(parts, batch.column("offset").to_pylist(), strict=True))
+            await asyncio.sleep(pause)
             if done():
                 return
 
