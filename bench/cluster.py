@@ -20,7 +20,10 @@ same topic, after one untimed warm-up table; ``produce_rounds`` lists every roun
 records/s, ``load_average`` is the machine's just after the bulk phase. One 0.4 s round
 is too short to stand alone: a page-cache write into memory the VM's host has taken back
 (free page reporting) costs about 10 ms per 4 MB instead of 0.8 ms, so single rounds of
-one build vary by 2x.
+one build vary by 2x. ``produce_spu_cpu_s`` is a second measure the load and the page
+cache move less: the CPU seconds (user, system) all SPU processes spent per round (the
+mean of the rounds: the kernel counts in 10 ms ticks), where the payload check shows as
+user time.
 
 ``--frame-validation`` sets the SPUs' payload check (``none``, ``structure``, ``full``,
 the default; see ``spark_stream.frame_check``), so the bulk produce path can be measured
@@ -47,10 +50,12 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import psutil
 import pyarrow as pa
 import redis
 
@@ -80,28 +85,65 @@ def _wait_topic(fluvio: Fluvio, name: str, replication: int) -> None:
     raise RuntimeError(f"topic {name} not online")
 
 
+CpuClock = Callable[[], tuple[float, float]]
+
+
+class Round(NamedTuple):
+    """One timed bulk run: wall seconds and the SPUs' (user, system) CPU seconds."""
+
+    seconds: float
+    spu_user: float
+    spu_system: float
+
+
+def spu_cpu(cluster: LocalCluster) -> CpuClock:
+    """A clock of the (user, system) CPU seconds the cluster's SPU processes have spent."""
+    procs = [psutil.Process(pid) for i in cluster.layout.spu_ids if (pid := cluster.spu_pid(i))]
+
+    def clock() -> tuple[float, float]:
+        times = [p.cpu_times() for p in procs]
+        return sum(t.user for t in times), sum(t.system for t in times)
+
+    return clock
+
+
+def _median_round(rounds: list[Round]) -> Round:
+    return sorted(rounds)[(len(rounds) - 1) // 2]
+
+
 def bulk_produce(
-    fluvio: Fluvio, topic: str, values: pa.Array, total: int, acks: str, rounds: int = 1
-) -> list[float]:
-    """Seconds of each of ``rounds`` runs producing ``total`` records through
-    ``send_batch`` (each flushed), after one untimed table (connections, first frames)."""
+    fluvio: Fluvio,
+    topic: str,
+    values: pa.Array,
+    total: int,
+    acks: str,
+    rounds: int = 1,
+    cpu: CpuClock | None = None,
+) -> list[Round]:
+    """Each of ``rounds`` runs producing ``total`` records through ``send_batch`` (each
+    flushed), after one untimed table (connections, first frames); ``cpu`` reads the
+    SPUs' CPU seconds (zeros without it)."""
     producer = fluvio.topic_producer(
         topic, batch_size=4 << 20, linger_ms=1, acks=acks, max_in_flight=3
     )
     table = pa.table({"value": values})
     producer.send_batch(table, partition=0)
     producer.flush()
-    times = []
+    clock = cpu or (lambda: (0.0, 0.0))
+    done = []
     for _ in range(rounds):
+        user, system = clock()
         start = time.perf_counter()
         sent = 0
         while sent < total:
             producer.send_batch(table, partition=0)
             sent += table.num_rows
         producer.flush()
-        times.append(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        user_after, system_after = clock()
+        done.append(Round(elapsed, user_after - user, system_after - system))
     producer.close()
-    return times
+    return done
 
 
 def record_produce(fluvio: Fluvio, topic: str, values: list[bytes], acks: str) -> float:
@@ -215,8 +257,9 @@ def run_tls(records: int, validation: str, rounds: int = 5) -> dict[str, Any]:
                     topic = f"tls-bulk-100b-rf{rf}"
                     _wait_topic(fluvio, topic, rf)
                     acks = "all" if rf > 1 else "leader"
-                    times = bulk_produce(fluvio, topic, small, records, acks, rounds)
-                    elapsed = statistics.median(times)
+                    elapsed = _median_round(
+                        bulk_produce(fluvio, topic, small, records, acks, rounds)
+                    ).seconds
                     results[f"tls_produce_100b_rf{rf}_rps"] = round(records / elapsed)
                     results[f"tls_produce_100b_rf{rf}_mbps"] = round(
                         records * 100 / elapsed / 1e6, 1
@@ -241,6 +284,7 @@ def run(
 ) -> dict[str, Any]:
     results: dict[str, Any] = {"frame_validation": validation, "auth": auth, "rounds": rounds}
     per_round: dict[str, list[int]] = {}
+    spu_seconds: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         cluster = LocalCluster(
             Path(tmp),
@@ -255,6 +299,7 @@ def run(
         try:
             cluster.start()
             token = cluster.admin_token
+            cpu = spu_cpu(cluster)
             with Fluvio.connect(cluster.endpoint, timeout=20, token=token) as fluvio:
                 small = _values(200_000, 100)
                 large = _values(50_000, 1000)
@@ -266,13 +311,18 @@ def run(
                         topic = f"bulk-{size}-rf{rf}"
                         _wait_topic(fluvio, topic, rf)
                         acks = "all" if rf > 1 else "leader"
-                        times = bulk_produce(fluvio, topic, values, total, acks, rounds)
-                        elapsed = statistics.median(times)
+                        done = bulk_produce(fluvio, topic, values, total, acks, rounds, cpu)
+                        elapsed = _median_round(done).seconds
                         nbytes = total * (100 if size == "100b" else 1000)
-                        per_round[f"{size}_rf{rf}"] = [round(total / t) for t in times]
+                        per_round[f"{size}_rf{rf}"] = [round(total / r.seconds) for r in done]
+                        spu_seconds[f"{size}_rf{rf}"] = [
+                            round(sum(r.spu_user for r in done) / rounds, 3),
+                            round(sum(r.spu_system for r in done) / rounds, 3),
+                        ]
                         results[f"produce_{size}_rf{rf}_rps"] = round(total / elapsed)
                         results[f"produce_{size}_rf{rf}_mbps"] = round(nbytes / elapsed / 1e6, 1)
                 results["produce_rounds"] = per_round
+                results["produce_spu_cpu_s"] = spu_seconds
                 results["load_average"] = [round(x, 2) for x in os.getloadavg()]
                 rows = small.slice(0, per_record).to_pylist()
                 for rf in (1, 3):
