@@ -108,6 +108,8 @@ def spu_cpu(cluster: LocalCluster) -> CpuClock:
 
 
 def _median_round(rounds: list[Round]) -> Round:
+    """The round of median wall time (of an even count, the faster middle one): a whole
+    round, so its CPU seconds belong to its wall time."""
     return sorted(rounds)[(len(rounds) - 1) // 2]
 
 
