@@ -15,11 +15,21 @@ measures, in one run:
 
 Prints a human summary and, as the last line, one JSON object.
 
+Each bulk produce figure is the median of ``--rounds`` timed rounds (default 5) to the
+same topic, after one untimed warm-up table; ``produce_rounds`` lists every round's
+records/s, ``load_average`` is the machine's just after the bulk phase. One 0.4 s round
+is too short to stand alone: a page-cache write into memory the VM's host has taken back
+(free page reporting) costs about 10 ms per 4 MB instead of 0.8 ms, so single rounds of
+one build vary by 2x. ``produce_spu_cpu_s`` is a second measure the load and the page
+cache move less: the CPU seconds (user, system) all SPU processes spent per round (the
+mean of the rounds: the kernel counts in 10 ms ticks), where the payload check shows as
+user time.
+
 ``--frame-validation`` sets the SPUs' payload check (``none``, ``structure``, ``full``,
 the default; see ``spark_stream.frame_check``), so the bulk produce path can be measured
-with the check on and off: run it twice on an idle machine and compare
-``produce_*_rps``. ``--auth`` starts the cluster with client tokens checked (every
-client presents the profile's admin token), to measure the same with auth on and off.
+with the check on and off: alternate runs of each level and compare ``produce_*_rps``.
+``--auth`` starts the cluster with client tokens checked (every client presents the
+profile's admin token), to measure the same with auth on and off.
 
 ``--tls`` adds, in the same run, a second cluster started with TLS on every port
 (``LocalCluster(tls="tls")``, the certificates ``fluvio cluster start --tls`` makes):
@@ -27,7 +37,7 @@ client presents the profile's admin token), to measure the same with auth on and
 and ``tls_consume_100b_rps``, next to the plaintext keys, and their ratios
 ``tls_produce_vs_plain`` and ``tls_consume_vs_plain``.
 
-    .venv/bin/python -m bench.cluster [--records 2000000] [--rate 1000] \
+    .venv/bin/python -m bench.cluster [--records 2000000] [--rounds 5] [--rate 1000] \
         [--frame-validation none] [--tls] [--auth]
 """
 
@@ -36,13 +46,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import psutil
 import pyarrow as pa
 import redis
 
@@ -72,21 +85,67 @@ def _wait_topic(fluvio: Fluvio, name: str, replication: int) -> None:
     raise RuntimeError(f"topic {name} not online")
 
 
-def bulk_produce(fluvio: Fluvio, topic: str, values: pa.Array, total: int, acks: str) -> float:
-    """Seconds to produce ``total`` records through ``send_batch`` (flushed)."""
+CpuClock = Callable[[], tuple[float, float]]
+
+
+class Round(NamedTuple):
+    """One timed bulk run: wall seconds and the SPUs' (user, system) CPU seconds."""
+
+    seconds: float
+    spu_user: float
+    spu_system: float
+
+
+def spu_cpu(cluster: LocalCluster) -> CpuClock:
+    """A clock of the (user, system) CPU seconds the cluster's SPU processes have spent."""
+    procs = [psutil.Process(pid) for i in cluster.layout.spu_ids if (pid := cluster.spu_pid(i))]
+
+    def clock() -> tuple[float, float]:
+        times = [p.cpu_times() for p in procs]
+        return sum(t.user for t in times), sum(t.system for t in times)
+
+    return clock
+
+
+def _median_round(rounds: list[Round]) -> Round:
+    """The round of median wall time (of an even count, the faster middle one): a whole
+    round, so its CPU seconds belong to its wall time."""
+    return sorted(rounds)[(len(rounds) - 1) // 2]
+
+
+def bulk_produce(
+    fluvio: Fluvio,
+    topic: str,
+    values: pa.Array,
+    total: int,
+    acks: str,
+    rounds: int = 1,
+    cpu: CpuClock | None = None,
+) -> list[Round]:
+    """Each of ``rounds`` runs producing ``total`` records through ``send_batch`` (each
+    flushed), after one untimed table (connections, first frames); ``cpu`` reads the
+    SPUs' CPU seconds (zeros without it)."""
     producer = fluvio.topic_producer(
         topic, batch_size=4 << 20, linger_ms=1, acks=acks, max_in_flight=3
     )
     table = pa.table({"value": values})
-    start = time.perf_counter()
-    sent = 0
-    while sent < total:
-        producer.send_batch(table, partition=0)
-        sent += table.num_rows
+    producer.send_batch(table, partition=0)
     producer.flush()
-    elapsed = time.perf_counter() - start
+    clock = cpu or (lambda: (0.0, 0.0))
+    done = []
+    for _ in range(rounds):
+        user, system = clock()
+        start = time.perf_counter()
+        sent = 0
+        while sent < total:
+            producer.send_batch(table, partition=0)
+            sent += table.num_rows
+        producer.flush()
+        elapsed = time.perf_counter() - start
+        user_after, system_after = clock()
+        done.append(Round(elapsed, user_after - user, system_after - system))
     producer.close()
-    return elapsed
+    return done
 
 
 def record_produce(fluvio: Fluvio, topic: str, values: list[bytes], acks: str) -> float:
@@ -178,7 +237,7 @@ def redis_baseline(
     return xadd, xread
 
 
-def run_tls(records: int, validation: str) -> dict[str, Any]:
+def run_tls(records: int, validation: str, rounds: int = 5) -> dict[str, Any]:
     """Bulk produce (RF 1 and 3) and consume of 100 B records on a cluster with TLS on."""
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-tls-") as tmp:
@@ -200,7 +259,9 @@ def run_tls(records: int, validation: str) -> dict[str, Any]:
                     topic = f"tls-bulk-100b-rf{rf}"
                     _wait_topic(fluvio, topic, rf)
                     acks = "all" if rf > 1 else "leader"
-                    elapsed = bulk_produce(fluvio, topic, small, records, acks)
+                    elapsed = _median_round(
+                        bulk_produce(fluvio, topic, small, records, acks, rounds)
+                    ).seconds
                     results[f"tls_produce_100b_rf{rf}_rps"] = round(records / elapsed)
                     results[f"tls_produce_100b_rf{rf}_mbps"] = round(
                         records * 100 / elapsed / 1e6, 1
@@ -221,8 +282,11 @@ def run(
     validation: str = "full",
     tls: bool = False,
     auth: bool = False,
+    rounds: int = 5,
 ) -> dict[str, Any]:
-    results: dict[str, Any] = {"frame_validation": validation, "auth": auth}
+    results: dict[str, Any] = {"frame_validation": validation, "auth": auth, "rounds": rounds}
+    per_round: dict[str, list[int]] = {}
+    spu_seconds: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         cluster = LocalCluster(
             Path(tmp),
@@ -237,6 +301,7 @@ def run(
         try:
             cluster.start()
             token = cluster.admin_token
+            cpu = spu_cpu(cluster)
             with Fluvio.connect(cluster.endpoint, timeout=20, token=token) as fluvio:
                 small = _values(200_000, 100)
                 large = _values(50_000, 1000)
@@ -248,10 +313,19 @@ def run(
                         topic = f"bulk-{size}-rf{rf}"
                         _wait_topic(fluvio, topic, rf)
                         acks = "all" if rf > 1 else "leader"
-                        elapsed = bulk_produce(fluvio, topic, values, total, acks)
+                        done = bulk_produce(fluvio, topic, values, total, acks, rounds, cpu)
+                        elapsed = _median_round(done).seconds
                         nbytes = total * (100 if size == "100b" else 1000)
+                        per_round[f"{size}_rf{rf}"] = [round(total / r.seconds) for r in done]
+                        spu_seconds[f"{size}_rf{rf}"] = [
+                            round(sum(r.spu_user for r in done) / rounds, 3),
+                            round(sum(r.spu_system for r in done) / rounds, 3),
+                        ]
                         results[f"produce_{size}_rf{rf}_rps"] = round(total / elapsed)
                         results[f"produce_{size}_rf{rf}_mbps"] = round(nbytes / elapsed / 1e6, 1)
+                results["produce_rounds"] = per_round
+                results["produce_spu_cpu_s"] = spu_seconds
+                results["load_average"] = [round(x, 2) for x in os.getloadavg()]
                 rows = small.slice(0, per_record).to_pylist()
                 for rf in (1, 3):
                     topic = f"send-100b-rf{rf}"
@@ -277,7 +351,7 @@ def run(
         finally:
             cluster.stop()
     if tls:
-        results.update(run_tls(records, validation))
+        results.update(run_tls(records, validation, rounds))
         results["tls_produce_vs_plain"] = round(
             results["tls_produce_100b_rf1_rps"] / results["produce_100b_rf1_rps"], 2
         )
@@ -294,6 +368,12 @@ def main() -> None:
         type=int,
         default=2_000_000,
         help="100 B records per bulk run (1 KB runs send a tenth)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="timed bulk runs per figure; the median is reported (default 5)",
     )
     parser.add_argument(
         "--per-record",
@@ -318,6 +398,8 @@ def main() -> None:
         "--auth", action="store_true", help="client tokens checked by the SC and SPUs"
     )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     results = run(
         args.records,
         args.per_record,
@@ -326,6 +408,7 @@ def main() -> None:
         args.frame_validation,
         tls=args.tls,
         auth=args.auth,
+        rounds=args.rounds,
     )
     for key, value in results.items():
         print(f"{key:28s} {value}")

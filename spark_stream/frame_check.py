@@ -170,9 +170,14 @@ def _typed_layout(schema_message: bytes) -> tuple[int, int]:
 
 
 def _layout(schema: pa.Schema) -> tuple[int, int]:
-    """How many field nodes and buffers a record batch of ``schema`` has."""
+    """How many field nodes and buffers a record batch of ``schema`` has.
+
+    The empty columns are ``pa.nulls(0, type)``, not ``pa.array([], type)``: the latter
+    imports pandas on its first call (pyarrow's pandas shim), 0.2 s and 300 modules,
+    which the first produced frame of an SPU would wait for on the event loop.
+    """
     try:
-        empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
+        empty = pa.RecordBatch.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
         sink = pa.BufferOutputStream()
         with ipc.new_stream(sink, schema) as writer:
             writer.write_batch(empty)
