@@ -109,16 +109,16 @@ def kill_spu(cluster: LocalCluster, spu_id: int, sig: int = signal.SIGKILL) -> N
         raise RuntimeError(f"SPU {spu_id} (pid {record.pid}) survived signal {sig}")
 
 
-async def wait_async(check: Callable[[], Awaitable[bool]], timeout: float, what: str) -> float:
+async def wait_async(check: Callable[[], Awaitable[bool]], limit_s: float, what: str) -> float:
     """Poll ``check`` every 50 ms until true; return the seconds it took.
 
     Raises:
-        TimeoutError: not true within ``timeout`` (the message names ``what``).
+        TimeoutError: not true within ``limit_s`` (the message names ``what``).
     """
     start = time.perf_counter()
     while not await check():
-        if time.perf_counter() - start > timeout:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        if time.perf_counter() - start > limit_s:
+            raise TimeoutError(f"timed out after {limit_s:.0f}s waiting for {what}")
         await asyncio.sleep(0.05)  # bounded poll of another process's state
     return time.perf_counter() - start
 
@@ -130,10 +130,10 @@ def _online(parts: list[Partition], count: int) -> bool:
     )
 
 
-async def wait_online(admin: AdminClient, topic: str, count: int, timeout: float) -> float:
+async def wait_online(admin: AdminClient, topic: str, count: int, limit_s: float) -> float:
     """Seconds until all ``count`` partitions of ``topic`` are Online under a leader."""
 
     async def check() -> bool:
         return _online(await admin.list_partitions(topic), count)
 
-    return await wait_async(check, timeout, f"{count} partitions of {topic} online")
+    return await wait_async(check, limit_s, f"{count} partitions of {topic} online")

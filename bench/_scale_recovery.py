@@ -15,8 +15,9 @@ indexes hold relative offsets and stay valid), plus one more copy as the active 
 whose full scan is a constant cost; the high-watermark checkpoint is set to the new log
 end. The SPU is started again and ``recovery_s`` runs from that start until a fetch of
 the last sealed segment's first offset returns its frames (offsets and indexes intact, so
-nothing is repaired). The log at each size is checked to have opened whole: the fetch's
-log end offset is the one written.
+nothing is repaired), after one reopen at the smallest size that is not counted (the
+first start after the template pays for cold caches). The log at each size is checked
+to have opened whole: the fetch's log end offset is the one written.
 """
 
 from __future__ import annotations
@@ -157,14 +158,17 @@ def measure_recovery(sizes: list[int]) -> dict[int, dict[str, Any]]:
             kill_spu(cluster, spu, 15)
             template = [p.read_bytes() for p in segment_paths(directory, 0)]
             results: dict[int, dict[str, Any]] = {}
-            for sealed in sorted(sizes):
+            ordered = sorted(sizes)
+            # a first reopen, not counted, warms the page cache and the interpreter's files
+            for n, sealed in enumerate([ordered[0], *ordered]):
                 end = _write_log(directory, template, records, sealed)
                 seconds = _reopen(cluster, port, (sealed - 1) * records, end)
-                results[sealed] = {"recovery_s": round(seconds, 3), "log_mb": round(
-                    (sealed + 1) * len(template[0]) / 2**20, 1
-                )}  # fmt: skip
-                progress(f"  {sealed} sealed segments: served after {seconds:.2f}s")
                 kill_spu(cluster, spu, 15)
+                progress(f"  {sealed} sealed segments: served after {seconds:.2f}s")
+                if n == 0:
+                    continue  # the warm-up
+                size_mb = (sealed + 1) * len(template[0]) / 2**20
+                results[sealed] = {"recovery_s": round(seconds, 3), "log_mb": round(size_mb, 1)}
             return results
         finally:
             cluster.stop()

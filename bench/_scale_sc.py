@@ -6,7 +6,9 @@ For each N, on a fresh cluster (Redis, SC, 3 SPUs in a temporary directory):
   until the metadata watch shows every partition Online under a leader (the SC assigns,
   the SPUs open their replicas and the leaders report);
 - ``sc_rss_mb`` and ``redis_used_mb``: the SC's resident memory and Redis's
-  ``INFO memory`` ``used_memory`` once they are all online;
+  ``INFO memory`` ``used_memory`` once they are all online, and what each partition
+  added (``sc_rss_per_partition_kb``, ``redis_per_partition_kb``: over the figure
+  before the topic, / N);
 - ``watch``: K admin clients each hold a metadata watch (their own connection); a topic
   is created and each watcher's latency is from the create request to the update that
   names it (p50/p99/max). The K watchers run in this one process, so the figures include
@@ -26,7 +28,7 @@ from typing import Any
 
 import redis
 
-from bench._scale_math import latency_summary
+from bench._scale_math import latency_summary, per_unit
 from bench._scale_procs import (
     admin_for,
     kill_spu,
@@ -133,26 +135,38 @@ async def _watch_latency(cluster: LocalCluster, watchers: int) -> dict[str, Any]
     return {f"watch_{k}_ms": v for k, v in summary.items()} | {"watchers": len(seen)}
 
 
+def _redis_used_mb(cluster: LocalCluster) -> float:
+    """Redis's ``INFO memory`` ``used_memory``, MiB."""
+    client = redis.Redis.from_url(cluster.layout.redis_url, password=cluster.redis_password())
+    try:
+        info = client.info("memory")
+    finally:
+        client.close()
+    return int(info["used_memory"]) / 2**20
+
+
 async def _run(cluster: LocalCluster, partitions: int, watchers: int) -> dict[str, Any]:
     admin = admin_for(cluster)
     view = _Partitions(admin)
     out: dict[str, Any] = {}
     try:
         await view.next()  # the snapshot
+        sc_pid = process_alive(cluster.pid_file("sc"))
+        assert sc_pid is not None, "the SC is not running"
+        rss_before, redis_before = rss_mb(sc_pid), _redis_used_mb(cluster)
         names = {f"{TOPIC}-{i}" for i in range(partitions)}
         start = time.perf_counter()
         await admin.create_topic(TOPIC, partitions=partitions, replication_factor=REPLICATION)
         await view.until(names, None, "online")
         out["create_s"] = round(time.perf_counter() - start, 3)
-        sc_pid = process_alive(cluster.pid_file("sc"))
-        assert sc_pid is not None, "the SC is not running"
         out["sc_rss_mb"] = round(rss_mb(sc_pid), 1)
-        client = redis.Redis.from_url(cluster.layout.redis_url, password=cluster.redis_password())
-        try:
-            info = client.info("memory")
-        finally:
-            client.close()
-        out["redis_used_mb"] = round(int(info["used_memory"]) / 2**20, 2)
+        out["sc_rss_per_partition_kb"] = round(
+            per_unit(out["sc_rss_mb"], rss_before, partitions) * 1024, 2
+        )
+        out["redis_used_mb"] = round(_redis_used_mb(cluster), 2)
+        out["redis_per_partition_kb"] = round(
+            per_unit(out["redis_used_mb"], redis_before, partitions) * 1024, 2
+        )
         progress(f"    created in {out['create_s']}s; {watchers} metadata watches")
         out.update(await _watch_latency(cluster, watchers))
         leaders: dict[int, set[str]] = {i: set() for i in spu_ids(SPUS)}

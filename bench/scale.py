@@ -57,7 +57,12 @@ SIZES = {
     "quick": Sizes((10, 100), 10, (2, 10), 20_000, 2.0, (10, 100), (1, 10)),
     "default": Sizes((100, 1000), 100, (10, 100), 200_000, 10.0, (10, 100, 1000), (1, 10, 100)),
     "full": Sizes(
-        (100, 1000, 10000), 100, (10, 100, 1000), 200_000, 10.0, (10, 100, 1000),
+        (100, 1000, 10000),
+        100,
+        (10, 100, 1000),
+        200_000,
+        10.0,
+        (10, 100, 1000),
         (1, 10, 100, 1000),
     ),  # fmt: skip
 }
@@ -101,8 +106,8 @@ def summarize(
     out.update(
         sc_create_growth=growth(_pick(sc, "create_s")),
         sc_election_growth=growth(moved),
-        sc_rss_growth=growth(_pick(sc, "sc_rss_mb")),
-        redis_used_growth=growth(_pick(sc, "redis_used_mb")),
+        sc_rss_growth=growth(_pick(sc, "sc_rss_per_partition_kb"), per=False),
+        redis_used_growth=growth(_pick(sc, "redis_per_partition_kb"), per=False),
         sc_watch_p99_growth=growth(_pick(sc, "watch_p99_ms"), per=False),
         spu_rss_growth=growth(_pick(spu, "rss_per_partition_mb"), per=False),
         spu_idle_cpu_growth=growth(_pick(spu, "idle_cpu_pct")),
