@@ -14,7 +14,12 @@ For each N, on a fresh cluster (Redis, SC, 3 SPUs in a temporary directory):
   names it (p50/p99/max). The K watchers run in this one process, so the figures include
   decoding the same update K times on one event loop;
 - ``election_s``: SIGKILL of the SPU leading the most partitions, until every partition
-  it led shows a new leader, Online, on the watch (the SC sees the SPU's connection drop).
+  it led shows a new leader, Online, on the watch (the SC sees the SPU's connection drop)
+  or is declared Offline (``election_offline``: no in-sync replica left to elect). Before
+  the kill the run waits (at most ``IN_SYNC_WAIT_S``) for every replica to be in sync;
+  ``not_in_sync`` counts the partitions that still had a replica behind at the kill;
+- ``heartbeat_drops``: how many times the SC dropped an SPU it had not heard from within
+  its heartbeat timeout, during the whole run (its log's ``HEARTBEAT_DROP`` lines).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from spark_stream.client.admin import AdminClient
 from spark_stream.local.cluster import LocalCluster, process_alive
 from spark_stream.models import Partition, PartitionResolution
 from spark_stream.protocol.control import MetadataUpdate
+from spark_stream.supervision import log_text
 
 __all__ = ["measure_sc"]
 
@@ -49,6 +55,9 @@ REPLICATION = 2
 TOPIC = "scale-sc"
 PROBE = "scale-probe"
 TIMEOUT = 900.0
+IN_SYNC_WAIT_S = 120.0
+HEARTBEAT_DROP = "spu silent past heartbeat timeout"
+"""What the SC logs when it drops an SPU it has not heard from in time."""
 
 
 class _Partitions:
@@ -78,16 +87,32 @@ class _Partitions:
                 count += 1
         return count
 
-    async def until(self, names: set[str], avoid: int | None, what: str) -> float:
-        """Seconds until every partition of ``names`` is Online (not under ``avoid``)."""
+    def offline(self, names: set[str]) -> int:
+        """How many of ``names`` the SC declared Offline (no eligible leader)."""
+        return sum(
+            1
+            for name in names
+            if (part := self.by_name.get(name)) is not None
+            and part.status.resolution == PartitionResolution.OFFLINE
+        )
+
+    async def until(
+        self, names: set[str], avoid: int | None, what: str, *, settled: bool = False
+    ) -> float:
+        """Seconds until every partition of ``names`` is Online (not under ``avoid``);
+        ``settled``: Online elsewhere or declared Offline (no in-sync replica left)."""
         start = last = time.perf_counter()
+
+        def done() -> int:
+            return self.online(names, avoid) + (self.offline(names) if settled else 0)
+
         async with asyncio.timeout(TIMEOUT):
-            while self.online(names, avoid) < len(names):
+            while done() < len(names):
                 await self.next()
                 now = time.perf_counter()
                 if now - last > 5:
                     last = now
-                    progress(f"    {what}: {self.online(names, avoid)}/{len(names)}")
+                    progress(f"    {what}: {done()}/{len(names)}")
         return time.perf_counter() - start
 
     async def close(self) -> None:
@@ -135,6 +160,24 @@ async def _watch_latency(cluster: LocalCluster, watchers: int) -> dict[str, Any]
     return {f"watch_{k}_ms": v for k, v in summary.items()} | {"watchers": len(seen)}
 
 
+async def _wait_in_sync(admin: AdminClient, partitions: int) -> int:
+    """Wait (at most ``IN_SYNC_WAIT_S``) until every replica of the topic is in sync, so
+    every partition of the SPU killed has somewhere to go; returns how many partitions
+    still had a replica out of sync (0 when all caught up)."""
+    deadline = time.perf_counter() + IN_SYNC_WAIT_S
+    while True:
+        parts = await admin.list_partitions(TOPIC)
+        behind = sum(
+            1
+            for part in parts
+            if len(part.status.lrs) < len(part.spec.replicas)
+            or not all(r.in_sync and r.leo >= 0 for r in part.status.lrs)
+        )
+        if (behind == 0 and len(parts) == partitions) or time.perf_counter() > deadline:
+            return behind + partitions - len(parts)
+        await asyncio.sleep(0.5)  # bounded poll of the SC's view
+
+
 def _redis_used_mb(cluster: LocalCluster) -> float:
     """Redis's ``INFO memory`` ``used_memory``, MiB."""
     client = redis.Redis.from_url(cluster.layout.redis_url, password=cluster.redis_password())
@@ -176,12 +219,18 @@ async def _run(cluster: LocalCluster, partitions: int, watchers: int) -> dict[st
                 leaders.setdefault(leader, set()).add(name)
         victim = max(leaders, key=lambda i: len(leaders[i]))
         moved = leaders[victim]
-        progress(f"    SIGKILL SPU {victim}, leader of {len(moved)} partitions")
+        out["not_in_sync"] = await _wait_in_sync(admin, partitions)
+        progress(
+            f"    SIGKILL SPU {victim}, leader of {len(moved)} partitions "
+            f"({out['not_in_sync']} partitions with a replica out of sync)"
+        )
         start = time.perf_counter()
         kill_spu(cluster, victim)
-        await view.until(moved, victim, "re-elected")
+        await view.until(moved, victim, "re-elected or offline", settled=True)
         out["election_s"] = round(time.perf_counter() - start, 3)
         out["election_partitions"] = len(moved)
+        out["election_offline"] = view.offline(moved)
+        out["heartbeat_drops"] = log_text(cluster.log_file("sc")).count(HEARTBEAT_DROP)
     finally:
         with contextlib.suppress(Exception):
             await view.close()
