@@ -121,7 +121,10 @@ def summarize(
         recovery_growth=growth(_pick(recovery, "recovery_s"), per=False),
     )
     at_1000 = spu.get(1000, {})
-    election = sc.get(1000, {}).get("election_s")
+    sc_1000 = sc.get(1000, {})
+    election = sc_1000.get("election_s")
+    if sc_1000.get("election_offline"):
+        election = float("inf")  # partitions left without a leader: not completed
     out["goals"] = {
         "spu_1000p_idle_cpu_pct": goal(at_1000.get("idle_cpu_pct"), 2.0),
         "spu_1000p_rss_mb": goal(at_1000.get("rss_mb"), 500.0),

@@ -145,6 +145,12 @@ def test_summarize_goals_and_growth() -> None:
     }
 
 
+def test_an_election_that_leaves_partitions_offline_misses_its_goal() -> None:
+    fast_but_offline = _sc(20.0, 333, 0.4) | {"election_offline": 5}
+    out = summarize({1000: fast_but_offline}, {}, {}, {})
+    assert out["goals"]["election_1000p_s"] is False
+
+
 def test_summarize_without_the_goal_sizes() -> None:
     out = summarize(
         {100: _sc(1.0, 30, 0.1)}, {10: _spu(110.0, 0.5, 40, 1000.0)}, {10: _conn(2)}, {}
