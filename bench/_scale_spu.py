@@ -4,9 +4,14 @@ Partitions (``measure_partitions``), on a fresh cluster of 3 SPU processes per s
 one topic of P partitions with replication 3, so every SPU holds P replicas (about a
 third as leader). On the first SPU:
 
-- ``rss_per_partition_mb``: (RSS with the P replicas, settled - RSS before the topic) / P;
-- ``idle_cpu_pct``: CPU (utime + stime) over ``idle_s`` seconds with no traffic, in percent
-  of one core; ``fds``: its open file descriptors (and ``fds_before`` without the topic);
+- ``rss_per_partition_mb``: (RSS with the P replicas, after ``settle_s`` - RSS before
+  the topic) / P;
+- ``settle_cpu_pct``: CPU (utime + stime) over the ``settle_s`` seconds after the last
+  partition came online, in percent of one core: the creation's one-time work (every
+  replica's first high-watermark checkpoint, an atomic write and fsync each, at the next
+  10 s housekeeping round; the followers' first syncs), which is not idle;
+- ``idle_cpu_pct``: CPU over the next ``idle_s`` seconds, still with no traffic;
+  ``fds``: its open file descriptors (and ``fds_before`` without the topic);
 - ``produce_rps``: 100 B records sent with ``send_batch``, an equal share to every
   partition in one batch each, acks=all (every replica written), until all are
   acknowledged (after one record to every partition, so leader lookups and connections
@@ -110,7 +115,7 @@ async def _caught_up(admin: AdminClient, spu_id: int, partitions: int) -> bool:
 
 
 def _partitions_run(
-    cluster: LocalCluster, partitions: int, records: int, idle_s: float
+    cluster: LocalCluster, partitions: int, records: int, idle_s: float, settle_s: float
 ) -> dict[str, Any]:
     first, _, last = spu_ids(3)
     pid = cluster.spu_pid(first)
@@ -124,7 +129,10 @@ def _partitions_run(
             return await wait_online(admin, TOPIC, partitions, TIMEOUT)
 
     out: dict[str, Any] = {"create_s": round(asyncio.run(create()), 3)}
-    time.sleep(SETTLE_S)
+    cpu0, wall0 = cpu_s(pid), time.perf_counter()
+    time.sleep(settle_s)  # the creation's one-time work: first checkpoints, first syncs
+    cpu1, wall1 = cpu_s(pid), time.perf_counter()
+    out["settle_cpu_pct"] = round(cpu_percent(cpu0, cpu1, wall1 - wall0), 2)
     out["rss_mb"] = round(rss_mb(pid), 1)
     out["rss_per_partition_mb"] = round(per_unit(out["rss_mb"], rss_before, partitions), 4)
     out["fds_before"], out["fds"] = fds_before, fd_count(pid)
@@ -155,12 +163,14 @@ def _partitions_run(
     return out
 
 
-def measure_partitions(partitions: int, records: int, idle_s: float) -> dict[str, Any]:
+def measure_partitions(
+    partitions: int, records: int, idle_s: float, settle_s: float
+) -> dict[str, Any]:
     """The SPU figures at ``partitions`` (module docstring), on a cluster of its own."""
     with tempfile.TemporaryDirectory(prefix="bench-scale-spu-") as tmp:
         cluster = start_cluster(Path(tmp) / "cluster", 3)
         try:
-            return _partitions_run(cluster, partitions, records, idle_s)
+            return _partitions_run(cluster, partitions, records, idle_s, settle_s)
         finally:
             cluster.stop()
 

@@ -49,22 +49,26 @@ class Sizes:
     spu: tuple[int, ...]
     records: int
     idle_s: float
+    settle_s: float
     conns: tuple[int, ...]
     recovery: tuple[int, ...]
 
 
 SIZES = {
-    "quick": Sizes((10, 100), 10, (2, 10), 20_000, 2.0, (10, 100), (1, 10)),
-    "default": Sizes((100, 1000), 100, (10, 100), 200_000, 10.0, (10, 100, 1000), (1, 10, 100)),
+    "quick": Sizes((10, 100), 10, (2, 10), 20_000, 2.0, 5.0, (10, 100), (1, 10)),
+    "default": Sizes(
+        (100, 1000), 100, (10, 100), 200_000, 10.0, 30.0, (10, 100, 1000), (1, 10, 100)
+    ),
     "full": Sizes(
-        (100, 1000, 10000),
-        100,
-        (10, 100, 1000),
-        200_000,
-        10.0,
-        (10, 100, 1000),
-        (1, 10, 100, 1000),
-    ),  # fmt: skip
+        sc=(100, 1000, 10000),
+        watchers=100,
+        spu=(10, 100, 1000),
+        records=200_000,
+        idle_s=10.0,
+        settle_s=30.0,
+        conns=(10, 100, 1000),
+        recovery=(1, 10, 100, 1000),
+    ),
 }
 
 
@@ -151,7 +155,7 @@ def run(sizes: Sizes) -> dict[str, Any]:
     spu: dict[int, dict[str, Any]] = {}
     for p in sizes.spu:
         progress(f"SPU with {p} partitions (replication 3 on 3 SPUs)")
-        spu[p] = measure_partitions(p, sizes.records, sizes.idle_s)
+        spu[p] = measure_partitions(p, sizes.records, sizes.idle_s, sizes.settle_s)
         progress(f"  {spu[p]}")
     progress(f"client connections on one SPU (fd limit {fd_limit})")
     conns = measure_connections(list(sizes.conns))
