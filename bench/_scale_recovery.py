@@ -38,6 +38,7 @@ from bench._scale_procs import (
     wait_async,
     wait_online,
 )
+from bench._scale_spu import values_table
 from spark_stream.client import Fluvio
 from spark_stream.errors import FluvioError
 from spark_stream.local.cluster import LocalCluster
@@ -74,11 +75,9 @@ def rebase_frames(log: bytes, delta: int) -> bytearray:
 def _make_template(cluster: LocalCluster) -> tuple[Path, int]:
     """Produce until the replica has two sealed segments; returns its directory and the
     first segment's record count."""
-    from bench._scale_spu import _values
-
     (spu,) = spu_ids(1)
     directory = replica_dir(cluster.spu_dir(spu), TOPIC, 0)
-    table = _values(CHUNK)
+    table = values_table(CHUNK)
     with Fluvio.connect(cluster.endpoint, timeout=120) as client:
         producer = client.topic_producer(TOPIC, acks="leader", linger_ms=0)
         while len(list_segment_bases(directory)) < 3:

@@ -62,7 +62,7 @@ from spark_stream.protocol.data import ProduceRequest
 from spark_stream.records import now_us
 from spark_stream.small_frame import encode_small
 
-__all__ = ["measure_connections", "measure_partitions"]
+__all__ = ["measure_connections", "measure_partitions", "values_table"]
 
 TOPIC = "scale-spu"
 CONN_TOPIC = "scale-conn"
@@ -74,7 +74,8 @@ SETTLE_S = 3.0
 """Pause after a change before reading memory: replicas finish opening, buffers settle."""
 
 
-def _values(n: int) -> pa.Table:
+def values_table(n: int) -> pa.Table:
+    """A table of ``n`` random ``VALUE_BYTES``-byte values, built without a Python loop."""
     raw = np.random.default_rng(5).integers(0, 256, n * VALUE_BYTES, dtype=np.uint8).tobytes()
     offsets = np.arange(0, (n + 1) * VALUE_BYTES, VALUE_BYTES, dtype=np.int32)
     values = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw)])
@@ -84,7 +85,7 @@ def _values(n: int) -> pa.Table:
 def _produce(cluster: LocalCluster, partitions: int, records: int) -> float:
     """Seconds to send ``records`` spread evenly over ``partitions``, acks=all."""
     share = max(records // partitions, 1)
-    table = _values(share)
+    table = values_table(share)
     with Fluvio.connect(cluster.endpoint, timeout=120) as client:
         producer = client.topic_producer(
             TOPIC, batch_size=4 << 20, linger_ms=1, acks="all", max_in_flight=3
