@@ -26,6 +26,7 @@ __all__ = [
     "cpu_s",
     "fd_count",
     "kill_spu",
+    "one_spu_topic",
     "progress",
     "rss_mb",
     "spu_ids",
@@ -62,6 +63,28 @@ def start_cluster(workdir: Path, spus: int) -> LocalCluster:
         cluster.stop()
         raise
     return cluster
+
+
+def one_spu_topic(
+    cluster: LocalCluster, topic: str, limit_s: float, segment_size: int | None = None
+) -> int:
+    """Create ``topic`` (one partition, RF 1; ``segment_size`` bytes a segment, or the
+    default) on a one-SPU cluster and wait until it is Online; return that SPU's public
+    port, which the curves talk to directly."""
+
+    async def create() -> None:
+        async with admin_for(cluster) as admin:
+            if segment_size is None:
+                await admin.create_topic(topic, partitions=1, replication_factor=1)
+            else:
+                await admin.create_topic(
+                    topic, partitions=1, replication_factor=1, segmentSize=segment_size
+                )
+            await wait_online(admin, topic, 1, limit_s)
+
+    asyncio.run(create())
+    (spu,) = spu_ids(1)
+    return int(cluster.layout.spu_ports[str(spu)][0])
 
 
 def spu_ids(spus: int) -> list[int]:

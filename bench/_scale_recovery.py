@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from bench._scale_procs import (
-    admin_for,
     kill_spu,
+    one_spu_topic,
     progress,
     spu_ids,
     start_cluster,
     wait_async,
-    wait_online,
 )
 from bench._scale_spu import values_table
 from spark_stream.client import Fluvio
@@ -143,16 +142,7 @@ def measure_recovery(sizes: list[int]) -> dict[int, dict[str, Any]]:
         cluster = start_cluster(Path(tmp) / "cluster", 1)
         try:
             (spu,) = spu_ids(1)
-            port = cluster.layout.spu_ports[str(spu)][0]
-
-            async def create() -> None:
-                async with admin_for(cluster) as admin:
-                    await admin.create_topic(
-                        TOPIC, partitions=1, replication_factor=1, segmentSize=SEGMENT_BYTES
-                    )
-                    await wait_online(admin, TOPIC, 1, TIMEOUT)
-
-            asyncio.run(create())
+            port = one_spu_topic(cluster, TOPIC, TIMEOUT, segment_size=SEGMENT_BYTES)
             directory, records = _make_template(cluster)
             kill_spu(cluster, spu, 15)
             template = [p.read_bytes() for p in segment_paths(directory, 0)]

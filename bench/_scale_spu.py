@@ -46,6 +46,7 @@ from bench._scale_procs import (
     cpu_s,
     fd_count,
     kill_spu,
+    one_spu_topic,
     progress,
     rss_mb,
     spu_ids,
@@ -230,14 +231,7 @@ def measure_connections(sizes: list[int]) -> dict[int, dict[str, Any]]:
         cluster = start_cluster(Path(tmp) / "cluster", 1)
         try:
             (spu,) = spu_ids(1)
-            port = cluster.layout.spu_ports[str(spu)][0]
-
-            async def create() -> None:
-                async with admin_for(cluster) as admin:
-                    await admin.create_topic(CONN_TOPIC, partitions=1, replication_factor=1)
-                    await wait_online(admin, CONN_TOPIC, 1, TIMEOUT)
-
-            asyncio.run(create())
+            port = one_spu_topic(cluster, CONN_TOPIC, TIMEOUT)
             results = {}
             for count in sorted(sizes):
                 pid = cluster.spu_pid(spu)
