@@ -123,6 +123,8 @@ __all__ = [
 
 DEFAULT_DATA_DIR = Path.home() / ".fluvio"
 DEFAULT_SC_PORT = 9003
+PORT_RELEASE_S = 5.0
+"""How long a start waits for the SC port of a process that just died to be released."""
 GROUP_NAME = "main"
 _HOST = "127.0.0.1"
 # A log line of our servers: "date time LEVEL logger message".
@@ -510,6 +512,21 @@ class LocalCluster:
                 return False
         return True
 
+    @classmethod
+    def _port_freed(cls, port: int, within_s: float) -> bool:
+        """Whether ``port`` is free, or becomes free within ``within_s`` (polled).
+
+        A killed SC's main thread can be gone (the pid file then names no running
+        process) while its other threads still end and hold its sockets open; a restart
+        right after a crash waits that out instead of calling the port taken.
+        """
+        deadline = time.monotonic() + within_s
+        while not cls._port_free(port):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)  # bounded by the deadline
+        return True
+
     def _start_sc(self) -> None:
         if running(self.pid_file("sc")) is not None and self.layout.sc_public_port:
             return
@@ -523,7 +540,7 @@ class LocalCluster:
         # and a restart on the recorded port would find it in use.
         public = public or free_port()
         private = self.layout.sc_private_port or free_port()
-        if not self._port_free(public):
+        if not self._port_freed(public, PORT_RELEASE_S):
             raise ServerStartError(
                 f"SC failed to start: port {Endpoint(_HOST, public)} is in use "
                 "(another cluster?); choose another with --sc-port"
