@@ -19,8 +19,8 @@ directories, stopped by pid when done); the sizes by default / ``--quick`` / ``-
 Each curve also gets a ``*_growth`` figure: the cost per unit at the largest size over the
 smallest (``bench._scale_math.growth``; <= about 1: at most linear). ``goals`` holds the
 issue's goals as booleans, None where the size was not measured. Progress goes to
-stderr; the last line printed is one JSON object with every figure (docs/benchmarks.md
-lists the keys).
+stderr; the last line printed is one JSON object with every figure (the user guide's
+"Scale curves" lists the keys).
 """
 
 from __future__ import annotations
