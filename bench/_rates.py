@@ -57,6 +57,9 @@ def best_times(
     Each round runs every query ``repeat`` times in a row (a query keeps its warm caches),
     and the rounds repeat the whole sequence, so neither the JVM's warm-up (the first
     query pays the JIT) nor a slow spell of the shared machine decides a figure alone.
+    Each round starts one query further down the list (round 2 of ``a, b, c`` runs
+    ``b, c, a``): a query never always follows the same one, whose garbage the JVM may
+    still be collecting.
 
     Args:
         runs: label -> a query returning a checksum.
@@ -77,8 +80,11 @@ def best_times(
     for run in runs.values():
         run()  # warm-up: Python workers, JIT, caches
     best = {name: dict.fromkeys(runs, float("inf")) for name in clocks}
+    labels = list(runs)
     for round_ in range(rounds):
-        for label, run in runs.items():
+        shift = round_ % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            run = runs[label]
             for i in range(repeat):
                 before = {name: clock() for name, clock in clocks.items()}
                 total = run()

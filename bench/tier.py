@@ -25,8 +25,9 @@ sealed segment is tiered and committed:
   the same files (``spark.read.parquet(tier)``), and ``format("fluvio")`` bounded to the
   same offsets (served from the SPU; ``fluvio_source`` says whether the JVM connector or
   the Python source served it: the JVM one when its jar is built). Each query must
-  return the same checksum; the figure is the best of two rounds of ``--repeat`` runs
-  after a warm-up of each (``bench._rates``), as ``bench.spark`` measures.
+  return the same checksum; the figure is the best of three rounds of ``--repeat`` runs
+  after a warm-up of each (``bench._rates``; each round starts with another query), as
+  ``bench.spark`` measures.
   ``delta_ratio_to_parquet`` = delta / parquet (the goal: at least 0.9).
   ``delta_query_overhead_s`` / ``parquet_query_overhead_s``: the best time of the same
   query over no file (``where partition < 0``): what each costs before reading a byte
@@ -304,7 +305,9 @@ def _read_figures(
         runs = {label: functools.partial(_sum_lengths, df) for label, df in frames.items()}
         clocks = {"wall": time.perf_counter, "cpu": jvm_cpu_seconds}
         expected = dict.fromkeys(runs, tier_records * VALUE_BYTES)
-        best = best_times(runs, expected, repeat, prefix="bench.tier", clocks=clocks)
+        best = best_times(
+            runs, expected, repeat, rounds=len(runs), prefix="bench.tier", clocks=clocks
+        )
         empty = {
             label: functools.partial(_sum_lengths, frames[label].where("partition < 0"))
             for label in ("delta", "parquet")
