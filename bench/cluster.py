@@ -31,6 +31,12 @@ with the check on and off: alternate runs of each level and compare ``produce_*_
 ``--auth`` starts the cluster with client tokens checked (every client presents the
 profile's admin token), to measure the same with auth on and off.
 
+Topics are not tiered (an SC's default; ``bench.tier`` measures tiering): a local
+cluster tiers every topic by default, and then the leader of the replication-1 topic
+is still writing its sealed segments as Parquet while the replication-3 rounds run,
+which charged them for the other topic's tiering. ``--tier`` turns the local cluster's
+default tier on. ``rf3_vs_rf1`` is ``produce_100b_rf3_rps`` / ``produce_100b_rf1_rps``.
+
 ``--tls`` adds, in the same run, a second cluster started with TLS on every port
 (``LocalCluster(tls="tls")``, the certificates ``fluvio cluster start --tls`` makes):
 ``tls_produce_100b_rf1_rps``/``_rf3_rps`` (bulk produce, replication over TLS at RF 3)
@@ -38,7 +44,7 @@ and ``tls_consume_100b_rps``, next to the plaintext keys, and their ratios
 ``tls_produce_vs_plain`` and ``tls_consume_vs_plain``.
 
     .venv/bin/python -m bench.cluster [--records 2000000] [--rounds 5] [--rate 1000] \
-        [--frame-validation none] [--tls] [--auth]
+        [--frame-validation none] [--tls] [--auth] [--tier]
 """
 
 from __future__ import annotations
@@ -237,20 +243,26 @@ def redis_baseline(
     return xadd, xread
 
 
-def run_tls(records: int, validation: str, rounds: int = 5) -> dict[str, Any]:
+def _cluster(tmp: Path, validation: str, tier: bool, **options: Any) -> LocalCluster:
+    """The benchmark's local cluster (3 SPUs as processes) in ``tmp``, not yet started."""
+    return LocalCluster(
+        tmp,
+        spus=3,
+        sc_port=0,
+        spu_mode="custom",
+        profile=tmp / "profile.json",
+        start_timeout=60,
+        env={"FLUVIO_SPU_FRAME_VALIDATION": validation},
+        default_tier=tier,
+        **options,
+    )
+
+
+def run_tls(records: int, validation: str, rounds: int = 5, tier: bool = False) -> dict[str, Any]:
     """Bulk produce (RF 1 and 3) and consume of 100 B records on a cluster with TLS on."""
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-tls-") as tmp:
-        cluster = LocalCluster(
-            Path(tmp),
-            spus=3,
-            sc_port=0,
-            spu_mode="custom",
-            profile=Path(tmp) / "profile.json",
-            start_timeout=60,
-            env={"FLUVIO_SPU_FRAME_VALIDATION": validation},
-            tls="tls",
-        )
+        cluster = _cluster(Path(tmp), validation, tier, tls="tls")
         try:
             cluster.start()
             with Fluvio.connect(cluster.endpoint, timeout=20, tls=cluster.client_tls) as fluvio:
@@ -283,21 +295,18 @@ def run(
     tls: bool = False,
     auth: bool = False,
     rounds: int = 5,
+    tier: bool = False,
 ) -> dict[str, Any]:
-    results: dict[str, Any] = {"frame_validation": validation, "auth": auth, "rounds": rounds}
+    results: dict[str, Any] = {
+        "frame_validation": validation,
+        "auth": auth,
+        "tier": tier,
+        "rounds": rounds,
+    }
     per_round: dict[str, list[int]] = {}
     spu_seconds: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
-        cluster = LocalCluster(
-            Path(tmp),
-            spus=3,
-            sc_port=0,
-            spu_mode="custom",
-            profile=Path(tmp) / "profile.json",
-            start_timeout=60,
-            env={"FLUVIO_SPU_FRAME_VALIDATION": validation},
-            auth=auth,
-        )
+        cluster = _cluster(Path(tmp), validation, tier, auth=auth)
         try:
             cluster.start()
             token = cluster.admin_token
@@ -323,6 +332,9 @@ def run(
                         ]
                         results[f"produce_{size}_rf{rf}_rps"] = round(total / elapsed)
                         results[f"produce_{size}_rf{rf}_mbps"] = round(nbytes / elapsed / 1e6, 1)
+                results["rf3_vs_rf1"] = round(
+                    results["produce_100b_rf3_rps"] / results["produce_100b_rf1_rps"], 3
+                )
                 results["produce_rounds"] = per_round
                 results["produce_spu_cpu_s"] = spu_seconds
                 results["load_average"] = [round(x, 2) for x in os.getloadavg()]
@@ -351,7 +363,7 @@ def run(
         finally:
             cluster.stop()
     if tls:
-        results.update(run_tls(records, validation, rounds))
+        results.update(run_tls(records, validation, rounds, tier))
         results["tls_produce_vs_plain"] = round(
             results["tls_produce_100b_rf1_rps"] / results["produce_100b_rf1_rps"], 2
         )
@@ -397,6 +409,11 @@ def main() -> None:
     parser.add_argument(
         "--auth", action="store_true", help="client tokens checked by the SC and SPUs"
     )
+    parser.add_argument(
+        "--tier",
+        action="store_true",
+        help="topics tiered to the local cluster's default tier (off, as an SC's default)",
+    )
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
@@ -409,6 +426,7 @@ def main() -> None:
         tls=args.tls,
         auth=args.auth,
         rounds=args.rounds,
+        tier=args.tier,
     )
     for key, value in results.items():
         print(f"{key:28s} {value}")
