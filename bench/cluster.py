@@ -28,6 +28,12 @@ user time.
 ``--frame-validation`` sets the SPUs' payload check (``none``, ``structure``, ``full``,
 the default; see ``spark_stream.frame_check``), so the bulk produce path can be measured
 with the check on and off: alternate runs of each level and compare ``produce_*_rps``.
+``check_{structure,full}_ms_per_round`` and ``check_*_share_of_spu_cpu`` are the
+check's cost apart from the load and the page cache: each level's CPU time on one
+round's bulk frames in this process (each frame its own bytes, checked once a pass, best
+pass), and that over the SPUs' CPU seconds of such a round (``produce_spu_cpu_s``). As
+the check runs on the leader's event loop before the append, the share bounds what it
+can take from the bulk produce rate when the SPU is the bottleneck.
 ``--auth`` starts the cluster with client tokens checked (every client presents the
 profile's admin token), to measure the same with auth on and off.
 
@@ -66,10 +72,13 @@ import pyarrow as pa
 import redis
 
 from spark_stream.client import Fluvio, FluvioAsync, Offset
-from spark_stream.frame_check import PAYLOAD_CHECKS
+from spark_stream.frame_check import PAYLOAD_CHECKS, check_payload
 from spark_stream.local.cluster import LocalCluster
+from spark_stream.records import RECORD_SCHEMA, build_batch, encode_batch, read_header
 
 GOAL_RPS = 1_000_000
+CHECK_FRAME_ROWS = 40_000
+"""Rows of a bulk frame of 100 B values: about what the producer's 4 MiB batches hold."""
 
 
 def _values(n: int, size: int) -> pa.Array:
@@ -243,6 +252,42 @@ def redis_baseline(
     return xadd, xread
 
 
+def check_shares(frame_us: dict[str, float], records: int, spu_cpu_s: float) -> dict[str, float]:
+    """What the SPUs' payload check costs one bulk round at replication 1: each level's
+    microseconds on a frame of ``CHECK_FRAME_ROWS`` rows (``frame_us``, level -> us),
+    times the frames a round of ``records`` makes, as milliseconds and as a share of
+    ``spu_cpu_s``, the SPUs' CPU seconds a round."""
+    frames = records / CHECK_FRAME_ROWS
+    out: dict[str, float] = {}
+    for level, us in frame_us.items():
+        seconds = us * frames / 1e6
+        out[f"check_{level}_ms_per_round"] = round(seconds * 1000, 1)
+        out[f"check_{level}_share_of_spu_cpu"] = round(seconds / max(spu_cpu_s, 1e-9), 3)
+    return out
+
+
+def _check_frame_us(values: pa.Array, records: int, rounds: int = 3) -> dict[str, float]:
+    """Each check level's microseconds a bulk frame, in this process (apart from the load
+    and the page cache): one round's frames of ``values``, each its own bytes (so the
+    check reads memory no cache holds, as on the SPU), checked once per pass; the best
+    pass of ``rounds``."""
+    frames = []
+    for n in range(max(1, records // CHECK_FRAME_ROWS)):
+        start = n * CHECK_FRAME_ROWS % max(len(values) - CHECK_FRAME_ROWS + 1, 1)
+        frame = encode_batch(build_batch(values.slice(start, CHECK_FRAME_ROWS)))
+        frames.append((memoryview(frame), read_header(frame)))
+    out: dict[str, float] = {}
+    for level in ("structure", "full"):
+        best = float("inf")
+        for _ in range(rounds):
+            start_s = time.process_time()
+            for view, header in frames:
+                check_payload(view, header, RECORD_SCHEMA, level)
+            best = min(best, time.process_time() - start_s)
+        out[level] = best / len(frames) * 1e6
+    return out
+
+
 def _cluster(tmp: Path, validation: str, tier: bool, **options: Any) -> LocalCluster:
     """The benchmark's local cluster (3 SPUs as processes) in ``tmp``, not yet started."""
     return LocalCluster(
@@ -337,6 +382,8 @@ def run(
                 )
                 results["produce_rounds"] = per_round
                 results["produce_spu_cpu_s"] = spu_seconds
+                frame_us = _check_frame_us(small, records)
+                results |= check_shares(frame_us, records, sum(spu_seconds["100b_rf1"]))
                 results["load_average"] = [round(x, 2) for x in os.getloadavg()]
                 rows = small.slice(0, per_record).to_pylist()
                 for rf in (1, 3):

@@ -1,10 +1,11 @@
-"""``bench.cluster``'s pure helpers: which round a bulk figure is taken from."""
+"""``bench.cluster``'s pure helpers: which round a bulk figure is taken from, and the
+payload check's share of a round."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.cluster import Round, _median_round
+from bench.cluster import CHECK_FRAME_ROWS, Round, _median_round, check_shares
 
 
 @pytest.mark.parametrize(
@@ -21,3 +22,8 @@ def test_the_median_round_by_wall_time(seconds: list[float], median: float) -> N
     picked = _median_round(rounds)
     assert picked.seconds == median
     assert picked.spu_user == median / 10  # the whole round, not a mix of rounds
+
+
+def test_check_shares_scale_one_frame_to_a_round_and_to_the_spus_cpu() -> None:
+    shares = check_shares({"full": 250.0}, records=CHECK_FRAME_ROWS * 40, spu_cpu_s=0.5)
+    assert shares == {"check_full_ms_per_round": 10.0, "check_full_share_of_spu_cpu": 0.02}
