@@ -93,9 +93,7 @@ def test_jvm_reads_and_writes_through_a_standby_when_the_first_sc_is_dead(
             assert sorted(got) == sorted(produced)
             written = [f"w{i}" for i in range(ROWS)]
             frame = spark.createDataFrame([(v,) for v in written], "value string")
-            frame.write.format("fluvio").option("endpoint", endpoint).option(
-                "topic", topic
-            ).save()
+            frame.write.format("fluvio").option("endpoint", endpoint).option("topic", topic).save()
             back = [r.value for r in read.option("topic", topic).load().selectExpr(
                 "cast(value as string) as value").collect()]  # fmt: skip
             print(f"JVM through {endpoint} (first SC killed): read {len(got)}, wrote {ROWS}")

@@ -486,6 +486,9 @@ public record ReaderOptions(
       return wrap(() -> Endpoint.list(System.getenv("FLUVIO_ENDPOINT"), "FLUVIO_ENDPOINT"));
     }
     String what = "option '%s'".formatted(given.name("endpoint"));
+    for (String host : raw.split(",", -1)) {
+      wrap(() -> Endpoint.parse(host.strip(), what));  // each checked, as Python's _endpoint
+    }
     String listed = raw;
     return wrap(() -> Endpoint.list(listed, what));
   }
