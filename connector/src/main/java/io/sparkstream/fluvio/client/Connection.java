@@ -15,6 +15,7 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 
 /**
  * One blocking connection to a peer (SC or SPU) that sends a request and reads its reply.
@@ -119,19 +120,64 @@ public final class Connection implements Closeable {
    * @throws FluvioException as {@link #request(int, int, Map)}
    */
   public synchronized Frame request(int apiKey, int version, Map<String, ?> meta, ByteBuffer tail) {
+    return request(apiKey, version, meta, tail, null, 0);
+  }
+
+  /**
+   * Send a request and wait for its reply, asking {@code abandon} every {@code pollMs}
+   * while no reply has come: when it answers true the request is given up (the connection
+   * is closed, as its reply can no longer be told apart) with {@code NOT_LEADER}, a
+   * retriable error. A producer uses it to fail over from a hung leader as soon as the
+   * metadata replaces it, not after its request timeout.
+   *
+   * @param apiKey the api
+   * @param version the api version of {@code meta}'s layout
+   * @param meta the request fields
+   * @param tail the bytes after the meta
+   * @param abandon asked while waiting; null: wait out the timeout
+   * @param pollMs how often {@code abandon} is asked (below the request timeout)
+   * @return the reply frame (kind {@code RESPONSE})
+   * @throws FluvioException {@code NOT_LEADER} when abandoned, else as {@link
+   *     #request(int, int, Map)}
+   */
+  public synchronized Frame request(
+      int apiKey, int version, Map<String, ?> meta, ByteBuffer tail, BooleanSupplier abandon, int pollMs) {
     if (closed) {
       throw new FluvioException(ErrorCode.CONNECTION_CLOSED, "connection to %s is closed".formatted(endpoint));
     }
     long cid = nextCorrelationId++;
     byte[] frame =
         Frames.encode(FrameKind.REQUEST, apiKey, cid, meta, tail, version, 0);
+    int restoreMs = 0;
     try {
       out.write(frame);
       out.flush();
+      int timeoutMs = socket.getSoTimeout();
+      long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+      boolean polling = abandon != null && pollMs > 0 && timeoutMs > pollMs;
+      if (polling) {
+        restoreMs = timeoutMs;
+        socket.setSoTimeout(pollMs);
+      }
       while (true) {
         Frame reply = decoder.next();
         if (reply == null) {
-          int n = in.read(readBuffer);
+          int n;
+          try {
+            n = in.read(readBuffer);
+          } catch (SocketTimeoutException e) {
+            if (!polling || System.nanoTime() >= deadline) {
+              throw e;
+            }
+            if (abandon.getAsBoolean()) {
+              close();
+              throw new FluvioException(
+                  ErrorCode.NOT_LEADER,
+                  "%s was given up after the metadata replaced that leader while api %d was in flight"
+                      .formatted(endpoint, apiKey));
+            }
+            continue;
+          }
           if (n < 0) {
             throw new IOException("the peer closed the connection");
           }
@@ -160,6 +206,14 @@ public final class Connection implements Closeable {
       close();
       throw new FluvioException(
           ErrorCode.CONNECTION_CLOSED, "connection to %s failed: %s".formatted(endpoint, e.getMessage()), e);
+    } finally {
+      if (restoreMs > 0 && !closed) {
+        try {
+          socket.setSoTimeout(restoreMs);  // the next request waits the full timeout again
+        } catch (IOException e) {
+          close();
+        }
+      }
     }
   }
 

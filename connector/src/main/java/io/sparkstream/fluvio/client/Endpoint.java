@@ -3,6 +3,8 @@ package io.sparkstream.fluvio.client;
 import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -14,17 +16,43 @@ import java.util.regex.Pattern;
  * @param host the host name or address, without brackets
  * @param port the port, 1..65535
  * @param tls TLS settings; null: plaintext
+ * @param others further SC addresses of the same cluster to try, in order, when this one
+ *     does not answer (the rest of a comma-separated list, see {@link ScEndpoints}); empty
+ *     for an SPU or a single SC
  */
-public record Endpoint(String host, int port, TlsSettings tls) implements Serializable {
+public record Endpoint(String host, int port, TlsSettings tls, List<Endpoint> others)
+    implements Serializable {
+
+  /** Checks the components; {@code others} is copied (null: none). */
+  public Endpoint {
+    others = others == null ? List.of() : List.copyOf(others);
+  }
+
+  /** An endpoint with no others. */
+  public Endpoint(String host, int port, TlsSettings tls) {
+    this(host, port, tls, List.of());
+  }
 
   /** A plaintext endpoint. */
   public Endpoint(String host, int port) {
     this(host, port, null);
   }
 
-  /** This address, spoken to with {@code settings} (null: plaintext). */
+  /** This address and its others, all spoken to with {@code settings} (null: plaintext). */
   public Endpoint withTls(TlsSettings settings) {
-    return new Endpoint(host, port, settings);
+    List<Endpoint> rest = new ArrayList<>();
+    for (Endpoint other : others) {
+      rest.add(new Endpoint(other.host, other.port, settings));
+    }
+    return new Endpoint(host, port, settings, rest);
+  }
+
+  /** This address then its others: every SC address to try, in order. */
+  public List<Endpoint> addresses() {
+    List<Endpoint> all = new ArrayList<>();
+    all.add(new Endpoint(host, port, tls));
+    all.addAll(others);
+    return all;
   }
 
   /** True when {@code other} is the same host and port, whatever the TLS. */
@@ -36,26 +64,31 @@ public record Endpoint(String host, int port, TlsSettings tls) implements Serial
   private static final Pattern ACTIVE = Pattern.compile("active SC: public=(\\S+) private=(\\S+)");
 
   /**
-   * The first of a comma-separated list of endpoints (a cluster with standby SCs lists
-   * them all; this connector starts at the first and follows a standby's answer).
+   * A comma-separated list of SC endpoints ({@code parse_endpoints} of {@code
+   * spark_stream/net/sc_endpoints.py}): a cluster with standby SCs lists them all. The
+   * first is returned, the rest as its {@link #others} (duplicates dropped), and the SC
+   * connection tries them in turn ({@link ScEndpoints}).
    *
    * @param text one endpoint, or several separated by commas
    * @param what how errors name it
-   * @return the first endpoint, each having been checked
+   * @return the first endpoint, each having been checked, the rest as its others
    * @throws FluvioException {@code INVALID_CONFIG}: a malformed entry, or none
    */
-  public static Endpoint first(String text, String what) {
-    Endpoint first = null;
+  public static Endpoint list(String text, String what) {
+    List<Endpoint> all = new ArrayList<>();
     for (String part : text.split(",", -1)) {
       if (!part.isBlank()) {
         Endpoint endpoint = parse(part, what);
-        first = first == null ? endpoint : first;
+        if (!all.contains(endpoint)) {
+          all.add(endpoint);
+        }
       }
     }
-    if (first == null) {
+    if (all.isEmpty()) {
       throw new FluvioException(ErrorCode.INVALID_CONFIG, "%s names no endpoint: '%s'".formatted(what, text));
     }
-    return first;
+    Endpoint first = all.get(0);
+    return new Endpoint(first.host, first.port, first.tls, all.subList(1, all.size()));
   }
 
   /**
@@ -115,6 +148,7 @@ public record Endpoint(String host, int port, TlsSettings tls) implements Serial
     return new Endpoint(host, Integer.parseInt(port));
   }
 
+  /** {@code host:port} of this address alone (its others are not named). */
   @Override
   public String toString() {
     return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;

@@ -23,9 +23,11 @@ import java.util.function.Function;
 public final class LeaderClient implements Closeable {
   private static final long FIRST_BACKOFF_MS = 50;
   private static final long MAX_BACKOFF_MS = 2_000;
+  /** How often a produce request in flight asks the SC whether its leader was replaced. */
+  static final int WATCH_MS = 1_000;
 
-  /** Not final: it follows the active SC that a standby names ({@link #withSc}). */
-  private Endpoint scEndpoint;
+  /** The SC addresses and the current one ({@link #withSc}). */
+  private final ScEndpoints scEndpoints;
   private final int timeoutMs;
   private final String token;
   private final Map<Endpoint, Connection> connections = new HashMap<>();
@@ -45,12 +47,12 @@ public final class LeaderClient implements Closeable {
    * A client of the cluster whose SC is at {@code scEndpoint} that presents {@code token}
    * on every connection it opens (to the SC and to each leader).
    *
-   * @param scEndpoint the SC's public endpoint
+   * @param scEndpoint the SC's public endpoint (with the standby SCs' as its others)
    * @param timeoutMs bound on connecting and on each request
    * @param token the client token of a cluster with auth on; null: none
    */
   public LeaderClient(Endpoint scEndpoint, int timeoutMs, String token) {
-    this.scEndpoint = scEndpoint;
+    this.scEndpoints = new ScEndpoints(scEndpoint);
     this.timeoutMs = timeoutMs;
     this.token = token;
   }
@@ -71,21 +73,12 @@ public final class LeaderClient implements Closeable {
   }
 
   /**
-   * Run {@code call} on the SC's connection; a standby's {@code NOT_ACTIVE} naming the
-   * active SC makes this client use that SC from now on and try again (a few times).
+   * Run {@code call} on a connection to the SC: each listed SC address in turn until one
+   * answers, following a standby's {@code NOT_ACTIVE} to the active SC ({@link ScEndpoints});
+   * the address that answered stays current for the next call.
    */
   private <T> T withSc(Function<Connection, T> call) {
-    for (int attempt = 0; ; attempt++) {
-      try {
-        return call.apply(connection(scEndpoint));
-      } catch (FluvioException e) {
-        Endpoint active = Endpoint.activeSc(e);
-        if (active == null || attempt >= 3) {
-          throw e;
-        }
-        scEndpoint = active.withTls(scEndpoint.tls()); // the same cluster: the same TLS
-      }
-    }
+    return scEndpoints.call(endpoint -> call.apply(connection(endpoint)));
   }
 
   private Frame scRequest(int api, int version, Map<String, ?> meta) {
@@ -184,7 +177,11 @@ public final class LeaderClient implements Closeable {
    * Append one batch frame to a partition on its leader ({@code PRODUCE}), retrying as
    * every request does; {@code OutOfOrderSequenceError} is retried too when asked (an
    * idempotent producer's earlier frame may still be settling on a new leader), as the
-   * Python sender does.
+   * Python sender does. While the request waits, the metadata is asked again every {@link
+   * #WATCH_MS}: once it names another leader, or marks the leader offline (a hung SPU the
+   * SC replaced), the request is abandoned and retried on the new leader at once, as
+   * {@code _attempt} of {@code spark_stream/client/leader.py} does; an idempotent
+   * producer's sequence numbers dedupe a frame the old leader appended after all.
    *
    * @param topic the topic
    * @param partition the partition
@@ -203,7 +200,10 @@ public final class LeaderClient implements Closeable {
     return withLeader(
             topic,
             partition,
-            c -> c.request(ApiKeys.PRODUCE, 0, meta, java.nio.ByteBuffer.wrap(frame)),
+            (c, spuId) ->
+                c.request(
+                    ApiKeys.PRODUCE, 0, meta, java.nio.ByteBuffer.wrap(frame),
+                    () -> leaderReplaced(topic, partition, spuId), WATCH_MS),
             retryOutOfOrder ? ErrorCode.OUT_OF_ORDER_SEQUENCE : null)
         .decodeMeta();
   }
@@ -307,8 +307,7 @@ public final class LeaderClient implements Closeable {
    */
   public TopicSchema updateTopicSchema(String topic, String arrow) {
     Object updated =
-        connection(scEndpoint)
-            .request(ApiKeys.UPDATE_TOPIC_SCHEMA, 0, Map.of("name", topic, "arrow", arrow))
+        scRequest(ApiKeys.UPDATE_TOPIC_SCHEMA, 0, Map.of("name", topic, "arrow", arrow))
             .decodeMeta()
             .get("topic");
     Object spec = updated instanceof Map<?, ?> t ? t.get("spec") : null;
@@ -344,17 +343,38 @@ public final class LeaderClient implements Closeable {
     return java.util.List.copyOf(names);
   }
 
-  private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
-    return withLeader(topic, partition, call, null);
+  /**
+   * Whether the SC's metadata, asked afresh, replaced SPU {@code spuId} as the partition's
+   * leader (and the fresh snapshot is cached); false when the SC cannot say now.
+   */
+  private boolean leaderReplaced(String topic, int partition, int spuId) {
+    try {
+      Metadata fresh = withSc(sc -> Metadata.load(sc, topic));
+      metadata.put(topic, fresh);
+      return fresh.replaced(partition, spuId);
+    } catch (FluvioException e) {
+      return false; // no fresher word: keep waiting for the reply (or the timeout)
+    }
   }
 
-  private Frame withLeader(
-      String topic, int partition, Function<Connection, Frame> call, ErrorCode alsoRetry) {
+  /** A request to a partition's leader: the connection and the leader's SPU id. */
+  @FunctionalInterface
+  private interface LeaderCall {
+    Frame apply(Connection leader, int spuId);
+  }
+
+  private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
+    return withLeader(topic, partition, (c, spuId) -> call.apply(c), null);
+  }
+
+  private Frame withLeader(String topic, int partition, LeaderCall call, ErrorCode alsoRetry) {
     long backoff = FIRST_BACKOFF_MS;
     long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
     while (true) {
       try {
-        return call.apply(connection(metadata(topic).leader(partition)));
+        Metadata known = metadata(topic);
+        Endpoint leader = known.leader(partition);
+        return call.apply(connection(leader), known.leaderId(partition));
       } catch (FluvioException e) {
         boolean retry = e.retriable() || (alsoRetry != null && e.code() == alsoRetry);
         if (!retry || System.nanoTime() + backoff * 1_000_000L > deadline) {

@@ -15,7 +15,9 @@ import java.util.Map;
  *
  * @param topic the topic
  * @param leaders leader SPU id by partition index; -1 when the partition has none
- * @param spus public endpoint by SPU id
+ * @param spus public endpoint by SPU id, of the SPUs the SC does not mark offline (a
+ *     partition whose leader is offline has no leader here, as {@code MetadataView.leader}
+ *     of Python)
  * @param schema a typed topic's schema ({@code spec.topicSchema}), null for an untyped topic
  * @param tier the topic's tier directory (an fsspec URL, {@code spec.tier}), null when it
  *     is not tiered
@@ -49,6 +51,11 @@ public record Metadata(
     Map<String, Object> listed = sc.request(ApiKeys.LIST_SPUS, 0, Map.of()).decodeMeta();
     Map<Integer, Endpoint> spus = new HashMap<>();
     for (Object s : list(listed.get("spus"))) {
+      Object status = map(s).get("status");
+      Object resolution = status instanceof Map<?, ?> st ? st.get("resolution") : null;
+      if (resolution != null && resolution.toString().equalsIgnoreCase("offline")) {
+        continue; // the SC marked it offline: it leads nothing reachable (leader() says so)
+      }
       Map<String, Object> spec = map(map(s).get("spec"));
       Map<String, Object> pub = map(spec.get("publicEndpoint"));
       int id = ((Number) spec.get("spuId")).intValue();
@@ -58,6 +65,34 @@ public record Metadata(
     Object tier = topicSpec instanceof Map<?, ?> s ? s.get("tier") : null;
     return new Metadata(
         topic, List.copyOf(leaders), Map.copyOf(spus), typed, tier == null ? null : tier.toString());
+  }
+
+  /**
+   * Whether a request in flight to SPU {@code spuId} for {@code partition} should fail over
+   * ({@code replaced} of {@code spark_stream/client/leader.py}): another SPU leads it now,
+   * or its leader is offline or unknown.
+   *
+   * @param partition the index
+   * @param spuId the SPU the request went to
+   * @return true when the request should be abandoned and sent to the new leader
+   */
+  public boolean replaced(int partition, int spuId) {
+    if (partition < 0 || partition >= leaders.size()) {
+      return true;
+    }
+    int now = leaders.get(partition);
+    return now != spuId || !spus.containsKey(now);
+  }
+
+  /**
+   * The SPU id of a partition's leader, -1 when it has none.
+   *
+   * @param partition the index (checked by {@link #leader})
+   * @return the id
+   */
+  public int leaderId(int partition) {
+    leader(partition);
+    return leaders.get(partition);
   }
 
   /** Partitions of the topic. */

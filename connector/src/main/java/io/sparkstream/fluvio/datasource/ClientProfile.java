@@ -60,7 +60,7 @@ final class ClientProfile {
       return null;
     }
     try {
-      Endpoint own = Endpoint.first(data.get("endpoint").textValue(), "profile");
+      Endpoint own = Endpoint.list(data.get("endpoint").textValue(), "profile");
       return own.sameAddress(endpoint) ? data.get("token").textValue() : null;
     } catch (FluvioException e) {
       return null;
@@ -80,7 +80,7 @@ final class ClientProfile {
     JsonNode data = current(path);
     try {
       Endpoint endpoint =
-          Endpoint.first(data.get("endpoint").textValue(), "profile %s: 'endpoint'".formatted(path));
+          Endpoint.list(data.get("endpoint").textValue(), "profile %s: 'endpoint'".formatted(path));
       return endpoint.withTls(tls(data));
     } catch (FluvioException e) {
       throw new FluvioException(ErrorCode.INVALID_CONFIG, e.getMessage(), e);

@@ -466,8 +466,9 @@ public record ReaderOptions(
 
   /**
    * The {@code endpoint} option ({@code kafka.bootstrap.servers}), else {@code
-   * FLUVIO_ENDPOINT}, else the profile. Kafka's form lists several servers,
-   * comma-separated: each is checked and the first is used (a cluster has one SC).
+   * FLUVIO_ENDPOINT}, else the profile. Each may list several SC addresses (standby SCs;
+   * Kafka's form lists several servers), comma-separated: each is checked, the first is
+   * tried first and the rest in turn when it does not answer ({@code ScEndpoints}).
    */
   static Endpoint endpoint(OptionNames.Given given) {
     Endpoint address = address(given);
@@ -482,14 +483,14 @@ public record ReaderOptions(
       if (raw == null || raw.isBlank()) {
         return ClientProfile.endpoint();
       }
-      return wrap(() -> Endpoint.first(System.getenv("FLUVIO_ENDPOINT"), "FLUVIO_ENDPOINT"));
+      return wrap(() -> Endpoint.list(System.getenv("FLUVIO_ENDPOINT"), "FLUVIO_ENDPOINT"));
     }
     String what = "option '%s'".formatted(given.name("endpoint"));
-    List<Endpoint> hosts = new ArrayList<>();
     for (String host : raw.split(",", -1)) {
-      hosts.add(wrap(() -> Endpoint.parse(host.strip(), what)));
+      wrap(() -> Endpoint.parse(host.strip(), what));  // each checked, as Python's _endpoint
     }
-    return hosts.get(0);
+    String listed = raw;
+    return wrap(() -> Endpoint.list(listed, what));
   }
 
   /**

@@ -12,11 +12,11 @@ import org.junit.jupiter.api.Test;
 class EndpointTest {
   @Test
   void theFirstOfAListIsUsedAndEveryEntryIsChecked() {
-    assertEquals(new Endpoint("a", 1), Endpoint.first("a:1", "x"));
-    assertEquals(new Endpoint("::1", 2), Endpoint.first(" [::1]:2 , b:3", "x"));
-    FluvioException bad = assertThrows(FluvioException.class, () -> Endpoint.first("a:1,b", "FLUVIO_ENDPOINT"));
+    assertEquals(new Endpoint("a", 1), Endpoint.list("a:1", "x"));
+    assertEquals(new Endpoint("::1", 2, null, java.util.List.of(new Endpoint("b", 3))), Endpoint.list(" [::1]:2 , b:3, b:3", "x"));
+    FluvioException bad = assertThrows(FluvioException.class, () -> Endpoint.list("a:1,b", "FLUVIO_ENDPOINT"));
     assertEquals(ErrorCode.INVALID_CONFIG, bad.code());
-    assertThrows(FluvioException.class, () -> Endpoint.first(" , ", "x"));
+    assertThrows(FluvioException.class, () -> Endpoint.list(" , ", "x"));
   }
 
   @Test
