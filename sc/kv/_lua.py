@@ -14,6 +14,10 @@ Key layout under the prefix ``P`` (``ARGV[1]`` of every script):
 - ``P:lease``                     the active-SC lease (``sc.lease``): ``{token}|{holder}``,
                                   with a TTL (``PX``)
 - ``P:lease:token``               the last fencing token issued (``INCR``; never expires)
+- ``P:store-id``                  the identity of the store's data (``SET NX``: the
+                                  first active SC after the data was lost names it)
+- ``P:tombstones``                sorted set of deleted partitions' uids, scored by the
+                                  time of deletion (``sc.rebuild``)
 - ``P:tgrp:{topic}``              set of the groups that may hold a grant or an offset on
                                   the topic (a superset), so deleting a partition finds
                                   them; not under ``P:grp:`` where a group named like a
@@ -45,6 +49,8 @@ __all__ = [
     "COMMIT",
     "WRITE_OFFSETS",
     "DELETE_OFFSETS",
+    "STORE_ID",
+    "ADD_TOMBSTONES",
     "CLAIM_LEASE",
     "RENEW_LEASE",
     "RELEASE_LEASE",
@@ -308,6 +314,30 @@ for _, field in ipairs(redis.call('HKEYS', off)) do
   end
 end
 return {'ok', count}
+"""
+)
+
+# -- the store's identity and tombstones (``sc.rebuild``) ----------------------------
+
+# ARGV: prefix, a fresh id -> {'ok', id}: the stored id, set to the fresh one if none.
+STORE_ID = (
+    _PRELUDE
+    + """
+local key = P .. ':store-id'
+redis.call('SET', key, ARGV[2], 'NX')
+return {'ok', redis.call('GET', key)}
+"""
+)
+
+# ARGV: prefix, score (seconds), how many to keep, then the uids -> {'ok'}. Every uid
+# gets the same score; the newest ``keep`` members stay.
+ADD_TOMBSTONES = (
+    _PRELUDE
+    + """
+local key, now, keep = P .. ':tombstones', ARGV[2], tonumber(ARGV[3])
+for i = 4, #ARGV do redis.call('ZADD', key, now, ARGV[i]) end
+redis.call('ZREMRANGEBYRANK', key, 0, -(keep + 1))
+return {'ok'}
 """
 )
 

@@ -146,9 +146,13 @@ class MemoryKvStore(KvStore):
     # -- writes --------------------------------------------------------------------
 
     async def store_id(self) -> str:
+        self._check_fence()  # as on Redis, where the first ask names the store
         return self._store_id
 
     async def add_tombstones(self, uids: Collection[str]) -> None:
+        if not uids:
+            return
+        self._check_fence()
         for uid in uids:
             self._tombstones.pop(uid, None)
             self._tombstones[uid] = None

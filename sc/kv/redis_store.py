@@ -9,7 +9,8 @@ triggers a re-list (``Resync``). After a reconnect or an idle block the watcher 
 checks the counter: a counter below its position means Redis lost data (restart without
 persistence), which also triggers a re-list.
 
-Every writing script checks the writer's fencing token first (``KvStore.fence``); the
+Every writing script checks the writer's fencing token first (``KvStore.fence``),
+naming the store (``STORE_ID``) and adding tombstones (``ADD_TOMBSTONES``) included; the
 lease scripts (``CLAIM_LEASE``, ``RENEW_LEASE``, ``RELEASE_LEASE``) keep the record of
 ``sc.lease`` as a key with a TTL.
 
@@ -190,6 +191,8 @@ class RedisKvStore(KvStore):
         )
         self._write_offsets = self._redis.register_script(_lua.WRITE_OFFSETS)
         self._delete_offsets = self._redis.register_script(_lua.DELETE_OFFSETS)
+        self._store_id = self._redis.register_script(_lua.STORE_ID)
+        self._add_tombstones = self._redis.register_script(_lua.ADD_TOMBSTONES)
         self._claim = self._redis.register_script(_lua.CLAIM_LEASE)
         self._renew = self._redis.register_script(_lua.RENEW_LEASE)
         self._release = self._redis.register_script(_lua.RELEASE_LEASE)
@@ -318,29 +321,16 @@ class RedisKvStore(KvStore):
     # -- writes --------------------------------------------------------------------
 
     async def store_id(self) -> str:
-        key, fresh = f"{self._prefix}:store-id", new_uid()
-
-        async def op() -> Any:
-            # SET NX then GET: the first SC to ask after the data was lost names the store.
-            await self._redis.set(key, fresh, nx=True)
-            return await self._redis.get(key)
-
-        value = await self._call(op, "store_id")
-        return _text(value) if value is not None else fresh
+        # SET NX then GET in one fenced script: the first active SC to ask after the
+        # data was lost names the store; a deposed one cannot.
+        reply = await self._write(self._store_id, [self._prefix, new_uid()], "store_id")
+        return _text(reply[1])
 
     async def add_tombstones(self, uids: Collection[str]) -> None:
         if not uids:
             return
-        key = f"{self._prefix}:tombstones"
-        now = time.time()
-
-        async def op() -> Any:
-            async with self._redis.pipeline(transaction=True) as pipe:
-                pipe.zadd(key, dict.fromkeys(uids, now))
-                pipe.zremrangebyrank(key, 0, -(TOMBSTONES_MAX + 1))  # keep the newest
-                return await pipe.execute()
-
-        await self._call(op, "tombstones")
+        args: list[EncodableT] = [self._prefix, repr(time.time()), TOMBSTONES_MAX, *uids]
+        await self._write(self._add_tombstones, args, "tombstones")
 
     async def tombstones(self) -> frozenset[str]:
         key = f"{self._prefix}:tombstones"

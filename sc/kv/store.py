@@ -22,9 +22,10 @@ Theory of operation:
 
 - The active-SC lease (``sc.lease``): ``claim_lease``/``renew_lease``/``release_lease``
   keep one lease record and the last fencing token issued. After ``fence(token)``,
-  every write of this store object (objects and consumer-group data) is refused with
-  ``NotActiveError``, before it changes anything, unless ``token`` is still the last
-  issued. A store never fenced writes unconditionally (tools, tests, a single SC).
+  every write of this store object (objects, consumer-group data, the store's id and
+  tombstones) is refused with ``NotActiveError``, before it changes anything, unless
+  ``token`` is still the last issued. A store never fenced writes unconditionally
+  (tools, tests, a single SC).
 
 - Consumer groups keep an owner map (the commit fence) and offsets beside the group
   object, outside the feed and the revision counter; ``publish_group_plan`` writes the

@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio as redis
 
 from sc.kv import ChangeEvent, ChangeType, Grant, OffsetCommit, RedisKvStore, Resync
-from spark_stream.errors import KvUnavailableError
+from spark_stream.errors import KvUnavailableError, NotActiveError
 from spark_stream.local import RedisServer
 from tests.sc.kv.helpers import GROUP, MEMBER_A, group, plan, take, topic, topic_with_partitions
 
@@ -162,3 +162,31 @@ def test_concurrent_commits_share_round_trips_and_survive_a_script_flush(tmp_pat
                 await store.close()
 
         asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_deposed_sc_leaves_the_store_unnamed(redis_url: str) -> None:
+    """The refused ``store_id`` of a superseded token sets no ``store-id`` key: the next
+    active SC names the store with its own id."""
+
+    async def main() -> None:
+        deposed, active = _store(redis_url), _store(redis_url)
+        probe = redis.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            old = await active.claim_lease("a", 30.0)
+            await active.release_lease(old.token)
+            new = await active.claim_lease("b", 30.0)
+            deposed.fence(old.token)
+            with pytest.raises(NotActiveError):
+                await deposed.store_id()
+            with pytest.raises(NotActiveError):
+                await deposed.add_tombstones(["u-1"])
+            assert await probe.exists("fluvio:store-id", "fluvio:tombstones") == 0
+            active.fence(new.token)
+            named = await active.store_id()
+            assert await probe.get("fluvio:store-id") == named
+        finally:
+            await probe.aclose()
+            await deposed.close()
+            await active.close()
+
+    asyncio.run(asyncio.wait_for(main(), 30))

@@ -90,6 +90,8 @@ def test_a_superseded_token_writes_nothing(backend: Backend) -> None:
             store.write_group_offsets("g", {("kept", 0): 1}),
             store.delete_group_offsets("g"),
             store.delete_group("g"),
+            store.add_tombstones(["u-late"]),
+            store.store_id(),
         ]
         told: list[int] = []
         store.on_deposed = told.append
@@ -101,9 +103,38 @@ def test_a_superseded_token_writes_nothing(backend: Backend) -> None:
         assert await store.get("Topic", "late") is None
         assert await store.get("Topic", "by-a") == made
         assert await store.fetch_group_offsets("g") == {}
+        assert await store.tombstones() == frozenset()
         store.fence(new.token)  # the new holder writes
         assert (await store.create(topic("by-b"))).name == "by-b"
         store.fence(None)  # unfenced writes (tools, tests) are not checked
         assert (await store.create(topic("tool"))).name == "tool"
+
+    backend.run(body)
+
+
+def test_a_superseded_token_cannot_name_the_store_or_add_tombstones(backend: Backend) -> None:
+    """The rebuild's two writes (``sc.rebuild``) are fenced like the others: a deposed SC
+    neither names a store that lost its data nor records deleted partitions in it."""
+
+    async def body(store: KvStore) -> None:
+        old = await store.claim_lease(A, TTL)
+        await store.release_lease(old.token)
+        new = await store.claim_lease(B, TTL)
+        store.fence(old.token)
+        with pytest.raises(NotActiveError, match="superseded"):
+            await store.store_id()
+        with pytest.raises(NotActiveError, match="superseded"):
+            await store.add_tombstones(["u-1", "u-2"])
+        await store.add_tombstones([])  # nothing to write: nothing refused
+        assert await store.tombstones() == frozenset()
+        store.fence(new.token)  # the active SC names the store and records tombstones
+        named = await store.store_id()
+        assert named and await store.store_id() == named
+        await store.add_tombstones(["u-3"])
+        assert await store.tombstones() == {"u-3"}
+        store.fence(old.token)  # named now, but a deposed SC still may not ask
+        with pytest.raises(NotActiveError, match="superseded"):
+            await store.store_id()
+        assert await store.tombstones() == {"u-3"}
 
     backend.run(body)
