@@ -635,10 +635,10 @@ def _subscribed(topic: str, topics: tuple[str, ...], pattern: str | None) -> boo
 
 
 def _endpoint(opts: GivenOptions) -> str | None:
-    """The ``endpoint`` option (``kafka.bootstrap.servers``), checked by the one endpoint
-    parser. Kafka's form lists several servers, comma-separated: each is checked and the
-    first is used (a cluster has one SC; the others are accepted, as Kafka clients accept
-    a list, and not contacted)."""
+    """The ``endpoint`` option (``kafka.bootstrap.servers``), each entry checked by the one
+    endpoint parser. Kafka's form lists several servers, comma-separated: the client tries
+    them in turn and follows the active SC a standby names (``ScEndpoints``), so a read
+    or write still connects when the first listed SC is dead."""
     endpoint = opts.values.get("endpoint")
     if endpoint is None:
         return None
@@ -649,7 +649,7 @@ def _endpoint(opts: GivenOptions) -> str | None:
             parse_endpoint(host, what=f"option '{name}'")
         except InvalidConfigError as exc:
             raise DataSourceOptionError(str(exc)) from None
-    return hosts[0]
+    return ",".join(hosts)
 
 
 def named_tls(options: Mapping[str, str]) -> TlsConfig | None:

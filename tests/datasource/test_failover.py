@@ -1,19 +1,21 @@
-"""The JVM connector through SC and leader failures, with real processes (issue 15).
+"""``format("fluvio")`` through SC and leader failures, with real processes (issue 15).
 
-- **A dead first SC.** Two SCs on one Redis (the second a standby), two SPUs given both
-  SCs' private addresses. The active SC is SIGKILLed and the standby takes over; then a
-  ``format("fluvio")`` batch read and a write through the JVM, with ``endpoint`` listing
-  the killed SC first, connect to the standby-turned-active SC (``ScEndpoints`` in
-  ``connector/``) and read back exactly what was produced.
-- **A hung leader.** The leader of an RF 3 partition of the shared cluster is SIGSTOPped
-  and the JVM writer writes at once: its produce requests go to the stopped SPU, which
-  the metadata still names, and hang. The SC marks the SPU offline and elects another
-  leader after its heartbeat timeout (about 6 s); the writer, which asks the SC about
-  the leader while a request waits, abandons the request and retries on the new leader
-  (its sequence numbers dedupe). The writer's request timeout (30 s) is also its whole
-  retry budget, so a writer that waited the hung request out would fail the write with
-  ``RequestTimeoutError``: the write completing shows the failover without timing it.
-  Every row is read back exactly once.
+- **A dead first SC** (both paths). Two SCs on one Redis (the second a standby), two SPUs
+  given both SCs' private addresses. The active SC is SIGKILLed and the standby takes
+  over; then a ``format("fluvio")`` batch read and a write, with ``endpoint`` listing the
+  killed SC first, connect to the standby-turned-active SC (``ScEndpoints``: the JVM's
+  in ``connector/``, the Python client's in ``spark_stream/net``) and read back exactly
+  what was produced.
+- **A hung leader** (the JVM path; the Python client's failover is tested in
+  ``tests/integration/test_hung_leader.py``). The leader of an RF 3 partition of the
+  shared cluster is SIGSTOPped and the JVM writer writes at once: its produce requests
+  go to the stopped SPU, which the metadata still names, and hang. The SC marks the SPU
+  offline and elects another leader after its heartbeat timeout (about 6 s); the writer,
+  which asks the SC about the leader while a request waits, abandons the request and
+  retries on the new leader (its sequence numbers dedupe). The writer's request timeout
+  (30 s) is also its whole retry budget, so a writer that waited the hung request out
+  would fail the write with ``RequestTimeoutError``: the write completing shows the
+  failover without timing it. Every row is read back exactly once.
 """
 
 from __future__ import annotations
@@ -38,9 +40,6 @@ pytestmark = [
     pytest.mark.spark,
     pytest.mark.integration,
     pytest.mark.timeout(600),
-    pytest.mark.spark_source(
-        "jvm", reason="the Python source's failover is tested in tests/integration"
-    ),
 ]
 
 ROWS = 300
@@ -55,7 +54,7 @@ def _values(fluvio: Fluvio, topic: str, partitions: int) -> list[str]:
     return out
 
 
-def test_jvm_reads_and_writes_through_a_standby_when_the_first_sc_is_dead(
+def test_reads_and_writes_go_through_a_standby_when_the_first_sc_is_dead(
     spark: SparkSession, redis_url: str, tmp_path: Path
 ) -> None:
     a, b = two_scs(redis_url, tmp_path)
@@ -96,7 +95,7 @@ def test_jvm_reads_and_writes_through_a_standby_when_the_first_sc_is_dead(
             frame.write.format("fluvio").option("endpoint", endpoint).option("topic", topic).save()
             back = [r.value for r in read.option("topic", topic).load().selectExpr(
                 "cast(value as string) as value").collect()]  # fmt: skip
-            print(f"JVM through {endpoint} (first SC killed): read {len(got)}, wrote {ROWS}")
+            print(f"through {endpoint} (first SC killed): read {len(got)}, wrote {ROWS}")
             assert sorted(back) == sorted(produced + written)
             assert sorted(_values(fluvio, topic, 2)) == sorted(produced + written)
     finally:
@@ -106,6 +105,9 @@ def test_jvm_reads_and_writes_through_a_standby_when_the_first_sc_is_dead(
         a.stop()
 
 
+@pytest.mark.spark_source(
+    "jvm", reason="the Python client's failover is tested in tests/integration"
+)
 def test_jvm_writer_fails_over_from_a_hung_leader(
     spark: SparkSession,
     fluvio: Fluvio,
