@@ -636,6 +636,12 @@ class ConnectionManager:
 
     # -- live replica status -----------------------------------------------------------
 
+    def forget_lrs(self, names: list[str]) -> None:
+        """Forget the last entries of ``names``: their next report is forwarded even if
+        unchanged (the SC refused it after all: its shrink was not recorded in time)."""
+        for name in names:
+            self._last_lrs.pop(name, None)
+
     def receive_lrs(self, spu_id: int, statuses: list[LrsStatus]) -> tuple[int, list[str]]:
         """Forward the entries ``spu_id`` may report; return (accepted, rejected names).
 

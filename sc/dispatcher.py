@@ -21,7 +21,8 @@ Theory of operation (seed ``003``, "Workflows"):
   newer event about the same SPU or partition replaces it). ``Reconcile`` sweeps repair
   the rest.
 - **Waiting**: ``wait_revision`` lets a request handler wait until the mirror (or the
-  actions) reached a KV revision, which gives clients read-your-writes.
+  actions) reached a KV revision, which gives clients read-your-writes; ``wait_until``
+  waits for any condition on the mirror (an in-sync shrink recorded, ``sc.isr``).
 
 The watch survives Redis outages: on ``KvUnavailableError`` it backs off and watches
 again from the last revision it delivered; the store answers with the changes since, or
@@ -213,9 +214,17 @@ class Dispatcher:
             current = self.processed_revision if processed else self.store.revision
             return current >= revision
 
+        return await self.wait_until(reached, timeout)
+
+    async def wait_until(self, condition: Callable[[], bool], timeout: float = 5.0) -> bool:  # noqa: ASYNC109
+        """Wait until ``condition()`` holds, asked again after every batch of the loop.
+
+        Returns:
+            True when it held, False after ``timeout`` seconds.
+        """
         try:
             async with asyncio.timeout(timeout):
-                while not reached():
+                while not condition():
                     await self._advanced.wait()
         except TimeoutError:
             return False

@@ -15,7 +15,9 @@ messages"):
   stream its pushes. An SPU registered (or given its secret) a moment ago may not be
   mirrored yet, so a refused SPU is checked again once the mirror caught up with the KV.
 - ``UPDATE_LRS`` / ``HEARTBEAT``: only on a connection that completed ``SPU_CONNECT``,
-  for the same SPU id. Every request refreshes the session's liveness; a watchdog task
+  for the same SPU id. An ``UPDATE_LRS`` entry that shrinks a partition's in-sync set
+  is accepted only once the store records the shrink (``sc.isr``; refused after
+  ``SHRINK_RECORD_TIMEOUT_S``). Every request refreshes the session's liveness; a watchdog task
   drops sessions silent for ``heartbeat_timeout_s``.
 """
 
@@ -30,16 +32,24 @@ from typing import Any
 
 from sc.connection_manager import ConnectionManager, SpuSession
 from sc.dispatcher import Dispatcher
+from sc.isr import unrecorded_removals
 from sc.kv.store import KvStore
 from sc.rebuild import Rebuilder
 from spark_stream.errors import ConflictError, InvalidRequestError, UnauthorizedError
-from spark_stream.models import PrivateEndpoint, PublicEndpoint, Spu
+from spark_stream.models import (
+    Partition,
+    PartitionStatus,
+    PrivateEndpoint,
+    PublicEndpoint,
+    Spu,
+)
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import ConnContext, Server
 from spark_stream.protocol import ApiKey, Message, Request
 from spark_stream.protocol.control import (
     HeartbeatRequest,
     HeartbeatResponse,
+    LrsStatus,
     SpuConnectRequest,
     UpdateLrsRequest,
     UpdateLrsResponse,
@@ -51,6 +61,14 @@ __all__ = ["PrivateApi"]
 log = logging.getLogger(__name__)
 
 _SESSION = "spu_session"
+
+#: The wait for an in-sync shrink to reach the store before it is refused (the SPU's
+#: request timeout is 10 s; a refused shrink is reported again a heartbeat period later).
+SHRINK_RECORD_TIMEOUT_S = 5.0
+
+
+def _status(partition: Partition | None) -> PartitionStatus | None:
+    return None if partition is None else partition.status
 
 
 class PrivateApi:
@@ -97,6 +115,8 @@ class PrivateApi:
             budget=budget,
         )
         self._watchdog: asyncio.Task[None] | None = None
+        #: How long an ``UPDATE_LRS`` answer waits for the store to record a shrink.
+        self.shrink_record_timeout_s = SHRINK_RECORD_TIMEOUT_S
 
     @property
     def port(self) -> int:
@@ -225,10 +245,46 @@ class PrivateApi:
         msg = request.message()
         assert isinstance(msg, UpdateLrsRequest)
         self._session(ctx, msg.spu_id)
-        accepted, rejected = self.cm.receive_lrs(msg.spu_id, msg.statuses())
+        statuses = msg.statuses()
+        accepted, rejected = self.cm.receive_lrs(msg.spu_id, statuses)
         if rejected:
             log.info("lrs entries rejected spu=%d partitions=%s", msg.spu_id, rejected[:10])
+        unrecorded = await self._record_shrinks(statuses, set(rejected))
+        if unrecorded:
+            log.warning(
+                "in-sync shrink not recorded in time, refused spu=%d partitions=%s",
+                msg.spu_id,
+                unrecorded[:10],
+            )
+            self.cm.forget_lrs(unrecorded)
+            accepted -= len(unrecorded)
+            rejected += unrecorded
         return UpdateLrsResponse(accepted, rejected)
+
+    async def _record_shrinks(self, statuses: list[LrsStatus], rejected: set[str]) -> list[str]:
+        """Wait until the store records every in-sync shrink among the accepted entries.
+
+        Accepting a shrink lets its leader commit what the dropped followers lack, so the
+        answer waits for the store, which elections read (``sc.isr``). Returns the entries
+        whose shrink was not recorded within ``shrink_record_timeout_s``: refused, so
+        their leaders keep the larger set and report again.
+        """
+        store = self.dispatcher.store
+
+        def pending(entries: dict[str, PartitionStatus]) -> list[str]:
+            return sorted(
+                name
+                for name, reported in entries.items()
+                if unrecorded_removals(_status(store.partition(name)), reported)
+            )
+
+        shrinks = {s.name: s.status for s in statuses if s.name not in rejected}
+        if not pending(shrinks):
+            return []
+        await self.dispatcher.wait_until(
+            lambda: not pending(shrinks), timeout=self.shrink_record_timeout_s
+        )
+        return pending(shrinks)
 
     async def _heartbeat(self, request: Request, ctx: ConnContext) -> Message:
         msg = request.message()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from sc.app import ScApp
+from sc.isr import in_sync_ids
 from sc.kv import MemoryKvStore
 from sc.settings import ScSettings
 from spark_stream.client.admin import AdminClient
@@ -17,12 +18,24 @@ from spark_stream.config import load_settings
 from spark_stream.errors import (
     ConnectionClosedError,
     InvalidRequestError,
+    KvUnavailableError,
     UnauthorizedError,
 )
-from spark_stream.models import PartitionResolution, SpuResolution
+from spark_stream.models import (
+    KvObject,
+    Partition,
+    PartitionResolution,
+    PartitionStatus,
+    SpuResolution,
+)
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import ApiKey
-from spark_stream.protocol.control import HeartbeatRequest, SpuConnectRequest, UpdateLrsRequest
+from spark_stream.protocol.control import (
+    HeartbeatRequest,
+    LrsStatus,
+    SpuConnectRequest,
+    UpdateLrsRequest,
+)
 from tests.polling import until
 from tests.sc.sim_spu import SimSpu, run, sim_secret
 
@@ -30,11 +43,13 @@ pytestmark = pytest.mark.integration
 
 
 @contextlib.asynccontextmanager
-async def running_sc(heartbeat: float = 2.0) -> AsyncIterator[tuple[ScApp, AdminClient]]:
+async def running_sc(
+    heartbeat: float = 2.0, kv: MemoryKvStore | None = None
+) -> AsyncIterator[tuple[ScApp, AdminClient]]:
     settings = load_settings(
         ScSettings, public_port=0, private_port=0, heartbeat_timeout_s=heartbeat
     )
-    app = ScApp(settings, kv=MemoryKvStore())
+    app = ScApp(settings, kv=kv or MemoryKvStore())
     await app.start()
     admin = AdminClient("127.0.0.1", app.public_port, timeout=10)
     try:
@@ -182,6 +197,75 @@ def test_leader_moves_when_its_spu_disconnects_and_the_change_is_pushed() -> Non
                 assert back.replicas["t-0"].leader == other
                 reply = await back.send_lrs([back.lrs_entry("t-0")])
                 assert reply.rejected == ["t-0"]
+            finally:
+                for sim in sims.values():
+                    await sim.close()
+
+    run(body())
+
+
+class _StallingKv(MemoryKvStore):
+    """The memory store, whose partition status writes fail while ``stalled`` (as when
+    Redis is unreachable)."""
+
+    stalled = False
+
+    async def update_status(
+        self, kind: str, name: str, status: Any, expected_revision: int | None = None
+    ) -> KvObject[Any, Any]:
+        if self.stalled and kind == Partition.kind:
+            raise KvUnavailableError("partition status writes are stalled by the test")
+        return await super().update_status(kind, name, status, expected_revision)
+
+
+def _dropping(entry: LrsStatus, follower: int) -> LrsStatus:
+    """``entry`` with ``follower`` out of the in-sync set (the leader's proposed shrink)."""
+    lrs = tuple(
+        r.model_copy(update={"in_sync": False}) if r.spu_id == follower else r
+        for r in entry.status.lrs
+    )
+    return LrsStatus(entry.name, entry.status.model_copy(update={"lrs": lrs}))
+
+
+def test_an_in_sync_shrink_is_accepted_only_once_the_store_records_it() -> None:
+    """Elections read the store's in-sync set, so a shrink the store could not record
+    is refused: its leader keeps the larger set (and commits nothing only it and the
+    remaining followers hold) until a later report is recorded and accepted."""
+
+    async def body() -> None:
+        kv = _StallingKv()
+        async with running_sc(kv=kv) as (app, admin):
+            app.private.shrink_record_timeout_s = 0.5
+            for spu_id in (1, 2):
+                await admin.register_spu(spu_id, secret=sim_secret(spu_id))
+            await admin.create_topic("t", partitions=1, replication_factor=2)
+            sims = {i: await SimSpu(app.private_port, i).connect() for i in (1, 2)}
+            try:
+
+                async def stored() -> PartitionStatus:
+                    (part,) = await admin.list_partitions("t")
+                    return part.status
+
+                async def online() -> bool:
+                    return (await stored()).resolution is PartitionResolution.ONLINE
+
+                await until(online, what="partition online")
+                leader = (await stored()).leader
+                assert leader in (1, 2)
+                follower = 3 - leader
+                sim = sims[leader]
+                await sim.wait_for(lambda: sim.replicas["t-0"].leader == leader)
+                shrink = _dropping(sim.lrs_entry("t-0", leo=5, hw=5), follower)
+
+                kv.stalled = True
+                reply = await sim.send_lrs([shrink])
+                assert (reply.accepted, reply.rejected) == (0, ["t-0"])
+                assert in_sync_ids(await stored()) == {1, 2}
+
+                kv.stalled = False
+                reply = await sim.send_lrs([shrink])
+                assert (reply.accepted, reply.rejected) == (1, [])
+                assert in_sync_ids(await stored()) == {leader}  # recorded before the answer
             finally:
                 for sim in sims.values():
                     await sim.close()
