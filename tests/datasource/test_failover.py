@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 from collections.abc import Callable
@@ -33,8 +32,13 @@ from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
 from tests.harness.processes import SpuChild
 from tests.integration.helpers import make_topic
-from tests.integration.test_standby_sc import _register, privates, publics, two_scs, wait_active
-from tests.polling import wait_until
+from tests.integration.test_standby_sc import (
+    publics,
+    start_spus,
+    two_scs,
+    wait_active,
+    wait_spus_online,
+)
 
 pytestmark = [
     pytest.mark.spark,
@@ -60,23 +64,9 @@ def test_reads_and_writes_go_through_a_standby_when_the_first_sc_is_dead(
     a, b = two_scs(redis_url, tmp_path)
     spus: list[SpuChild] = []
     try:
-        registered = asyncio.run(_register(publics(a, b), [5101, 5102]))
-        for spu_id, (ports, secret) in registered.items():
-            spu = SpuChild(
-                spu_id,
-                privates(a, b),
-                tmp_path / f"spu-{spu_id}",
-                ports,
-                {"heartbeat_interval_s": 0.5},
-                secret,
-            )
-            spus.append(spu.start())
+        start_spus((a, b), [5101, 5102], tmp_path, spus)
         with Fluvio.connect(publics(a, b), timeout=20) as fluvio:
-            wait_until(
-                lambda: sum(s.status.is_online for s in fluvio.admin().list_spus()) == 2,
-                30,
-                "both SPUs online",
-            )
+            wait_spus_online(fluvio, 2)
             topic = make_topic(fluvio, partitions=2, replication=2)
             producer = fluvio.topic_producer(topic, acks="all")
             produced = [f"p{i}" for i in range(ROWS)]

@@ -66,23 +66,9 @@ def test_standby_takes_over_a_killed_sc_under_load(redis_url: str, tmp_path: Pat
     a, b = two_scs(redis_url, tmp_path)
     spus: list[SpuChild] = []
     try:
-        admin = asyncio.run(_register(publics(a, b), [5001, 5002]))
-        for spu_id, (ports, secret) in admin.items():
-            spu = SpuChild(
-                spu_id,
-                privates(a, b),
-                tmp_path / f"spu-{spu_id}",
-                ports,
-                {"heartbeat_interval_s": 0.5},
-                secret,
-            )
-            spus.append(spu.start())
+        start_spus((a, b), [5001, 5002], tmp_path, spus)
         with Fluvio.connect(publics(a, b), timeout=20) as fluvio:
-            wait_until(
-                lambda: sum(s.status.is_online for s in fluvio.admin().list_spus()) == 2,
-                30,
-                "both SPUs online",
-            )
+            wait_spus_online(fluvio, 2)
             topic = make_topic(fluvio, partitions=2, replication=2)
             producer = fluvio.topic_producer(topic, acks="all", linger_ms=5)
             sent, acked = 0, set()
@@ -135,6 +121,32 @@ def test_standby_takes_over_a_killed_sc_under_load(redis_url: str, tmp_path: Pat
             spu.stop()
         b.stop()
         a.stop()
+
+
+def start_spus(
+    scs: tuple[ScChild, ...], ids: list[int], workdir: Path, started: list[SpuChild]
+) -> None:
+    """Register SPUs ``ids`` through whichever of ``scs`` is active and start each, given
+    every SC's private address; each is added to ``started`` (for the caller to stop)."""
+    registered = asyncio.run(_register(publics(*scs), ids))
+    for spu_id, (ports, secret) in registered.items():
+        spu = SpuChild(
+            spu_id,
+            privates(*scs),
+            workdir / f"spu-{spu_id}",
+            ports,
+            {"heartbeat_interval_s": 0.5},
+            secret,
+        )
+        started.append(spu.start())
+
+
+def wait_spus_online(fluvio: Fluvio, count: int) -> None:
+    wait_until(
+        lambda: sum(s.status.is_online for s in fluvio.admin().list_spus()) == count,
+        30,
+        f"{count} SPUs online",
+    )
 
 
 async def _register(endpoints: str, ids: list[int]) -> dict[int, tuple[tuple[int, int], str]]:
