@@ -43,11 +43,14 @@ is still writing its sealed segments as Parquet while the replication-3 rounds r
 which charged them for the other topic's tiering. ``--tier`` turns the local cluster's
 default tier on. ``rf3_vs_rf1`` is ``produce_100b_rf3_rps`` / ``produce_100b_rf1_rps``.
 
-``--tls`` adds, in the same run, a second cluster started with TLS on every port
-(``LocalCluster(tls="tls")``, the certificates ``fluvio cluster start --tls`` makes):
-``tls_produce_100b_rf1_rps``/``_rf3_rps`` (bulk produce, replication over TLS at RF 3)
-and ``tls_consume_100b_rps``, next to the plaintext keys, and their ratios
-``tls_produce_vs_plain`` and ``tls_consume_vs_plain``.
+``--tls`` adds, in the same run, a paired comparison (``run_tls``): a plaintext cluster
+and one started with TLS on every port (``LocalCluster(tls="tls")``, the certificates
+``fluvio cluster start --tls`` makes) run side by side, and each round goes to both, the
+order alternating. Keys: ``tls_produce_100b_rf1_rps``/``_rf3_rps`` (bulk produce,
+replication over TLS at RF 3) and ``tls_consume_100b_rps``, the same rounds' plaintext
+figures ``tls_plain_*``, the ratios ``tls_produce_vs_plain``,
+``tls_produce_rf3_vs_plain`` and ``tls_consume_vs_plain``, and the SPUs' CPU seconds
+with TLS over without (``tls_produce_spu_cpu_vs_plain``, ``..._rf3_...``).
 
     .venv/bin/python -m bench.cluster [--records 2000000] [--rounds 5] [--rate 1000] \
         [--frame-validation none] [--tls] [--auth] [--tier]
@@ -57,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -303,31 +307,77 @@ def _cluster(tmp: Path, validation: str, tier: bool, **options: Any) -> LocalClu
     )
 
 
+def paired_order(rounds: int) -> list[tuple[str, str]]:
+    """Which side runs first in each round of a paired comparison: plaintext first in
+    even rounds, TLS first in odd ones, so neither always runs on the other's warm
+    caches or in its wake."""
+    return [("plain", "tls") if i % 2 == 0 else ("tls", "plain") for i in range(rounds)]
+
+
 def run_tls(records: int, validation: str, rounds: int = 5, tier: bool = False) -> dict[str, Any]:
-    """Bulk produce (RF 1 and 3) and consume of 100 B records on a cluster with TLS on."""
+    """Bulk produce (RF 1 and 3) and consume of 100 B records with TLS on and off, paired.
+
+    A plaintext cluster and a TLS cluster run side by side and every round goes to both,
+    in turn (``paired_order``), so the machine's load and page cache treat both alike: a
+    TLS cluster measured after the plaintext one was at the mercy of what the machine did
+    meanwhile (one run's ratio came out 1.44, the plaintext side having run cold). Besides
+    wall-time medians, the SPUs' CPU seconds per round on each side (the load moves them
+    less), and their ratio.
+    """
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-tls-") as tmp:
-        cluster = _cluster(Path(tmp), validation, tier, tls="tls")
+        clusters = {
+            "plain": _cluster(Path(tmp) / "plain", validation, tier),
+            "tls": _cluster(Path(tmp) / "tls", validation, tier, tls="tls"),
+        }
         try:
-            cluster.start()
-            with Fluvio.connect(cluster.endpoint, timeout=20, tls=cluster.client_tls) as fluvio:
+            for cluster in clusters.values():
+                cluster.start()
+            with contextlib.ExitStack() as stack:
+                clients = {
+                    side: stack.enter_context(
+                        Fluvio.connect(cluster.endpoint, timeout=20, tls=cluster.client_tls)
+                    )
+                    for side, cluster in clusters.items()
+                }
+                cpus = {side: spu_cpu(cluster) for side, cluster in clusters.items()}
                 small = _values(200_000, 100)
                 for rf in (1, 3):
-                    topic = f"tls-bulk-100b-rf{rf}"
-                    _wait_topic(fluvio, topic, rf)
+                    topic = f"bulk-100b-rf{rf}"
+                    for fluvio in clients.values():
+                        _wait_topic(fluvio, topic, rf)
                     acks = "all" if rf > 1 else "leader"
-                    elapsed = _median_round(
-                        bulk_produce(fluvio, topic, small, records, acks, rounds)
-                    ).seconds
-                    results[f"tls_produce_100b_rf{rf}_rps"] = round(records / elapsed)
-                    results[f"tls_produce_100b_rf{rf}_mbps"] = round(
-                        records * 100 / elapsed / 1e6, 1
+                    done: dict[str, list[Round]] = {"plain": [], "tls": []}
+                    for order in paired_order(rounds):
+                        for side in order:
+                            done[side] += bulk_produce(
+                                clients[side], topic, small, records, acks, 1, cpus[side]
+                            )
+                    rps = {
+                        side: round(records / _median_round(r).seconds) for side, r in done.items()
+                    }
+                    cpu = {
+                        side: sum(x.spu_user + x.spu_system for x in r) for side, r in done.items()
+                    }
+                    suffix = "" if rf == 1 else "_rf3"
+                    results[f"tls_produce_100b_rf{rf}_rps"] = rps["tls"]
+                    results[f"tls_plain_produce_100b_rf{rf}_rps"] = rps["plain"]
+                    results[f"tls_produce{suffix}_vs_plain"] = round(rps["tls"] / rps["plain"], 2)
+                    results[f"tls_produce{suffix}_spu_cpu_vs_plain"] = round(
+                        cpu["tls"] / cpu["plain"], 2
                     )
-                consumed, elapsed = consume_all(fluvio, "tls-bulk-100b-rf1")
-                results["tls_consume_100b_rps"] = round(consumed / elapsed)
-                results["tls_consume_100b_mbps"] = round(consumed * 100 / elapsed / 1e6, 1)
+                consumed: dict[str, list[float]] = {"plain": [], "tls": []}
+                for order in paired_order(3):
+                    for side in order:
+                        rows, seconds = consume_all(clients[side], "bulk-100b-rf1")
+                        consumed[side].append(rows / seconds)
+                consume = {side: round(statistics.median(r)) for side, r in consumed.items()}
+                results["tls_consume_100b_rps"] = consume["tls"]
+                results["tls_plain_consume_100b_rps"] = consume["plain"]
+                results["tls_consume_vs_plain"] = round(consume["tls"] / consume["plain"], 2)
         finally:
-            cluster.stop()
+            for cluster in clusters.values():
+                cluster.stop()
     return results
 
 
@@ -411,12 +461,6 @@ def run(
             cluster.stop()
     if tls:
         results.update(run_tls(records, validation, rounds, tier))
-        results["tls_produce_vs_plain"] = round(
-            results["tls_produce_100b_rf1_rps"] / results["produce_100b_rf1_rps"], 2
-        )
-        results["tls_consume_vs_plain"] = round(
-            results["tls_consume_100b_rps"] / results["consume_100b_rps"], 2
-        )
     return results
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cluster import CHECK_FRAME_ROWS, Round, _median_round, check_shares
+from bench.cluster import CHECK_FRAME_ROWS, Round, _median_round, check_shares, paired_order
 
 
 @pytest.mark.parametrize(
@@ -27,3 +27,13 @@ def test_the_median_round_by_wall_time(seconds: list[float], median: float) -> N
 def test_check_shares_scale_one_frame_to_a_round_and_to_the_spus_cpu() -> None:
     shares = check_shares({"full": 250.0}, records=CHECK_FRAME_ROWS * 40, spu_cpu_s=0.5)
     assert shares == {"check_full_ms_per_round": 10.0, "check_full_share_of_spu_cpu": 0.02}
+
+
+def test_paired_rounds_alternate_which_side_runs_first() -> None:
+    assert paired_order(4) == [
+        ("plain", "tls"),
+        ("tls", "plain"),
+        ("plain", "tls"),
+        ("tls", "plain"),
+    ]
+    assert paired_order(0) == []
