@@ -18,7 +18,8 @@ import java.util.function.Function;
  * the client's timeout has passed since the first attempt; an election after a leader
  * died takes the SC a few seconds, which this rides out. A leader that hangs (its socket
  * open, no reply) is left as soon as the SC replaces it: every leader request (fetch,
- * local fetch, offsets, produce) asks the SC while it waits ({@link #leaderRequest}).
+ * local fetch, offsets, produce) asks the SC while it waits ({@link #leaderRequest}), and
+ * so does an idle fetch stream ({@link #stream}).
  *
  * <p>Not serializable: a Spark task builds one on the executor and closes it.
  */
@@ -173,6 +174,30 @@ public final class LeaderClient implements Closeable {
     return new LocalFetch(
         offsets, path == null ? "" : path.toString(), num(m, "base_offset"), num(m, "position"),
         num(m, "length"), num(m, "device"), num(m, "inode"));
+  }
+
+  /**
+   * Open a {@code STREAM_FETCH} stream of a partition from {@code offset} on, to its leader
+   * in fresh metadata (a stream is opened at the start and after a failure, when the cache
+   * may be stale). While no push comes the stream asks the SC every {@link #WATCH_MS}
+   * whether that leader was replaced and then ends with {@code NOT_LEADER}, so the caller
+   * reopens at its next offset on the new leader ({@link FetchStream}).
+   *
+   * @param topic the topic
+   * @param partition the partition
+   * @param offset the first offset wanted
+   * @param maxBytes soft limit on the frames of one push
+   * @param isolation committed or uncommitted
+   * @return the open stream (the caller closes it)
+   * @throws FluvioException as {@link #metadata} and {@link FetchStream#open}
+   */
+  public FetchStream stream(String topic, int partition, long offset, int maxBytes, Isolation isolation) {
+    Metadata fresh = withSc(sc -> Metadata.load(sc, topic));
+    metadata.put(topic, fresh);
+    int spuId = fresh.leaderId(partition);
+    return FetchStream.open(
+        fresh.leader(partition), topic, partition, offset, maxBytes, isolation, timeoutMs,
+        () -> leaderReplaced(topic, partition, spuId), WATCH_MS);
   }
 
   /**
