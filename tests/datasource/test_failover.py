@@ -287,3 +287,45 @@ def test_jvm_batch_reader_fails_over_from_a_leader_hung_mid_read(
     assert sorted(r.offset for r in rows) == list(range(BIG_ROWS))  # each offset once
     assert sorted(r.idx for r in rows) == list(range(BIG_ROWS))  # each record once
     assert {r.offset: r.idx for r in rows} == _indexes(fluvio, topic)  # at its offset
+
+
+@pytest.mark.spark_source("jvm", reason=PYTHON_FAILOVER)
+def test_jvm_continuous_stream_fails_over_from_a_hung_leader(
+    spark: SparkSession,
+    fluvio: Fluvio,
+    fluvio_cluster: LocalCluster,
+    new_topic: Callable[..., str],
+) -> None:
+    topic = new_topic(partitions=1, replicas=3)
+    before = [f"b{i}" for i in range(ROWS)]
+    during = [f"d{i}" for i in range(ROWS)]
+    produce(fluvio, topic, before)
+    leader, pid = _leader_pid(fluvio, fluvio_cluster, topic, 0)
+    name = f"hung_{uuid.uuid4().hex[:8]}"
+    query = (
+        spark.readStream.format("fluvio").option("endpoint", fluvio_cluster.endpoint)
+        .option("topic", topic).option("startingOffsets", "earliest").load()
+        .selectExpr("offset", "cast(value as string) as value")
+        .writeStream.format("memory").queryName(name).trigger(continuous="1 second").start()
+    )  # fmt: skip
+
+    def count() -> int:
+        return spark.sql(f"select * from {name}").count()
+
+    try:
+        with _continued(fluvio, leader, pid):
+            wait_until(lambda: count() >= ROWS, 180, "the rows produced before the hang")
+            os.kill(pid, signal.SIGSTOP)  # the reader's stream is open on it, idle
+            produce(fluvio, topic, during)  # acknowledged by the leader the SC elects next
+            # Before SIGCONT: a stream that waited for the stopped SPU reads none of them.
+            wait_until(lambda: count() >= 2 * ROWS, 180, "the rows produced during the hang")
+            assert query.exception() is None, str(query.exception())
+            new_leader = fluvio.topic_partitions(topic)[0].leader
+    finally:
+        query.stop()
+    rows = spark.sql(f"select offset, value from {name}").collect()
+    print(f"leader {leader} stopped with the stream open, replaced by {new_leader}: "
+          f"read {len(rows)} of {2 * ROWS}")  # fmt: skip
+    assert new_leader not in (None, leader)
+    assert sorted(r.offset for r in rows) == list(range(2 * ROWS))  # each exactly once
+    assert sorted(r.value for r in rows) == sorted(before + during)
