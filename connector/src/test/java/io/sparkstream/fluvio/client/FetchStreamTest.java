@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Timeout;
  */
 class FetchStreamTest {
   @Test
-  @Timeout(60)
+  @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void aStreamFromAHungLeaderEndsOnceTheLeaderIsReplaced() throws Exception {
     AtomicInteger checks = new AtomicInteger();
     try (ServerSocket hung = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());

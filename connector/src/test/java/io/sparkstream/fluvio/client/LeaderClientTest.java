@@ -66,7 +66,9 @@ class LeaderClientTest {
   }
 
   @Test
-  @Timeout(120) // a fetch that waited out its 600 s request timeout fails here
+  // A fetch that waits out its request timeout fails here (in a thread of its own: a
+  // blocked socket read ignores interrupts).
+  @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void aFetchLeavesAHungLeaderOnceTheScReplacesItAndAsksTheSameOffset() throws Exception {
     // A hung leader: it listens (the kernel accepts the connection) but never reads or
     // replies, as a SIGSTOPped SPU.
@@ -87,8 +89,8 @@ class LeaderClientTest {
                       // The SC names the hung SPU until its third answer (the watch's second).
                       ? describe(describes.getAndIncrement() < 2 ? 1 : 2)
                       : Map.of("spus", List.of(spuAt(1, stopped), spu(2, leader)), "revision", 1));
-      // A request timeout far above the test's run: only the watch can move the fetch.
-      try (sc; LeaderClient client = new LeaderClient(sc.endpoint(), 600_000)) {
+      // A request timeout above the test's: only the watch can move the fetch in time.
+      try (sc; LeaderClient client = new LeaderClient(sc.endpoint(), 120_000)) {
         FetchResult fetched = client.fetch("t", 0, 42, 1024, Isolation.COMMITTED);
         assertEquals(new PartitionOffsets(0, 9, 7, -1), fetched.offsets());
         assertEquals(List.of(42L), asked); // once, at the offset the hung leader was asked
