@@ -17,6 +17,7 @@ import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 
 /**
  * One {@code STREAM_FETCH} stream from a partition leader, on its own socket (the Python
@@ -30,7 +31,11 @@ import java.util.Map;
  * push and returns null when none came, so a caller can check its own deadline or close
  * flag between waits. {@code ERROR} becomes the typed exception of its code; {@code END} or
  * a closed socket is {@code CONNECTION_CLOSED} (retriable: the caller reopens at its next
- * offset, on the leader of the moment).
+ * offset, on the leader of the moment). A hung leader sends nothing and closes nothing, so
+ * while no push comes the stream asks its {@code abandon} check (the SC's metadata, {@link
+ * LeaderClient#stream}) every {@code watchMs}; once it says the leader was replaced the
+ * stream ends with the retriable {@code NOT_LEADER}, as a request in flight does ({@link
+ * Connection#request(int, int, Map, ByteBuffer, java.util.function.BooleanSupplier, int)}).
  */
 public final class FetchStream implements Closeable {
   /** Pushes granted at once, as Python's default. */
@@ -44,14 +49,19 @@ public final class FetchStream implements Closeable {
   private final OutputStream out;
   private final FrameDecoder decoder = new FrameDecoder();
   private final byte[] readBuffer = new byte[256 * 1024];
+  private final BooleanSupplier abandon;
+  private final long watchNanos;
+  private long lastHeard = System.nanoTime();
   private int taken;
   private boolean closed;
 
-  private FetchStream(Endpoint leader, Socket socket) throws IOException {
+  private FetchStream(Endpoint leader, Socket socket, BooleanSupplier abandon, int watchMs) throws IOException {
     this.leader = leader;
     this.socket = socket;
     this.in = socket.getInputStream();
     this.out = socket.getOutputStream();
+    this.abandon = abandon;
+    this.watchNanos = watchMs * 1_000_000L;
   }
 
   /**
@@ -64,18 +74,22 @@ public final class FetchStream implements Closeable {
    * @param maxBytes soft limit on the frames of one push
    * @param isolation committed (up to HW) or uncommitted (up to LEO)
    * @param timeoutMs bound on connecting
+   * @param abandon asked while no push comes: true ends the stream ({@code NOT_LEADER});
+   *     null: never
+   * @param watchMs how long without a push before {@code abandon} is asked (again)
    * @return the open stream
    * @throws FluvioException {@code CONNECTION_CLOSED}: the leader cannot be reached
    */
   public static FetchStream open(
-      Endpoint leader, String topic, int partition, long offset, int maxBytes, Isolation isolation, int timeoutMs) {
+      Endpoint leader, String topic, int partition, long offset, int maxBytes, Isolation isolation, int timeoutMs,
+      BooleanSupplier abandon, int watchMs) {
     Socket socket = new Socket();
     try {
       socket.setTcpNoDelay(true);
       socket.connect(new InetSocketAddress(leader.host(), leader.port()), timeoutMs);
       socket.setSoTimeout(timeoutMs);  // bounds the TLS handshake; reads set their own wait
       Socket wire = leader.tls() == null ? socket : leader.tls().wrap(socket, leader);
-      FetchStream stream = new FetchStream(leader, wire);
+      FetchStream stream = new FetchStream(leader, wire, abandon, watchMs);
       Map<String, Object> meta = new LinkedHashMap<>();
       meta.put("topic", topic);
       meta.put("partition", partition);
@@ -106,8 +120,9 @@ public final class FetchStream implements Closeable {
    * @param waitMs how long to wait (at least 1 ms is used)
    * @return the partition's offsets and the pushed frames (copied: they outlive this call),
    *     or null when nothing came in time
-   * @throws FluvioException the leader's typed error, or {@code CONNECTION_CLOSED} when the
-   *     stream ended or the socket failed
+   * @throws FluvioException the leader's typed error, {@code CONNECTION_CLOSED} when the
+   *     stream ended or the socket failed, or {@code NOT_LEADER} when {@code abandon} said
+   *     the leader was replaced
    */
   public FetchResult poll(long waitMs) {
     if (closed) {
@@ -122,12 +137,14 @@ public final class FetchStream implements Closeable {
           try {
             n = in.read(readBuffer);
           } catch (SocketTimeoutException e) {
+            abandonIfReplaced();
             return null;
           }
           if (n < 0) {
             throw new IOException("the leader closed the connection");
           }
           decoder.feed(ByteBuffer.wrap(readBuffer, 0, n));
+          lastHeard = System.nanoTime(); // the leader is alive: the watch starts over
           continue;
         }
         FrameKind kind = frame.header().kind();
@@ -159,6 +176,24 @@ public final class FetchStream implements Closeable {
       close();
       throw new FluvioException(
           ErrorCode.CONNECTION_CLOSED, "the stream from %s failed: %s".formatted(leader, e.getMessage()), e);
+    }
+  }
+
+  /**
+   * Once {@code watchMs} passed without a byte from the leader (or since the last check),
+   * ask {@code abandon}; end the stream with {@code NOT_LEADER} when it says so.
+   */
+  private void abandonIfReplaced() {
+    long now = System.nanoTime();
+    if (abandon == null || now - lastHeard < watchNanos) {
+      return;
+    }
+    lastHeard = now;
+    if (abandon.getAsBoolean()) {
+      close();
+      throw new FluvioException(
+          ErrorCode.NOT_LEADER,
+          "the stream from %s was given up after the metadata replaced that leader".formatted(leader));
     }
   }
 

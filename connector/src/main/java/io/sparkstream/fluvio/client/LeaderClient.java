@@ -16,14 +16,17 @@ import java.util.function.Function;
  * ({@code NotLeaderError}, a lost connection, an unknown leader epoch...) drops the cached
  * metadata and closed connections, backs off (doubling, up to 2 s) and tries again until
  * the client's timeout has passed since the first attempt; an election after a leader
- * died takes the SC a few seconds, which this rides out.
+ * died takes the SC a few seconds, which this rides out. A leader that hangs (its socket
+ * open, no reply) is left as soon as the SC replaces it: every leader request (fetch,
+ * local fetch, offsets, produce) asks the SC while it waits ({@link #leaderRequest}), and
+ * so does an idle fetch stream ({@link #stream}).
  *
  * <p>Not serializable: a Spark task builds one on the executor and closes it.
  */
 public final class LeaderClient implements Closeable {
   private static final long FIRST_BACKOFF_MS = 50;
   private static final long MAX_BACKOFF_MS = 2_000;
-  /** How often a produce request in flight asks the SC whether its leader was replaced. */
+  /** How often a request in flight to a leader asks the SC whether it was replaced. */
   static final int WATCH_MS = 1_000;
 
   /** The SC addresses and the current one ({@link #withSc}). */
@@ -113,7 +116,7 @@ public final class LeaderClient implements Closeable {
     meta.put("topic", topic);
     meta.put("partition", partition);
     meta.put("timestamp_us", timestampUs);
-    Frame reply = withLeader(topic, partition, c -> c.request(ApiKeys.FETCH_OFFSETS, 0, meta));
+    Frame reply = leaderRequest(topic, partition, ApiKeys.FETCH_OFFSETS, meta, null, null);
     Map<String, Object> m = reply.decodeMeta();
     Object offset = m.get("offset");
     return new PartitionOffsets(
@@ -138,7 +141,7 @@ public final class LeaderClient implements Closeable {
     meta.put("max_bytes", maxBytes);
     meta.put("isolation", isolation.wireName());
     meta.put("max_wait_ms", 0);
-    Frame reply = withLeader(topic, partition, c -> c.request(ApiKeys.FETCH, 0, meta));
+    Frame reply = leaderRequest(topic, partition, ApiKeys.FETCH, meta, null, null);
     Map<String, Object> m = reply.decodeMeta();
     PartitionOffsets offsets = new PartitionOffsets(num(m, "log_start"), num(m, "leo"), num(m, "hw"), -1);
     return new FetchResult(offsets, reply.tail());
@@ -165,12 +168,36 @@ public final class LeaderClient implements Closeable {
     meta.put("isolation", isolation.wireName());
     meta.put("max_wait_ms", 0);
     Map<String, Object> m =
-        withLeader(topic, partition, c -> c.request(ApiKeys.FETCH_LOCAL, 0, meta)).decodeMeta();
+        leaderRequest(topic, partition, ApiKeys.FETCH_LOCAL, meta, null, null).decodeMeta();
     PartitionOffsets offsets = new PartitionOffsets(num(m, "log_start"), num(m, "leo"), num(m, "hw"), -1);
     Object path = m.get("path");
     return new LocalFetch(
         offsets, path == null ? "" : path.toString(), num(m, "base_offset"), num(m, "position"),
         num(m, "length"), num(m, "device"), num(m, "inode"));
+  }
+
+  /**
+   * Open a {@code STREAM_FETCH} stream of a partition from {@code offset} on, to its leader
+   * in fresh metadata (a stream is opened at the start and after a failure, when the cache
+   * may be stale). While no push comes the stream asks the SC every {@link #WATCH_MS}
+   * whether that leader was replaced and then ends with {@code NOT_LEADER}, so the caller
+   * reopens at its next offset on the new leader ({@link FetchStream}).
+   *
+   * @param topic the topic
+   * @param partition the partition
+   * @param offset the first offset wanted
+   * @param maxBytes soft limit on the frames of one push
+   * @param isolation committed or uncommitted
+   * @return the open stream (the caller closes it)
+   * @throws FluvioException as {@link #metadata} and {@link FetchStream#open}
+   */
+  public FetchStream stream(String topic, int partition, long offset, int maxBytes, Isolation isolation) {
+    Metadata fresh = withSc(sc -> Metadata.load(sc, topic));
+    metadata.put(topic, fresh);
+    int spuId = fresh.leaderId(partition);
+    return FetchStream.open(
+        fresh.leader(partition), topic, partition, offset, maxBytes, isolation, timeoutMs,
+        () -> leaderReplaced(topic, partition, spuId), WATCH_MS);
   }
 
   /**
@@ -197,13 +224,8 @@ public final class LeaderClient implements Closeable {
     meta.put("partition", partition);
     meta.put("acks", acks);
     meta.put("timeout_ms", timeoutMs);
-    return withLeader(
-            topic,
-            partition,
-            (c, spuId) ->
-                c.request(
-                    ApiKeys.PRODUCE, 0, meta, java.nio.ByteBuffer.wrap(frame),
-                    () -> leaderReplaced(topic, partition, spuId), WATCH_MS),
+    return leaderRequest(
+            topic, partition, ApiKeys.PRODUCE, meta, frame,
             retryOutOfOrder ? ErrorCode.OUT_OF_ORDER_SEQUENCE : null)
         .decodeMeta();
   }
@@ -357,14 +379,32 @@ public final class LeaderClient implements Closeable {
     }
   }
 
+  /**
+   * The one way every request to a partition leader is sent (fetches, offsets, produce):
+   * to the leader of the cached metadata, and while no reply has come, the SC is asked
+   * again every {@link #WATCH_MS}; once it replaces that leader (a hung SPU) the request is
+   * abandoned with {@code NOT_LEADER} and, like every retriable error, retried on the
+   * leader of fresh metadata with the same fields: a fetch continues from the offset it
+   * asked for, so nothing is skipped or read twice.
+   *
+   * @param tail the request's data tail (a produce's frame), or null for none
+   * @param alsoRetry one more error code to retry within the timeout, or null
+   */
+  private Frame leaderRequest(
+      String topic, int partition, int api, Map<String, Object> meta, byte[] tail, ErrorCode alsoRetry) {
+    java.nio.ByteBuffer data = java.nio.ByteBuffer.wrap(tail == null ? new byte[0] : tail);
+    return withLeader(
+        topic,
+        partition,
+        (c, spuId) ->
+            c.request(api, 0, meta, data.duplicate(), () -> leaderReplaced(topic, partition, spuId), WATCH_MS),
+        alsoRetry);
+  }
+
   /** A request to a partition's leader: the connection and the leader's SPU id. */
   @FunctionalInterface
   private interface LeaderCall {
     Frame apply(Connection leader, int spuId);
-  }
-
-  private Frame withLeader(String topic, int partition, Function<Connection, Frame> call) {
-    return withLeader(topic, partition, (c, spuId) -> call.apply(c), null);
   }
 
   private Frame withLeader(String topic, int partition, LeaderCall call, ErrorCode alsoRetry) {

@@ -1,6 +1,5 @@
 package io.sparkstream.fluvio.datasource;
 
-import io.sparkstream.fluvio.client.Endpoint;
 import io.sparkstream.fluvio.client.FetchResult;
 import io.sparkstream.fluvio.client.FetchStream;
 import io.sparkstream.fluvio.client.LeaderClient;
@@ -34,8 +33,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * <p>Each push's frames are checked (crc, Arrow validity), decoded one at a time and
  * trimmed to the next offset; a row is a view into the current frame's batch, valid until
  * the next call (Spark copies or consumes it first). On a retriable failure (leader gone,
- * {@code NotLeaderError}, a closed stream) the stream is reopened at the next offset on
- * the leader of the moment, with backoff; {@link #getOffset} is always the next offset to
+ * {@code NotLeaderError}, a closed stream, a hung leader the SC replaced: {@link
+ * LeaderClient#stream}) the stream is reopened at the next offset on the leader of the
+ * moment, with backoff; {@link #getOffset} is always the next offset to
  * return, so nothing is lost or repeated.
  */
 final class FluvioRowStreamReader
@@ -52,6 +52,8 @@ final class FluvioRowStreamReader
   private final Deque<FrameSlice> pending = new ArrayDeque<>();
   private final Configuration hadoopConf;
   private FetchStream stream;
+  /** The SC client the stream is opened through and that watches its leader. */
+  private LeaderClient client;
   private TierPrefix tier;
   private LeaderClient tierClient;
   private long next;
@@ -165,11 +167,11 @@ final class FluvioRowStreamReader
   }
 
   private void open() {
-    try (LeaderClient client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS, options.token())) {
-      Endpoint leader = client.metadata(partition.topic()).leader(partition.partition());
-      stream = FetchStream.open(leader, partition.topic(), partition.partition(), next,
-          options.fetchMaxBytes(), options.isolation(), FluvioScan.TIMEOUT_MS);
+    if (client == null) {
+      client = new LeaderClient(options.endpoint(), FluvioScan.TIMEOUT_MS, options.token());
     }
+    stream = client.stream(
+        partition.topic(), partition.partition(), next, options.fetchMaxBytes(), options.isolation());
   }
 
   /**
@@ -261,6 +263,9 @@ final class FluvioRowStreamReader
   public void close() {
     closed = true;
     closeStream();
+    if (client != null) {
+      client.close();
+    }
     closeTier();
     release();
     pending.clear();

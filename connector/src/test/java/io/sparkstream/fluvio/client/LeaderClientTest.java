@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Leader routing against real loopback peers: an SC and two SPUs speaking the protocol. */
 class LeaderClientTest {
@@ -30,12 +31,16 @@ class LeaderClientTest {
   }
 
   private static Map<String, Object> spu(int id, FakePeer peer) {
+    return spuAt(id, peer.endpoint());
+  }
+
+  private static Map<String, Object> spuAt(int id, Endpoint endpoint) {
     return Map.of(
         "spec",
         Map.of(
             "spuId", id,
             "publicEndpoint",
-            Map.of("port", peer.endpoint().port(), "ingress", List.of(Map.of("hostname", "127.0.0.1")))));
+            Map.of("port", endpoint.port(), "ingress", List.of(Map.of("hostname", "127.0.0.1")))));
   }
 
   @Test
@@ -56,6 +61,40 @@ class LeaderClientTest {
         assertEquals(List.of(ApiKeys.FETCH_OFFSETS), deposed.asked);
         assertEquals(List.of(ApiKeys.FETCH_OFFSETS), leader.asked);
         assertEquals(2, describes.get());
+      }
+    }
+  }
+
+  @Test
+  // A fetch that waits out its request timeout fails here (in a thread of its own: a
+  // blocked socket read ignores interrupts).
+  @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aFetchLeavesAHungLeaderOnceTheScReplacesItAndAsksTheSameOffset() throws Exception {
+    // A hung leader: it listens (the kernel accepts the connection) but never reads or
+    // replies, as a SIGSTOPped SPU.
+    AtomicInteger describes = new AtomicInteger();
+    List<Object> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+    try (java.net.ServerSocket hung = new java.net.ServerSocket(0, 16, java.net.InetAddress.getLoopbackAddress());
+        FakePeer leader =
+            new FakePeer(
+                f -> {
+                  asked.add(((Number) f.decodeMeta().get("offset")).longValue());
+                  return OFFSETS;
+                })) {
+      Endpoint stopped = new Endpoint("127.0.0.1", hung.getLocalPort());
+      FakePeer sc =
+          new FakePeer(
+              f ->
+                  f.header().apiKey() == ApiKeys.DESCRIBE_TOPIC
+                      // The SC names the hung SPU until its third answer (the watch's second).
+                      ? describe(describes.getAndIncrement() < 2 ? 1 : 2)
+                      : Map.of("spus", List.of(spuAt(1, stopped), spu(2, leader)), "revision", 1));
+      // A request timeout above the test's: only the watch can move the fetch in time.
+      try (sc; LeaderClient client = new LeaderClient(sc.endpoint(), 120_000)) {
+        FetchResult fetched = client.fetch("t", 0, 42, 1024, Isolation.COMMITTED);
+        assertEquals(new PartitionOffsets(0, 9, 7, -1), fetched.offsets());
+        assertEquals(List.of(42L), asked); // once, at the offset the hung leader was asked
+        assertTrue(describes.get() >= 3, "the SC was asked while the fetch waited");
       }
     }
   }
