@@ -42,7 +42,9 @@ Theory of operation (seed ``003``, "Connection Manager"):
   forwarded as ``LrsUpdate`` events (unchanged repeats are dropped); others are rejected.
 - **Failure.** When the connection ends, or the SPU stays silent past
   ``heartbeat_timeout_s`` (``expired``), the session is detached and the controllers hear
-  ``SpuDisconnected`` (they mark it ``Offline`` and elect new leaders).
+  ``SpuDisconnected`` (they mark it ``Offline`` and elect new leaders). Silence is
+  counted in time the SC could have heard the SPU: a sweep that runs late (the SC's loop
+  was blocked) excuses every session for its lateness (``sc.liveness``).
 
 Everything here is synchronous bookkeeping on the event loop; sockets belong to
 ``sc.private_api``, which calls in.
@@ -68,6 +70,7 @@ from sc.actions import (
 )
 from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected, SpuDisconnected
 from sc.gates import GateView, desired_gates, gate_changes, group_gates, group_topics
+from sc.liveness import excuse, sweep_interval_s, sweep_overrun
 from spark_stream.errors import UnauthorizedError
 from spark_stream.models import (
     ConsumerGroup,
@@ -271,6 +274,9 @@ class ConnectionManager:
         self.store_id = ""
         """The KV store's identity, sent to each SPU on accept (set at the SC's start)."""
         self.heartbeat_timeout_s = heartbeat_timeout_s
+        self.sweep_interval_s = sweep_interval_s(heartbeat_timeout_s)
+        """The period of ``close_expired`` (the private API's watchdog)."""
+        self._last_sweep: float | None = None
         self._emit = emit
         self.revision = revision
         self.clock = clock
@@ -623,7 +629,24 @@ class ConnectionManager:
         return [s for s in self.sessions.values() if s.last_seen < limit]
 
     def close_expired(self) -> int:
-        """Close every silent session (the server then detaches it); return how many."""
+        """Close every silent session (the server then detaches it); return how many.
+
+        Called every ``sweep_interval_s``; a call later than that excuses the sessions
+        for its lateness first (``sc.liveness``): the SC's loop could not run, so it
+        could not hear them either.
+        """
+        now = self.clock()
+        stall = sweep_overrun(self._last_sweep, now, self.sweep_interval_s)
+        self._last_sweep = now
+        if stall > 0:
+            for session in self.sessions.values():
+                session.last_seen = excuse(session.last_seen, stall, now)
+            if stall >= 1.0:
+                log.warning(
+                    "sc loop stalled, not counted as spu silence stall_s=%.2f spus=%s",
+                    stall,
+                    sorted(self.sessions),
+                )
         silent = self.expired()
         for session in silent:
             log.warning(

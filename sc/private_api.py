@@ -16,7 +16,8 @@ messages"):
   mirrored yet, so a refused SPU is checked again once the mirror caught up with the KV.
 - ``UPDATE_LRS`` / ``HEARTBEAT``: only on a connection that completed ``SPU_CONNECT``,
   for the same SPU id. Every request refreshes the session's liveness; a watchdog task
-  drops sessions silent for ``heartbeat_timeout_s``.
+  drops sessions silent for ``heartbeat_timeout_s`` (not counting the time the SC's own
+  loop was stalled, ``sc.liveness``).
 """
 
 from __future__ import annotations
@@ -120,9 +121,8 @@ class PrivateApi:
         await self.server.stop()
 
     async def _watch_heartbeats(self) -> None:
-        interval = min(1.0, self.cm.heartbeat_timeout_s / 4)
         while True:
-            await asyncio.sleep(interval)  # periodic sweep of silent sessions
+            await asyncio.sleep(self.cm.sweep_interval_s)  # periodic sweep of silent sessions
             self.cm.close_expired()
 
     # -- handlers ----------------------------------------------------------------------

@@ -323,6 +323,24 @@ def test_silent_sessions_expire_after_the_heartbeat_timeout() -> None:
     assert closed == [1]
 
 
+def test_a_late_sweep_does_not_count_the_scs_own_stall_as_spu_silence() -> None:
+    clock = Clock()
+    cm, _, _ = make_cm(clock)  # timeout 2 s: a sweep every 0.5 s
+    closed: list[int] = []
+    cm.attach(1, lambda: closed.append(1))
+    assert cm.close_expired() == 0
+    clock.now += 10.0  # the SC's loop was blocked: its heartbeats waited in the socket
+    assert cm.close_expired() == 0
+    assert closed == []
+    # Silence after the stall still counts: dropped once silent 2 s in sweeps on time.
+    drops = []
+    for _ in range(4):
+        clock.now += cm.sweep_interval_s
+        drops.append(cm.close_expired())
+    assert drops == [0, 0, 0, 1]  # silent 1.0, 1.5, 2.0 (not past), 2.5 s
+    assert closed == [1]
+
+
 def test_lrs_from_the_leader_is_forwarded_once_others_are_rejected() -> None:
     cm, events, _ = make_cm()
     good = LrsStatus("t-0", PartitionStatus(leader=1, leo=5, hw=4))
