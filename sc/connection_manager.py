@@ -40,6 +40,12 @@ Theory of operation (seed ``003``, "Connection Manager"):
   the full ``UpdateReplicas``; a deleted group is queued as ``deleted_groups``.
 - **Live replica status.** ``UpdateLrs`` entries from the partition's current leader are
   forwarded as ``LrsUpdate`` events (unchanged repeats are dropped); others are rejected.
+  When a partition's *stored* status changes (``status_stored``, from the mirror's change
+  feed) its last report is forgotten, so the leader's next periodic report is forwarded
+  and compared with what was stored: the controller skips a report equal to the mirror,
+  and a report that arrived while an older one's write was still on its way to the
+  mirror would otherwise be skipped for good (a follower left out of sync in the store
+  while its leader counts it in sync, seen after SPUs were dropped at 1,000 partitions).
 - **Failure.** When the connection ends, or the SPU stays silent past
   ``heartbeat_timeout_s`` (``expired``), the session is detached and the controllers hear
   ``SpuDisconnected`` (they mark it ``Offline`` and elect new leaders). Silence is
@@ -658,6 +664,15 @@ class ConnectionManager:
         return len(silent)
 
     # -- live replica status -----------------------------------------------------------
+
+    def status_stored(self, names: Iterable[str] | None = None) -> None:
+        """The stored status of partitions ``names`` changed (None: of any partition,
+        e.g. a re-list): forward their leaders' next report even if unchanged."""
+        if names is None:
+            self._last_lrs.clear()
+            return
+        for name in names:
+            self._last_lrs.pop(name, None)
 
     def receive_lrs(self, spu_id: int, statuses: list[LrsStatus]) -> tuple[int, list[str]]:
         """Forward the entries ``spu_id`` may report; return (accepted, rejected names).

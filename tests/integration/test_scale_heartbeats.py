@@ -102,7 +102,7 @@ async def _scenario(cluster: LocalCluster) -> None:
         except AssertionError:
             left = await all_moved()
             detail = [(p.name, p.status.resolution, p.status.reason) for p in left[:5]]
-            raise AssertionError(f"{len(left)} partitions without an online leader: {detail}")
+            raise AssertionError(f"{len(left)} without an online leader: {detail}") from None
 
 
 def test_a_thousand_partitions_keep_their_spus_and_survive_a_leader_kill(

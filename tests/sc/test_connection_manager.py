@@ -367,6 +367,23 @@ def test_lrs_repeat_is_forwarded_again_after_the_leader_reconnects() -> None:
     assert forwarded == [LrsUpdate("t-0", 1, (), 5, 4, -1)] * 2
 
 
+def test_lrs_repeat_is_forwarded_again_once_the_stored_status_changed() -> None:
+    cm, events, _ = make_cm()
+    entry = LrsStatus("t-0", PartitionStatus(leader=1, leo=5, hw=4))
+    cm.receive_lrs(1, [entry])
+    cm.receive_lrs(1, [entry])
+    assert len(events) == 1  # an unchanged repeat
+    cm.status_stored(["t-1"])  # another partition's status: still a repeat here
+    cm.receive_lrs(1, [entry])
+    assert len(events) == 1
+    cm.status_stored(["t-0"])
+    cm.receive_lrs(1, [entry])
+    assert len(events) == 2
+    cm.status_stored()  # a re-list: every partition's
+    cm.receive_lrs(1, [entry])
+    assert events[1:] == [LrsUpdate("t-0", 1, (), 5, 4, -1)] * 2
+
+
 def test_a_deposed_leader_is_fenced() -> None:
     cm, events, _ = make_cm()
     cm.apply(CmLeaderChange("t-0", 2, (1, 2)))
