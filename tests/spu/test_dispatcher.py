@@ -269,6 +269,33 @@ def spu_with(spu_id: int, resolution: SpuResolution) -> Spu:
     return Spu.new(f"spu-{spu_id}", SpuSpec(spu_id=spu_id), SpuStatus(resolution=resolution))
 
 
+def test_the_event_loop_runs_while_a_big_push_opens_its_replicas(tmp_path: Path) -> None:
+    """Opening replicas (files, fsyncs) happens off the loop: the SPU's other tasks (its
+    heartbeats to the SC) run meanwhile. Before, a push of 1,000 replicas held the loop
+    until every log was open, and the SC dropped the SPU."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        count = 200
+        seen: set[int] = set()
+        done = asyncio.Event()
+
+        async def watch() -> None:  # another task on the loop, as the heartbeats are
+            while not done.is_set():
+                seen.add(len(m.logs()))
+                await asyncio.sleep(0)
+
+        watcher = asyncio.create_task(watch())
+        await m.set_replicas([rep(f"t-{i}", ME, (ME,)) for i in range(count)])
+        done.set()
+        await watcher
+        assert len(m.logs()) == count
+        assert any(0 < n < count for n in seen), sorted(seen)  # ran between the opens
+        await m.stop()
+
+    run(body)
+
+
 def test_an_offline_push_evicts_the_follower_at_once_and_releases_acks_all(
     tmp_path: Path,
 ) -> None:
