@@ -220,6 +220,9 @@ class SpuDispatcher:
         if leader is not None:
             return leader
         replica = self._replicas.get(name)
+        if replica is not None and replica.leader == self.spu_id:
+            # Its log is still opening (off the loop), or it failed to start: retry.
+            raise NotLeaderError(f"SPU {self.spu_id} does not serve {name} as its leader yet")
         if replica is not None:
             raise NotLeaderError(
                 f"SPU {self.spu_id} does not lead {name} (leader: {replica.leader})"

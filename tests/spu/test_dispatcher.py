@@ -250,6 +250,8 @@ def test_one_log_that_cannot_open_keeps_the_others_up(tmp_path: Path) -> None:
             [rep("a-0", ME, (ME, 2)), rep("c-0", 2, (2, ME)), rep("d-0", ME, (ME,))]
         )
         assert m.log("a-0") is None and m.leader("a-0") is None
+        with pytest.raises(NotLeaderError, match="^SPU 1 does not serve a-0 as its leader yet$"):
+            m.lookup("a", 0)  # its leader here, not serving (a client retries)
         assert m.log("c-0") is None and m.follower(2) is None  # its last replica left
         assert [c.name for c in m.leaders()] == ["d-0"]
         held.close()
