@@ -545,7 +545,12 @@ class SpuDispatcher:
             async with slots:
                 await self._open(replica)
 
-        await asyncio.gather(*(one(r) for r in replicas))
+        # Every open ends before this returns (under the reconcile lock), even if one
+        # raised: the first error is raised then.
+        results = await asyncio.gather(*(one(r) for r in replicas), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def _open(self, replica: Replica) -> None:
         """Open ``data_dir/{topic}-{partition}`` (the same incarnation, the same data).
@@ -555,9 +560,22 @@ class SpuDispatcher:
         index and their directory fsyncs each), long enough for the SC to drop this SPU
         for want of heartbeats. The log is registered on the loop once open.
         """
-        log = await asyncio.to_thread(self._open_storage, replica)
-        if log is None:
-            return
+        opening = asyncio.ensure_future(asyncio.to_thread(self._open_storage, replica))
+        try:
+            log = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            # The thread cannot be stopped. The log it opens is registered all the same
+            # (the next reconcile keeps or closes it): dropped, it would hold its
+            # directory's lock and the replica could not be opened again.
+            log = await opening
+            if log is not None:
+                self._register(replica, log)
+            raise
+        if log is not None:
+            self._register(replica, log)
+
+    def _register(self, replica: Replica, log: ReplicaLog) -> None:
+        """Take an opened log into the running roles."""
         self._logs[replica.name] = log
         self._log_uids[replica.name] = replica.uid
         logger.info(

@@ -298,6 +298,28 @@ def test_the_event_loop_runs_while_a_big_push_opens_its_replicas(tmp_path: Path)
     run(body)
 
 
+def test_a_push_cancelled_while_its_replicas_open_leaves_none_locked(tmp_path: Path) -> None:
+    """The SC link's task is cancelled when its connection ends, possibly mid-push: the
+    logs already opening in threads are registered anyway, so the next push opens the
+    rest instead of finding directories whose lock a lost log still holds."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        replicas = [rep(f"t-{i}", ME, (ME,)) for i in range(200)]
+        push = asyncio.create_task(m.set_replicas(replicas))
+        while not m.logs():
+            await asyncio.sleep(0)
+        push.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await push
+        assert 0 < len(m.logs()) < len(replicas)
+        await m.set_replicas(replicas)  # the push again, after the reconnect
+        assert len(m.logs()) == len(replicas)
+        await m.stop()
+
+    run(body)
+
+
 def test_an_offline_push_evicts_the_follower_at_once_and_releases_acks_all(
     tmp_path: Path,
 ) -> None:
