@@ -23,6 +23,7 @@ from spark_stream.records import encode_records
 from spu.dispatcher import SpuDispatcher
 from spu.settings import SpuSettings
 from spu.storage import ReplicaLog, replica_dir
+from tests.polling import until
 from tests.spu.helpers import run
 
 ME = 1
@@ -307,8 +308,7 @@ def test_a_push_cancelled_while_its_replicas_open_leaves_none_locked(tmp_path: P
         m = manager(tmp_path)
         replicas = [rep(f"t-{i}", ME, (ME,)) for i in range(200)]
         push = asyncio.create_task(m.set_replicas(replicas))
-        while not m.logs():
-            await asyncio.sleep(0)
+        await until(m.logs, within=60.0, what="a first log open")
         push.cancel()
         with pytest.raises(asyncio.CancelledError):
             await push
