@@ -53,7 +53,7 @@ from sc.spu_secrets import record_verifier
 from sc.updaters import ActionDispatcher, KvUpdater, ProvisionerUpdater
 from spark_stream.auth import load_key
 from spark_stream.metrics import MetricsEndpoint
-from spark_stream.models import ConsumerGroup, SpuGroup, SpuGroupResolution
+from spark_stream.models import ConsumerGroup, Partition, SpuGroup, SpuGroupResolution
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.tls import server_context
@@ -104,6 +104,7 @@ class ScApp:
         self.actions = ActionDispatcher(KvUpdater(self.kv), self.cm, self.provisioner_updater)
         self.dispatcher = Dispatcher(self.kv, self.store, self.actions.execute, reducers)
         self.dispatcher.add_listener(self._groups_changed)
+        self.dispatcher.add_listener(self._statuses_changed)
         self.lost = asyncio.Event()
         """Set when the store lost data while this SC ran (see the module doc)."""
         self.dispatcher.on_store_lost = self._store_lost
@@ -180,6 +181,20 @@ class ScApp:
         if resync or any(change.kind == ConsumerGroup.kind for change in changes):
             groups = self.store.objects(ConsumerGroup.kind)
             self.cm.sync_groups(g for g in groups if isinstance(g, ConsumerGroup))
+
+    def _statuses_changed(self, changes: list[Change], resync: bool) -> None:
+        """Partition statuses changed in the mirror: the CM forwards the next reports."""
+        if resync:
+            self.cm.forget_reports()
+            return
+        self.cm.forget_reports(
+            change.name
+            for change in changes
+            if change.kind == Partition.kind
+            and isinstance(change.old, Partition)
+            and isinstance(change.new, Partition)
+            and change.old.status != change.new.status
+        )
 
     async def start(self) -> None:
         """Load the state, start the controllers and both servers.

@@ -40,9 +40,17 @@ Theory of operation (seed ``003``, "Connection Manager"):
   the full ``UpdateReplicas``; a deleted group is queued as ``deleted_groups``.
 - **Live replica status.** ``UpdateLrs`` entries from the partition's current leader are
   forwarded as ``LrsUpdate`` events (unchanged repeats are dropped); others are rejected.
+  When a partition's *stored* status changes (``forget_reports``, from the mirror's change
+  feed) its last report is forgotten, so the leader's next periodic report is forwarded
+  and compared with what was stored: the controller skips a report equal to the mirror,
+  and a report that arrived while an older one's write was still on its way to the
+  mirror would otherwise be skipped for good (a follower left out of sync in the store
+  while its leader counts it in sync, seen after SPUs were dropped at 1,000 partitions).
 - **Failure.** When the connection ends, or the SPU stays silent past
   ``heartbeat_timeout_s`` (``expired``), the session is detached and the controllers hear
-  ``SpuDisconnected`` (they mark it ``Offline`` and elect new leaders).
+  ``SpuDisconnected`` (they mark it ``Offline`` and elect new leaders). Silence is
+  counted in time the SC could have heard the SPU: a sweep that runs late (the SC's loop
+  was blocked) excuses every session for its lateness (``sc.liveness``).
 
 Everything here is synchronous bookkeeping on the event loop; sockets belong to
 ``sc.private_api``, which calls in.
@@ -68,6 +76,7 @@ from sc.actions import (
 )
 from sc.controllers.events import ControllerEvent, LrsUpdate, SpuConnected, SpuDisconnected
 from sc.gates import GateView, desired_gates, gate_changes, group_gates, group_topics
+from sc.liveness import excuse, sweep_interval_s, sweep_overrun
 from spark_stream.errors import UnauthorizedError
 from spark_stream.models import (
     ConsumerGroup,
@@ -271,6 +280,9 @@ class ConnectionManager:
         self.store_id = ""
         """The KV store's identity, sent to each SPU on accept (set at the SC's start)."""
         self.heartbeat_timeout_s = heartbeat_timeout_s
+        self.sweep_interval_s = sweep_interval_s(heartbeat_timeout_s)
+        """The period of ``close_expired`` (the private API's watchdog)."""
+        self._last_sweep: float | None = None
         self._emit = emit
         self.revision = revision
         self.clock = clock
@@ -623,7 +635,24 @@ class ConnectionManager:
         return [s for s in self.sessions.values() if s.last_seen < limit]
 
     def close_expired(self) -> int:
-        """Close every silent session (the server then detaches it); return how many."""
+        """Close every silent session (the server then detaches it); return how many.
+
+        Called every ``sweep_interval_s``; a call later than that excuses the sessions
+        for its lateness first (``sc.liveness``): the SC's loop could not run, so it
+        could not hear them either.
+        """
+        now = self.clock()
+        stall = sweep_overrun(self._last_sweep, now, self.sweep_interval_s)
+        self._last_sweep = now
+        if stall > 0:
+            for session in self.sessions.values():
+                session.last_seen = excuse(session.last_seen, stall, now)
+            if stall >= 1.0:
+                log.warning(
+                    "sc loop stalled, not counted as spu silence stall_s=%.2f spus=%s",
+                    stall,
+                    sorted(self.sessions),
+                )
         silent = self.expired()
         for session in silent:
             log.warning(
@@ -636,9 +665,13 @@ class ConnectionManager:
 
     # -- live replica status -----------------------------------------------------------
 
-    def forget_lrs(self, names: list[str]) -> None:
-        """Forget the last entries of ``names``: their next report is forwarded even if
-        unchanged (the SC refused it after all: its shrink was not recorded in time)."""
+    def forget_reports(self, names: Iterable[str] | None = None) -> None:
+        """Forward the next report of partitions ``names`` (None: every partition) even
+        if unchanged: their stored status changed (the mirror's change feed, a re-list),
+        or the SC refused the report after all (a shrink not recorded in time)."""
+        if names is None:
+            self._last_lrs.clear()
+            return
         for name in names:
             self._last_lrs.pop(name, None)
 

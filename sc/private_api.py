@@ -17,8 +17,9 @@ messages"):
 - ``UPDATE_LRS`` / ``HEARTBEAT``: only on a connection that completed ``SPU_CONNECT``,
   for the same SPU id. An ``UPDATE_LRS`` entry that shrinks a partition's in-sync set
   is accepted only once the store records the shrink (``sc.isr``; refused after
-  ``SHRINK_RECORD_TIMEOUT_S``). Every request refreshes the session's liveness; a watchdog task
-  drops sessions silent for ``heartbeat_timeout_s``.
+  ``SHRINK_RECORD_TIMEOUT_S``). Every request refreshes the session's liveness; a
+  watchdog task drops sessions silent for ``heartbeat_timeout_s`` (not counting the
+  time the SC's own loop was stalled, ``sc.liveness``).
 """
 
 from __future__ import annotations
@@ -140,9 +141,8 @@ class PrivateApi:
         await self.server.stop()
 
     async def _watch_heartbeats(self) -> None:
-        interval = min(1.0, self.cm.heartbeat_timeout_s / 4)
         while True:
-            await asyncio.sleep(interval)  # periodic sweep of silent sessions
+            await asyncio.sleep(self.cm.sweep_interval_s)  # periodic sweep of silent sessions
             self.cm.close_expired()
 
     # -- handlers ----------------------------------------------------------------------
@@ -256,7 +256,7 @@ class PrivateApi:
                 msg.spu_id,
                 unrecorded[:10],
             )
-            self.cm.forget_lrs(unrecorded)
+            self.cm.forget_reports(unrecorded)
             accepted -= len(unrecorded)
             rejected += unrecorded
         return UpdateLrsResponse(accepted, rejected)

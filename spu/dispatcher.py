@@ -91,6 +91,10 @@ __all__ = ["SpuDispatcher"]
 logger = logging.getLogger(__name__)
 
 
+_OPEN_CONCURRENCY = 4
+"""Replica logs opened at once in worker threads (``SpuDispatcher._open_all``)."""
+
+
 def _report_interval_s(max_lag_ms: int) -> float:
     """A follower's idle LEO report period: well under the leader's max lag, 50 ms-1 s."""
     return min(max(max_lag_ms / 4000, 0.05), 1.0)
@@ -216,6 +220,9 @@ class SpuDispatcher:
         if leader is not None:
             return leader
         replica = self._replicas.get(name)
+        if replica is not None and replica.leader == self.spu_id:
+            # Its log is still opening (off the loop), or it failed to start: retry.
+            raise NotLeaderError(f"SPU {self.spu_id} does not serve {name} as its leader yet")
         if replica is not None:
             raise NotLeaderError(
                 f"SPU {self.spu_id} does not lead {name} (leader: {replica.leader})"
@@ -443,8 +450,15 @@ class SpuDispatcher:
         gets neither a leader nor a follower.
         """
         replicas = list(self._replicas.values())
+        opens: list[Replica] = []
         for action in plan_logs(self.spu_id, replicas, self._snapshot(), purge):
+            if isinstance(action, OpenLog):
+                opens.append(action.replica)  # opened together, in their place
+                continue
+            await self._open_all(opens)
+            opens = []
             await self._run(action)
+        await self._open_all(opens)
         for action in plan_controllers(self.spu_id, replicas, self._snapshot()):
             await self._run(action)
         self._route_followers()
@@ -463,9 +477,11 @@ class SpuDispatcher:
             case CloseLog(name):
                 self._close(name)
             case OpenLog(replica):
-                self._open(replica)
+                await self._open(replica)
             case RemoveStorage(replica):
-                self._remove(replica)
+                # Off the loop, as opens: deleting a topic of 1,000 partitions
+                # removes 1,000 directories.
+                await asyncio.to_thread(self._remove, replica)
             case StartLeader(replica):
                 self._start_leader(replica)
             case UpdateLeader(replica):
@@ -518,11 +534,65 @@ class SpuDispatcher:
                 endpoint = spu.spec.private_endpoint
                 controller.set_endpoint(endpoint.host, endpoint.port)
 
-    def _open(self, replica: Replica) -> None:
+    async def _open_all(self, replicas: list[Replica]) -> None:
+        """Open the logs of ``replicas`` (distinct partitions), ``_OPEN_CONCURRENCY`` at
+        a time: each open waits mostly on fsyncs, which overlap."""
+        if not replicas:
+            return
+        slots = asyncio.Semaphore(_OPEN_CONCURRENCY)
+
+        async def one(replica: Replica) -> None:
+            async with slots:
+                await self._open(replica)
+
+        # Every open ends before this returns (under the reconcile lock), even if one
+        # raised: the first error is raised then.
+        results = await asyncio.gather(*(one(r) for r in replicas), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def _open(self, replica: Replica) -> None:
         """Open ``data_dir/{topic}-{partition}`` (the same incarnation, the same data).
 
+        The files are created or recovered off the event loop (``_open_storage``): a
+        push of 1,000 new replicas used to hold the loop for seconds (a uid file, an
+        index and their directory fsyncs each), long enough for the SC to drop this SPU
+        for want of heartbeats. The log is registered on the loop once open.
+        """
+        opening = asyncio.ensure_future(asyncio.to_thread(self._open_storage, replica))
+        try:
+            log = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            # The thread cannot be stopped. The log it opens is registered all the same
+            # (the next reconcile keeps or closes it): dropped, it would hold its
+            # directory's lock and the replica could not be opened again.
+            log = await opening
+            if log is not None:
+                self._register(replica, log)
+            raise
+        if log is not None:
+            self._register(replica, log)
+
+    def _register(self, replica: Replica, log: ReplicaLog) -> None:
+        """Take an opened log into the running roles."""
+        self._logs[replica.name] = log
+        self._log_uids[replica.name] = replica.uid
+        logger.info(
+            "replica attached partition=%s uid=%s dir=%s leo=%d hw=%d",
+            replica.name,
+            replica.uid,
+            log.directory,
+            log.leo,
+            log.hw,
+        )
+
+    def _open_storage(self, replica: Replica) -> ReplicaLog | None:
+        """The replica's log, opened in its directory (a worker thread's part of ``_open``).
+
         A directory that holds another incarnation of the partition is emptied first;
-        a new directory gets the uid before the log opens in it.
+        a new directory gets the uid before the log opens in it. None (logged) when the
+        storage cannot be used: one bad replica must not keep the others down.
         """
         path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
         config = storage_config(
@@ -540,20 +610,10 @@ class SpuDispatcher:
                 )
             if replica.uid is not None and not path.exists():
                 write_uid(path, replica.uid)
-            log = ReplicaLog.open(path, config)
+            return ReplicaLog.open(path, config)
         except FluvioError as exc:
             logger.error("cannot open replica partition=%s dir=%s: %s", replica.name, path, exc)
-            return
-        self._logs[replica.name] = log
-        self._log_uids[replica.name] = replica.uid
-        logger.info(
-            "replica attached partition=%s uid=%s dir=%s leo=%d hw=%d",
-            replica.name,
-            replica.uid,
-            path,
-            log.leo,
-            log.hw,
-        )
+            return None
 
     def _remove(self, replica: ReplicaId) -> None:
         """Delete the directory of a deleted partition if it holds that incarnation."""

@@ -141,17 +141,23 @@ class ReplicaLog:
             initial_offset: base offset of a brand-new log.
 
         Raises:
-            StorageError: another log holds the directory, or it cannot be used.
+            StorageError: another log holds the directory, or it cannot be used (an
+                ``OSError`` of the file system, e.g. out of file descriptors, included).
         """
         config = config or LogConfig()
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        lock_fd = lock_directory(directory)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            lock_fd = lock_directory(directory)
+        except OSError as exc:
+            raise StorageError(f"cannot open the log in {directory}: {exc}") from exc
         try:
             remove_leftovers(directory)
             segments, recovery = open_segments(directory, config, clock, initial_offset)
-        except BaseException:
+        except BaseException as exc:
             os.close(lock_fd)
+            if isinstance(exc, OSError):  # e.g. out of file descriptors: one bad replica
+                raise StorageError(f"cannot open the log in {directory}: {exc}") from exc
             raise
         try:
             checkpointed = read_checkpoint(directory / CHECKPOINT_NAME)

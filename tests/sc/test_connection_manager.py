@@ -323,6 +323,24 @@ def test_silent_sessions_expire_after_the_heartbeat_timeout() -> None:
     assert closed == [1]
 
 
+def test_a_late_sweep_does_not_count_the_scs_own_stall_as_spu_silence() -> None:
+    clock = Clock()
+    cm, _, _ = make_cm(clock)  # timeout 2 s: a sweep every 0.5 s
+    closed: list[int] = []
+    cm.attach(1, lambda: closed.append(1))
+    assert cm.close_expired() == 0
+    clock.now += 10.0  # the SC's loop was blocked: its heartbeats waited in the socket
+    assert cm.close_expired() == 0
+    assert closed == []
+    # Silence after the stall still counts: dropped once silent 2 s in sweeps on time.
+    drops = []
+    for _ in range(4):
+        clock.now += cm.sweep_interval_s
+        drops.append(cm.close_expired())
+    assert drops == [0, 0, 0, 1]  # silent 1.0, 1.5, 2.0 (not past), 2.5 s
+    assert closed == [1]
+
+
 def test_lrs_from_the_leader_is_forwarded_once_others_are_rejected() -> None:
     cm, events, _ = make_cm()
     good = LrsStatus("t-0", PartitionStatus(leader=1, leo=5, hw=4))
@@ -347,6 +365,23 @@ def test_lrs_repeat_is_forwarded_again_after_the_leader_reconnects() -> None:
     cm.receive_lrs(1, [entry])
     forwarded = [e for e in events if isinstance(e, LrsUpdate)]
     assert forwarded == [LrsUpdate("t-0", 1, (), 5, 4, -1)] * 2
+
+
+def test_lrs_repeat_is_forwarded_again_once_the_stored_status_changed() -> None:
+    cm, events, _ = make_cm()
+    entry = LrsStatus("t-0", PartitionStatus(leader=1, leo=5, hw=4))
+    cm.receive_lrs(1, [entry])
+    cm.receive_lrs(1, [entry])
+    assert len(events) == 1  # an unchanged repeat
+    cm.forget_reports(["t-1"])  # another partition's status: still a repeat here
+    cm.receive_lrs(1, [entry])
+    assert len(events) == 1
+    cm.forget_reports(["t-0"])
+    cm.receive_lrs(1, [entry])
+    assert len(events) == 2
+    cm.forget_reports()  # a re-list: every partition's
+    cm.receive_lrs(1, [entry])
+    assert events[1:] == [LrsUpdate("t-0", 1, (), 5, 4, -1)] * 2
 
 
 def test_a_deposed_leader_is_fenced() -> None:

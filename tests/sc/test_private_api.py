@@ -360,3 +360,38 @@ def test_malformed_frames_do_not_disturb_other_spus() -> None:
                 await spu.close()
 
     run(body())
+
+
+def test_a_report_skipped_while_an_older_one_was_being_written_is_stored_on_its_repeat() -> None:
+    """Two reports in one batch: the older one (leo 11) is written, the newer (leo 10)
+    equals the mirror before that write and is skipped. The leader's periodic repeat of
+    the newer one must reach the controllers once the older write is in the mirror."""
+
+    async def body() -> None:
+        async with running_sc() as (app, admin):
+            await admin.register_spu(1, secret=sim_secret(1))
+            await admin.create_topic("t", partitions=1)
+            spu = await SimSpu(app.private_port, 1, public_port=7100).connect()
+            try:
+                await spu.wait_for(lambda: "t-0" in spu.replicas)
+
+                async def stored_leo(leo: int) -> bool:
+                    _, parts = await admin.describe_topic("t")
+                    return parts[0].status.leo == leo
+
+                await spu.send_lrs([spu.lrs_entry("t-0", leo=10, hw=10)])
+                await until(lambda: stored_leo(10), what="the first report stored")
+                older, newer = spu.lrs_entry("t-0", leo=11, hw=11), spu.lrs_entry("t-0", 10, 10)
+                await spu.send_lrs([older, newer])
+                await until(lambda: stored_leo(11), what="the older report's write")
+
+                async def repeated() -> bool:
+                    await spu.send_lrs([newer])  # the leader's periodic report
+                    await asyncio.sleep(0.05)
+                    return await stored_leo(10)
+
+                await until(repeated, within=10.0, what="the newer report stored on a repeat")
+            finally:
+                await spu.close()
+
+    run(body())

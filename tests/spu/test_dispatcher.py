@@ -23,6 +23,7 @@ from spark_stream.records import encode_records
 from spu.dispatcher import SpuDispatcher
 from spu.settings import SpuSettings
 from spu.storage import ReplicaLog, replica_dir
+from tests.polling import until
 from tests.spu.helpers import run
 
 ME = 1
@@ -250,6 +251,8 @@ def test_one_log_that_cannot_open_keeps_the_others_up(tmp_path: Path) -> None:
             [rep("a-0", ME, (ME, 2)), rep("c-0", 2, (2, ME)), rep("d-0", ME, (ME,))]
         )
         assert m.log("a-0") is None and m.leader("a-0") is None
+        with pytest.raises(NotLeaderError, match="^SPU 1 does not serve a-0 as its leader yet$"):
+            m.lookup("a", 0)  # its leader here, not serving (a client retries)
         assert m.log("c-0") is None and m.follower(2) is None  # its last replica left
         assert [c.name for c in m.leaders()] == ["d-0"]
         held.close()
@@ -267,6 +270,54 @@ def test_one_log_that_cannot_open_keeps_the_others_up(tmp_path: Path) -> None:
 
 def spu_with(spu_id: int, resolution: SpuResolution) -> Spu:
     return Spu.new(f"spu-{spu_id}", SpuSpec(spu_id=spu_id), SpuStatus(resolution=resolution))
+
+
+def test_the_event_loop_runs_while_a_big_push_opens_its_replicas(tmp_path: Path) -> None:
+    """Opening replicas (files, fsyncs) happens off the loop: the SPU's other tasks (its
+    heartbeats to the SC) run meanwhile. Before, a push of 1,000 replicas held the loop
+    until every log was open, and the SC dropped the SPU."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        count = 200
+        seen: set[int] = set()
+        done = asyncio.Event()
+
+        async def watch() -> None:  # another task on the loop, as the heartbeats are
+            while not done.is_set():
+                seen.add(len(m.logs()))
+                await asyncio.sleep(0)
+
+        watcher = asyncio.create_task(watch())
+        await m.set_replicas([rep(f"t-{i}", ME, (ME,)) for i in range(count)])
+        done.set()
+        await watcher
+        assert len(m.logs()) == count
+        assert any(0 < n < count for n in seen), sorted(seen)  # ran between the opens
+        await m.stop()
+
+    run(body)
+
+
+def test_a_push_cancelled_while_its_replicas_open_leaves_none_locked(tmp_path: Path) -> None:
+    """The SC link's task is cancelled when its connection ends, possibly mid-push: the
+    logs already opening in threads are registered anyway, so the next push opens the
+    rest instead of finding directories whose lock a lost log still holds."""
+
+    async def body() -> None:
+        m = manager(tmp_path)
+        replicas = [rep(f"t-{i}", ME, (ME,)) for i in range(200)]
+        push = asyncio.create_task(m.set_replicas(replicas))
+        await until(m.logs, within=60.0, what="a first log open")
+        push.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await push
+        assert 0 < len(m.logs()) < len(replicas)
+        await m.set_replicas(replicas)  # the push again, after the reconnect
+        assert len(m.logs()) == len(replicas)
+        await m.stop()
+
+    run(body)
 
 
 def test_an_offline_push_evicts_the_follower_at_once_and_releases_acks_all(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Callable
 from pathlib import Path
 
@@ -336,3 +337,26 @@ def test_export_parquet_errors(open_log: Callable[..., ReplicaLog]) -> None:
         log.export_parquet(3)
     with pytest.raises(InvalidRequestError, match="active"):
         log.export_parquet(log.segments[-1].base_offset)
+
+
+def test_a_directory_that_cannot_be_made_is_a_storage_error(tmp_path: Path) -> None:
+    (tmp_path / "t-0").write_text("a file where the replica directory goes")
+    with pytest.raises(StorageError, match="^cannot open the log in .*t-0/x: "):
+        ReplicaLog.open(tmp_path / "t-0" / "x")
+
+
+def test_running_out_of_file_descriptors_is_a_storage_error_and_releases_the_lock(
+    tmp_path: Path,
+) -> None:
+    """An SPU with thousands of replicas can hit its descriptor limit: that replica fails
+    to open with the typed error (the dispatcher logs it and goes on), not a raw
+    ``OSError`` that ended the SPU's link to the SC."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    in_use = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 2, hard))
+    try:
+        with pytest.raises(StorageError, match="Too many open files"):
+            ReplicaLog.open(tmp_path / "t-0")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    ReplicaLog.open(tmp_path / "t-0").close()  # the lock was not left held
