@@ -1,12 +1,18 @@
 """Leaders come back: after an SPU dies and returns, the SC hands every partition back to
 its preferred replica (the first of its replica list), and no record is lost or doubled.
 
-The SC checks every second here (``FLUVIO_SC_LEADER_REBALANCE_INTERVAL_S``); without the
-sweep the survivors keep leading what they took over and the wait below times out.
+The SC checks every second in the first test (``FLUVIO_SC_LEADER_REBALANCE_INTERVAL_S``);
+without the sweep the survivors keep leading what they took over and its wait times out.
+The second runs with the sweep off and moves leaders with ``fluvio partition
+elect-preferred``.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -29,10 +35,24 @@ PARTITIONS = 6
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    env = {"FLUVIO_SC_LEADER_REBALANCE_INTERVAL_S": "1", "FLUVIO_SC_LEADER_IMBALANCE_PCT": "0"}
+    env = {"FLUVIO_SC_LEADER_REBALANCE_INTERVAL_S": "1"}
     path = Path(tmp_path_factory.mktemp("preferred"))
     with running_cluster(path, spus=3, env=env) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def manual_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    env = {"FLUVIO_SC_LEADER_REBALANCE_ENABLED": "false"}
+    path = Path(tmp_path_factory.mktemp("preferred-manual"))
+    with running_cluster(path, spus=3, env=env) as running:
+        yield running
+
+
+def cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FLUVIO_ENDPOINT": cluster.endpoint}
+    argv = [sys.executable, "-m", "spark_stream.cli", *args]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
 
 
 def _leaders(fluvio: Fluvio, topic: str) -> dict[int, int | None]:
@@ -110,3 +130,62 @@ def test_leaders_return_to_preferred_replicas_and_no_record_is_lost(
         assert sorted(counts) == sorted(acked)  # nothing lost
         assert max(counts.values()) == 1  # nothing doubled
         assert any(v.startswith(b"moving-") for v in acked)
+
+
+def test_elect_preferred_moves_leaders_back_on_demand(manual_cluster: LocalCluster) -> None:
+    cluster = manual_cluster
+    with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
+        topic = make_topic(fluvio, partitions=PARTITIONS, replication=3)
+        preferred = {i.partition: i.replicas[0] for i in fluvio.topic_partitions(topic)}
+        victim = preferred[0]
+        moved = sorted(f"{topic}-{p}" for p, spu in preferred.items() if spu == victim)
+        producer = fluvio.topic_producer(topic, acks="all", idempotence=True)
+        sent = [f"v{i}".encode() for i in range(300)]
+        for i, value in enumerate(sent[:150]):
+            producer.send(None, value, partition=i % PARTITIONS)
+        producer.flush(timeout=60)
+        assert kill_spu(cluster, victim)
+        wait_until(
+            lambda: all(v not in (None, victim) for v in _leaders(fluvio, topic).values()),
+            60,
+            "every partition led by a survivor",
+        )
+        # The preferred replica is down: nothing moves, its partitions are pending.
+        down = cli(cluster, "partition", "elect-preferred", "--topic", topic, "-O", "json")
+        assert down.returncode == 0, down.stderr
+        assert json.loads(down.stdout) == [{"partition": n, "result": "pending"} for n in moved]
+
+        cluster.start()  # starts the killed SPU again
+        for i, value in enumerate(sent[150:]):
+            producer.send(None, value, partition=i % PARTITIONS)
+        producer.flush(timeout=60)
+
+        def victim_in_sync() -> bool:
+            infos = fluvio.topic_partitions(topic)
+            return all(victim in i.in_sync for i in infos if i.replicas[0] == victim)
+
+        wait_until(victim_in_sync, 120, f"SPU {victim} back in sync")
+        assert _leaders(fluvio, topic) != preferred  # the sweep is off: nothing moved
+
+        back = cli(cluster, "partition", "elect-preferred", "--topic", topic)
+        assert back.returncode == 0, back.stderr
+        lines = back.stdout.splitlines()
+        assert lines[0] == (
+            f"moved {len(moved)} partition(s) to their preferred leader; 0 still led elsewhere"
+        )
+        assert sorted(line.split()[0] for line in lines[2:]) == moved
+        assert _leaders(fluvio, topic) == preferred
+        again = cli(cluster, "partition", "elect-preferred")
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.startswith("moved 0 partition(s)")
+        missing = cli(cluster, "partition", "elect-preferred", "--topic", "no-such-topic")
+        assert missing.returncode == 1
+        assert missing.stderr.startswith("error:") and "does not exist" in missing.stderr
+
+        read = [
+            v
+            for p in range(PARTITIONS)
+            for b in fluvio.fetch_batches(topic, p, 0)
+            for v in b.column("value").to_pylist()
+        ]
+        assert sorted(read) == sorted(sent)
