@@ -280,3 +280,8 @@ def test_requests_with_contradictory_fields_are_refused() -> None:
 def test_partition_status_resolution_is_carried() -> None:
     entry = c.LrsStatus("t-0", PartitionStatus(leader=1, resolution=PartitionResolution.ONLINE))
     assert c.LrsStatus.from_wire(entry.to_wire()).status.resolution is PartitionResolution.ONLINE
+
+
+def test_elect_preferred_request_refuses_an_empty_topic() -> None:
+    with pytest.raises(InvalidRequestError, match="topic must not be empty"):
+        c.ElectPreferredRequest("")
