@@ -13,6 +13,9 @@ Start-up order, and why:
 5. After ``heartbeat_timeout_s`` (SPUs had time to reconnect) and then periodically, a
    ``Reconcile`` with the set of connected SPUs repairs drift: SPUs that did not come
    back go ``Offline`` and their partitions get new leaders.
+6. With ``leader_rebalance_enabled``, every ``leader_rebalance_interval_s`` an
+   ``ElectPreferred`` sweep hands leadership back to preferred replicas that are online
+   and in sync again (``sc.controllers.partition.preferred``).
 
 With ``metrics_port`` set, Prometheus metrics (``sc.metrics``) are served on
 ``host:metrics_port`` from the start of step 1.
@@ -39,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from sc.actions import ProvisionSpu
 from sc.connection_manager import ConnectionManager
 from sc.controllers import Reducer
-from sc.controllers.events import ControllerEvent, Reconcile
+from sc.controllers.events import ControllerEvent, ElectPreferred, Reconcile
 from sc.dispatcher import Dispatcher
 from sc.kv import KvStore, RedisKvStore
 from sc.local_store import Change, LocalStore
@@ -134,6 +137,7 @@ class ScApp:
             auth_key=load_key(settings.auth_key_file) if settings.auth_key_file else None,
         )
         self._timer: asyncio.Task[None] | None = None
+        self._rebalance_timer: asyncio.Task[None] | None = None
         self._started = False
         self.metrics: ScMetrics | None = None
         self._endpoint: MetricsEndpoint | None = None
@@ -221,6 +225,10 @@ class ScApp:
         self._timer = asyncio.get_running_loop().create_task(
             self._reconcile_loop(), name="sc-reconcile"
         )
+        if self.settings.leader_rebalance_enabled:
+            self._rebalance_timer = asyncio.get_running_loop().create_task(
+                self._rebalance_loop(), name="sc-leader-rebalance"
+            )
         log.info(
             "sc started public=%s:%d private=%s:%d revision=%d",
             self.settings.host,
@@ -284,6 +292,15 @@ class ScApp:
             await self._ensure_managed()
             await asyncio.sleep(self.reconcile_interval_s)  # periodic drift repair
 
+    async def _rebalance_loop(self) -> None:
+        event = ElectPreferred(
+            limit=self.settings.leader_rebalance_max_moves,
+            imbalance_pct=self.settings.leader_imbalance_pct,
+        )
+        while True:
+            await asyncio.sleep(self.settings.leader_rebalance_interval_s)
+            self.dispatcher.submit(event)
+
     async def stop(self, *, keep_spus: bool = False) -> None:
         """Stop the controllers, then the servers, the managed SPUs and the KV client.
 
@@ -294,11 +311,12 @@ class ScApp:
         """
         if keep_spus and isinstance(self.provisioner, LocalProcessProvisioner):
             self.provisioner.stop_on_close = False
-        if self._timer is not None:
-            self._timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._timer
-            self._timer = None
+        for timer in (self._timer, self._rebalance_timer):
+            if timer is not None:
+                timer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await timer
+        self._timer = self._rebalance_timer = None
         await self.dispatcher.stop()
         await self.public.stop()
         await self.private.stop()

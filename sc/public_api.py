@@ -34,6 +34,7 @@ from sc.groups.api import GroupApi
 from sc.kv.budget import retry_budget
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
+from sc.preferred_api import elect_preferred
 from sc.topic_tier import with_tier
 from spark_stream.auth.guard import Guard
 from spark_stream.errors import (
@@ -250,6 +251,7 @@ class PublicApi:
             ApiKey.LIST_PARTITIONS: self._list_partitions,
             ApiKey.ADD_PARTITIONS: self._add_partitions,
             ApiKey.UPDATE_TOPIC_SCHEMA: self._update_topic_schema,
+            ApiKey.ELECT_PREFERRED: self._elect_preferred,
             ApiKey.REGISTER_SPU: self._register_spu,
             ApiKey.UNREGISTER_SPU: self._unregister_spu,
             ApiKey.LIST_SPUS: self._list_spus,
@@ -407,6 +409,12 @@ class PublicApi:
         await self.dispatcher.wait_revision(stored.revision, _WAIT, processed=True)
         await self._fresh()
         return c.AddPartitionsResponse((self.store.topic(topic.name) or stored).to_dict())
+
+    async def _elect_preferred(self, request: Request, ctx: ConnContext) -> Message:
+        msg = request.message()
+        assert isinstance(msg, c.ElectPreferredRequest)
+        await self._fresh()
+        return await elect_preferred(self.dispatcher, msg.topic, _WAIT)
 
     async def _update_topic_schema(self, request: Request, ctx: ConnContext) -> Message:
         msg = request.message()

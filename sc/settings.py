@@ -87,6 +87,25 @@ class ScSettings(ProcessSettings):
         le=1_800_000,
         description="Consumer groups: default time a member has to release a revoke.",
     )
+    leader_rebalance_enabled: bool = Field(
+        True,
+        description="Move leadership back to each partition's preferred replica (the "
+        "first of its replica list) once it is online and in sync again (Kafka's "
+        "auto.leader.rebalance.enable).",
+    )
+    leader_rebalance_interval_s: float = Field(
+        60.0, gt=0, description="How often the SC looks for leaders off their preferred replica."
+    )
+    leader_imbalance_pct: float = Field(
+        10.0,
+        ge=0,
+        le=100,
+        description="An SPU gets its preferred partitions back once the share of them it "
+        "does not lead is above this percentage (0: any).",
+    )
+    leader_rebalance_max_moves: int = Field(
+        100, ge=1, description="Most partitions one rebalance sweep moves (next: the rest)."
+    )
 
     def redis_password(self) -> str | None:
         """The password in ``redis_password_file``, or None when it is not set.

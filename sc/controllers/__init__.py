@@ -16,6 +16,7 @@ from sc.controllers import partition, spu, spu_group, topic
 from sc.controllers.events import (
     Change,
     ControllerEvent,
+    ElectPreferred,
     LrsUpdate,
     Reconcile,
     SpuConnected,
@@ -26,6 +27,7 @@ from sc.local_store import StoreView
 __all__ = [
     "Change",
     "ControllerEvent",
+    "ElectPreferred",
     "LrsUpdate",
     "Reconcile",
     "SpuConnected",

@@ -7,6 +7,8 @@
 - ``Reconcile``: sweep the whole snapshot and repair whatever does not match, e.g.
   after SC start-up once the mirror is loaded and SPUs had time to reconnect. A
   reconcile on a snapshot that already matches yields no actions.
+- ``ElectPreferred``: move leadership back to preferred replicas (the SC's periodic
+  leader rebalance, or the admin's ``partition elect-preferred``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = [
     "SpuDisconnected",
     "LrsUpdate",
     "Reconcile",
+    "ElectPreferred",
     "ControllerEvent",
 ]
 
@@ -77,4 +80,20 @@ class Reconcile:
     connected: frozenset[int] | None = None
 
 
-ControllerEvent = Change | SpuConnected | SpuDisconnected | LrsUpdate | Reconcile
+@dataclass(frozen=True, slots=True)
+class ElectPreferred:
+    """Hand partitions back to their preferred leader (``sc.controllers.partition.preferred``).
+
+    Attributes:
+        limit: most partitions moved by this sweep.
+        imbalance_pct: only SPUs whose imbalance is above this percentage get partitions
+            back (0: any imbalance).
+        topic: only this topic's partitions (None: every topic).
+    """
+
+    limit: int
+    imbalance_pct: float = 0.0
+    topic: str | None = None
+
+
+ControllerEvent = Change | SpuConnected | SpuDisconnected | LrsUpdate | Reconcile | ElectPreferred

@@ -74,6 +74,7 @@ RULES: Mapping[int, Callable[[Message], Need]] = MappingProxyType(
         ApiKey.DELETE_TOPIC: _topic(A, "name"),
         ApiKey.ADD_PARTITIONS: _topic(A, "name"),
         ApiKey.UPDATE_TOPIC_SCHEMA: _topic(A, "name"),
+        ApiKey.ELECT_PREFERRED: _fixed(CLUSTER_ADMIN),  # moves leaders of any topic
         ApiKey.LIST_TOPICS: _fixed(ANY),
         ApiKey.DESCRIBE_TOPIC: _fixed(ANY),
         ApiKey.LIST_PARTITIONS: _fixed(ANY),

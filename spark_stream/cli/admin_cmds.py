@@ -29,6 +29,7 @@ __all__ = [
     "topic_delete",
     "topic_add_partition",
     "partition_list",
+    "partition_elect_preferred",
     "partition_lags",
     "spu_register",
     "spu_unregister",
@@ -305,6 +306,21 @@ def partition_list(args: argparse.Namespace, fluvio: Fluvio) -> int:
     human = args.output == "table"
     rows = [partition_row(p, human=human) | {"lag": lags.get((p.topic, p.index))} for p in parts]
     emit(rows, args.output, columns=PARTITION_LIST_COLUMNS)
+    return 0
+
+
+def partition_elect_preferred(args: argparse.Namespace, fluvio: Fluvio) -> int:
+    """Move leaders back to their preferred replicas; print each partition moved or left."""
+    election = fluvio.admin().elect_preferred(args.topic)
+    rows = [{"partition": name, "result": "moved"} for name in election.moved] + [
+        {"partition": name, "result": "pending"} for name in election.pending
+    ]
+    if args.output == "table":
+        print(
+            f"moved {len(election.moved)} partition(s) to their preferred leader; "
+            f"{len(election.pending)} still led elsewhere"
+        )
+    emit(rows, args.output, columns=("partition", "result"))
     return 0
 
 

@@ -260,6 +260,14 @@ def _topic_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
         output=True,
     )
     plist.add_argument("topic", nargs="?")
+    elect = _client(
+        psub,
+        "elect-preferred",
+        admin_cmds.partition_elect_preferred,
+        "move leadership back to each partition's preferred (first) replica",
+        output=True,
+    )
+    elect.add_argument("--topic", help="only this topic's partitions (default: all)")
 
 
 def _data_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:

@@ -51,6 +51,7 @@ from spark_stream.client.types import (
     BatchMetadata,
     PartitionInfo,
     PartitionOffsets,
+    PreferredElection,
     Record,
     RecordMetadata,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "BatchFuture",
     "PartitionInfo",
     "PartitionOffsets",
+    "PreferredElection",
     "RecordMetadata",
     "BatchMetadata",
     "Record",

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.client.metadata import WATCH_BACKOFF, watch_metadata
+from spark_stream.client.types import PreferredElection
 from spark_stream.errors import (
     ConnectionClosedError,
     InvalidRequestError,
@@ -278,6 +279,23 @@ class AdminClient:
         """
         reply = await self._call(c.AddPartitionsRequest(topic, count), c.AddPartitionsResponse)
         return Topic.from_dict(reply.topic)
+
+    async def elect_preferred(self, topic: str | None = None) -> PreferredElection:
+        """Move leadership back to each partition's preferred replica (the first of its
+        replica list) where that replica is online and in sync (Kafka's preferred leader
+        election); the SC also does it by itself every ``leader_rebalance_interval_s``.
+
+        Args:
+            topic: only this topic's partitions; None: every topic.
+
+        Returns:
+            The partitions moved, and those still led elsewhere.
+
+        Raises:
+            UnknownTopicError: no such topic.
+        """
+        reply = await self._call(c.ElectPreferredRequest(topic), c.ElectPreferredResponse)
+        return PreferredElection(tuple(reply.moved), tuple(reply.pending))
 
     # -- SPUs --------------------------------------------------------------------------
 

@@ -85,6 +85,7 @@ class SyncAdmin(Facade[AdminClient]):
     describe_topic = blocking(AdminClient.describe_topic)
     list_partitions = blocking(AdminClient.list_partitions)
     add_partitions = blocking(AdminClient.add_partitions)
+    elect_preferred = blocking(AdminClient.elect_preferred)
     register_spu = blocking(AdminClient.register_spu)
     unregister_spu = blocking(AdminClient.unregister_spu)
     list_spus = blocking(AdminClient.list_spus)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 __all__ = [
     "PartitionInfo",
     "PartitionOffsets",
+    "PreferredElection",
     "RecordMetadata",
     "BatchMetadata",
     "Record",
@@ -45,6 +46,21 @@ class PartitionInfo:
     leo: int = -1
     hw: int = -1
     log_start: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredElection:
+    """What a preferred-leader election did (``AdminClient.elect_preferred``).
+
+    Attributes:
+        moved: partitions (``{topic}-{index}``) now led by their preferred replica (the
+            first of their replica list) that were led by another before.
+        pending: partitions still led by another replica: their preferred one is
+            offline, out of sync or damaged (the SC's sweep moves them once it can).
+    """
+
+    moved: tuple[str, ...]
+    pending: tuple[str, ...]
 
 
 class PartitionOffsets(NamedTuple):

@@ -195,6 +195,38 @@ class AddPartitionsResponse(Message):
     topic: dict[str, Any]
 
 
+@message(ApiKey.ELECT_PREFERRED, Role.REQUEST)
+@dataclass(frozen=True, slots=True)
+class ElectPreferredRequest(Message):
+    """Move leadership back to each partition's preferred replica (the first of its
+    replica list) where that replica is online and in sync (Kafka's preferred election).
+
+    Attributes:
+        topic: only this topic's partitions; nil: every topic.
+    """
+
+    topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.topic is not None and not self.topic:
+            raise InvalidRequestError("ElectPreferredRequest.topic must not be empty")
+
+
+@message(ApiKey.ELECT_PREFERRED, Role.RESPONSE)
+@dataclass(frozen=True, slots=True)
+class ElectPreferredResponse(Message):
+    """What the election did, by partition name (``{topic}-{index}``).
+
+    Attributes:
+        moved: partitions now led by their preferred replica that were not before.
+        pending: partitions still led elsewhere (their preferred replica is offline, out
+            of sync or damaged, or the move did not finish within the SC's wait).
+    """
+
+    moved: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+
+
 @message(ApiKey.UPDATE_TOPIC_SCHEMA, Role.REQUEST)
 @dataclass(frozen=True, slots=True)
 class UpdateTopicSchemaRequest(_NamedRequest):

@@ -40,6 +40,8 @@ class ApiKey(IntEnum):
     """Add partitions to a topic (their count only grows)."""
     UPDATE_TOPIC_SCHEMA = 1007
     """Evolve a typed topic's schema: append nullable columns (a new version)."""
+    ELECT_PREFERRED = 1008
+    """Move partition leadership back to preferred replicas (admin)."""
     REGISTER_SPU = 1010
     """Register a custom SPU (admin), before it may connect."""
     UNREGISTER_SPU = 1011

@@ -335,3 +335,14 @@ def test_add_partitions_grows_only_with_typed_errors() -> None:
             assert (await admin.describe_topic("t"))[0].spec.partitions == 7
 
     run(body())
+
+
+def test_elect_preferred_on_an_empty_cluster_and_an_unknown_topic() -> None:
+    async def body() -> None:
+        async with running_sc() as (app, admin):
+            election = await admin.elect_preferred()
+            assert (election.moved, election.pending) == ((), ())
+            with pytest.raises(UnknownTopicError, match="'nope' does not exist"):
+                await admin.elect_preferred("nope")
+
+    run(body())

@@ -25,6 +25,9 @@ Theory of operation (seed ``003``, "Partition Controller"):
   online (same two actions as an election); otherwise it keeps leading, damaged.
 - **Reconcile** -> the same rules as a sweep: ``Init`` partitions go ``Offline``,
   partitions whose leader is not online get an election.
+- **ElectPreferred** -> the partitions ``preferred.plan_preferred`` picks (online,
+  preferred replica online and in sync, its SPU's imbalance above the threshold, at most
+  ``limit``) are elected to their preferred replica: same two actions as an election.
 
 A status equal to the current one is never written, so replaying an event on a
 snapshot that already reflects it adds no KV action.
@@ -40,8 +43,9 @@ from sc.actions import (
     CmUpdatePartition,
     KvUpdateStatus,
 )
-from sc.controllers.events import Change, ControllerEvent, LrsUpdate, Reconcile
+from sc.controllers.events import Change, ControllerEvent, ElectPreferred, LrsUpdate, Reconcile
 from sc.controllers.partition.policy import elect, has_live_leader, leader_of, offline, with_leader
+from sc.controllers.partition.preferred import plan_preferred, preferred_leader
 from sc.kv.store import ChangeType
 from sc.local_store import StoreView
 from spark_stream.models import (
@@ -72,6 +76,8 @@ def reduce(store: StoreView, event: ControllerEvent) -> list[Action]:
             return _on_lrs(store, event)
         case Reconcile():
             return _reconcile(store)
+        case ElectPreferred():
+            return _elect_preferred(store, event)
     return []
 
 
@@ -192,4 +198,18 @@ def _reconcile(store: StoreView) -> list[Action]:
             actions += _take_over(partition, online)
         elif not has_live_leader(partition, online):
             actions += _elect_away(partition, online, leader_of(partition))
+    return actions
+
+
+def _elect_preferred(store: StoreView, event: ElectPreferred) -> list[Action]:
+    moves = plan_preferred(
+        store.partitions(),
+        store.online_spu_ids(),
+        limit=event.limit,
+        imbalance_pct=event.imbalance_pct,
+        topic=event.topic,
+    )
+    actions: list[Action] = []
+    for partition in moves:
+        actions += _elected(partition, preferred_leader(partition))
     return actions

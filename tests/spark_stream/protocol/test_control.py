@@ -75,6 +75,9 @@ SPU = Spu.new("spu-1", SpuSpec(spu_id=1, public_endpoint=PublicEndpoint(port=700
         c.ListPartitionsRequest(None),
         c.AddPartitionsRequest("t", 3),
         c.AddPartitionsResponse({"metadata": {"name": "t"}}),
+        c.ElectPreferredRequest(),
+        c.ElectPreferredRequest("t"),
+        c.ElectPreferredResponse(["t-0", "t-2"], ["t-1"]),
         c.RegisterSpuRequest({"spuId": 1}, "x"),
         c.UnregisterSpuRequest(spu_id=3),
         c.CreateSpuGroupRequest("g", {"replicas": 2}, update=True),
@@ -277,3 +280,8 @@ def test_requests_with_contradictory_fields_are_refused() -> None:
 def test_partition_status_resolution_is_carried() -> None:
     entry = c.LrsStatus("t-0", PartitionStatus(leader=1, resolution=PartitionResolution.ONLINE))
     assert c.LrsStatus.from_wire(entry.to_wire()).status.resolution is PartitionResolution.ONLINE
+
+
+def test_elect_preferred_request_refuses_an_empty_topic() -> None:
+    with pytest.raises(InvalidRequestError, match="topic must not be empty"):
+        c.ElectPreferredRequest("")
