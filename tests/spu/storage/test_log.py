@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 from collections.abc import Callable
@@ -352,11 +353,22 @@ def test_running_out_of_file_descriptors_is_a_storage_error_and_releases_the_loc
     to open with the typed error (the dispatcher logs it and goes on), not a raw
     ``OSError`` that ended the SPU's link to the SC."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    in_use = len(os.listdir("/proc/self/fd"))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 2, hard))
+    highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 3, hard))
+    # The limit caps descriptor numbers, not their count: fill the holes a long test
+    # run leaves below it, then free two, so the log's lock opens and a later file fails.
+    filler: list[int] = []
     try:
+        with contextlib.suppress(OSError):
+            while True:
+                filler.append(os.open(os.devnull, os.O_RDONLY))
+        for fd in filler[-2:]:
+            os.close(fd)
+        del filler[-2:]
         with pytest.raises(StorageError, match="Too many open files"):
             ReplicaLog.open(tmp_path / "t-0")
     finally:
+        for fd in filler:
+            os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     ReplicaLog.open(tmp_path / "t-0").close()  # the lock was not left held
