@@ -123,7 +123,6 @@ async def _watch_latency(cluster: LocalCluster, watchers: int) -> dict[str, Any]
     """Latency from a topic's create request to each of ``watchers`` watches seeing it."""
     admins = [admin_for(cluster) for _ in range(watchers)]
     seen: list[float] = []
-    started = asyncio.Event()
     t0 = 0.0
 
     async def watch(admin: AdminClient, ready: asyncio.Event) -> None:
@@ -131,7 +130,8 @@ async def _watch_latency(cluster: LocalCluster, watchers: int) -> dict[str, Any]
         try:
             await anext(updates)  # the snapshot
             ready.set()
-            await started.wait()
+            # Already waiting for the next update when the topic is created, as a
+            # client's metadata watcher is (the probe cannot come before t0).
             while True:
                 update: MetadataUpdate = await anext(updates)
                 if any(t["metadata"]["name"] == PROBE for t in update.topics):
@@ -147,7 +147,6 @@ async def _watch_latency(cluster: LocalCluster, watchers: int) -> dict[str, Any]
         async with asyncio.timeout(TIMEOUT):
             await asyncio.gather(*(r.wait() for r in readies))
             t0 = time.perf_counter()
-            started.set()
             await creator.create_topic(PROBE, partitions=1, replication_factor=1)
             await asyncio.gather(*tasks)
     finally:
