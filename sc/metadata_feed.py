@@ -2,8 +2,8 @@
 
 Theory of operation. The dispatcher tells the feed of every batch of changes the mirror
 makes (``on_changes``). The feed keeps those a watcher needs (SPUs, topics, partitions;
-not a partition's LEO/HW moving), each in its wire form (the object's dict, built once
-when the change arrives), in revision order under a sequence number. Each watch stream
+not a partition's LEO/HW moving), the new state only (the mirror's own object, no copy),
+in revision order under a sequence number. Each watch stream
 (``updates``) holds a position in that sequence. When it is behind, it takes everything
 from its position on (at most ``max_items``) as one incremental update, the latest state
 of each object once: a burst (a topic of 1,000 partitions) reaches a watcher as one or a
@@ -35,8 +35,8 @@ WATCHED = (Spu.kind, Topic.kind, Partition.kind)
 
 _RANGES_KEPT = 16  # encoded ranges cached: watchers rarely sit at more positions at once
 
-Entry = tuple[str, str, "dict[str, Any] | None"]
-"""One change as the feed keeps it: kind, name, the new state's wire dict (None: deleted)."""
+Entry = tuple[str, str, "KvObject[Any, Any] | None"]
+"""One change as the feed keeps it: kind, name, the new state (None: deleted)."""
 
 
 def interesting(change: Change) -> bool:
@@ -61,24 +61,25 @@ def wire_dict(obj: KvObject[Any, Any]) -> dict[str, Any]:
 def coalesce(entries: Iterable[Entry]) -> dict[str, list[dict[str, Any]]]:
     """The lists of one incremental update from ``entries`` in change order.
 
-    Each object appears once, with its last state, in the order of its last change;
-    an object whose last change deleted it is in ``deleted`` only.
+    Each object appears once, with its last state (``wire_dict``: an object changed
+    many times in a burst is dumped once), in the order of its last change; an object
+    whose last change deleted it is in ``deleted`` only.
 
     Returns:
         ``spus``, ``topics``, ``partitions`` (wire dicts) and ``deleted``
         (``{"kind", "name"}``), as ``MetadataUpdate`` takes them.
     """
-    last: dict[tuple[str, str], dict[str, Any] | None] = {}
-    for kind, name, data in entries:
+    last: dict[tuple[str, str], KvObject[Any, Any] | None] = {}
+    for kind, name, obj in entries:
         last.pop((kind, name), None)  # re-insert: order by the last change
-        last[(kind, name)] = data
+        last[(kind, name)] = obj
     lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in WATCHED}
     deleted: list[dict[str, Any]] = []
-    for (kind, name), data in last.items():
-        if data is None:
+    for (kind, name), obj in last.items():
+        if obj is None:
             deleted.append({"kind": kind, "name": name})
         else:
-            lists[kind].append(data)
+            lists[kind].append(wire_dict(obj))
     return {
         "spus": lists[Spu.kind],
         "topics": lists[Topic.kind],
@@ -123,8 +124,7 @@ class MetadataFeed:
         else:
             for change in changes:
                 if interesting(change):
-                    data = None if change.new is None else wire_dict(change.new)
-                    self._changes.append((change.kind, change.name, data))
+                    self._changes.append((change.kind, change.name, change.new))
                     self._revisions.append(change.revision)
             if len(self._changes) > self.capacity:
                 cut = len(self._changes) - self.capacity

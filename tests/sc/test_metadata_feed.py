@@ -10,31 +10,35 @@ import pytest
 
 from sc.kv.store import ChangeEvent, ChangeType
 from sc.local_store import Change, LocalStore
-from sc.metadata_feed import Entry, MetadataFeed, coalesce, interesting
+from sc.metadata_feed import Entry, MetadataFeed, coalesce, interesting, wire_dict
 from spark_stream.models import KvObject, PartitionResolution
 from spark_stream.protocol import Encoded, decode_meta
 from spark_stream.protocol.control import MetadataUpdate
 from tests.sc.controllers.helpers import make_partition, make_spu, make_topic
 
 A, M, D = ChangeType.ADDED, ChangeType.MODIFIED, ChangeType.DELETED
-P0 = {"metadata": {"name": "t-0"}, "v": 0}
-P0B = {"metadata": {"name": "t-0"}, "v": 1}
-P1 = {"metadata": {"name": "t-1"}}
-T = {"metadata": {"name": "t"}}
-S = {"metadata": {"name": "spu-1"}}
+P0 = make_partition("t", 0, [1])
+P0B = make_partition("t", 0, [1], leader=2)
+P1 = make_partition("t", 1, [1])
+T = make_topic("t")
+S = make_spu(1)
+
+
+def _wire(*objects: KvObject[Any, Any]) -> list[dict[str, Any]]:
+    return [wire_dict(obj) for obj in objects]
 
 
 @pytest.mark.parametrize(
     ("entries", "expected"),
     [
         ([], {"spus": [], "topics": [], "partitions": [], "deleted": []}),
-        (  # each kind in its list
+        (  # each kind in its list, as its wire dict (an SPU without its secret)
             [("Topic", "t", T), ("Partition", "t-0", P0), ("Spu", "spu-1", S)],
-            {"spus": [S], "topics": [T], "partitions": [P0], "deleted": []},
+            {"spus": [S.public_dict()], "topics": _wire(T), "partitions": _wire(P0), "deleted": []},
         ),
         (  # the last state only, in the order of the last change
             [("Partition", "t-0", P0), ("Partition", "t-1", P1), ("Partition", "t-0", P0B)],
-            {"spus": [], "topics": [], "partitions": [P1, P0B], "deleted": []},
+            {"spus": [], "topics": [], "partitions": _wire(P1, P0B), "deleted": []},
         ),
         (  # created then deleted within the burst: deleted only
             [("Partition", "t-0", P0), ("Partition", "t-0", None)],
@@ -47,7 +51,7 @@ S = {"metadata": {"name": "spu-1"}}
         ),
         (  # deleted then created again: present, not deleted
             [("Topic", "t", None), ("Topic", "t", T)],
-            {"spus": [], "topics": [T], "partitions": [], "deleted": []},
+            {"spus": [], "topics": _wire(T), "partitions": [], "deleted": []},
         ),
     ],
 )
