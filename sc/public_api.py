@@ -10,20 +10,20 @@ cannot hold yet is refused (``InsufficientResourcesError``, or ``InvalidConfigEr
 an assignment naming an unregistered SPU) unless the request allows missing SPUs, as
 Fluvio's SC refuses it; the controllers would only park it unprovisioned.
 
-The metadata watch (``MetadataFeed``) keeps the recent SPU, topic and partition changes
-in memory. A watcher that names a revision the feed still covers gets the changes after
-it; any other watcher first gets a full snapshot. Partition changes that only move LEO
-or HW are not sent (clients need endpoints and leaders, not offsets).
+The metadata watch is ``sc.metadata_feed.MetadataFeed``: the recent SPU, topic and
+partition changes in memory, coalesced and encoded once for every watcher. A watcher that
+names a revision the feed still covers gets the changes after it; any other watcher first
+gets a full snapshot. Partition changes that only move LEO or HW are not sent (clients
+need endpoints and leaders, not offsets).
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import inspect
 import logging
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from sc.assignment import InsufficientSpus, InvalidAssignment, short_of_spus
@@ -33,7 +33,8 @@ from sc.groups import GateAcks, GroupCoordinator
 from sc.groups.api import GroupApi
 from sc.kv.budget import retry_budget
 from sc.kv.store import KvStore
-from sc.local_store import Change, StoreView
+from sc.local_store import StoreView
+from sc.metadata_feed import MetadataFeed
 from sc.preferred_api import elect_preferred
 from sc.topic_tier import with_tier
 from spark_stream.auth.guard import Guard
@@ -65,139 +66,15 @@ from spark_stream.models.topic_schema import decode_arrow, untyped_with_records
 from spark_stream.models.topic_table import TableFormat, check_delta_types
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.server import ConnContext, Handler, Server
-from spark_stream.protocol import ApiKey, Message, Request
+from spark_stream.protocol import ApiKey, Encoded, Message, Request
 from spark_stream.protocol import control as c
 
 __all__ = ["PublicApi", "MetadataFeed"]
 
 log = logging.getLogger(__name__)
 
-_WATCHED = (Spu.kind, Topic.kind, Partition.kind)
 _WAIT = 5.0  # seconds a handler waits for the mirror before answering anyway
 _CAS_ATTEMPTS = 5  # compare-and-set rounds of a spec update racing other writers
-_Entry = tuple[str, str, "KvObject[Any, Any] | None"]  # kind, name, new state (None: deleted)
-
-
-def _interesting(change: Change) -> bool:
-    """Whether a watcher needs this change (not a partition's LEO/HW moving)."""
-    if change.kind not in _WATCHED:
-        return False
-    old, new = change.old, change.new
-    if isinstance(old, Partition) and isinstance(new, Partition):
-        return (
-            old.spec != new.spec
-            or old.status.leader != new.status.leader
-            or old.status.resolution != new.status.resolution
-        )
-    return True
-
-
-class MetadataFeed:
-    """Recent metadata changes, in revision order, for the watch streams.
-
-    Args:
-        store: the mirror, for full snapshots.
-        capacity: changes kept; a watcher further behind gets a full snapshot.
-    """
-
-    def __init__(self, store: StoreView, capacity: int = 20_000) -> None:
-        self.store = store
-        self.capacity = capacity
-        self._revisions: list[int] = []
-        self._changes: list[_Entry] = []  # only the new state: old versions are not kept
-        self._base = 0  # sequence number of _changes[0]
-        self.start_revision = store.revision  # watchers from here on can resume
-        self.epoch = 0  # bumped on a resync: every watcher starts over with a snapshot
-        self._wakeup = asyncio.Event()
-
-    def on_changes(self, changes: list[Change], resync: bool) -> None:
-        """Dispatcher listener: record the changes watchers care about."""
-        if resync:
-            self.epoch += 1
-            self._base += len(self._changes)
-            self._changes.clear()
-            self._revisions.clear()
-            self.start_revision = self.store.revision
-        else:
-            for change in changes:
-                if _interesting(change):
-                    self._changes.append((change.kind, change.name, change.new))
-                    self._revisions.append(change.revision)
-            if len(self._changes) > self.capacity:
-                cut = len(self._changes) - self.capacity
-                del self._changes[:cut], self._revisions[:cut]
-                self._base += cut
-                self.start_revision = self._revisions[0] - 1
-        self._wakeup.set()
-        self._wakeup = asyncio.Event()
-
-    def snapshot(self) -> tuple[c.MetadataUpdate, int]:
-        """A full update from the mirror and the feed position right after it."""
-        store = self.store
-        update = c.MetadataUpdate(
-            True,
-            store.revision,
-            spus=[s.public_dict() for s in store.spus()],
-            topics=[t.to_dict() for t in store.topics()],
-            partitions=[p.to_dict() for p in store.partitions()],
-        )
-        return update, self._base + len(self._changes)
-
-    def position_after(self, revision: int) -> int | None:
-        """The feed position of the first change after ``revision``, if still held."""
-        if revision < self.start_revision or revision > self.store.revision:
-            return None
-        return self._base + bisect.bisect_right(self._revisions, revision)
-
-    async def updates(
-        self, from_revision: int | None, max_items: int = 5000
-    ) -> AsyncGenerator[c.MetadataUpdate, None]:
-        """The pushes of one watch stream: a snapshot or the missed changes, then more."""
-        epoch = self.epoch
-        pos = None if from_revision is None else self.position_after(from_revision)
-        if pos is None:
-            update, pos = self.snapshot()
-            yield update
-        while True:
-            if epoch != self.epoch:  # a resync: the history restarted
-                epoch = self.epoch
-                update, pos = self.snapshot()
-                yield update
-                continue
-            if pos < self._base:  # fell out of the history
-                update, pos = self.snapshot()
-                yield update
-                continue
-            start = pos - self._base
-            if start >= len(self._changes):
-                await self._wakeup.wait()
-                continue
-            batch = self._changes[start : start + max_items]
-            revision = self._revisions[start + len(batch) - 1]
-            pos += len(batch)
-            yield _incremental(batch, revision)
-
-
-def _incremental(batch: list[_Entry], revision: int) -> c.MetadataUpdate:
-    last: dict[tuple[str, str], KvObject[Any, Any] | None] = {}
-    for kind, name, obj in batch:
-        last.pop((kind, name), None)
-        last[(kind, name)] = obj
-    lists: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _WATCHED}
-    deleted = []
-    for (kind, name), obj in last.items():
-        if obj is None:
-            deleted.append({"kind": kind, "name": name})
-        else:
-            lists[kind].append(obj.public_dict() if isinstance(obj, Spu) else obj.to_dict())
-    return c.MetadataUpdate(
-        False,
-        revision,
-        spus=lists[Spu.kind],
-        topics=lists[Topic.kind],
-        partitions=lists[Partition.kind],
-        deleted=deleted,
-    )
 
 
 class PublicApi:
@@ -552,9 +429,7 @@ class PublicApi:
 
     # -- metadata watch -----------------------------------------------------------------
 
-    async def _watch_metadata(
-        self, request: Request, ctx: ConnContext
-    ) -> AsyncIterator[c.MetadataUpdate]:
+    async def _watch_metadata(self, request: Request, ctx: ConnContext) -> AsyncIterator[Encoded]:
         msg = request.message()
         assert isinstance(msg, c.WatchMetadataRequest)
         await self._fresh()

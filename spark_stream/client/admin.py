@@ -497,3 +497,4 @@ class AdminClient:
         async with contextlib.aclosing(updates):
             async for update in updates:
                 yield update
+                del update  # freed while waiting for the next (see watch_metadata)

@@ -314,6 +314,10 @@ async def watch_metadata(
                         revision = update.revision
                         state.reset()
                         yield update
+                    # Let go of the update once the caller asks for the next: a snapshot
+                    # of thousands of partitions is then freed while the stream is idle,
+                    # not when the next push arrives (its latency would pay for it).
+                    del push, update
             if not reconnect:
                 return  # the SC ended the stream
             log.info("metadata watch ended by the SC, reopening")
@@ -432,6 +436,7 @@ class MetadataWatcher:
                             len(update.deleted),
                         )
                         pause.reset()
+                        del update  # freed now, not when the next push arrives
                         await self._notify()
             except UnauthorizedError as exc:  # the SC refused the client: retrying won't help
                 self.last_error = exc

@@ -59,6 +59,7 @@ from spark_stream.net.tls import requires_client_cert
 from spark_stream.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
     ApiKey,
+    Encoded,
     ErrorReply,
     FileRegion,
     Frame,
@@ -78,9 +79,10 @@ __all__ = ["Server", "Route", "ConnContext", "Handler", "RequestHook", "Reply", 
 
 log = logging.getLogger(__name__)
 
-Reply = Message | dict[str, Any] | tuple[dict[str, Any], Tail] | None
-"""What a handler returns (or yields per push): a typed message, a meta dict, or both
-a meta dict and a tail; None means an empty reply."""
+Reply = Message | Encoded | dict[str, Any] | tuple[dict[str, Any], Tail] | None
+"""What a handler returns (or yields per push): a typed message, one already encoded
+(the same bytes fanned out to many streams), a meta dict, or both a meta dict and a
+tail; None means an empty reply."""
 
 Stream = AsyncIterator[Reply]
 """What a streaming handler produces: one push per item."""
@@ -723,12 +725,14 @@ def _sendable(part: TailPart) -> TypeGuard[FileRegion]:
     return isinstance(part, FileRegion) and memoryview(part.data).nbytes >= SENDFILE_MIN_BYTES
 
 
-def _unpack(reply: Reply, api_key: int) -> tuple[dict[str, Any], Tail, int, int]:
+def _unpack(reply: Reply, api_key: int) -> tuple[dict[str, Any] | bytes, Tail, int, int]:
     """Meta, tail, api key and version of a handler's reply (pushes may name their kind)."""
     if reply is None:
         return {}, b"", api_key, 0
     if isinstance(reply, Message):
         return reply.to_meta(), reply.tail_parts(), reply.API_KEY, reply.wire_version()
+    if isinstance(reply, Encoded):
+        return reply.meta, b"", reply.api_key, reply.version
     if isinstance(reply, dict):
         return reply, b"", api_key, 0
     if isinstance(reply, tuple) and len(reply) == 2 and isinstance(reply[0], dict):

@@ -50,6 +50,7 @@ from spark_stream.protocol.frame import (
     tail_length,
 )
 from spark_stream.protocol.message import (
+    Encoded,
     ErrorReply,
     Message,
     Payload,
@@ -105,6 +106,7 @@ __all__ = [
     "tail_length",
     "part_length",
     "as_buffer",
+    "Encoded",
     "ErrorReply",
     "Message",
     "Payload",

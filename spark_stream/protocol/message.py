@@ -25,11 +25,13 @@ from spark_stream.errors import (
 from spark_stream.protocol._fields import TAIL_FIELD, meta_fields, to_wire
 from spark_stream.protocol.api import api_name
 from spark_stream.protocol.frame import Buffer, Tail, tail_length
+from spark_stream.protocol.meta import encode_meta
 
 __all__ = [
     "Role",
     "Message",
     "ErrorReply",
+    "Encoded",
     "Payload",
     "Request",
     "Push",
@@ -149,6 +151,32 @@ class ErrorReply(Message):
         if isinstance(exc, FluvioError):
             return cls(exc.code, str(exc) or type(exc).__name__)
         return cls(FluvioError.code, f"internal error: {type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A message whose meta is already msgpack: one encoding sent to many streams.
+
+    A server fanning the same push out to many subscribers (the SC's metadata watch)
+    encodes it once with ``of`` and sends these bytes on every stream; only the frame
+    header (the stream's correlation id) differs. The receiver decodes it as the message
+    it was built from. Messages with a tail are not supported (meta only).
+    """
+
+    api_key: int
+    version: int
+    meta: bytes
+
+    @classmethod
+    def of(cls, msg: Message) -> Encoded:
+        """Encode ``msg``'s meta once.
+
+        Raises:
+            InvalidRequestError: the meta is not encodable, or ``msg`` carries a tail.
+        """
+        if tail_length(msg.tail_parts()):
+            raise InvalidRequestError(f"{type(msg).__name__} has a tail; send it as it is")
+        return cls(msg.API_KEY, msg.wire_version(), encode_meta(msg.to_meta()))
 
 
 @dataclass(frozen=True, slots=True)

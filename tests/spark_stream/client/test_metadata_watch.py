@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import inspect
 import logging
 from collections.abc import AsyncIterator
 
@@ -168,5 +170,36 @@ def test_watcher_keeps_its_view_across_a_drop(caplog: pytest.LogCaptureFixture) 
             # A snapshot, then a resume from where the view was when the SC went away.
             assert len(opened) == 2 and opened[0] is None
             assert isinstance(opened[1], int) and seen is not None and opened[1] >= seen
+
+    run(body())
+
+
+def test_a_delivered_update_is_let_go_while_waiting_for_the_next() -> None:
+    """Once the caller asks for the next update, the watch holds the last one no more:
+    a big snapshot is freed while the stream is idle, not on the next push's time."""
+
+    def held_by_the_watch(update: MetadataUpdate) -> list[str]:
+        # A suspended async generator refers to its locals itself (not through a frame).
+        return [
+            ref.ag_code.co_qualname
+            for ref in gc.get_referrers(update)
+            if inspect.isasyncgen(ref) and ref.ag_code.co_name == "watch_metadata"
+        ]
+
+    async def body() -> None:
+        port = free_port()
+        async with sc_app(port), AdminClient(HOST, port, timeout=5) as admin:
+            updates = admin.watch_metadata()
+            snapshot = await asyncio.wait_for(anext(updates), 5)
+            assert snapshot.full
+            assert held_by_the_watch(snapshot)  # suspended at its yield: still its own
+            waiting = asyncio.ensure_future(anext(updates))
+            await asyncio.sleep(0)  # the watch runs until it waits for the next push
+            assert not waiting.done()
+            assert held_by_the_watch(snapshot) == []
+            await admin.create_topic("t", partitions=1, allow_missing_spus=True)
+            update = await asyncio.wait_for(waiting, 5)
+            assert [t["metadata"]["name"] for t in update.topics] == ["t"]
+            await updates.aclose()
 
     run(body())

@@ -19,6 +19,7 @@ from spark_stream.protocol import (
     STREAM_APIS,
     Acks,
     ApiKey,
+    Encoded,
     ErrorReply,
     FetchOffsetsRequest,
     FetchOffsetsResponse,
@@ -39,6 +40,7 @@ from spark_stream.protocol import (
     message,
     message_type,
 )
+from spark_stream.protocol.control import MetadataUpdate
 
 
 def wire(msg: Message) -> tuple[dict, memoryview]:
@@ -201,3 +203,15 @@ def test_api_keys_are_unique_grouped_and_versioned() -> None:
     assert ApiKey.STREAM_FETCH in STREAM_APIS
     assert api_name(3001) == "PRODUCE"
     assert api_name(65000) == "api 65000"
+
+
+def test_encoded_is_the_message_meta_once() -> None:
+    update = MetadataUpdate(False, 7, topics=[{"metadata": {"name": "t"}}])
+    encoded = Encoded.of(update)
+    assert (encoded.api_key, encoded.version) == (ApiKey.WATCH_METADATA, 0)
+    assert MetadataUpdate.from_meta(decode_meta(encoded.meta)) == update
+
+
+def test_encoded_refuses_a_message_with_a_tail() -> None:
+    with pytest.raises(InvalidRequestError, match="has a tail"):
+        Encoded.of(ProduceRequest("t", 0, tail=b"frames"))
