@@ -278,12 +278,12 @@ class PrivateApi:
                 if unrecorded_removals(_status(store.partition(name)), reported)
             )
 
-        shrinks = {s.name: s.status for s in statuses if s.name not in rejected}
-        if not pending(shrinks):
-            return []
-        await self.dispatcher.wait_until(
-            lambda: not pending(shrinks), timeout=self.shrink_record_timeout_s
-        )
+        accepted = {s.name: s.status for s in statuses if s.name not in rejected}
+        shrinks = {name: accepted[name] for name in pending(accepted)}
+        if shrinks:
+            await self.dispatcher.wait_until(
+                lambda: not pending(shrinks), timeout=self.shrink_record_timeout_s
+            )
         return pending(shrinks)
 
     async def _heartbeat(self, request: Request, ctx: ConnContext) -> Message:
