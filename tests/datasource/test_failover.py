@@ -62,8 +62,13 @@ pytestmark = [
     pytest.mark.timeout(600),
 ]
 
+#: The hung-leader tests run on the JVM path; the Python client's failover is tested in
+#: ``tests/integration/test_hung_leader.py``.
+JVM_ONLY = pytest.mark.spark_source(
+    "jvm", reason="the Python client's failover is tested in tests/integration"
+)
+
 ROWS = 300
-PYTHON_FAILOVER = "the Python client's failover is tested in tests/integration"
 
 
 def _values(fluvio: Fluvio, topic: str, partitions: int) -> list[str]:
@@ -123,9 +128,7 @@ def test_reads_and_writes_go_through_a_standby_when_the_first_sc_is_dead(
         a.stop()
 
 
-@pytest.mark.spark_source(
-    "jvm", reason="the Python client's failover is tested in tests/integration"
-)
+@JVM_ONLY
 def test_jvm_writer_fails_over_from_a_hung_leader(
     spark: SparkSession,
     fluvio: Fluvio,
@@ -186,9 +189,7 @@ def _leader_pid(
     return leader, pid
 
 
-@pytest.mark.spark_source(
-    "jvm", reason="the Python client's failover is tested in tests/integration"
-)
+@JVM_ONLY
 def test_jvm_read_planning_fails_over_from_a_hung_leader(
     spark: SparkSession,
     fluvio: Fluvio,
@@ -234,9 +235,7 @@ BIG_VALUE = 8000
 FRAME_ROWS = 10
 
 
-@pytest.mark.spark_source(
-    "jvm", reason="the Python client's failover is tested in tests/integration"
-)
+@JVM_ONLY
 def test_jvm_batch_reader_fails_over_from_a_leader_hung_mid_read(
     spark: SparkSession,
     fluvio: Fluvio,
@@ -289,7 +288,7 @@ def test_jvm_batch_reader_fails_over_from_a_leader_hung_mid_read(
     assert {r.offset: r.idx for r in rows} == _indexes(fluvio, topic)  # at its offset
 
 
-@pytest.mark.spark_source("jvm", reason=PYTHON_FAILOVER)
+@JVM_ONLY
 def test_jvm_continuous_stream_fails_over_from_a_hung_leader(
     spark: SparkSession,
     fluvio: Fluvio,
