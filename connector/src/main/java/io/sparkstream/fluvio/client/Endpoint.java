@@ -55,6 +55,11 @@ public record Endpoint(String host, int port, TlsSettings tls, List<Endpoint> ot
     return all;
   }
 
+  /** Every address, comma-separated, as an {@code endpoint} option lists them. */
+  public String listed() {
+    return String.join(",", addresses().stream().map(Endpoint::toString).toList());
+  }
+
   /** True when {@code other} is the same host and port, whatever the TLS. */
   public boolean sameAddress(Endpoint other) {
     return other != null && host.equals(other.host) && port == other.port;

@@ -17,6 +17,8 @@ class EndpointTest {
     FluvioException bad = assertThrows(FluvioException.class, () -> Endpoint.list("a:1,b", "FLUVIO_ENDPOINT"));
     assertEquals(ErrorCode.INVALID_CONFIG, bad.code());
     assertThrows(FluvioException.class, () -> Endpoint.list(" , ", "x"));
+    assertEquals("[::1]:2,b:3", Endpoint.list(" [::1]:2 , b:3", "x").listed());
+    assertEquals("a:1", Endpoint.list("a:1", "x").listed());
   }
 
   @Test

@@ -88,7 +88,7 @@ class ReaderOptionsTest {
 
   private static JsonNode summary(ReaderOptions o) {
     Map<String, Object> out = new LinkedHashMap<>();
-    out.put("endpoint", o.endpoint().toString());
+    out.put("endpoint", o.endpoint().listed());
     out.put("topics", o.topics());
     out.put("partitions", o.partitions());
     out.put("starting", spec(o.starting()));

@@ -75,7 +75,7 @@ class WriterOptionsTest {
 
   private static JsonNode summary(WriterOptions o) {
     Map<String, Object> out = new LinkedHashMap<>();
-    out.put("endpoint", o.endpoint().toString());
+    out.put("endpoint", o.endpoint().listed());
     out.put("topic", o.topic());
     out.put("compression", o.compression() == null ? null : o.compression().wireName());
     out.put("batch_size", o.batchSize());
