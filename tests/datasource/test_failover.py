@@ -45,7 +45,7 @@ from pyspark.sql.functions import udf
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
 from tests.harness.processes import SpuChild
-from tests.integration.helpers import make_topic
+from tests.integration.helpers import leader_pid, make_topic
 from tests.integration.test_standby_sc import (
     publics,
     start_spus,
@@ -136,10 +136,7 @@ def test_jvm_writer_fails_over_from_a_hung_leader(
     new_topic: Callable[..., str],
 ) -> None:
     topic = new_topic(partitions=1, replicas=3)
-    leader = fluvio.topic_partitions(topic)[0].leader
-    assert leader is not None
-    pid = fluvio_cluster.spu_pid(leader)
-    assert pid is not None
+    leader, pid = leader_pid(fluvio, fluvio_cluster, topic)
     before = [f"b{i}" for i in range(ROWS)]
     during = [f"d{i}" for i in range(ROWS)]
 
@@ -179,16 +176,6 @@ def _continued(fluvio: Fluvio, spu_id: int, pid: int) -> Iterator[None]:
         )
 
 
-def _leader_pid(
-    fluvio: Fluvio, cluster: LocalCluster, topic: str, partition: int
-) -> tuple[int, int]:
-    leader = fluvio.topic_partitions(topic)[partition].leader
-    assert leader is not None
-    pid = cluster.spu_pid(leader)
-    assert pid is not None
-    return leader, pid
-
-
 @JVM_ONLY
 def test_jvm_read_planning_fails_over_from_a_hung_leader(
     spark: SparkSession,
@@ -200,7 +187,7 @@ def test_jvm_read_planning_fails_over_from_a_hung_leader(
     produced = [f"r{i}" for i in range(ROWS)]
     for partition in range(3):
         produce(fluvio, topic, produced[partition::3], partition=partition)
-    leader, pid = _leader_pid(fluvio, fluvio_cluster, topic, 0)
+    leader, pid = leader_pid(fluvio, fluvio_cluster, topic)
     name = f"hung_{uuid.uuid4().hex[:8]}"
     with _continued(fluvio, leader, pid):
         os.kill(pid, signal.SIGSTOP)
@@ -258,7 +245,7 @@ def test_jvm_batch_reader_fails_over_from_a_leader_hung_mid_read(
             future.result(timeout=120)
     finally:
         producer.close()
-    leader, pid = _leader_pid(fluvio, fluvio_cluster, topic, 0)
+    leader, pid = leader_pid(fluvio, fluvio_cluster, topic)
     marker = str(tmp_path / "stopped")
 
     def stop_leader_once(value: bytes) -> int:
@@ -299,7 +286,7 @@ def test_jvm_continuous_stream_fails_over_from_a_hung_leader(
     before = [f"b{i}" for i in range(ROWS)]
     during = [f"d{i}" for i in range(ROWS)]
     produce(fluvio, topic, before)
-    leader, pid = _leader_pid(fluvio, fluvio_cluster, topic, 0)
+    leader, pid = leader_pid(fluvio, fluvio_cluster, topic)
     name = f"hung_{uuid.uuid4().hex[:8]}"
     query = (
         spark.readStream.format("fluvio").option("endpoint", fluvio_cluster.endpoint)

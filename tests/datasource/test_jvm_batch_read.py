@@ -26,6 +26,7 @@ from spark_stream.client.profile import Profile, save_profile, switch_profile
 from spark_stream.local.cluster import LocalCluster
 from spark_stream.local.redis_server import free_port
 from tests.harness.local_cluster import kill_spu
+from tests.integration.helpers import leader_pid
 from tests.polling import wait_until
 from tests.spark_conftest import connector_jar_or_skip, produce
 
@@ -261,10 +262,7 @@ def test_jvm_read_rides_out_a_killed_leader(
     values = [f"v{i}" for i in range(120)]
     produce(fluvio, topic, values)
     wait_until(lambda: fluvio.fetch_offsets(topic, 0).hw == 120, 30, "HW to reach 120")
-    leader = fluvio.topic_partitions(topic)[0].leader
-    assert leader is not None
-    pid = fluvio_cluster.spu_pid(leader)
-    assert pid is not None
+    leader, pid = leader_pid(fluvio, fluvio_cluster, topic)
     try:
         out = _run_child(
             f"""

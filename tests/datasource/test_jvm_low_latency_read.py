@@ -20,6 +20,7 @@ from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
 from tests.datasource.test_jvm_batch_read import _run_child, connector_jar  # noqa: F401
 from tests.harness.local_cluster import kill_spu
+from tests.integration.helpers import leader_pid
 from tests.polling import wait_until
 from tests.spark_conftest import produce
 
@@ -29,6 +30,7 @@ _HELPERS = """
 import glob, os, time
 from spark_stream.client import Fluvio
 from tests.harness.local_cluster import kill_spu
+from tests.integration.helpers import leader_pid
 from tests.polling import wait_until
 from tests.spark_conftest import produce
 
@@ -263,10 +265,7 @@ def test_continuous_query_rides_out_a_killed_leader(
     repeated."""
     topic = new_topic(partitions=1, replicas=2)
     produce(fluvio, topic, [f"a{i}" for i in range(40)])
-    leader = fluvio.topic_partitions(topic)[0].leader
-    assert leader is not None
-    pid = fluvio_cluster.spu_pid(leader)
-    assert pid is not None
+    leader, pid = leader_pid(fluvio, fluvio_cluster, topic)
     try:
         out = _run_child(
             _HELPERS

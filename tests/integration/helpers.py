@@ -83,3 +83,14 @@ def make_topic(
 
     wait_until(ready, timeout, f"topic {name} online")
     return name
+
+
+def leader_pid(
+    fluvio: Fluvio, cluster: LocalCluster, topic: str, partition: int = 0
+) -> tuple[int, int]:
+    """The SPU id leading ``topic``'s ``partition`` and that SPU process's pid (to stop it)."""
+    leader = fluvio.topic_partitions(topic)[partition].leader
+    assert leader is not None
+    pid = cluster.spu_pid(leader)
+    assert pid is not None
+    return leader, pid

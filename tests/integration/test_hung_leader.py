@@ -30,7 +30,7 @@ from spark_stream.client import Fluvio, Offset
 from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.errors import FluvioError
 from spark_stream.local.cluster import LocalCluster
-from tests.integration.helpers import make_topic, running_cluster, unique
+from tests.integration.helpers import leader_pid, make_topic, running_cluster, unique
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -48,10 +48,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def test_in_flight_produce_fails_over_from_a_hung_leader(cluster: LocalCluster) -> None:
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
         topic = make_topic(fluvio, partitions=1, replication=3, min_in_sync_replicas=2)
-        leader = fluvio.topic_partitions(topic)[0].leader
-        assert leader is not None
-        pid = cluster.spu_pid(leader)
-        assert pid is not None
+        leader, pid = leader_pid(fluvio, cluster, topic)
         producer = fluvio.topic_producer(
             topic,
             acks="all",
@@ -118,10 +115,7 @@ def test_a_group_members_fetch_fails_over_from_a_hung_leader(cluster: LocalClust
     before, after = 300, 300
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
         topic = make_topic(fluvio, partitions=1, replication=3, min_in_sync_replicas=2)
-        leader = fluvio.topic_partitions(topic)[0].leader
-        assert leader is not None
-        pid = cluster.spu_pid(leader)
-        assert pid is not None
+        leader, pid = leader_pid(fluvio, cluster, topic)
         producer = fluvio.topic_producer(
             topic, acks="all", idempotence=True, linger_ms=2, delivery_timeout_ms=60_000
         )
