@@ -31,11 +31,12 @@ import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from sc.connection_manager import ConnectionManager, SpuSession
+from sc.connection_manager import ConnectionManager
 from sc.dispatcher import Dispatcher
 from sc.isr import unrecorded_removals
 from sc.kv.store import KvStore
 from sc.rebuild import Rebuilder
+from sc.spu_session import SpuSession
 from spark_stream.errors import ConflictError, InvalidRequestError, UnauthorizedError
 from spark_stream.models import (
     Partition,
