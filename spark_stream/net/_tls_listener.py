@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 
 from spark_stream.errors import TlsError
 from spark_stream.net._sockets import STREAM_LIMIT
+from spark_stream.net._tls_transport import TlsSocketTransport, handshake, wrap_tls
 from spark_stream.net.tls import TLS_RECORD_HANDSHAKE, describe_tls_error
 from spark_stream.protocol import ErrorReply, FrameKind, as_buffer, encode_frame
 
@@ -160,11 +161,15 @@ async def _handshake(
     conn: socket.socket, context: ssl.SSLContext
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
+    sock = wrap_tls(conn, context)
+    try:
+        await handshake(sock)
+    except BaseException:
+        sock.close()
+        raise
     reader = asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-    transport, _ = await loop.connect_accepted_socket(
-        lambda: protocol, conn, ssl=context, ssl_handshake_timeout=HANDSHAKE_TIMEOUT
-    )
+    transport = TlsSocketTransport(loop, sock, protocol)
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 

@@ -57,6 +57,7 @@ from spark_stream.net._sockets import (
     reached_itself,
     write_parts,
 )
+from spark_stream.net._tls_transport import TlsSocketTransport, open_tls_socket
 from spark_stream.net.tls import describe_tls_error, is_tls_error
 from spark_stream.protocol import (
     DEFAULT_MAX_FRAME_SIZE,
@@ -159,14 +160,13 @@ class Connection:
         try:
             async with asyncio.timeout(timeout):
                 reader = asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop)
-                transport, receiver = await loop.create_connection(
-                    lambda: FrameReceiver(reader, max_frame_size, loop),
-                    host,
-                    port,
-                    ssl=tls,
-                    server_hostname=host if tls is not None else None,
-                    ssl_handshake_timeout=timeout if tls is not None else None,
-                )
+                receiver = FrameReceiver(reader, max_frame_size, loop)
+                transport: asyncio.BaseTransport
+                if tls is None:
+                    transport, _ = await loop.create_connection(lambda: receiver, host, port)
+                else:
+                    sock = await open_tls_socket(host, port, tls, server_hostname=host)
+                    transport = TlsSocketTransport(loop, sock, receiver)
                 writer = asyncio.StreamWriter(transport, receiver, reader, loop)
         except ssl.SSLError as exc:
             raise TlsError(
