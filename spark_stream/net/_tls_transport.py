@@ -56,6 +56,10 @@ _COALESCE_BELOW = 64 * 1024
 _HIGH_WATER = 64 * 1024
 """asyncio's default write buffer limits."""
 
+_DRAINED, _FULL, _EOF, _WANTS_WRITE = (object() for _ in range(4))
+"""Why ``_fill`` stopped: no more input for now, buffer full, end of stream, a write
+must happen first (a renegotiation)."""
+
 _WOULD_BLOCK = (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError, InterruptedError)
 
 
@@ -296,45 +300,69 @@ class TlsSocketTransport(asyncio.Transport):
         got = 0
         try:
             while got < READ_BUDGET:
-                n = self._read_once()
-                if n == 0:
+                buf = self._read_buffer(READ_BUDGET - got)
+                filled, stop = self._fill(buf)
+                if filled:
+                    self._deliver(buf, filled)
+                    got += filled
+                if stop is _EOF:
                     self._eof()
                     return
-                got += n
+                if stop is _DRAINED:
+                    return
+                if stop is _WANTS_WRITE:
+                    self._read_needs_write = True
+                    self._set_writer(True)
+                    return
                 if self._lost or not self._reading or self._closing:
                     return
             self._loop.call_soon(self._read_ready)  # OpenSSL may hold records already read
-        except ssl.SSLWantReadError:
-            pass
-        except ssl.SSLWantWriteError:
-            self._read_needs_write = True
-            self._set_writer(True)
         except (OSError, ssl.SSLError) as exc:
             self._fatal(exc)
-            return
         finally:
             if self._write_needs_read and not self._lost:
                 self._write_needs_read = False
                 self._write_ready()
 
-    def _read_once(self) -> int:
-        """Decrypt one read's bytes into the protocol; 0 at the end of the stream."""
+    def _read_buffer(self, limit: int) -> memoryview:
+        """Where the next bytes go: the protocol's buffer, or the scratch; at most ``limit``."""
+        if not self._buffered:
+            return self._scratch[:limit]
+        protocol: asyncio.BufferedProtocol = self._protocol  # type: ignore[assignment]
+        buf = memoryview(protocol.get_buffer(-1)).cast("B")
+        if not buf.nbytes:
+            raise RuntimeError("get_buffer() returned an empty buffer")
+        return buf[:limit]
+
+    def _fill(self, buf: memoryview) -> tuple[int, object]:
+        """Decrypt records into ``buf`` until it is full or reading must stop.
+
+        One ``recv_into`` returns at most one TLS record (16 KiB), so a large buffer is
+        filled by many calls before the protocol hears of it once: the protocol's Python
+        runs per buffer, not per record. Returns the bytes read and why it stopped.
+        """
+        recv_into = self._sock.recv_into
+        size = buf.nbytes
+        filled = 0
+        while filled < size:
+            try:
+                n = recv_into(buf[filled:] if filled else buf)
+            except ssl.SSLWantReadError:
+                return filled, _DRAINED
+            except ssl.SSLWantWriteError:
+                return filled, _WANTS_WRITE
+            if not n:
+                return filled, _EOF
+            filled += n
+        return filled, _FULL
+
+    def _deliver(self, buf: memoryview, n: int) -> None:
         if self._buffered:
-            protocol: asyncio.BufferedProtocol = self._protocol  # type: ignore[assignment]
-            buf = memoryview(protocol.get_buffer(-1)).cast("B")
-            if not buf.nbytes:
-                raise RuntimeError("get_buffer() returned an empty buffer")
-            n = self._sock.recv_into(buf)
-            if n:
-                protocol.buffer_updated(n)
-            return n
-        n = self._sock.recv_into(self._scratch)
-        if n:
-            chunk = self._scratch[:n]
-            # A StreamReader copies what it is fed; any other protocol gets bytes it may keep.
-            data = chunk if self._copies else bytes(chunk)
-            self._protocol.data_received(data)  # type: ignore[attr-defined]
-        return n
+            self._protocol.buffer_updated(n)  # type: ignore[attr-defined]
+            return
+        chunk = buf[:n]
+        # A StreamReader copies what it is fed; any other protocol gets bytes it may keep.
+        self._protocol.data_received(chunk if self._copies else bytes(chunk))  # type: ignore[attr-defined]
 
     def _eof(self) -> None:
         self._set_reader(False)
