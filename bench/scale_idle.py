@@ -36,6 +36,7 @@ def _args() -> argparse.Namespace:
     parser.add_argument("--settle-s", type=float, default=30.0)
     parser.add_argument("--idle-s", type=float, default=20.0)
     parser.add_argument("--profile", type=Path, default=None, help="py-spy raw output file")
+    parser.add_argument("--rate", type=int, default=50, help="py-spy samples per second")
     return parser.parse_args()
 
 
@@ -62,8 +63,9 @@ def main() -> None:
             out["fds"] = fd_count(pid)
             spy = None
             if args.profile is not None:
+                duration = str(int(args.idle_s))
                 spy = subprocess.Popen(
-                    [str(PY_SPY), "record", "--idle", "-r", "50", "-d", str(int(args.idle_s))]
+                    [str(PY_SPY), "record", "--idle", "-r", str(args.rate), "-d", duration]
                     + ["-p", str(pid), "-f", "raw", "-o", str(args.profile)],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,

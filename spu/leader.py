@@ -54,6 +54,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -84,6 +85,7 @@ from spu.replication import (
     check_ack_all,
     high_watermark,
     in_sync_change,
+    lag_deadline,
     new_follower,
     next_in_sync_set,
     record_follower_report,
@@ -189,6 +191,11 @@ class LeaderController:
         self._stopped = False
         self._started = False
         self._tick_task: asyncio.Task[None] | None = None
+        # Until _quiet_until (ms), while the LEO and HW stay where the last refresh left
+        # them, a refresh would change nothing (see ``_quiet``): timer ticks and repeated
+        # follower reports skip it.
+        self._quiet_until = -math.inf
+        self._quiet_hw = -1
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -535,9 +542,18 @@ class LeaderController:
         if self._stopped or spu_id not in self._progress or leo > self.log.leo:
             return False
         now = self._clock()
-        self._progress[spu_id] = record_follower_report(
-            self._progress[spu_id], leo, self.log.leo, now
-        )
+        before = self._progress[spu_id]
+        after = record_follower_report(before, leo, self.log.leo, now)
+        self._progress[spu_id] = after
+        # Only its catch-up time moved (same LEO, already in sync): nothing else to decide.
+        if (
+            before is not None
+            and after.leo == before.leo
+            and spu_id in self._isr
+            and self._quiet(now)
+        ):
+            self._quiet_until = lag_deadline(self.spu_id, self._isr, self._progress, self.policy)
+            return True
         self._refresh(now)
         return True
 
@@ -618,9 +634,8 @@ class LeaderController:
         if self._stopped or not self._started:
             return
         leo, hw = self.log.leo, self.log.hw
-        change = in_sync_change(
-            self._isr, self._wanted(now), sc_confirms=self._on_status is not None
-        )
+        wanted = self._wanted(now)
+        change = in_sync_change(self._isr, wanted, sc_confirms=self._on_status is not None)
         isr = change.in_force
         # A member without progress (its SPU went offline) holds the HW where it is until
         # the SC accepted it out.
@@ -656,10 +671,27 @@ class LeaderController:
         error = self._acks_all_error()
         if error is not None:  # too few replicas to commit: no pending acks=all will be
             self._waiters.fail_all(error)
+        self._quiet_hw = new_hw
+        self._quiet_until = (
+            lag_deadline(self.spu_id, isr, self._progress, self.policy)
+            if isr == wanted
+            else -math.inf
+        )
         if changed:
             self._subscribers.notify()
         if report:
             self._report()
+
+    def _quiet(self, now: int) -> bool:
+        """Whether ``_refresh`` would change nothing now: no record appended and the HW
+        where the last refresh left it, no produce waiting, the in-sync set what the lag
+        rules wanted then and none of its followers lagging yet."""
+        return (
+            now <= self._quiet_until
+            and self.log.leo == self._last_leo
+            and self.log.hw == self._quiet_hw
+            and not self._waiters
+        )
 
     def _wanted(self, now: int) -> frozenset[int]:
         """The in-sync set the lag rules want now (before the SC's say on a shrink)."""
@@ -698,6 +730,8 @@ class LeaderController:
         while True:
             await asyncio.sleep(interval)
             try:
-                self.check()
+                now = self._clock()
+                if not self._quiet(now):
+                    self._refresh(now)
             except Exception:  # a bug must not silently end lag checks
                 logger.exception("leader tick failed partition=%s", self.name)

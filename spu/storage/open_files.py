@@ -32,7 +32,9 @@ DEFAULT_MIN_IDLE_S = 1.0
 
 
 class Releasable(Protocol):
-    """What the bound can close: a segment."""
+    """What the bound can close: a segment (hashed by identity)."""
+
+    def __hash__(self) -> int: ...
 
     def release(self) -> bool:
         """Close the files (they reopen on next use); False when busy on another thread."""
