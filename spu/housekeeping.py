@@ -120,7 +120,10 @@ class Housekeeper:
         for key in [k for k in self._synced_leo if k not in live]:
             self._synced_leo.pop(key, None)
             self._checkpointed_hw.pop(key, None)
+        due = self.rounds % self._checkpoint_every == 0 or self.rounds % self._retention_every == 0
         for name, log in logs.items():
+            if not due and self._synced_leo.get(id(log)) == log.leo:
+                continue  # nothing appended since its sync, no checkpoint or retention due
             try:
                 await self._care(name, log)
             except FluvioError as exc:
@@ -132,7 +135,8 @@ class Housekeeper:
     async def _care(self, name: str, log: ReplicaLog) -> None:
         key = id(log)
         leo = log.leo
-        if self._synced_leo.get(key) != leo and await sync_data(log):
+        if self._synced_leo.get(key) != leo:
+            await sync_data(log)  # False: nothing to sync at this LEO (empty, closed)
             self._synced_leo[key] = leo
         if log.closed:
             return

@@ -69,12 +69,12 @@ from spark_stream.errors import (
     StorageError,
     UnknownLeaderEpochError,
 )
-from spark_stream.models import PartitionResolution, PartitionStatus, ReplicaStatus
 from spark_stream.protocol import Acks, Isolation, ProduceResponse
 from spark_stream.protocol.control import LrsStatus, Replica
 from spark_stream.records import read_header
 from spu._tasks import cancel_and_wait
 from spu.frames import check_codec, check_schemas, log_headers, split_request
+from spu.live_status import LastStatus, status_inputs
 from spu.notify import OffsetWaiters, Subscribers
 from spu.private_messages import ReplicaOffsets
 from spu.producers import ProducerTable
@@ -196,6 +196,7 @@ class LeaderController:
         # follower reports skip it.
         self._quiet_until = -math.inf
         self._quiet_hw = -1
+        self._last_status = LastStatus()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -335,54 +336,24 @@ class LeaderController:
         return len(self._replica.replicas)
 
     def status(self) -> LrsStatus:
-        """The live replica status to report to the SC."""
-        hw, leo = self.log.hw, self.log.leo
-        # A proposed shrink is what the SC must accept before it takes effect here.
-        reported = self._isr if self._proposed is None else self._proposed
-        lrs = []
-        for spu in self._replica.replicas:
-            if spu == self.spu_id:
-                damage = self.log.damage
-                lrs.append(
-                    ReplicaStatus(
-                        spu_id=spu,
-                        leo=leo,
-                        hw=hw,
-                        in_sync=damage is None,  # a damaged copy is out of sync, even here
-                        damaged=damage is not None,
-                        repair=None if damage is None else f"damaged: {damage.describe()}",
-                    )
-                )
-            elif spu in self._progress:
-                progress = self._progress[spu]
-                f_leo = progress.leo if progress is not None else -1
-                in_sync = spu in reported
-                cut = self._repairs.get(spu)
-                repair = None
-                if cut is not None:
-                    repair = f"{'repaired' if in_sync else 'repairing'} from offset {cut}"
-                lrs.append(
-                    ReplicaStatus(
-                        spu_id=spu,
-                        leo=f_leo,
-                        hw=min(hw, f_leo),
-                        in_sync=in_sync,
-                        damaged=cut is not None and not in_sync,
-                        repair=repair,
-                    )
-                )
-        status = PartitionStatus(
-            resolution=PartitionResolution.ONLINE,
-            leader=self.spu_id,
-            leader_epoch=self.leader_epoch,
-            lrs=tuple(lrs),
-            leo=leo,
-            hw=hw,
-            log_start_offset=self.log.log_start_offset,
-            size=self.log.size_bytes,
-            tier=self.tier_status,
+        """The live replica status to report to the SC (the same object while unchanged)."""
+        log = self.log
+        return self._last_status.get(
+            status_inputs(
+                self.spu_id,
+                self._replica,
+                hw=log.hw,
+                leo=log.leo,
+                # A proposed shrink is what the SC must accept before it takes effect here.
+                reported=self._isr if self._proposed is None else self._proposed,
+                damage=log.damage,
+                progress=self._progress,
+                repairs=self._repairs,
+                log_start_offset=log.log_start_offset,
+                size=log.size_bytes,
+                tier=self.tier_status,
+            )
         )
-        return LrsStatus(self.name, status)
 
     def isr_accepted(self, reported: LrsStatus) -> None:
         """The SC accepted ``reported`` (a status this controller built): apply its shrink.
@@ -394,6 +365,8 @@ class LeaderController:
         if self._stopped or status.leader_epoch != self.leader_epoch:
             return
         accepted = {r.spu_id for r in status.lrs if r.in_sync}
+        if self._isr <= accepted:
+            return  # no shrink in it: nobody leaves
         now = self._clock()
         wanted = self._wanted(now)
         isr = after_shrink_accepted(self._isr, accepted, wanted, self.spu_id)
