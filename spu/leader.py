@@ -72,7 +72,6 @@ from spark_stream.errors import (
 from spark_stream.protocol import Acks, Isolation, ProduceResponse
 from spark_stream.protocol.control import LrsStatus, Replica
 from spark_stream.records import read_header
-from spu._tasks import cancel_and_wait
 from spu.frames import check_codec, check_schemas, log_headers, split_request
 from spu.live_status import LastStatus, status_inputs
 from spu.notify import OffsetWaiters, Subscribers
@@ -93,6 +92,7 @@ from spu.replication import (
 from spu.storage import LogSlice, ReplicaLog
 from spu.storage.layout import parse_segment_name
 from spu.storage.scrub import Damage, check_chunk
+from spu.ticker import Ticker, shared_ticker
 from spu.traffic import PartitionTraffic
 
 __all__ = ["LeaderController", "check_leader_epoch", "monotonic_ms"]
@@ -190,7 +190,7 @@ class LeaderController:
         """The LEO when this leadership began: a HW below it may lag what was reported."""
         self._stopped = False
         self._started = False
-        self._tick_task: asyncio.Task[None] | None = None
+        self._ticker: Ticker | None = None
         # Until _quiet_until (ms), while the LEO and HW stay where the last refresh left
         # them, a refresh would change nothing (see ``_quiet``): timer ticks and repeated
         # follower reports skip it.
@@ -213,9 +213,8 @@ class LeaderController:
         # leader's HW is its LEO, and a consumer at the end must not be sent back to it.
         self._refresh(now)
         tick = min(max(self.policy.max_lag_ms / 4000, 0.05), 1.0)
-        self._tick_task = asyncio.get_running_loop().create_task(
-            self._tick(tick), name=f"leader-{self.name}"
-        )
+        self._ticker = shared_ticker(tick)  # one timer for the SPU's leaders of this period
+        self._ticker.add(self, self._tick)
         logger.info(
             "leader started partition=%s leo=%d hw=%d isr=%s producers=%d scan_s=%.3f",
             self.name,
@@ -232,7 +231,8 @@ class LeaderController:
         if self._stopped:
             return
         self._stopped = True
-        await cancel_and_wait(self._tick_task)
+        if self._ticker is not None:
+            self._ticker.discard(self)
         self._waiters.fail_all(NotLeaderError(f"SPU {self.spu_id} stopped leading {self.name}"))
         self._subscribers.notify()
         logger.info(
@@ -699,12 +699,8 @@ class LeaderController:
         if self._on_status is not None:
             self._on_status(self.name)
 
-    async def _tick(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                now = self._clock()
-                if not self._quiet(now):
-                    self._refresh(now)
-            except Exception:  # a bug must not silently end lag checks
-                logger.exception("leader tick failed partition=%s", self.name)
+    def _tick(self) -> None:
+        """The timer: evict followers silent past the max lag (skipped while quiet)."""
+        now = self._clock()
+        if not self._quiet(now):
+            self._refresh(now)
