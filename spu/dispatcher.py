@@ -81,6 +81,7 @@ from spu.storage import (
     replica_dir,
     write_uid,
 )
+from spu.storage.open_files import OPEN_FILES
 from spu.storage.replica_meta import list_replica_meta, write_replica_meta
 from spu.storage.scrub import Damage
 from spu.tiering import TierKeeper
@@ -247,7 +248,10 @@ class SpuDispatcher:
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start housekeeping (flush policy, retention) and tiering."""
+        """Start housekeeping (flush policy, retention, idle files) and tiering."""
+        OPEN_FILES.configure(
+            capacity=self.settings.open_segments_max, idle_s=self.settings.segment_idle_close_s
+        )
         keeper = Housekeeper(
             lambda: self._logs,
             retention_every_s=self.settings.retention_interval_s,

@@ -19,6 +19,8 @@ task does the work instead, once per ``interval_s``:
 - **retention**: ``log.apply_retention()`` every ``retention_every_s``, below the
   partition's ``floor`` when it has one (a tiered partition: its tier's end, see
   ``spu.tiering``).
+- **idle files**: every round, segments unused for a while close their files
+  (``spu.storage.open_files``), so an idle replica holds no descriptor of its segments.
 
 Durability across machines comes from replication (``acks=all``), as in Kafka; the
 engine still fsyncs on roll and close.
@@ -35,6 +37,7 @@ from spark_stream.errors import FluvioError
 from spu.storage import ReplicaLog
 from spu.storage.checkpoint import checkpoint_lock, write_checkpoint
 from spu.storage.layout import CHECKPOINT_NAME
+from spu.storage.open_files import OPEN_FILES
 
 __all__ = ["Housekeeper", "sync_data", "checkpoint_hw"]
 
@@ -80,6 +83,7 @@ class Housekeeper:
         checkpoint_every_s: high-watermark checkpoint period.
         retention_every_s: retention period.
         floor: the retention floor of a partition by name (``None``: none).
+        release_idle: closes idle segments' files, once a round.
     """
 
     def __init__(
@@ -90,8 +94,10 @@ class Housekeeper:
         checkpoint_every_s: float = 10.0,
         retention_every_s: float = 60.0,
         floor: Callable[[str], int | None] | None = None,
+        release_idle: Callable[[], int] = OPEN_FILES.sweep,
     ) -> None:
         self._logs = logs
+        self._release_idle = release_idle
         self._floor = floor
         self.interval_s = interval_s
         self._checkpoint_every = max(1, round(checkpoint_every_s / interval_s))
@@ -114,18 +120,23 @@ class Housekeeper:
         for key in [k for k in self._synced_leo if k not in live]:
             self._synced_leo.pop(key, None)
             self._checkpointed_hw.pop(key, None)
+        due = self.rounds % self._checkpoint_every == 0 or self.rounds % self._retention_every == 0
         for name, log in logs.items():
+            if not due and self._synced_leo.get(id(log)) == log.leo:
+                continue  # nothing appended since its sync, no checkpoint or retention due
             try:
                 await self._care(name, log)
             except FluvioError as exc:
                 logger.error("housekeeping failed partition=%s: %s", name, exc)
             except Exception:
                 logger.exception("housekeeping failed partition=%s", name)
+        self._release_idle()
 
     async def _care(self, name: str, log: ReplicaLog) -> None:
         key = id(log)
         leo = log.leo
-        if self._synced_leo.get(key) != leo and await sync_data(log):
+        if self._synced_leo.get(key) != leo:
+            await sync_data(log)  # False: nothing to sync at this LEO (empty, closed)
             self._synced_leo[key] = leo
         if log.closed:
             return

@@ -54,6 +54,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -68,12 +69,11 @@ from spark_stream.errors import (
     StorageError,
     UnknownLeaderEpochError,
 )
-from spark_stream.models import PartitionResolution, PartitionStatus, ReplicaStatus
 from spark_stream.protocol import Acks, Isolation, ProduceResponse
 from spark_stream.protocol.control import LrsStatus, Replica
 from spark_stream.records import read_header
-from spu._tasks import cancel_and_wait
 from spu.frames import check_codec, check_schemas, log_headers, split_request
+from spu.live_status import LastStatus, status_inputs
 from spu.notify import OffsetWaiters, Subscribers
 from spu.private_messages import ReplicaOffsets
 from spu.producers import ProducerTable
@@ -84,6 +84,7 @@ from spu.replication import (
     check_ack_all,
     high_watermark,
     in_sync_change,
+    lag_deadline,
     new_follower,
     next_in_sync_set,
     record_follower_report,
@@ -91,6 +92,7 @@ from spu.replication import (
 from spu.storage import LogSlice, ReplicaLog
 from spu.storage.layout import parse_segment_name
 from spu.storage.scrub import Damage, check_chunk
+from spu.ticker import Ticker, shared_ticker
 from spu.traffic import PartitionTraffic
 
 __all__ = ["LeaderController", "check_leader_epoch", "monotonic_ms"]
@@ -188,7 +190,13 @@ class LeaderController:
         """The LEO when this leadership began: a HW below it may lag what was reported."""
         self._stopped = False
         self._started = False
-        self._tick_task: asyncio.Task[None] | None = None
+        self._ticker: Ticker | None = None
+        # Until _quiet_until (ms), while the LEO and HW stay where the last refresh left
+        # them, a refresh would change nothing (see ``_quiet``): timer ticks and repeated
+        # follower reports skip it.
+        self._quiet_until = -math.inf
+        self._quiet_hw = -1
+        self._last_status = LastStatus()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -205,9 +213,8 @@ class LeaderController:
         # leader's HW is its LEO, and a consumer at the end must not be sent back to it.
         self._refresh(now)
         tick = min(max(self.policy.max_lag_ms / 4000, 0.05), 1.0)
-        self._tick_task = asyncio.get_running_loop().create_task(
-            self._tick(tick), name=f"leader-{self.name}"
-        )
+        self._ticker = shared_ticker(tick)  # one timer for the SPU's leaders of this period
+        self._ticker.add(self, self._tick)
         logger.info(
             "leader started partition=%s leo=%d hw=%d isr=%s producers=%d scan_s=%.3f",
             self.name,
@@ -224,7 +231,8 @@ class LeaderController:
         if self._stopped:
             return
         self._stopped = True
-        await cancel_and_wait(self._tick_task)
+        if self._ticker is not None:
+            self._ticker.discard(self)
         self._waiters.fail_all(NotLeaderError(f"SPU {self.spu_id} stopped leading {self.name}"))
         self._subscribers.notify()
         logger.info(
@@ -328,54 +336,24 @@ class LeaderController:
         return len(self._replica.replicas)
 
     def status(self) -> LrsStatus:
-        """The live replica status to report to the SC."""
-        hw, leo = self.log.hw, self.log.leo
-        # A proposed shrink is what the SC must accept before it takes effect here.
-        reported = self._isr if self._proposed is None else self._proposed
-        lrs = []
-        for spu in self._replica.replicas:
-            if spu == self.spu_id:
-                damage = self.log.damage
-                lrs.append(
-                    ReplicaStatus(
-                        spu_id=spu,
-                        leo=leo,
-                        hw=hw,
-                        in_sync=damage is None,  # a damaged copy is out of sync, even here
-                        damaged=damage is not None,
-                        repair=None if damage is None else f"damaged: {damage.describe()}",
-                    )
-                )
-            elif spu in self._progress:
-                progress = self._progress[spu]
-                f_leo = progress.leo if progress is not None else -1
-                in_sync = spu in reported
-                cut = self._repairs.get(spu)
-                repair = None
-                if cut is not None:
-                    repair = f"{'repaired' if in_sync else 'repairing'} from offset {cut}"
-                lrs.append(
-                    ReplicaStatus(
-                        spu_id=spu,
-                        leo=f_leo,
-                        hw=min(hw, f_leo),
-                        in_sync=in_sync,
-                        damaged=cut is not None and not in_sync,
-                        repair=repair,
-                    )
-                )
-        status = PartitionStatus(
-            resolution=PartitionResolution.ONLINE,
-            leader=self.spu_id,
-            leader_epoch=self.leader_epoch,
-            lrs=tuple(lrs),
-            leo=leo,
-            hw=hw,
-            log_start_offset=self.log.log_start_offset,
-            size=self.log.size_bytes,
-            tier=self.tier_status,
+        """The live replica status to report to the SC (the same object while unchanged)."""
+        log = self.log
+        return self._last_status.get(
+            status_inputs(
+                self.spu_id,
+                self._replica,
+                hw=log.hw,
+                leo=log.leo,
+                # A proposed shrink is what the SC must accept before it takes effect here.
+                reported=self._isr if self._proposed is None else self._proposed,
+                damage=log.damage,
+                progress=self._progress,
+                repairs=self._repairs,
+                log_start_offset=log.log_start_offset,
+                size=log.size_bytes,
+                tier=self.tier_status,
+            )
         )
-        return LrsStatus(self.name, status)
 
     def isr_accepted(self, reported: LrsStatus) -> None:
         """The SC accepted ``reported`` (a status this controller built): apply its shrink.
@@ -387,6 +365,8 @@ class LeaderController:
         if self._stopped or status.leader_epoch != self.leader_epoch:
             return
         accepted = {r.spu_id for r in status.lrs if r.in_sync}
+        if self._isr <= accepted:
+            return  # no shrink in it: nobody leaves
         now = self._clock()
         wanted = self._wanted(now)
         isr = after_shrink_accepted(self._isr, accepted, wanted, self.spu_id)
@@ -535,9 +515,18 @@ class LeaderController:
         if self._stopped or spu_id not in self._progress or leo > self.log.leo:
             return False
         now = self._clock()
-        self._progress[spu_id] = record_follower_report(
-            self._progress[spu_id], leo, self.log.leo, now
-        )
+        before = self._progress[spu_id]
+        after = record_follower_report(before, leo, self.log.leo, now)
+        self._progress[spu_id] = after
+        # Only its catch-up time moved (same LEO, already in sync): nothing else to decide.
+        if (
+            before is not None
+            and after.leo == before.leo
+            and spu_id in self._isr
+            and self._quiet(now)
+        ):
+            self._quiet_until = lag_deadline(self.spu_id, self._isr, self._progress, self.policy)
+            return True
         self._refresh(now)
         return True
 
@@ -618,9 +607,8 @@ class LeaderController:
         if self._stopped or not self._started:
             return
         leo, hw = self.log.leo, self.log.hw
-        change = in_sync_change(
-            self._isr, self._wanted(now), sc_confirms=self._on_status is not None
-        )
+        wanted = self._wanted(now)
+        change = in_sync_change(self._isr, wanted, sc_confirms=self._on_status is not None)
         isr = change.in_force
         # A member without progress (its SPU went offline) holds the HW where it is until
         # the SC accepted it out.
@@ -656,10 +644,27 @@ class LeaderController:
         error = self._acks_all_error()
         if error is not None:  # too few replicas to commit: no pending acks=all will be
             self._waiters.fail_all(error)
+        self._quiet_hw = new_hw
+        self._quiet_until = (
+            lag_deadline(self.spu_id, isr, self._progress, self.policy)
+            if isr == wanted
+            else -math.inf
+        )
         if changed:
             self._subscribers.notify()
         if report:
             self._report()
+
+    def _quiet(self, now: int) -> bool:
+        """Whether ``_refresh`` would change nothing now: no record appended and the HW
+        where the last refresh left it, no produce waiting, the in-sync set what the lag
+        rules wanted then and none of its followers lagging yet."""
+        return (
+            now <= self._quiet_until
+            and self.log.leo == self._last_leo
+            and self.log.hw == self._quiet_hw
+            and not self._waiters
+        )
 
     def _wanted(self, now: int) -> frozenset[int]:
         """The in-sync set the lag rules want now (before the SC's say on a shrink)."""
@@ -694,10 +699,8 @@ class LeaderController:
         if self._on_status is not None:
             self._on_status(self.name)
 
-    async def _tick(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                self.check()
-            except Exception:  # a bug must not silently end lag checks
-                logger.exception("leader tick failed partition=%s", self.name)
+    def _tick(self) -> None:
+        """The timer: evict followers silent past the max lag (skipped while quiet)."""
+        now = self._clock()
+        if not self._quiet(now):
+            self._refresh(now)

@@ -37,6 +37,7 @@ Offsets: an LEO is the offset the next record will get; HW is exclusive the same
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -49,6 +50,7 @@ __all__ = [
     "record_follower_report",
     "is_lagging",
     "next_in_sync_set",
+    "lag_deadline",
     "InSyncChange",
     "in_sync_change",
     "after_shrink_accepted",
@@ -182,6 +184,30 @@ def next_in_sync_set(
             continue  # lacks committed records: never in sync, member or not
         members.add(spu)
     return frozenset(members)
+
+
+def lag_deadline(
+    leader: int,
+    members: Collection[int],
+    followers: Mapping[int, FollowerProgress | None],
+    policy: LagPolicy,
+) -> float:
+    """The last millisecond at which no follower in ``members`` lags by time alone.
+
+    Until then, with no new report and no new record, ``next_in_sync_set`` keeps giving
+    the same answer, so a leader's timer has nothing to re-evaluate. ``inf`` when no
+    member can start lagging (no followers; a member without progress is held by other
+    rules), ``-inf`` when one has never caught up.
+    """
+    deadline = math.inf
+    for spu in members:
+        progress = followers.get(spu)
+        if spu == leader or progress is None:
+            continue
+        if progress.last_caught_up_ms is None:
+            return -math.inf
+        deadline = min(deadline, progress.last_caught_up_ms + policy.max_lag_ms)
+    return deadline
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,9 @@ new leader has its delivery gates when it starts serving). On the same connectio
 
 - ``UpdateLrsRequest`` for partitions whose leader reported a change (``lrs_changed``),
   coalesced: at most one request in flight, then a short pause, each carrying every
-  partition that changed meanwhile with its status at send time. It is also the
+  partition that changed meanwhile with its status at send time (an entry equal to the
+  one sent before reuses its encoded form: the periodic repeats cost no re-encoding).
+  It is also the
   leader's AlterPartition: an entry the SC accepted (not in ``rejected``) goes back to
   its leader (``LeaderController.isr_accepted``), which only then applies a shrink of
   its in-sync set the entry proposed;
@@ -35,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 from spark_stream.backoff import BackoffPolicy
 from spark_stream.errors import (
@@ -50,6 +53,7 @@ from spark_stream.net.tls import client_context
 from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import (
     HeartbeatRequest,
+    LrsStatus,
     SpuConnectAccepted,
     SpuConnectRequest,
     UpdateLrsRequest,
@@ -241,6 +245,7 @@ class ScLink:
                     await self._gates_applied.wait()
 
     async def _send_lrs(self, conn: Connection) -> None:
+        wires: dict[str, tuple[LrsStatus, dict[str, Any]]] = {}  # name -> last entry sent
         while True:
             await self._dirty_event.wait()
             self._dirty_event.clear()
@@ -252,7 +257,7 @@ class ScLink:
             ]
             if sent:
                 reply = await conn.call(
-                    UpdateLrsRequest.build(self.settings.id, [status for _, status in sent]),
+                    UpdateLrsRequest(self.settings.id, [_wire(wires, s) for _, s in sent]),
                     timeout=_REQUEST_TIMEOUT,
                 )
                 if not isinstance(reply, UpdateLrsResponse):
@@ -262,3 +267,11 @@ class ScLink:
                     if status.name not in refused:
                         leader.isr_accepted(status)
             await asyncio.sleep(_LRS_PAUSE)
+
+
+def _wire(wires: dict[str, tuple[LrsStatus, dict[str, Any]]], status: LrsStatus) -> dict[str, Any]:
+    """``status.to_wire()``, reused from ``wires`` when the status equals the one before."""
+    held = wires.get(status.name)
+    if held is None or held[0] != status:
+        held = wires[status.name] = (status, status.to_wire())
+    return held[1]

@@ -82,6 +82,18 @@ class SpuSettings(ProcessSettings):
     scrub_pass_interval_s: float = Field(
         3600.0, gt=0, description="Pause between two scrub passes over every sealed segment."
     )
+    open_segments_max: int = Field(
+        1024,
+        ge=1,
+        description="Segments with their files open at once (up to 6 descriptors each); "
+        "beyond it the least recently used ones close their files until used again.",
+    )
+    segment_idle_close_s: float = Field(
+        10.0,
+        ge=1.0,
+        description="A segment unused this long closes its files (an idle replica keeps "
+        "only its directory lock open); they reopen on the next read or write.",
+    )
 
     def load_secret(self) -> str:
         """The secret this SPU presents to the SC: ``secret``, else ``secret_file``'s.

@@ -9,6 +9,7 @@ See ``log.py`` for the theory of operation and ``recovery.py`` for repair at ope
 Modules: ``config`` (settings), ``layout`` (file names), ``identity`` (which partition
 incarnation a directory holds), ``index`` (pure index math),
 ``index_file`` (mmap'd index files), ``framing`` (validation and scans), ``segment``,
+``idle_lru`` and ``open_files`` (the per-process bound on open segment files),
 ``recovery``, ``retention`` (pure policy), ``checkpoint`` (high watermark), ``tier``
 (Parquet export), ``slices`` (read results), ``interface`` (the protocol), ``log``.
 """

@@ -33,17 +33,11 @@ class IndexFile:
         self.path = path
         self.dtype = dtype
         self.writable = writable
-        flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
-        self._fd = os.open(path, flags, 0o644)
-        size = os.fstat(self._fd).st_size
-        if size % dtype.itemsize:
-            os.close(self._fd)
-            raise ValueError(f"{path.name}: {size} bytes is not a whole number of entries")
-        self._count = size // dtype.itemsize
-        self._capacity = self._count
+        self._fd = -1
+        self._count = self._capacity = 0
         self._map: mmap.mmap | None = None
         self._array: np.ndarray = np.empty(0, dtype)
-        self._remap()
+        self.reopen()
 
     @classmethod
     def open_read_only(cls, path: Path, dtype: np.dtype) -> IndexFile:
@@ -136,6 +130,35 @@ class IndexFile:
         """Close without trimming and remove the file."""
         self.close(trim=False)
         self.path.unlink(missing_ok=True)
+
+    @property
+    def is_open(self) -> bool:
+        """False after ``close`` (until ``reopen``)."""
+        return self._fd >= 0
+
+    def reopen(self) -> None:
+        """Open and map the file again after ``close`` (a released segment used again).
+
+        Raises:
+            FileNotFoundError: the file is gone (a read-only one; writable ones are made).
+            ValueError: its size is not a whole number of entries.
+        """
+        if self._fd >= 0:
+            return
+        flags = os.O_RDWR | os.O_CREAT if self.writable else os.O_RDONLY
+        fd = os.open(self.path, flags, 0o644)
+        size = os.fstat(fd).st_size
+        if size % self.dtype.itemsize:
+            os.close(fd)
+            raise ValueError(f"{self.path.name}: {size} bytes is not a whole number of entries")
+        self._fd = fd
+        self._count = self._capacity = size // self.dtype.itemsize
+        try:
+            self._remap()
+        except BaseException:
+            os.close(fd)
+            self._fd = -1
+            raise
 
     def _grow(self, capacity: int) -> None:
         self._release_map()

@@ -39,7 +39,9 @@ readers, all on one asyncio event loop: every method is synchronous and never yi
 each call sees and leaves a consistent log, and no lock is taken. A slice stays readable
 after the call that made it (retention may unlink its segment; the slice keeps the map
 and file open). fsync runs on the calling thread. A process-wide ``.lock`` (``flock``)
-keeps a second opener, in this or another process, out of the directory.
+keeps a second opener, in this or another process, out of the directory. Segments close
+their files when unused for a while or beyond a per-process bound and reopen them on
+their next use (``open_files``), so an idle log holds only that lock open.
 """
 
 from __future__ import annotations

@@ -12,18 +12,29 @@ views is not closed but *retired*: it is dropped and unmapped by the last view g
 A cut (``truncate``) done while a retired or current map still has views would turn their
 pages past the new end of file into SIGBUS; in that case the segment writes the kept
 prefix to a new file and renames it over the old one, so old views keep the old inode.
+
+Open files are bounded per process (``spu.storage.open_files``): a segment registers when
+it opens its files and is *released* (log descriptor, map and indexes closed; the state in
+memory kept) when it was the least recently used beyond the bound or idle too long, then
+opens them again on its next use. Every method that touches a file holds the segment's
+lock and goes through ``_use``, so a release from another thread never closes a file in
+use (it is refused instead). Releasing an active segment does not fsync it: the data
+stays in the page cache and the next ``flush`` (reopening the file) syncs it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import mmap
 import os
+import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -46,9 +57,27 @@ from spu.storage.index import (
 )
 from spu.storage.index_file import IndexFile
 from spu.storage.layout import SWAP_SUFFIX, segment_paths
+from spu.storage.open_files import OPEN_FILES
 from spu.storage.slices import FileHandle, LogSlice
 
 __all__ = ["Segment", "SegmentInfo", "restore_cursor"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _using(
+    method: Callable[Concatenate[Segment, _P], _R],
+) -> Callable[Concatenate[Segment, _P], _R]:
+    """Run ``method`` under the segment's lock with its files open (reopened if released)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Segment, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            self._use()
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +93,11 @@ class SegmentInfo:
 
 
 class Segment:
-    """One segment's log, indexes and read map. Not thread-safe (see ``ReplicaLog``)."""
+    """One segment's log, indexes and read map.
+
+    One writer at a time (see ``ReplicaLog``); the lock only keeps ``release`` (called
+    from any thread by the open-files bound) from closing files another call is using.
+    """
 
     def __init__(
         self,
@@ -95,6 +128,10 @@ class Segment:
         self._map: mmap.mmap | None = None
         self._mapped = 0
         self._retired: list[weakref.ref[mmap.mmap]] = []
+        self._lock = threading.RLock()
+        self._closed = False
+        self._unsynced = False  # appended since the last fdatasync through this segment
+        OPEN_FILES.opened(self)
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, interval: int, created_us: int) -> Segment:
@@ -143,6 +180,12 @@ class Segment:
 
     # -- writes --------------------------------------------------------------------------
 
+    @property
+    def is_released(self) -> bool:
+        """True while the segment's files are closed (until its next use, or for good)."""
+        return self._handle is None
+
+    @_using
     def append(self, frames: Sequence[BatchFrame], bases: Sequence[int]) -> None:
         """Write ``frames`` at the end with base offsets ``bases`` and index them.
 
@@ -184,12 +227,21 @@ class Segment:
             self._tindex.append(*time_entry)
         self.size = pos
         self.next_offset = bases[-1] + frames[-1].header.record_count
+        self._unsynced = True
 
     def flush(self) -> None:
-        """fsync the log's data (the active indexes are rebuilt at open, not synced)."""
-        if self._handle is not None:
-            os.fdatasync(self._fd())
+        """fsync the log's data (the active indexes are rebuilt at open, not synced).
 
+        A released segment with nothing appended since its last flush is not reopened.
+        """
+        with self._lock:
+            if self._closed or (self._handle is None and not self._unsynced):
+                return
+            self._use()
+            os.fdatasync(self._fd())
+            self._unsynced = False
+
+    @_using
     def seal(self) -> None:
         """Make the segment immutable: close the time index, fsync log and indexes."""
         if self.sealed:
@@ -202,6 +254,7 @@ class Segment:
         self._tindex.seal()
         self.sealed = True
 
+    @_using
     def reopen_for_append(self, created_us: int) -> None:
         """Make a sealed segment the active one again (a cut or recovery ended the log here)."""
         if not self.sealed:
@@ -212,6 +265,7 @@ class Segment:
         self.sealed = False
         self.created_us = created_us
 
+    @_using
     def truncate(self, offset: int, created_us: int) -> int:
         """Cut the segment at the batch holding ``offset`` (at or below it).
 
@@ -250,21 +304,41 @@ class Segment:
 
     def close(self) -> None:
         """Unmap, trim the active indexes, and drop the file (slices keep it open)."""
-        self._retire_map()
-        self._oindex.close()
-        self._tindex.close()
-        self._handle = None
+        with self._lock:
+            self._close_files()
+            self._closed = True
+        OPEN_FILES.closed(self)
 
     def delete(self) -> None:
         """Close and remove the segment's files (open slices still read the old inode)."""
-        self._retire_map()
-        for index in (self._oindex, self._tindex):
-            index.delete()
-        self._handle = None
-        self.path.unlink(missing_ok=True)
+        with self._lock:
+            self._retire_map()
+            for index in (self._oindex, self._tindex):
+                index.delete()
+            self._handle = None
+            self._closed = True
+            self.path.unlink(missing_ok=True)
+        OPEN_FILES.closed(self)
+
+    def release(self) -> bool:
+        """Close the files until the next use (the open-files bound asks; any thread).
+
+        Returns:
+            False when the segment is in use on another thread right now (nothing closed).
+        """
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not self._closed and self._handle is not None:
+                self._close_files()
+        finally:
+            self._lock.release()
+        OPEN_FILES.closed(self)
+        return True
 
     # -- reads ---------------------------------------------------------------------------
 
+    @_using
     def locate(self, offset: int) -> tuple[int, BatchHeader]:
         """Position and header of the frame holding ``offset`` (in this segment).
 
@@ -287,6 +361,7 @@ class Segment:
                 f"{self.path.name}: no frame holds offset {offset}: {exc}"
             ) from None
 
+    @_using
     def read(self, offset: int, max_bytes: int, end_offset: int) -> LogSlice:
         """Whole frames from the one holding ``offset``, about ``max_bytes`` of them.
 
@@ -316,6 +391,7 @@ class Segment:
             self._handle,
         )
 
+    @_using
     def find_timestamp(self, ts: int, end_offset: int, schema: pa.Schema) -> int | None:
         """First offset below ``end_offset`` whose record timestamp is ``>= ts``, if any."""
         entries = self._tindex.entries
@@ -335,11 +411,36 @@ class Segment:
             pos += header.frame_length
         return None
 
+    @_using
     def frames_view(self) -> memoryview:
         """All frame bytes of the segment (for export); empty when the segment is."""
         return memoryview(self._buffer())[: self.size] if self.size else memoryview(b"")
 
     # -- internals -----------------------------------------------------------------------
+
+    def _use(self) -> None:
+        """Make the files usable: reopen them when released; tell the bound either way."""
+        if self._closed:
+            raise StorageError(f"{self.path.name} is closed")
+        if self._handle is not None:
+            OPEN_FILES.used(self)
+            return
+        try:
+            handle = FileHandle(os.open(self.path, os.O_RDONLY if self.sealed else os.O_RDWR))
+            self._oindex.reopen()
+            self._tindex.reopen()
+        except (OSError, ValueError) as exc:
+            self._oindex.close(trim=False)
+            self._tindex.close(trim=False)
+            raise StorageError(f"cannot reopen {self.path.name}: {exc}") from exc
+        self._handle = handle
+        OPEN_FILES.opened(self)
+
+    def _close_files(self) -> None:
+        self._retire_map()
+        self._oindex.close()
+        self._tindex.close()
+        self._handle = None
 
     def _fd(self) -> int:
         if self._handle is None:

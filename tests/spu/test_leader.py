@@ -169,6 +169,35 @@ def test_lagging_follower_is_evicted_and_readmitted(log: ReplicaLog) -> None:
     run(body)
 
 
+def test_the_timer_evicts_a_silent_follower_among_repeated_unchanged_reports(
+    log: ReplicaLog,
+) -> None:
+    """Unchanged reports and idle ticks skip the re-evaluation (nothing to decide), but
+    the timer still drops a follower that went silent past max_lag_ms."""
+
+    async def body() -> None:
+        clock = Clock()
+        leader = make(log, replica((LEADER, F1, F2)), clock)
+        await leader.produce(memoryview(frame("a")), Acks.LEADER, 1000)
+        for _ in range(3):  # both followers caught up and reporting the same LEO
+            clock.now += 400
+            assert leader.follower_report(F1, 1) and leader.follower_report(F2, 1)
+            await asyncio.sleep(0.3)  # a tick (every 250 ms at max_lag_ms 1000)
+            assert leader.in_sync == {LEADER, F1, F2} and leader.hw == 1
+        clock.now += 400  # F2 goes silent; F1 reports once more, unchanged
+        leader.follower_report(F1, 1)
+        assert leader.in_sync == {LEADER, F1, F2}
+        clock.now += 800  # F2 silent 1200 ms > max_lag_ms, F1 800 ms: no report comes
+        assert leader.in_sync == {LEADER, F1, F2}
+        await asyncio.sleep(0.3)
+        assert leader.in_sync == {LEADER, F1}  # the tick saw F2 lag: evicted
+        leader.follower_report(F2, 1)  # a report that changes the set is re-evaluated
+        assert leader.in_sync == {LEADER, F1, F2}
+        await leader.stop()
+
+    run(body)
+
+
 def test_acks_all_fails_at_once_when_the_isr_shrinks_below_min(log: ReplicaLog) -> None:
     async def body() -> None:
         clock = Clock()

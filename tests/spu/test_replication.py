@@ -17,6 +17,7 @@ from spu.replication import (
     in_sync_change,
     is_committed,
     is_lagging,
+    lag_deadline,
     new_follower,
     next_in_sync_set,
     record_follower_report,
@@ -287,3 +288,38 @@ def test_is_committed(end: int, hw: int, committed: bool) -> None:
 def test_lag_policy_rejects_negative_bounds(kwargs: dict[str, int]) -> None:
     with pytest.raises(InvalidRequestError):
         LagPolicy(**kwargs)
+
+
+# --- when the in-sync set can next change by time alone ----------------------------------
+
+INF = float("inf")
+DEADLINE_ROWS = [
+    # (case, members, follower progress, expected last quiet ms)
+    ("leader alone", {1}, {}, INF),
+    ("earliest catch-up of a member + max lag", {1, 2, 3}, {2: _fp(5, 100), 3: _fp(5, 40)}, 1040),
+    ("followers outside the set do not count", {1, 2}, {2: _fp(5, 100), 3: _fp(0, 10)}, 1100),
+    ("a member without progress is held by other rules", {1, 2}, {2: None}, INF),
+    ("a member that never caught up: no quiet time", {1, 2}, {2: _fp(0, None)}, -INF),
+]
+
+
+@pytest.mark.parametrize(
+    ("members", "followers", "expected"),
+    [row[1:] for row in DEADLINE_ROWS],
+    ids=[row[0] for row in DEADLINE_ROWS],
+)
+def test_lag_deadline(
+    members: set[int], followers: dict[int, FollowerProgress | None], expected: float
+) -> None:
+    deadline = lag_deadline(1, members, followers, POLICY)
+    assert deadline == expected
+    for spu in members - {1}:  # nobody lags at the deadline, somebody just after it
+        progress = followers.get(spu)
+        if progress is not None and deadline > -INF:
+            assert not is_lagging(progress, progress.leo, int(min(deadline, 10**9)), POLICY)
+    if -INF < deadline < INF:
+        assert any(
+            is_lagging(p, p.leo, int(deadline) + 1, POLICY)
+            for spu, p in followers.items()
+            if spu in members and p is not None
+        )
