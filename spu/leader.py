@@ -453,6 +453,11 @@ class LeaderController:
             self._refresh(self._clock())
         if acks is Acks.ALL:
             await self._wait_committed(plan.end_offset, timeout_ms)
+        elif plan.append and self._subscribers:
+            # The readers this append woke (streams waiting at the end, follower
+            # sessions) run before the producer's acknowledgement is written: a record's
+            # way to its consumers does not wait behind its own ack.
+            await asyncio.sleep(0)
         return ProduceResponse(plan.offsets[0], self.log.leo, self.log.hw)
 
     def read(self, offset: int, max_bytes: int, isolation: Isolation) -> LogSlice:
