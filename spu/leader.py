@@ -454,10 +454,7 @@ class LeaderController:
         if acks is Acks.ALL:
             await self._wait_committed(plan.end_offset, timeout_ms)
         elif plan.append and self._subscribers:
-            # The readers this append woke (streams waiting at the end, follower
-            # sessions) run before the producer's acknowledgement is written: a record's
-            # way to its consumers does not wait behind its own ack.
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the readers this append woke push before its ack
         return ProduceResponse(plan.offsets[0], self.log.leo, self.log.hw)
 
     def read(self, offset: int, max_bytes: int, isolation: Isolation) -> LogSlice:

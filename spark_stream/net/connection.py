@@ -559,19 +559,12 @@ class Stream:
         item = self._items.popleft()
         self._ungranted += 1
         if not self._done and self._ungranted >= max(1, self.window // 2):
-            # Written after the caller has had the item (the next loop turn): the server
-            # still holds half the window, and the item does not wait behind a write.
             grant, self._ungranted = self._ungranted, 0
-            self._conn._loop.call_soon(self._grant, grant)
+            credit = encode_frame(
+                FrameKind.CREDIT, self.api_key, self.correlation_id, {"credit": grant}
+            )  # written next turn, once the caller has the item (the server holds half)
+            self._conn._loop.call_soon(self._conn._send_nowait, credit)
         return item
-
-    def _grant(self, credit: int) -> None:
-        if not self._done:
-            self._conn._send_nowait(
-                encode_frame(
-                    FrameKind.CREDIT, self.api_key, self.correlation_id, {"credit": credit}
-                )
-            )
 
     async def aclose(self) -> None:
         """Stop the stream: tell the server to cancel it and drop what is queued."""
