@@ -9,7 +9,7 @@ measures, in one run:
 - consume throughput (streaming fetch from the beginning, Arrow batches);
 - end-to-end latency (p50/p99), produce to committed consume, at a fixed moderate rate:
   ``e2e_*`` on a replication-1 topic (acks=leader), ``e2e_rf3_*`` on replication 3
-  (acks=all, committed = on the in-sync replicas);
+  (acks=all, committed = on the in-sync replicas); ``bench.e2e`` runs this part alone;
 - the baseline: pipelined ``XADD`` / ``XREAD`` of the same 100 B records against the
   cluster's own Redis server through redis-py.
 
@@ -75,7 +75,8 @@ import psutil
 import pyarrow as pa
 import redis
 
-from spark_stream.client import Fluvio, FluvioAsync, Offset
+from bench.e2e import e2e_figures, e2e_latency
+from spark_stream.client import Fluvio, Offset
 from spark_stream.frame_check import PAYLOAD_CHECKS, check_payload
 from spark_stream.local.cluster import LocalCluster
 from spark_stream.records import RECORD_SCHEMA, build_batch, encode_batch, read_header
@@ -185,45 +186,6 @@ def consume_all(fluvio: Fluvio, topic: str) -> tuple[int, float]:
     start = time.perf_counter()
     rows = sum(b.num_rows for b in consumer.stream_batches(Offset.beginning(), stop_at_end=True))
     return rows, time.perf_counter() - start
-
-
-async def e2e_latency(
-    endpoint: str, topic: str, rate: float, seconds: float, acks: str, token: str | None = None
-) -> list[float]:
-    """Milliseconds from ``send`` to committed consume, at ``rate`` records/s."""
-    latencies: list[float] = []
-    async with await FluvioAsync.connect(endpoint, token=token) as client:
-        consumer = await client.partition_consumer(topic, 0)
-        producer = await client.topic_producer(topic, linger_ms=0, acks=acks)
-        count = int(rate * seconds)
-        ready = asyncio.Event()
-
-        async def consume() -> None:
-            stream = consumer.stream_batches(Offset.end())
-            ready.set()
-            async for batch in stream:
-                now = time.perf_counter_ns()
-                sent = np.frombuffer(b"".join(batch.column("value").to_pylist()), dtype=np.int64)
-                latencies.extend(((now - sent) / 1e6).tolist())
-                if len(latencies) >= count:
-                    await stream.aclose()
-                    return
-
-        reader = asyncio.get_running_loop().create_task(consume())
-        await ready.wait()
-        await asyncio.sleep(0.5)  # the stream is open at the end before we send
-        interval = 1.0 / rate
-        start = time.perf_counter()
-        for i in range(count):
-            target = start + i * interval
-            delay = target - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)  # pacing the fixed send rate
-            await producer.send(None, np.int64(time.perf_counter_ns()).tobytes(), partition=0)
-        async with asyncio.timeout(60):
-            await reader
-        await producer.close()
-    return latencies
 
 
 def redis_baseline(
@@ -451,8 +413,7 @@ def run(
                 latencies = asyncio.run(
                     e2e_latency(cluster.endpoint, f"latency-rf{rf}", rate, seconds, acks, token)
                 )
-                results[f"{prefix}_p50_ms"] = round(statistics.median(latencies), 3)
-                results[f"{prefix}_p99_ms"] = round(float(np.percentile(latencies, 99)), 3)
+                results |= e2e_figures(prefix, latencies)
             xadd, xread = redis_baseline(cluster.layout.redis_url, rows, cluster.redis_password())
             results["redis_xadd_rps"] = round(xadd)
             results["redis_xread_rps"] = round(xread)

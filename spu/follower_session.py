@@ -108,6 +108,10 @@ class FollowerSession:
                     push = self._next(name, state)
                     if push is not None:
                         pushed = True
+                        if _hw_only(push):
+                            # The consumers' streams this HW move woke push first: the
+                            # follower's HW may lag a loop turn, a consumer's record not.
+                            await asyncio.sleep(0)
                         yield push
                 if not pushed:
                     await self._event.wait()
@@ -171,3 +175,8 @@ class FollowerSession:
             "follower stream drops partition=%s follower=%d: %s", name, self.follower, error
         )
         return FollowerPush(name, error=error.code, message=str(error))
+
+
+def _hw_only(push: FollowerPush) -> bool:
+    """A push that only moves the follower's high watermark (no frames, sync or error)."""
+    return not push.tail and push.truncate_to is None and push.error is None

@@ -433,6 +433,8 @@ class LeaderController:
             self._refresh(self._clock())
         if acks is Acks.ALL:
             await self._wait_committed(plan.end_offset, timeout_ms)
+        elif plan.append and self._subscribers:
+            await asyncio.sleep(0)  # the readers this append woke push before its ack
         return ProduceResponse(plan.offsets[0], self.log.leo, self.log.hw)
 
     def read(self, offset: int, max_bytes: int, isolation: Isolation) -> LogSlice:

@@ -92,6 +92,25 @@ class FrameReceiver(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
             log.exception("frame receiver failed")
             self._stop(exc)
 
+    def data_received(self, data: bytes) -> None:
+        """Bytes from a loop that does not use the buffered path with this protocol.
+
+        uvloop treats a protocol as buffered only when it is not an ``asyncio.Protocol``,
+        and ``StreamReaderProtocol`` is one: it calls this instead of ``get_buffer``, so
+        the bytes are copied into the buffers ``get_buffer`` hands out (one copy more
+        than the selector loop's path, nothing lost to the unused ``StreamReader``).
+        """
+        view = memoryview(data)
+        while view.nbytes and not self._stopped.done():
+            buf = self.get_buffer(view.nbytes)
+            n = min(buf.nbytes, view.nbytes)
+            if n == 0:  # cannot happen (small frames are parsed, large get their own)
+                self._stop(CorruptFrameError("frame receiver has no room for received bytes"))
+                return
+            buf[:n] = view[:n]
+            view = view[n:]
+            self.buffer_updated(n)
+
     def eof_received(self) -> bool | None:
         self._stop(ConnectionResetError("peer closed the connection"))
         return super().eof_received()

@@ -560,12 +560,10 @@ class Stream:
         self._ungranted += 1
         if not self._done and self._ungranted >= max(1, self.window // 2):
             grant, self._ungranted = self._ungranted, 0
-            with contextlib.suppress(ConnectionClosedError):
-                await self._conn._send(
-                    encode_frame(
-                        FrameKind.CREDIT, self.api_key, self.correlation_id, {"credit": grant}
-                    )
-                )
+            credit = encode_frame(
+                FrameKind.CREDIT, self.api_key, self.correlation_id, {"credit": grant}
+            )  # written next turn, once the caller has the item (the server holds half)
+            self._conn._loop.call_soon(self._conn._send_nowait, credit)
         return item
 
     async def aclose(self) -> None:

@@ -131,3 +131,33 @@ def test_replica_offsets_carry_a_repair_point_and_refuse_a_bad_one() -> None:
     bad = FollowerStreamRequest(FOLLOWER, {"t-0": {"leo": 3, "start": 3, "repair": -1}})
     with pytest.raises(InvalidRequestError, match="repair must be an integer"):
         bad.offsets()
+
+
+def test_a_high_watermark_only_push_lets_the_readers_it_woke_go_first(tmp_path: Path) -> None:
+    """Work the same HW move queued after the session's wake-up (a consumer's stream
+    woken by it) runs before the follower's offsets-only push is made: the follower's HW
+    may lag one loop turn, a consumer's committed record not."""
+
+    async def body() -> None:
+        directory = Directory()
+        session = FollowerSession(directory, FOLLOWER, {"t-0": ReplicaOffsets(0, 0)}, 1 << 20)
+        pushes = session.pushes()
+        with ReplicaLog.open(tmp_path / "t-0") as log:
+            leader = make_leader(log)
+            directory.leaders["t-0"] = leader
+            directory.changed()
+            await anext(pushes)  # sync
+            await leader.produce(memoryview(encode_records(["a"])), Acks.LEADER, 1000)
+            await anext(pushes)  # the frame
+            pending = asyncio.ensure_future(anext(pushes))
+            await asyncio.sleep(0)  # the session waits for a change
+            pushed_first: list[bool] = []
+            assert leader.follower_report(FOLLOWER, 1)  # the HW moves: the session wakes
+            asyncio.get_running_loop().call_soon(lambda: pushed_first.append(pending.done()))
+            moved = await pending
+            assert moved.hw == 1 and not joined(moved)
+            assert pushed_first == [False]
+            await pushes.aclose()
+            await leader.stop()
+
+    asyncio.run(asyncio.wait_for(body(), 20))

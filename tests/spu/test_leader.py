@@ -532,3 +532,27 @@ def test_a_lone_leader_starts_with_its_hw_at_its_leo(log: ReplicaLog) -> None:
         await leader.stop()
 
     run(body)
+
+
+def test_an_acks_leader_produce_answers_after_the_readers_it_woke(log: ReplicaLog) -> None:
+    """A stream waiting at the end pushes a record before the record's own ack is
+    written: the produce handler yields once to the readers its append woke."""
+
+    async def body() -> None:
+        leader = make(log, replica())
+        woken = asyncio.Event()
+        leader.subscribe(woken)
+        seen: list[int] = []
+
+        async def reader() -> None:
+            await woken.wait()
+            seen.append(leader.read(0, 1 << 20, Isolation.COMMITTED).records)
+
+        task = asyncio.ensure_future(reader())
+        await asyncio.sleep(0)  # the reader waits
+        await leader.produce(memoryview(frame("a")), Acks.LEADER, 1000)
+        assert seen == [1]  # it ran (and read the record) before produce returned
+        await task
+        await leader.stop()
+
+    run(body)

@@ -63,6 +63,7 @@ class Sender:
         self._space = asyncio.Event()
         self._kicks: dict[int, asyncio.Event] = {}
         self._workers: dict[int, asyncio.Task[None]] = {}
+        self._lanes: dict[int, _Lane] = {}
         self._delivering: set[asyncio.Task[None]] = set()
         self._order: dict[int, list[asyncio.Event]] = {}
         self._recovering: dict[int, int] = {}
@@ -78,9 +79,11 @@ class Sender:
     def wake(self) -> None:
         """Tell the main task there is new work; safe from any thread.
 
-        At linger 0 on the loop's own thread, the partition workers are kicked directly
-        (their ``take`` seals the open draft): one event-loop turn less between ``send``
-        and the socket. Records appended before the worker runs still share its frame.
+        At linger 0 on the loop's own thread, the sender does not wait for its main
+        task: a partition with nothing in flight gets its request started here (the
+        record goes to the socket at the next loop turn, not two turns later), and a
+        busy one gets its worker kicked (its ``take`` seals the open draft), so records
+        appended while requests are in flight still share a frame.
         """
         if threading.get_ident() == self._thread:
             if self._direct and self._kick_pending():
@@ -91,13 +94,19 @@ class Sender:
             self._loop.call_soon_threadsafe(self._wakeup.set)
 
     def _kick_pending(self) -> bool:
-        """Kick the worker of every partition with work; False if one has no worker yet
-        (the main task starts it)."""
+        """Start the request of every idle partition with work and kick the worker of
+        every busy one; False if one has no worker yet (the main task starts it)."""
         for partition in self._acc.pending_partitions():
             kick = self._kicks.get(partition)
             if kick is None:
                 return False
-            kick.set()
+            lane = self._lanes[partition]
+            while lane.inflight and lane.inflight[0].done():
+                lane.inflight.popleft()
+            if lane.inflight or self._recovering.get(partition):
+                kick.set()
+            else:
+                self._fill(partition, lane, kick)
         return True
 
     async def wait_for_space(self, timeout: float) -> None:  # noqa: ASYNC109 - typed error
@@ -141,39 +150,42 @@ class Sender:
         kick = self._kicks.get(partition)
         if kick is None:
             kick = self._kicks[partition] = asyncio.Event()
+            self._lanes[partition] = _Lane()
             self._workers[partition] = self._loop.create_task(
                 self._worker(partition, kick), name=f"sender-{self.topic}-{partition}"
             )
         kick.set()
 
     async def _worker(self, partition: int, kick: asyncio.Event) -> None:
-        acc, cfg = self._acc, self.config
-        per_request = 1 if cfg.idempotence else 1_000_000
-        inflight: deque[asyncio.Task[None]] = deque()
-        order = self._order.setdefault(partition, [])
-        view = self.leaders.watcher.view
-        pinned: Leader | None = None  # where the requests in flight went
+        lane = self._lanes[partition]
         while True:
             kick.clear()
-            while inflight and inflight[0].done():
-                inflight.popleft()
-            while len(inflight) < cfg.max_in_flight and not self._recovering.get(partition):
-                leader = view.leader(self.topic, partition)
-                if inflight and (leader is None or leader != pinned):
-                    break  # the leader moved: let what went to the old one settle first
-                batches = acc.take(partition, cfg.max_request_bytes, per_request)
-                if not batches:
-                    break
-                pinned = leader
-                marker = asyncio.Event()
-                order.append(marker)
-                task = self._loop.create_task(
-                    self._deliver(partition, batches, kick, marker, leader)
-                )
-                self._delivering.add(task)
-                task.add_done_callback(self._delivering.discard)
-                inflight.append(task)
+            self._fill(partition, lane, kick)
             await kick.wait()
+
+    def _fill(self, partition: int, lane: _Lane, kick: asyncio.Event) -> None:
+        """Start requests of ``partition``'s ready batches, up to ``max_in_flight``."""
+        acc, cfg = self._acc, self.config
+        per_request = 1 if cfg.idempotence else 1_000_000
+        inflight = lane.inflight
+        order = self._order.setdefault(partition, [])
+        view = self.leaders.watcher.view
+        while inflight and inflight[0].done():
+            inflight.popleft()
+        while len(inflight) < cfg.max_in_flight and not self._recovering.get(partition):
+            leader = view.leader(self.topic, partition)
+            if inflight and (leader is None or leader != lane.pinned):
+                break  # the leader moved: let what went to the old one settle first
+            batches = acc.take(partition, cfg.max_request_bytes, per_request)
+            if not batches:
+                break
+            lane.pinned = leader  # where the requests in flight went
+            marker = asyncio.Event()
+            order.append(marker)
+            task = self._loop.create_task(self._deliver(partition, batches, kick, marker, leader))
+            self._delivering.add(task)
+            task.add_done_callback(self._delivering.discard)
+            inflight.append(task)
 
     def _policy(self, batches: list[ProducerBatch]) -> RetryPolicy:
         cfg = self.config
@@ -286,3 +298,11 @@ class Sender:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.accumulator is not None:
             self.accumulator.fail_all(ClientClosedError(f"producer for {self.topic!r} closed"))
+
+
+@dataclasses.dataclass(slots=True)
+class _Lane:
+    """One partition's requests in flight (oldest first) and the leader they went to."""
+
+    inflight: deque[asyncio.Task[None]] = dataclasses.field(default_factory=deque)
+    pinned: Leader | None = None

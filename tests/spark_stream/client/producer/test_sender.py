@@ -144,3 +144,39 @@ def test_failover_retries_keep_sequence_order() -> None:
         for v in batch.column("value").to_pylist()
     ]
     assert values == [f"v{i:03d}".encode() for i in range(200)]
+
+
+def test_at_linger_0_an_idle_partition_sends_at_once_and_a_burst_shares_a_frame() -> None:
+    """The first record to an idle partition is its own request, started by ``send``
+    itself (no turn of the sender's tasks first); the records sent while it is in flight
+    wait for the worker and go out together, not one frame each."""
+
+    async def main() -> tuple[list[int], int]:
+        watcher = MetadataWatcher(connect=None)  # type: ignore[arg-type]  # fed by hand
+        frames: list[int] = []
+
+        async def produce(request: Request, ctx: ConnContext) -> ProduceResponse:
+            msg = request.message()
+            assert isinstance(msg, ProduceRequest)
+            base = sum(frames)
+            frames.extend(header.record_count for header, _ in iter_frames(request.tail))
+            return ProduceResponse(base, sum(frames), sum(frames))
+
+        async with Server({ApiKey.PRODUCE: produce}, host="127.0.0.1", port=0) as leader:
+            watcher.view.apply(metadata(1, {1: leader.port, 2: leader.port}, leader=1))
+            pool = ConnectionPool()
+            config = ProducerConfig(linger_ms=0)
+            producer = AsyncTopicProducer("t", config, watcher, LeaderClient(watcher, pool))
+            await (await producer.send(None, b"warm-up", partition=0))  # starts the worker
+            first = await producer.send(None, b"0", partition=0)
+            started = len(producer._sender._delivering)  # before this task yields once
+            rest = [await producer.send(None, b"%d" % i, partition=0) for i in range(1, 50)]
+            for future in [first, *rest]:
+                await future
+            await producer.close()
+            await pool.close()
+        return frames, started
+
+    frames, started = asyncio.run(main())
+    assert started == 1
+    assert frames == [1, 1, 49]
