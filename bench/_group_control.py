@@ -24,7 +24,8 @@ import numpy as np
 
 from spark_stream.client.consumer._group_session import heartbeat_pause
 from spark_stream.errors import FluvioError
-from spark_stream.net.connection import Connection, Stream
+from spark_stream.net.connection import Connection
+from spark_stream.net.stream import Stream
 from spark_stream.protocol import control as c
 
 __all__ = ["ControlPlane"]

@@ -47,8 +47,9 @@ from spark_stream.errors import (
     UnauthorizedError,
 )
 from spark_stream.models import IngressAddr, PrivateEndpoint, PublicEndpoint
-from spark_stream.net.connection import Connection, Stream
+from spark_stream.net.connection import Connection
 from spark_stream.net.sc_endpoints import ScEndpoints
+from spark_stream.net.stream import Stream
 from spark_stream.net.tls import client_context
 from spark_stream.protocol import UpdateGates
 from spark_stream.protocol.control import (

@@ -48,7 +48,8 @@ from spark_stream.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from spark_stream.net.connection import Connection, Stream
+from spark_stream.net.connection import Connection
+from spark_stream.net.stream import Stream
 from spark_stream.protocol import Message
 
 __all__ = [

@@ -7,8 +7,9 @@ speak the frames of ``spark_stream.protocol`` and share ``_sockets``.
 
 from __future__ import annotations
 
-from spark_stream.net.connection import DEFAULT_STREAM_WINDOW, Connection, Stream
+from spark_stream.net.connection import DEFAULT_STREAM_WINDOW, Connection
 from spark_stream.net.server import ConnContext, Handler, Reply, Route, Server
+from spark_stream.net.stream import Stream
 
 __all__ = [
     "Connection",

@@ -15,7 +15,8 @@ from typing import TypeVar
 
 from spark_stream.errors import FluvioError
 from spark_stream.models import PartitionStatus, PrivateEndpoint, PublicEndpoint, ReplicaStatus, Spu
-from spark_stream.net.connection import Connection, Stream
+from spark_stream.net.connection import Connection
+from spark_stream.net.stream import Stream
 from spark_stream.protocol.control import (
     HeartbeatRequest,
     LrsStatus,

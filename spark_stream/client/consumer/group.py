@@ -75,9 +75,10 @@ from spark_stream.errors import (
     NotActiveError,
     RequestTimeoutError,
 )
-from spark_stream.net.connection import Connection, Stream
+from spark_stream.net.connection import Connection
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.sc_endpoints import ScEndpoints
+from spark_stream.net.stream import Stream
 from spark_stream.protocol import control as c
 
 __all__ = [

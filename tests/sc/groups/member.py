@@ -11,7 +11,8 @@ import contextlib
 import uuid
 from typing import Any
 
-from spark_stream.net.connection import Connection, Stream
+from spark_stream.net.connection import Connection
+from spark_stream.net.stream import Stream
 from spark_stream.protocol import control as c
 
 __all__ = ["RawMember", "settle", "settled"]
