@@ -75,7 +75,7 @@ import psutil
 import pyarrow as pa
 import redis
 
-from bench.e2e import e2e_figures, e2e_latency
+from bench.e2e import e2e_figures, e2e_latency, wait_topic
 from spark_stream.client import Fluvio, Offset
 from spark_stream.frame_check import PAYLOAD_CHECKS, check_payload
 from spark_stream.local.cluster import LocalCluster
@@ -91,18 +91,6 @@ def _values(n: int, size: int) -> pa.Array:
     data = np.random.default_rng(7).integers(0, 256, n * size, dtype=np.uint8).tobytes()
     offsets = np.arange(0, (n + 1) * size, size, dtype=np.int32)
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def _wait_topic(fluvio: Fluvio, name: str, replication: int) -> None:
-    fluvio.admin().create_topic(name, partitions=1, replication_factor=replication)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        infos = fluvio.topic_partitions(name)
-        if infos and infos[0].leader is not None and infos[0].resolution == "Online":
-            fluvio.fetch_offsets(name, 0)
-            return
-        time.sleep(0.05)  # bounded wait for the partition to come online
-    raise RuntimeError(f"topic {name} not online")
 
 
 CpuClock = Callable[[], tuple[float, float]]
@@ -307,7 +295,7 @@ def run_tls(records: int, validation: str, rounds: int = 5, tier: bool = False) 
                 for rf in (1, 3):
                     topic = f"bulk-100b-rf{rf}"
                     for fluvio in clients.values():
-                        _wait_topic(fluvio, topic, rf)
+                        wait_topic(fluvio, topic, rf)
                     acks = "all" if rf > 1 else "leader"
                     done: dict[str, list[Round]] = {"plain": [], "tls": []}
                     for order in paired_order(rounds):
@@ -377,7 +365,7 @@ def run(
                 ):
                     for rf in (1, 3):
                         topic = f"bulk-{size}-rf{rf}"
-                        _wait_topic(fluvio, topic, rf)
+                        wait_topic(fluvio, topic, rf)
                         acks = "all" if rf > 1 else "leader"
                         done = bulk_produce(fluvio, topic, values, total, acks, rounds, cpu)
                         elapsed = _median_round(done).seconds
@@ -400,14 +388,14 @@ def run(
                 rows = small.slice(0, per_record).to_pylist()
                 for rf in (1, 3):
                     topic = f"send-100b-rf{rf}"
-                    _wait_topic(fluvio, topic, rf)
+                    wait_topic(fluvio, topic, rf)
                     elapsed = record_produce(fluvio, topic, rows, "all" if rf > 1 else "leader")
                     results[f"send_100b_rf{rf}_rps"] = round(len(rows) / elapsed)
                 consumed, elapsed = consume_all(fluvio, "bulk-100b-rf1")
                 results["consume_100b_rps"] = round(consumed / elapsed)
                 results["consume_100b_mbps"] = round(consumed * 100 / elapsed / 1e6, 1)
-                _wait_topic(fluvio, "latency-rf1", 1)
-                _wait_topic(fluvio, "latency-rf3", 3)
+                wait_topic(fluvio, "latency-rf1", 1)
+                wait_topic(fluvio, "latency-rf3", 3)
             results["e2e_rate_rps"] = rate
             for rf, acks, prefix in ((1, "leader", "e2e"), (3, "all", "e2e_rf3")):
                 latencies = asyncio.run(

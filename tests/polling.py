@@ -6,8 +6,9 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-__all__ = ["until", "wait_until"]
+__all__ = ["run_bounded", "until", "wait_until"]
 
 
 def wait_until(
@@ -41,3 +42,13 @@ async def until(
         if loop.time() > deadline:
             raise AssertionError(f"{what} not met within {within}s")
         await asyncio.sleep(0.005)  # polling interval, bounded by the deadline
+
+
+def run_bounded(coro: Awaitable[Any], timeout: float = 30.0) -> Any:
+    """Run ``coro`` on a new event loop; fail with ``TimeoutError`` after ``timeout`` s."""
+
+    async def bounded() -> Any:
+        async with asyncio.timeout(timeout):
+            return await coro
+
+    return asyncio.run(bounded())

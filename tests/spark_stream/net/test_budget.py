@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from spark_stream.net.budget import (
     release_free_memory,
     tune_heap,
 )
+from tests.polling import run_bounded as run
 from tests.polling import until
 
 # Each row: capacity, then steps ("take", key, n) -> granted now?, ("charge", n),
@@ -138,14 +138,6 @@ def test_byte_budget(capacity: int, steps: list[tuple[Any, ...]], held: int) -> 
 def test_byte_budget_refuses_bad_use(call: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call(ByteBudget(100))
-
-
-def run(coro: Awaitable[Any]) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(30):
-            return await coro
-
-    return asyncio.run(bounded())
 
 
 def test_request_budget_waits_then_wakes_in_order() -> None:

@@ -40,6 +40,7 @@ from spark_stream.protocol import (
     decode_meta,
     encode_frame,
 )
+from tests.polling import run_bounded as run
 from tests.polling import until
 
 pytestmark = pytest.mark.integration
@@ -50,14 +51,6 @@ ECHO, HANG, FAIL, STREAM = (
     ApiKey.LIST_TOPICS,
     (ApiKey.WATCH_METADATA),
 )
-
-
-def run(coro: Awaitable[Any], timeout: float = 30) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(timeout):
-            return await coro
-
-    return asyncio.run(bounded())
 
 
 class App:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,19 +32,12 @@ from spark_stream.protocol import (
     decode_meta,
     encode_frame,
 )
+from tests.polling import run_bounded as run
 from tests.polling import until
 
 pytestmark = pytest.mark.integration
 
 REQ, TOPIC = FrameKind.REQUEST, ApiKey.CREATE_TOPIC
-
-
-def run(coro: Awaitable[Any], timeout: float = 30) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(timeout):
-            return await coro
-
-    return asyncio.run(bounded())
 
 
 async def echo(req: Request, ctx: ConnContext) -> Any:

@@ -6,8 +6,6 @@ typed and quickly (the bounds here only guard against hangs).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from spark_stream.net.connection import Connection
 from spark_stream.net.server import ConnContext, Server
 from spark_stream.net.tls import TlsConfig
 from spark_stream.protocol import ApiKey, Request
+from tests.polling import run_bounded as run
 
 pytestmark = pytest.mark.integration
 
@@ -28,14 +27,6 @@ BIG = 3 << 20  # a tail past the receiver's own-buffer size, through TLS records
 
 async def _echo(request: Request, ctx: ConnContext) -> Any:
     return dict(request.meta), bytes(request.tail)
-
-
-def run(coro: Awaitable[Any], timeout: float = 30) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(timeout):
-            return await coro
-
-    return asyncio.run(bounded())
 
 
 @pytest.fixture(scope="module")

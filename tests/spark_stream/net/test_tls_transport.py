@@ -13,8 +13,6 @@ import os
 import socket
 import ssl
 import struct
-from collections.abc import Awaitable
-from typing import Any
 
 import pytest
 
@@ -25,17 +23,10 @@ from spark_stream.net._tls_transport import (
     open_tls_socket,
     wrap_tls,
 )
+from tests.polling import run_bounded as run
 from tests.polling import until
 
 pytestmark = pytest.mark.integration
-
-
-def run(coro: Awaitable[Any], timeout: float = 60) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(timeout):
-            return await coro
-
-    return asyncio.run(bounded())
 
 
 @pytest.fixture(scope="module")
