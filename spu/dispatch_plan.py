@@ -54,6 +54,7 @@ __all__ = [
     "StopFollower",
     "StopLeader",
     "UpdateLeader",
+    "merge_replicas",
     "plan_controllers",
     "plan_logs",
     "storage_config",
@@ -250,6 +251,47 @@ def plan_controllers(spu_id: int, replicas: Iterable[Replica], roles: Roles) -> 
             actions.append(SetFollowed(leader_id, tuple(names)))
     actions += [StopFollower(leader_id) for leader_id in roles.followers if leader_id not in follow]
     return actions
+
+
+# -- the replica view ----------------------------------------------------------------
+
+
+def _stale(entry: Replica, held: Replica) -> bool:
+    """Whether an incremental entry is older than the one held: an older revision, or an
+    older leader epoch of the same incarnation (a push from before an election)."""
+    if entry.revision and entry.revision < held.revision:
+        return True
+    return entry.uid == held.uid and entry.leader_epoch < held.leader_epoch
+
+
+def merge_replicas(
+    held: Mapping[str, Replica],
+    entries: Iterable[Replica],
+    *,
+    full: bool,
+    deleted: Iterable[str] = (),
+    purge: Iterable[ReplicaId] = (),
+) -> dict[str, Replica]:
+    """The replica view after an ``UpdateReplicas`` push (``held`` is left as it was).
+
+    A full push replaces the view; an incremental one drops ``deleted`` and takes each
+    entry unless it is older than the one held. Purged incarnations then leave the view
+    (their partition is gone, whatever an earlier entry said).
+    """
+    if full:
+        view = {r.name: r for r in entries}
+    else:
+        view = dict(held)
+        for name in deleted:
+            view.pop(name, None)
+        for entry in entries:
+            current = view.get(entry.name)
+            if current is None or not _stale(entry, current):
+                view[entry.name] = entry
+    for gone in purge:
+        if (current := view.get(gone.name)) is not None and current.id == gone:
+            del view[gone.name]
+    return view
 
 
 # -- storage settings ----------------------------------------------------------------

@@ -9,14 +9,10 @@ running roles into role changes, which this module runs. After each SPU push, le
 learn at once which follower SPUs went offline and follower controllers learn their
 leader's private endpoint.
 
-Storage and partition incarnations. A replica directory holds one incarnation of its
-partition, named by the partition's uid (``spu.storage.identity``). Opening a replica
-whose directory holds another uid (the topic was deleted and created again while this
-SPU kept the old data) empties the directory first: a re-created topic starts at offset
-0. A replica that merely moved away keeps its directory, reattached if it comes back.
-``UpdateReplicas.purge`` names deleted partitions: their replicas are dropped and their
-directories deleted; ``stored_replicas`` lists the directories for the SC, which purges
-the ones deleted while this SPU was away.
+Storage. Replica directories are opened, removed and listed off the event loop by
+``spu.replica_files``, which holds their incarnation rules (a directory of another
+partition uid is emptied before it opens). ``UpdateReplicas.purge`` names deleted
+partitions: their replicas are dropped and their directories deleted.
 
 Reconciliation runs under one lock, so controllers never overlap on a log. A
 housekeeping task (``spu.housekeeping``) fsyncs the logs off the event loop, checkpoints
@@ -60,29 +56,24 @@ from spu.dispatch_plan import (
     StopFollower,
     StopLeader,
     UpdateLeader,
+    merge_replicas,
     plan_controllers,
     plan_logs,
     storage_config,
 )
-from spu.follower import FollowerController
+from spu.follower import FollowerController, idle_report_interval_s
 from spu.gate_audit import AuditFile
 from spu.gates import GateKey, GateTable, GateUpdate
 from spu.housekeeping import Housekeeper
 from spu.leader import LeaderController, check_leader_epoch, monotonic_ms
 from spu.notify import Subscribers
 from spu.peer_keys import PeerKeyring
+from spu.replica_files import open_replica, remove_replica, stored_replicas, write_meta
 from spu.scrubber import Scrubber
 from spu.settings import SpuSettings
-from spu.storage import (
-    ReplicaLog,
-    list_replica_dirs,
-    read_uid,
-    remove_replica_dir,
-    replica_dir,
-    write_uid,
-)
+from spu.storage import ReplicaLog
 from spu.storage.open_files import OPEN_FILES
-from spu.storage.replica_meta import list_replica_meta, write_replica_meta
+from spu.storage.replica_meta import list_replica_meta
 from spu.storage.scrub import Damage
 from spu.tiering import TierKeeper
 from spu.traffic import PartitionTraffic
@@ -94,19 +85,6 @@ logger = logging.getLogger(__name__)
 
 _OPEN_CONCURRENCY = 4
 """Replica logs opened at once in worker threads (``SpuDispatcher._open_all``)."""
-
-
-def _report_interval_s(max_lag_ms: int) -> float:
-    """A follower's idle LEO report period: well under the leader's max lag, 50 ms-1 s."""
-    return min(max(max_lag_ms / 4000, 0.05), 1.0)
-
-
-def _stale(entry: Replica, held: Replica) -> bool:
-    """Whether an incremental entry is older than the one held: an older revision, or an
-    older leader epoch of the same incarnation (a push from before an election)."""
-    if entry.revision and entry.revision < held.revision:
-        return True
-    return entry.uid == held.uid and entry.leader_epoch < held.leader_epoch
 
 
 class SpuDispatcher:
@@ -363,19 +341,9 @@ class SpuDispatcher:
         """
         entries, purge = update.replica_entries(), update.purge_entries()
         async with self._lock:
-            if update.full:
-                self._replicas = {r.name: r for r in entries}
-            else:
-                for name in update.deleted:
-                    self._replicas.pop(name, None)
-                for entry in entries:
-                    held = self._replicas.get(entry.name)
-                    if held is not None and _stale(entry, held):
-                        continue
-                    self._replicas[entry.name] = entry
-            for gone in purge:
-                if (held := self._replicas.get(gone.name)) is not None and held.id == gone:
-                    del self._replicas[gone.name]
+            self._replicas = merge_replicas(
+                self._replicas, entries, full=update.full, deleted=update.deleted, purge=purge
+            )
             await self._reconcile(purge)
             await self._keep_meta()
 
@@ -389,14 +357,7 @@ class SpuDispatcher:
         What the SPU reports when it connects (``SpuConnectRequest.stored``); a
         directory whose name is not a partition name is not reported.
         """
-        stored = []
-        for name, uid in list_replica_dirs(Path(self.settings.data_dir)):
-            try:
-                parse_partition_name(name)
-            except ValueError:
-                continue
-            stored.append(ReplicaId(name, uid))
-        return stored
+        return stored_replicas(self.settings.data_dir)
 
     def stored_meta(self) -> list[ReplicaMeta]:
         """The metadata kept in every replica directory (``spu.storage.replica_meta``).
@@ -424,18 +385,8 @@ class SpuDispatcher:
         for name in set(self._meta_kept) - set(self._logs):
             del self._meta_kept[name]  # closed: written again when it reopens
         if changed:
-            await asyncio.to_thread(self._write_meta, changed)
-
-    def _write_meta(self, records: list[ReplicaMeta]) -> None:
-        for meta in records:
-            replica = meta.replica
-            path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
-            try:
-                write_replica_meta(path, meta)
-            except FluvioError as exc:
-                logger.error("cannot keep replica metadata partition=%s: %s", replica.name, exc)
-                continue
-            self._meta_kept[replica.name] = meta
+            written = await asyncio.to_thread(write_meta, self.settings.data_dir, changed)
+            self._meta_kept.update((meta.replica.name, meta) for meta in written)
 
     # -- reconciliation --------------------------------------------------------------
 
@@ -485,7 +436,7 @@ class SpuDispatcher:
             case RemoveStorage(replica):
                 # Off the loop, as opens: deleting a topic of 1,000 partitions
                 # removes 1,000 directories.
-                await asyncio.to_thread(self._remove, replica)
+                await asyncio.to_thread(remove_replica, self.settings.data_dir, replica)
             case StartLeader(replica):
                 self._start_leader(replica)
             case UpdateLeader(replica):
@@ -495,7 +446,7 @@ class SpuDispatcher:
                     self.spu_id,
                     leader_id,
                     self.peer_keys,
-                    report_interval_s=_report_interval_s(self.settings.replica_max_lag_ms),
+                    report_interval_s=idle_report_interval_s(self.settings.replica_max_lag_ms),
                     tls=client_context(self.settings.tls),
                 )
                 controller.start()
@@ -559,12 +510,19 @@ class SpuDispatcher:
     async def _open(self, replica: Replica) -> None:
         """Open ``data_dir/{topic}-{partition}`` (the same incarnation, the same data).
 
-        The files are created or recovered off the event loop (``_open_storage``): a
+        The files are created or recovered off the event loop (``open_replica``): a
         push of 1,000 new replicas used to hold the loop for seconds (a uid file, an
         index and their directory fsyncs each), long enough for the SC to drop this SPU
         for want of heartbeats. The log is registered on the loop once open.
         """
-        opening = asyncio.ensure_future(asyncio.to_thread(self._open_storage, replica))
+        config = storage_config(
+            replica.spec,
+            max_batch_bytes=self.settings.max_batch_bytes,
+            check_payload=self.settings.frame_validation,
+        )
+        opening = asyncio.ensure_future(
+            asyncio.to_thread(open_replica, self.settings.data_dir, replica, config)
+        )
         try:
             log = await asyncio.shield(opening)
         except asyncio.CancelledError:
@@ -590,47 +548,6 @@ class SpuDispatcher:
             log.leo,
             log.hw,
         )
-
-    def _open_storage(self, replica: Replica) -> ReplicaLog | None:
-        """The replica's log, opened in its directory (a worker thread's part of ``_open``).
-
-        A directory that holds another incarnation of the partition is emptied first;
-        a new directory gets the uid before the log opens in it. None (logged) when the
-        storage cannot be used: one bad replica must not keep the others down.
-        """
-        path = replica_dir(self.settings.data_dir, replica.topic, replica.partition)
-        config = storage_config(
-            replica.spec,
-            max_batch_bytes=self.settings.max_batch_bytes,
-            check_payload=self.settings.frame_validation,
-        )
-        try:
-            if path.exists() and read_uid(path) != replica.uid:
-                remove_replica_dir(path)
-                logger.info(
-                    "replica storage of an earlier incarnation removed partition=%s dir=%s",
-                    replica.name,
-                    path,
-                )
-            if replica.uid is not None and not path.exists():
-                write_uid(path, replica.uid)
-            return ReplicaLog.open(path, config)
-        except FluvioError as exc:
-            logger.error("cannot open replica partition=%s dir=%s: %s", replica.name, path, exc)
-            return None
-
-    def _remove(self, replica: ReplicaId) -> None:
-        """Delete the directory of a deleted partition if it holds that incarnation."""
-        topic, partition = parse_partition_name(replica.name)
-        path = replica_dir(self.settings.data_dir, topic, partition)
-        try:
-            if not path.exists() or read_uid(path) != replica.uid:
-                return  # gone already, or another incarnation's
-            remove_replica_dir(path)
-        except FluvioError as exc:
-            logger.error("cannot remove replica partition=%s dir=%s: %s", replica.name, path, exc)
-            return
-        logger.info("replica storage removed partition=%s uid=%s", replica.name, replica.uid)
 
     def _close(self, name: str) -> None:
         """Close the log of ``name``; the directory stays for a later reattach."""

@@ -54,9 +54,15 @@ from spu.private_messages import (
 )
 from spu.storage import ReplicaLog
 
-__all__ = ["FollowerController"]
+__all__ = ["FollowerController", "idle_report_interval_s"]
 
 logger = logging.getLogger(__name__)
+
+
+def idle_report_interval_s(max_lag_ms: int) -> float:
+    """A follower's idle LEO report period: well under the leader's max lag, 50 ms-1 s."""
+    return min(max(max_lag_ms / 4000, 0.05), 1.0)
+
 
 # Every wait below is cut short when the replicas or the leader's endpoint change.
 #: Between reconnects, reset once a connection served.

@@ -23,6 +23,7 @@ from spu.dispatch_plan import (
     StopFollower,
     StopLeader,
     UpdateLeader,
+    merge_replicas,
     plan_controllers,
     plan_logs,
     storage_config,
@@ -351,3 +352,64 @@ def test_the_topic_segment_size_is_kept_below_the_largest_batch() -> None:
     # Not raised to max_batch_bytes: a larger batch gets a segment of its own instead.
     config = storage_config(TopicSettings(segment_size=2048), max_batch_bytes=16 << 20)
     assert (config.segment_max_bytes, config.max_batch_bytes) == (2048, 16 << 20)
+
+
+def _at(name: str, leader: int, revision: int, uid: str = "u1", epoch: int = 0) -> Replica:
+    spec = PartitionSpec(initial_leader=ME, replicas=(ME, 2))
+    return Replica(name, leader, spec, revision, uid, epoch)
+
+
+A1 = _at("a-0", ME, revision=1)
+A2 = _at("a-0", 2, revision=2)  # newer revision: moved to SPU 2
+A_EPOCH_3 = _at("a-0", 2, revision=2, epoch=3)
+A_EPOCH_2 = _at("a-0", ME, revision=2, epoch=2)  # same revision, older epoch
+A_NEW_UID = _at("a-0", ME, revision=2, uid="u2", epoch=0)  # another incarnation
+A_REV_0 = _at("a-0", 2, revision=0)  # no revision: never stale by revision
+B1 = _at("b-0", 2, revision=1)
+
+MERGE_ROWS: list[tuple[str, dict[str, Replica], dict[str, object], dict[str, Replica]]] = [
+    ("a full push replaces the view", {"a-0": A1}, {"entries": [B1], "full": True}, {"b-0": B1}),
+    ("an incremental push adds", {"a-0": A1}, {"entries": [B1]}, {"a-0": A1, "b-0": B1}),
+    ("a newer revision replaces", {"a-0": A1}, {"entries": [A2]}, {"a-0": A2}),
+    ("an older revision is ignored", {"a-0": A2}, {"entries": [A1]}, {"a-0": A2}),
+    ("no revision is taken", {"a-0": A2}, {"entries": [A_REV_0]}, {"a-0": A_REV_0}),
+    ("an older epoch is ignored", {"a-0": A_EPOCH_3}, {"entries": [A_EPOCH_2]}, {"a-0": A_EPOCH_3}),
+    (
+        "another incarnation's epoch starts again",
+        {"a-0": A_EPOCH_3},
+        {"entries": [A_NEW_UID]},
+        {"a-0": A_NEW_UID},
+    ),
+    ("deleted names leave", {"a-0": A1, "b-0": B1}, {"deleted": ["b-0"]}, {"a-0": A1}),
+    ("a purged incarnation leaves", {"a-0": A1}, {"purge": [ReplicaId("a-0", "u1")]}, {}),
+    (
+        "a purge of another incarnation keeps the entry",
+        {"a-0": A1},
+        {"purge": [ReplicaId("a-0", "old")]},
+        {"a-0": A1},
+    ),
+    (
+        "a purge wins over an entry in the same push",
+        {},
+        {"entries": [A1], "full": True, "purge": [ReplicaId("a-0", "u1")]},
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("held", "push", "expected"), [r[1:] for r in MERGE_ROWS], ids=[r[0] for r in MERGE_ROWS]
+)
+def test_merge_replicas(
+    held: dict[str, Replica], push: dict[str, object], expected: dict[str, Replica]
+) -> None:
+    before = dict(held)
+    entries = push.get("entries", [])
+    deleted = push.get("deleted", [])
+    purge = push.get("purge", [])
+    assert isinstance(entries, list) and isinstance(deleted, list) and isinstance(purge, list)
+    view = merge_replicas(
+        held, entries, full=push.get("full") is True, deleted=deleted, purge=purge
+    )
+    assert view == expected
+    assert held == before  # the held view is not changed in place
