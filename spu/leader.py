@@ -51,7 +51,6 @@ no method yields between reading and changing state.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
 import math
@@ -71,7 +70,7 @@ from spark_stream.errors import (
 )
 from spark_stream.protocol import Acks, Isolation, ProduceResponse
 from spark_stream.protocol.control import LrsStatus, Replica
-from spark_stream.records import read_header
+from spu.follower_sync import sync_point
 from spu.frames import check_codec, check_schemas, log_headers, split_request
 from spu.live_status import LastStatus, status_inputs
 from spu.notify import OffsetWaiters, Subscribers
@@ -89,9 +88,9 @@ from spu.replication import (
     next_in_sync_set,
     record_follower_report,
 )
+from spu.sealed_reads import SealedReadCheck
 from spu.storage import LogSlice, ReplicaLog
-from spu.storage.layout import parse_segment_name
-from spu.storage.scrub import Damage, check_chunk
+from spu.storage.scrub import Damage
 from spu.ticker import Ticker, shared_ticker
 from spu.traffic import PartitionTraffic
 
@@ -178,10 +177,7 @@ class LeaderController:
         # A smaller in-sync set reported for the SC to accept (None: nothing pending).
         self._proposed: frozenset[int] | None = None
         self._repairs: dict[int, int] = {}  # follower -> where it cut its damaged log
-        # Sealed segment base -> bytes from its start that reads already checked: a sealed
-        # segment never changes, so history re-read by many consumers is checked once
-        # (bit rot after that is the scrub's to find).
-        self._checked: dict[int, int] = {}
+        self._sealed = SealedReadCheck()  # what reads from sealed segments checked
         self._producers = ProducerTable()
         self._subscribers = Subscribers()
         self._waiters = OffsetWaiters()
@@ -457,7 +453,7 @@ class LeaderController:
         The SC then elects a healthy in-sync replica if one is online; this SPU repairs
         as its follower (the log is cut at ``log.damage`` when it starts following).
         """
-        self._checked.clear()  # checked before the damage came: check again
+        self._sealed.forget()  # checked before the damage came: check again
         if self.log.damage is None or damage.offset < self.log.damage.offset:
             self.log.damage = damage
             logger.error("damaged replica partition=%s %s", self.name, damage.describe())
@@ -465,40 +461,21 @@ class LeaderController:
 
     def _check_sealed(self, piece: LogSlice) -> LogSlice:
         """``piece`` cut before its first damaged frame; an error when that is the first."""
-        segment_base = parse_segment_name(piece.path.name) if piece.path is not None else None
-        end = piece.position + piece.length
-        checked = self._checked.get(segment_base, 0) if segment_base is not None else 0
-        if end <= checked:
+        found = self._sealed.check(piece, self.log)
+        if found.damage is None:
             return piece
-        result = check_chunk(piece.data, piece.base_offset)
-        if result.error is None:
-            if segment_base is not None and piece.position <= checked:
-                if segment_base not in self._checked:  # a new key: forget deleted segments
-                    start = self.log.log_start_offset
-                    self._checked = {b: n for b, n in self._checked.items() if b >= start}
-                self._checked[segment_base] = end
-            return piece
-        segment = max(
-            s.base_offset for s in self.log.segments if s.base_offset <= piece.base_offset
-        )
-        end = min(
-            (s.base_offset for s in self.log.segments if s.base_offset > segment),
-            default=self.log.leo,
-        )
-        position = piece.position + result.consumed
-        self.damaged(Damage(segment, result.next_offset, end, position, result.error))
-        if result.consumed:
-            return dataclasses.replace(
-                piece, next_offset=result.next_offset, data=piece.data[: result.consumed]
-            )
+        damage = found.damage
+        self.damaged(damage)
+        if found.piece is not None:
+            return found.piece
         if len(self._isr) > 1:  # in-sync followers hold every committed record intact
             raise NotLeaderError(
                 f"SPU {self.spu_id} holds a damaged copy of {self.name} at offset "
-                f"{result.next_offset}; leadership moves to a healthy replica"
+                f"{damage.offset}; leadership moves to a healthy replica"
             )
         raise CorruptSegmentError(
-            f"{self.name}: offsets [{result.next_offset}, {end}) are damaged on SPU "
-            f"{self.spu_id} and no healthy in-sync replica holds them: {result.error}"
+            f"{self.name}: offsets [{damage.offset}, {damage.end_offset}) are damaged on SPU "
+            f"{self.spu_id} and no healthy in-sync replica holds them: {damage.reason}"
         )
 
     def offset_for_timestamp(self, ts_us: int) -> int | None:
@@ -533,14 +510,8 @@ class LeaderController:
         return True
 
     def sync_follower(self, spu_id: int, offsets: ReplicaOffsets) -> tuple[int, bool]:
-        """Where a follower opening a stream must cut its log, and whether to reset it.
-
-        The follower keeps everything below ``offsets.start`` (its committed prefix) and
-        every following frame whose base offset and crc match this log's; the first
-        difference and everything after it go. The cut is always at a frame boundary of
-        this log (below ``offsets.start`` when that falls inside one of its frames). A
-        cut below this log's start means the follower must empty its log and restart it
-        at the log start (``reset``).
+        """Where a follower opening a stream must cut its log (``sync_point``), and
+        whether to reset it; the cut is taken as the follower's report.
 
         Returns:
             ``(offset, reset)``: the follower's LEO after the cut.
@@ -548,30 +519,10 @@ class LeaderController:
         self._check_leading()
         if offsets.repair_from is not None:
             self._repairs[spu_id] = offsets.repair_from
-        leo, log_start = self.log.leo, self.log.log_start_offset
-        point = min(offsets.start, leo)
-        for base, crc in offsets.tail:
-            if base != point or base >= leo or base < log_start:
-                break
-            piece = self.log.read(base, 1)
-            if piece.base_offset != base:
-                break
-            header = read_header(piece.data)
-            if header.crc != crc:
-                break
-            point = header.next_offset
-        point = min(point, offsets.leo, leo)
-        if log_start < point < leo:
-            # The follower's start (its HW) is not a frame boundary here: its history
-            # below its HW differs from this log's (a deposed leader that committed alone).
-            # Cut at the start of this log's frame holding it, so pushes from there append
-            # (keeping the follower's point would make every push overlap its log, forever).
-            point = min(point, self.log.read(point, 1).base_offset)
-        reset = point < log_start
-        if reset:
-            point = log_start
+        point, reset = sync_point(self.log, offsets)
         if spu_id in self._progress:
             now = self._clock()
+            leo = self.log.leo
             self._progress[spu_id] = record_follower_report(self._progress[spu_id], point, leo, now)
             self._refresh(now, force=True)
         return point, reset
