@@ -11,26 +11,24 @@ only writer. It
   ``NotEnoughReplicasError`` when the in-sync set is smaller than the topic's
   ``min_in_sync_replicas``, and failed the same way, at once, when the set shrinks
   below it while the request waits);
-- **tracks its followers** (``spu.replication``): each follower's LEO reports, the
-  in-sync set (laggards past ``replica_max_lag_ms`` evicted, followers that caught up
-  re-admitted, followers whose SPU went offline dropped at once) and the high watermark
-  (min LEO over the in-sync set, never backwards, and frozen while the set is smaller
-  than ``min_in_sync_replicas``: a leader cut off from its followers commits nothing
-  only it holds), re-evaluated on every report, every append and on a timer, so a dead
-  follower cannot stall the high watermark while enough others are in sync. With an SC
-  (``on_status`` set) a **shrink waits for the SC**: the dropped follower stays in force
-  while the live status proposing the smaller set travels to the SC, which accepts it
-  only from the current leader at the current leader epoch (``isr_accepted``); a leader
-  cut off from the SC cannot shrink, so its ``acks=all`` produces time out instead of
-  being acknowledged on its own copy;
-- **syncs a follower** that opens a stream (``sync_follower``): the follower lists the
-  ``(base offset, crc)`` of its frames past its high watermark; the longest prefix that
-  matches this log is kept, the rest cut, so a follower whose log diverged after a leader
-  change truncates exactly what differs;
+- **tracks its followers** (``spu.in_sync``, by the rules of ``spu.replication``): each
+  follower's LEO reports, the in-sync set (laggards past ``replica_max_lag_ms`` evicted,
+  followers that caught up re-admitted, followers whose SPU went offline dropped at
+  once) and the high watermark (min LEO over the in-sync set, never backwards, and
+  frozen while the set is smaller than ``min_in_sync_replicas``: a leader cut off from
+  its followers commits nothing only it holds), re-evaluated on every report, every
+  append and on a timer, so a dead follower cannot stall the high watermark while enough
+  others are in sync. With an SC (``on_status`` set) a **shrink waits for the SC**: the
+  dropped follower stays in force while the live status proposing the smaller set
+  travels to the SC, which accepts it only from the current leader at the current leader
+  epoch (``isr_accepted``); a leader cut off from the SC cannot shrink, so its
+  ``acks=all`` produces time out instead of being acknowledged on its own copy;
+- **syncs a follower** that opens a stream (``sync_follower``, ``spu.follower_sync``):
+  of the frames it lists past its high watermark, the prefix matching this log is kept;
 - **serves reads** up to the high watermark (committed) or the LEO (uncommitted), and
   wakes subscribed streams on every change;
-- **checks what it serves from sealed segments** (crc per frame, cheap next to the copy):
-  a damaged frame (bit rot) is recorded like a damage the scrub found (``damaged``):
+- **checks what it serves from sealed segments** (``spu.sealed_reads``, crc per frame): a
+  damaged frame (bit rot) is recorded like a damage the scrub found (``damaged``):
   the reader gets the intact frames before it, then ``NotLeaderError`` while a healthy
   in-sync replica exists (the SC moves leadership there, and this replica repairs as its
   follower), or ``CorruptSegmentError`` naming the range when none does;
@@ -51,10 +49,8 @@ no method yields between reading and changing state.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
-import math
 import time
 from collections.abc import Callable
 
@@ -71,27 +67,17 @@ from spark_stream.errors import (
 )
 from spark_stream.protocol import Acks, Isolation, ProduceResponse
 from spark_stream.protocol.control import LrsStatus, Replica
-from spark_stream.records import read_header
+from spu.follower_sync import sync_point
 from spu.frames import check_codec, check_schemas, log_headers, split_request
+from spu.in_sync import InSyncTracker
 from spu.live_status import LastStatus, status_inputs
 from spu.notify import OffsetWaiters, Subscribers
 from spu.private_messages import ReplicaOffsets
 from spu.producers import ProducerTable
-from spu.replication import (
-    FollowerProgress,
-    LagPolicy,
-    after_shrink_accepted,
-    check_ack_all,
-    high_watermark,
-    in_sync_change,
-    lag_deadline,
-    new_follower,
-    next_in_sync_set,
-    record_follower_report,
-)
+from spu.replication import LagPolicy, check_ack_all
+from spu.sealed_reads import SealedReadCheck
 from spu.storage import LogSlice, ReplicaLog
-from spu.storage.layout import parse_segment_name
-from spu.storage.scrub import Damage, check_chunk
+from spu.storage.scrub import Damage
 from spu.ticker import Ticker, shared_ticker
 from spu.traffic import PartitionTraffic
 
@@ -167,35 +153,25 @@ class LeaderController:
         self.generation = next(_generations)
         self.max_batch_bytes = max_batch_bytes
         self.policy = LagPolicy(max_lag_ms=max_lag_ms)
-        self._is_online = is_online or (lambda _spu: True)
         self._on_status = on_status
         self._clock = clock
         self.traffic = traffic if traffic is not None else PartitionTraffic()
         self._replica = replica
-        self._followers: tuple[int, ...] = ()
-        self._progress: dict[int, FollowerProgress | None] = {}
-        self._isr: frozenset[int] = frozenset({spu_id})
-        # A smaller in-sync set reported for the SC to accept (None: nothing pending).
-        self._proposed: frozenset[int] | None = None
-        self._repairs: dict[int, int] = {}  # follower -> where it cut its damaged log
-        # Sealed segment base -> bytes from its start that reads already checked: a sealed
-        # segment never changes, so history re-read by many consumers is checked once
-        # (bit rot after that is the scrub's to find).
-        self._checked: dict[int, int] = {}
+        self._in_sync = InSyncTracker(
+            spu_id,
+            self.policy,
+            is_online=is_online or (lambda _spu: True),
+            sc_confirms=on_status is not None,
+        )
+        self._sealed = SealedReadCheck()  # what reads from sealed segments checked
         self._producers = ProducerTable()
         self._subscribers = Subscribers()
         self._waiters = OffsetWaiters()
-        self._last_leo = -1
         self._epoch_start = 0
         """The LEO when this leadership began: a HW below it may lag what was reported."""
         self._stopped = False
         self._started = False
         self._ticker: Ticker | None = None
-        # Until _quiet_until (ms), while the LEO and HW stay where the last refresh left
-        # them, a refresh would change nothing (see ``_quiet``): timer ticks and repeated
-        # follower reports skip it.
-        self._quiet_until = -math.inf
-        self._quiet_hw = -1
         self._last_status = LastStatus()
 
     # -- lifecycle -------------------------------------------------------------------
@@ -205,8 +181,8 @@ class LeaderController:
         started = time.monotonic()
         self._producers = ProducerTable.rebuild(log_headers(self.log))
         now = self._clock()
-        self._set_followers(self._replica, now, initial=True)
-        self._last_leo = self._epoch_start = self.log.leo
+        self._in_sync.seed(self._replica.replicas, self.log.hw, self.log.leo, now, initial=True)
+        self._epoch_start = self.log.leo
         self._started = True
         # Before anything is served: the checkpointed HW can be up to a checkpoint period
         # old (0 after a crash before the first one); alone in its in-sync set (RF 1) the
@@ -220,7 +196,7 @@ class LeaderController:
             self.name,
             self.log.leo,
             self.log.hw,
-            sorted(self._isr),
+            sorted(self._in_sync.isr),
             len(self._producers),
             time.monotonic() - started,
         )
@@ -254,7 +230,9 @@ class LeaderController:
         newer leader epoch: the streams wake to re-check it)."""
         new_epoch = replica.leader_epoch != self._replica.leader_epoch
         self._replica = replica
-        self._set_followers(replica, self._clock(), initial=False)
+        self._in_sync.seed(
+            replica.replicas, self.log.hw, self.log.leo, self._clock(), initial=False
+        )
         self._refresh(self._clock(), force=True)
         if new_epoch:
             self._subscribers.notify()
@@ -265,8 +243,7 @@ class LeaderController:
 
     def spu_offline(self, spu_id: int) -> None:
         """A follower's SPU went offline: drop it from the in-sync set at once."""
-        if spu_id in self._progress and self._progress[spu_id] is not None:
-            self._progress[spu_id] = None
+        if self._in_sync.offline(spu_id):
             self._refresh(self._clock(), force=True)
 
     # -- offsets and status ----------------------------------------------------------
@@ -274,12 +251,12 @@ class LeaderController:
     @property
     def followers(self) -> tuple[int, ...]:
         """The follower SPUs of the partition."""
-        return self._followers
+        return self._in_sync.followers
 
     @property
     def in_sync(self) -> frozenset[int]:
         """The in-sync set, this SPU included."""
-        return self._isr
+        return self._in_sync.isr
 
     @property
     def min_in_sync_replicas(self) -> int:
@@ -324,11 +301,7 @@ class LeaderController:
     def follower_lag(self) -> dict[int, int]:
         """Records each follower is behind this log's end, as this leader last heard
         (-1: no report since this leader started, or its SPU is offline)."""
-        leo = self.log.leo
-        return {
-            spu: -1 if progress is None else max(leo - progress.leo, 0)
-            for spu, progress in self._progress.items()
-        }
+        return self._in_sync.lag(self.log.leo)
 
     @property
     def replica_count(self) -> int:
@@ -344,11 +317,10 @@ class LeaderController:
                 self._replica,
                 hw=log.hw,
                 leo=log.leo,
-                # A proposed shrink is what the SC must accept before it takes effect here.
-                reported=self._isr if self._proposed is None else self._proposed,
+                reported=self._in_sync.reported,
                 damage=log.damage,
-                progress=self._progress,
-                repairs=self._repairs,
+                progress=self._in_sync.progress,
+                repairs=self._in_sync.repairs,
                 log_start_offset=log.log_start_offset,
                 size=log.size_bytes,
                 tier=self.tier_status,
@@ -365,20 +337,18 @@ class LeaderController:
         if self._stopped or status.leader_epoch != self.leader_epoch:
             return
         accepted = {r.spu_id for r in status.lrs if r.in_sync}
-        if self._isr <= accepted:
+        before = self._in_sync.isr
+        if before <= accepted:
             return  # no shrink in it: nobody leaves
         now = self._clock()
-        wanted = self._wanted(now)
-        isr = after_shrink_accepted(self._isr, accepted, wanted, self.spu_id)
-        if isr != self._isr:
+        if self._in_sync.accept(accepted, self.log.leo, self.log.hw, now):
             logger.info(
                 "in-sync set shrink accepted by the SC partition=%s isr=%s was=%s epoch=%d",
                 self.name,
-                sorted(isr),
-                sorted(self._isr),
+                sorted(self._in_sync.isr),
+                sorted(before),
                 self.leader_epoch,
             )
-            self._isr = isr
             self._refresh(now)
 
     def subscribe(self, event: asyncio.Event) -> None:
@@ -414,7 +384,7 @@ class LeaderController:
         check_codec(headers, self._replica.spec.compression.value, self.name)
         check_schemas(headers, frames, self._replica.spec.topic_schema, self.name)
         if acks is Acks.ALL:
-            check_ack_all(self._isr, self.min_in_sync_replicas)
+            check_ack_all(self._in_sync.isr, self.min_in_sync_replicas)
         plan = self._producers.plan(headers, self.log.leo)
         if plan.append:
             leo_before = self.log.leo
@@ -457,7 +427,7 @@ class LeaderController:
         The SC then elects a healthy in-sync replica if one is online; this SPU repairs
         as its follower (the log is cut at ``log.damage`` when it starts following).
         """
-        self._checked.clear()  # checked before the damage came: check again
+        self._sealed.forget()  # checked before the damage came: check again
         if self.log.damage is None or damage.offset < self.log.damage.offset:
             self.log.damage = damage
             logger.error("damaged replica partition=%s %s", self.name, damage.describe())
@@ -465,40 +435,21 @@ class LeaderController:
 
     def _check_sealed(self, piece: LogSlice) -> LogSlice:
         """``piece`` cut before its first damaged frame; an error when that is the first."""
-        segment_base = parse_segment_name(piece.path.name) if piece.path is not None else None
-        end = piece.position + piece.length
-        checked = self._checked.get(segment_base, 0) if segment_base is not None else 0
-        if end <= checked:
+        found = self._sealed.check(piece, self.log)
+        if found.damage is None:
             return piece
-        result = check_chunk(piece.data, piece.base_offset)
-        if result.error is None:
-            if segment_base is not None and piece.position <= checked:
-                if segment_base not in self._checked:  # a new key: forget deleted segments
-                    start = self.log.log_start_offset
-                    self._checked = {b: n for b, n in self._checked.items() if b >= start}
-                self._checked[segment_base] = end
-            return piece
-        segment = max(
-            s.base_offset for s in self.log.segments if s.base_offset <= piece.base_offset
-        )
-        end = min(
-            (s.base_offset for s in self.log.segments if s.base_offset > segment),
-            default=self.log.leo,
-        )
-        position = piece.position + result.consumed
-        self.damaged(Damage(segment, result.next_offset, end, position, result.error))
-        if result.consumed:
-            return dataclasses.replace(
-                piece, next_offset=result.next_offset, data=piece.data[: result.consumed]
-            )
-        if len(self._isr) > 1:  # in-sync followers hold every committed record intact
+        damage = found.damage
+        self.damaged(damage)
+        if found.piece is not None:
+            return found.piece
+        if len(self._in_sync.isr) > 1:  # in-sync followers hold every committed record intact
             raise NotLeaderError(
                 f"SPU {self.spu_id} holds a damaged copy of {self.name} at offset "
-                f"{result.next_offset}; leadership moves to a healthy replica"
+                f"{damage.offset}; leadership moves to a healthy replica"
             )
         raise CorruptSegmentError(
-            f"{self.name}: offsets [{result.next_offset}, {end}) are damaged on SPU "
-            f"{self.spu_id} and no healthy in-sync replica holds them: {result.error}"
+            f"{self.name}: offsets [{damage.offset}, {damage.end_offset}) are damaged on SPU "
+            f"{self.spu_id} and no healthy in-sync replica holds them: {damage.reason}"
         )
 
     def offset_for_timestamp(self, ts_us: int) -> int | None:
@@ -514,65 +465,30 @@ class LeaderController:
         A report from an SPU that is not a follower, or past this log's end (a follower
         that has not synced with this leader yet), is ignored.
         """
-        if self._stopped or spu_id not in self._progress or leo > self.log.leo:
+        if self._stopped or not self._in_sync.follows(spu_id) or leo > self.log.leo:
             return False
         now = self._clock()
-        before = self._progress[spu_id]
-        after = record_follower_report(before, leo, self.log.leo, now)
-        self._progress[spu_id] = after
         # Only its catch-up time moved (same LEO, already in sync): nothing else to decide.
-        if (
-            before is not None
-            and after.leo == before.leo
-            and spu_id in self._isr
-            and self._quiet(now)
-        ):
-            self._quiet_until = lag_deadline(self.spu_id, self._isr, self._progress, self.policy)
+        if self._in_sync.record(spu_id, leo, self.log.leo, now) and self._quiet(now):
+            self._in_sync.stay_quiet()
             return True
         self._refresh(now)
         return True
 
     def sync_follower(self, spu_id: int, offsets: ReplicaOffsets) -> tuple[int, bool]:
-        """Where a follower opening a stream must cut its log, and whether to reset it.
-
-        The follower keeps everything below ``offsets.start`` (its committed prefix) and
-        every following frame whose base offset and crc match this log's; the first
-        difference and everything after it go. The cut is always at a frame boundary of
-        this log (below ``offsets.start`` when that falls inside one of its frames). A
-        cut below this log's start means the follower must empty its log and restart it
-        at the log start (``reset``).
+        """Where a follower opening a stream must cut its log (``sync_point``), and
+        whether to reset it; the cut is taken as the follower's report.
 
         Returns:
             ``(offset, reset)``: the follower's LEO after the cut.
         """
         self._check_leading()
         if offsets.repair_from is not None:
-            self._repairs[spu_id] = offsets.repair_from
-        leo, log_start = self.log.leo, self.log.log_start_offset
-        point = min(offsets.start, leo)
-        for base, crc in offsets.tail:
-            if base != point or base >= leo or base < log_start:
-                break
-            piece = self.log.read(base, 1)
-            if piece.base_offset != base:
-                break
-            header = read_header(piece.data)
-            if header.crc != crc:
-                break
-            point = header.next_offset
-        point = min(point, offsets.leo, leo)
-        if log_start < point < leo:
-            # The follower's start (its HW) is not a frame boundary here: its history
-            # below its HW differs from this log's (a deposed leader that committed alone).
-            # Cut at the start of this log's frame holding it, so pushes from there append
-            # (keeping the follower's point would make every push overlap its log, forever).
-            point = min(point, self.log.read(point, 1).base_offset)
-        reset = point < log_start
-        if reset:
-            point = log_start
-        if spu_id in self._progress:
+            self._in_sync.repairs[spu_id] = offsets.repair_from
+        point, reset = sync_point(self.log, offsets)
+        if self._in_sync.follows(spu_id):
             now = self._clock()
-            self._progress[spu_id] = record_follower_report(self._progress[spu_id], point, leo, now)
+            self._in_sync.record(spu_id, point, self.log.leo, now)
             self._refresh(now, force=True)
         return point, reset
 
@@ -582,104 +498,56 @@ class LeaderController:
         if self._stopped:
             raise NotLeaderError(f"SPU {self.spu_id} no longer leads {self.name}")
 
-    def _set_followers(self, replica: Replica, now: int, *, initial: bool) -> None:
-        followers = tuple(s for s in replica.replicas if s != self.spu_id)
-        progress: dict[int, FollowerProgress | None] = {}
-        isr = {self.spu_id}
-        for spu in followers:
-            if not initial and spu in self._progress:
-                progress[spu] = self._progress[spu]
-                if spu in self._isr:
-                    isr.add(spu)
-            elif self._is_online(spu):
-                progress[spu] = new_follower(self.log.hw, self.log.leo, now, in_sync=True)
-                isr.add(spu)
-            else:
-                progress[spu] = None
-        self._followers, self._progress, self._isr = followers, progress, frozenset(isr)
-
     def _refresh(self, now: int, *, force: bool = False) -> None:
         """Re-evaluate the in-sync set and the high watermark; wake readers, report to the SC.
 
-        Readers are woken on any change. The SC hears at once of a changed in-sync set
-        (what elections depend on) or when ``force``d; LEO and HW alone travel with the
-        SC link's periodic report, so a busy partition does not write its status to the
-        KV store on every append.
+        Readers are woken on any change; the SC hears at once only what the step says
+        (``InSyncTracker.refresh``), so a busy partition does not write its status to the
+        KV store on every append: LEO and HW travel with the SC link's periodic report.
         """
         if self._stopped or not self._started:
             return
         leo, hw = self.log.leo, self.log.hw
-        wanted = self._wanted(now)
-        change = in_sync_change(self._isr, wanted, sc_confirms=self._on_status is not None)
-        isr = change.in_force
-        # A member without progress (its SPU went offline) holds the HW where it is until
-        # the SC accepted it out.
-        leos = [
-            hw if (p := self._progress.get(s)) is None else p.leo for s in isr if s != self.spu_id
-        ]
-        new_hw = high_watermark(leo, leos, hw, self.min_in_sync_replicas)
-        changed = isr != self._isr or new_hw != hw or leo != self._last_leo
-        report = force or isr != self._isr or change.proposed != self._proposed
-        if change.proposed != self._proposed and change.proposed is not None:
+        step = self._in_sync.refresh(leo, hw, self.min_in_sync_replicas, now, force=force)
+        if step.proposed is not None:
             logger.info(
                 "in-sync set shrink proposed to the SC partition=%s isr=%s proposed=%s hw=%d",
                 self.name,
-                sorted(isr),
-                sorted(change.proposed),
+                sorted(step.isr),
+                sorted(step.proposed),
                 hw,
             )
-        self._proposed = change.proposed
-        if isr != self._isr:
+        if step.isr != step.previous:
             logger.info(
                 "in-sync set changed partition=%s isr=%s was=%s hw=%d leo=%d",
                 self.name,
-                sorted(isr),
-                sorted(self._isr),
-                new_hw,
+                sorted(step.isr),
+                sorted(step.previous),
+                step.hw,
                 leo,
             )
-            self._isr = isr
-        if new_hw != hw:
-            self.log.hw = new_hw
-        self._last_leo = leo
-        self._waiters.advance(new_hw, self._acks_all_error)
+        if step.hw != hw:
+            self.log.hw = step.hw
+        self._waiters.advance(step.hw, self._acks_all_error)
         error = self._acks_all_error()
         if error is not None:  # too few replicas to commit: no pending acks=all will be
             self._waiters.fail_all(error)
-        self._quiet_hw = new_hw
-        self._quiet_until = (
-            lag_deadline(self.spu_id, isr, self._progress, self.policy)
-            if isr == wanted
-            else -math.inf
-        )
-        if changed:
+        if step.changed:
             self._subscribers.notify()
-        if report:
+        if step.report:
             self._report()
 
     def _quiet(self, now: int) -> bool:
-        """Whether ``_refresh`` would change nothing now: no record appended and the HW
-        where the last refresh left it, no produce waiting, the in-sync set what the lag
-        rules wanted then and none of its followers lagging yet."""
-        return (
-            now <= self._quiet_until
-            and self.log.leo == self._last_leo
-            and self.log.hw == self._quiet_hw
-            and not self._waiters
-        )
-
-    def _wanted(self, now: int) -> frozenset[int]:
-        """The in-sync set the lag rules want now (before the SC's say on a shrink)."""
-        return next_in_sync_set(
-            self.spu_id, self._isr, self._progress, self.log.leo, self.log.hw, now, self.policy
-        )
+        """Whether ``_refresh`` would change nothing now (``InSyncTracker.quiet``) with
+        no produce waiting."""
+        return self._in_sync.quiet(now, self.log.leo, self.log.hw) and not self._waiters
 
     def _acks_all_error(self) -> FluvioError | None:
-        if len(self._isr) >= self.min_in_sync_replicas:
+        if len(self._in_sync.isr) >= self.min_in_sync_replicas:
             return None
         return NotEnoughReplicasError(
-            f"{self.name}: records not committed: {len(self._isr)} in-sync replicas "
-            f"{sorted(self._isr)}, acks=all needs {self.min_in_sync_replicas}"
+            f"{self.name}: records not committed: {len(self._in_sync.isr)} in-sync replicas "
+            f"{sorted(self._in_sync.isr)}, acks=all needs {self.min_in_sync_replicas}"
         )
 
     async def _wait_committed(self, end_offset: int, timeout_ms: int) -> None:
@@ -694,7 +562,7 @@ class LeaderController:
         except TimeoutError:
             raise RequestTimeoutError(
                 f"{self.name}: offsets below {end_offset} not committed within {timeout_ms} ms "
-                f"(hw {self.log.hw}, in sync {sorted(self._isr)})"
+                f"(hw {self.log.hw}, in sync {sorted(self._in_sync.isr)})"
             ) from None
 
     def _report(self) -> None:
