@@ -6,14 +6,17 @@ encrypted into the write BIO, read back into a new ``bytes`` and handed to a pla
 transport, with a Python state machine around each step. Measured on one machine,
 streaming 2 GB through asyncio's TLS cost 1.54 CPU seconds per GB (both ends), against
 0.44 in plaintext; the same bytes through an ``SSLSocket`` that reads and writes the
-socket itself cost 0.85. That overhead is what made TLS slow the bulk produce path.
+socket itself cost 0.85. In a bulk produce it takes about two thirds of what TLS cost
+the client (``docs/decisions.md``, "TLS on the socket itself").
 
 Theory of operation. ``TlsSocketTransport`` implements ``asyncio.Transport`` over an
 ``SSLSocket`` whose handshake is done (``handshake``):
 - **Reading**: when the socket is readable, decrypt straight into the protocol's
-  buffer (a ``BufferedProtocol``) or a scratch buffer (a plain protocol), up to
-  ``READ_BUDGET`` bytes per wake-up; bytes OpenSSL still holds decrypted (``pending``)
-  get another turn at once, since the socket no longer shows them as readable.
+  buffer (a ``BufferedProtocol``) or a scratch buffer (a plain protocol), filling it
+  with many records before the protocol hears of it, up to ``READ_BUDGET`` bytes per
+  wake-up. A wake-up that stops short of "no more input" (the budget, a resumed read,
+  the first one after the handshake) schedules another turn at once: records OpenSSL
+  already holds do not show on the socket as readable.
 - **Writing**: ``write`` sends at once when nothing is queued; the rest is queued (small
   pieces coalesced, so a frame header does not become a TLS record of its own) and sent
   when the socket is writable. ``SSL_write`` must be retried with the same bytes after it
