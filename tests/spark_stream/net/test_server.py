@@ -19,9 +19,10 @@ from spark_stream.errors import (
     UnauthorizedError,
     UnsupportedVersionError,
 )
+from spark_stream.net._replies import SENDFILE_MIN_BYTES
 from spark_stream.net.budget import RequestBudget
 from spark_stream.net.connection import Connection
-from spark_stream.net.server import SENDFILE_MIN_BYTES, ConnContext, Route, Server
+from spark_stream.net.server import ConnContext, Route, Server
 from spark_stream.protocol import (
     ApiKey,
     ErrorReply,
