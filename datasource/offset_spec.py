@@ -4,7 +4,7 @@
 offsets, ``group:NAME``); the time options build the same spec. This module is pure: it
 parses strings into frozen values (which pickle to executors) and resolves nothing;
 ``datasource.resolve`` turns a spec into offsets at query start. It sits apart from the
-rest of the option parsing because the reader, the planner and the vector generator use
+rest of the option parsing because the reader, the resolver and the vector generator use
 the spec without the options record.
 """
 
@@ -142,7 +142,12 @@ def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
 
 
 def group_option(raw: str, name: str) -> str:
-    """A consumer group's name, checked by the rule the SC applies (topic-name rules)."""
+    """A consumer group's name given in option ``name`` (``group:NAME``, ``progressGroup``),
+    checked by the rule the SC applies (topic-name rules).
+
+    Raises:
+        DataSourceOptionError: naming the option, when the SC would refuse the name.
+    """
     try:
         return check_group_name(raw.strip(), f"option '{name}'")
     except InvalidRequestError as exc:
