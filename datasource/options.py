@@ -9,7 +9,6 @@ frozen dataclasses of plain values, so they pickle to executors.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +20,20 @@ from datasource._option_values import (
     parse_timestamp_ms,
     parse_timestamps,
 )
+from datasource.connection_options import (
+    TLS_OPTIONS,
+    endpoint_option,
+    named_token,
+    tls_option,
+)
+from datasource.offset_spec import (
+    EARLIEST,
+    LATEST,
+    OffsetSpec,
+    TimeStrategy,
+    group_option,
+    parse_offset_spec,
+)
 from datasource.option_names import (
     READER_ALIASES,
     WRITER_ALIASES,
@@ -28,45 +41,28 @@ from datasource.option_names import (
     canonical_options,
 )
 from spark_stream.client.config import ISOLATION_WORDS, parse_isolation
-from spark_stream.errors import DataSourceOptionError, InvalidConfigError, InvalidRequestError
-from spark_stream.models import check_group_name
-from spark_stream.net.endpoint import parse_endpoint
+from spark_stream.errors import DataSourceOptionError, InvalidConfigError
 from spark_stream.net.tls import TlsConfig
 from spark_stream.records import Compression
 
 __all__ = [
-    "EARLIEST",
-    "LATEST",
-    "OffsetSpec",
     "ReaderOptions",
     "WriterOptions",
-    "parse_offset_spec",
     "named_endpoint",
     "named_tls",
-    "named_token",
     "named_topics",
     "check_reader_option_names",
     "parse_reader_options",
     "parse_writer_options",
 ]
 
-EARLIEST = -2
-"""In offset JSON, as in Kafka: start at the first offset still in the log."""
-LATEST = -1
-"""In offset JSON, as in Kafka: the end of the log (HW, or LEO when uncommitted)."""
-
 Mode = Literal["batch", "stream"]
 IsolationName = Literal["committed", "uncommitted"]
 AcksName = Literal["all", "leader"]
-TimeStrategy = Literal["error", "latest"]
 _TIME_STRATEGIES: tuple[TimeStrategy, ...] = ("error", "latest")
 _COMPRESSIONS: tuple[Compression, ...] = ("none", "lz4", "zstd")
 _ACKS: tuple[AcksName, ...] = ("all", "leader")
 _C = TypeVar("_C", bound=str)
-
-_TLS_OPTIONS = ("tls.ca", "tls.cert", "tls.key")
-"""PEM files of TLS to the cluster: the CA to trust, and a client certificate and key
-for mutual TLS. Paths on every host of the query (driver and executors)."""
 
 _READER = (
     "endpoint",
@@ -96,7 +92,7 @@ _READER = (
     "endingOffsetsByTimestamp",
     "minOffsetsPerTrigger",
     "maxTriggerDelay",
-    *_TLS_OPTIONS,
+    *TLS_OPTIONS,
 )
 _STREAM_ONLY = (
     "maxRecordsPerTrigger",
@@ -115,63 +111,14 @@ _WRITER = (
     "batchSize",
     "acks",
     "preservePartitions",
-    *_TLS_OPTIONS,
+    *TLS_OPTIONS,
     "mergeSchema",
 )
 
-_GROUP_PREFIX = "group:"
-"""``startingOffsets=group:NAME``: start at a consumer group's committed offsets."""
 _DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024
 _DEFAULT_BATCH_SIZE = 256 * 1024
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
 """``maxTriggerDelay`` when not set: 15 minutes, as Spark's Kafka source."""
-
-
-@dataclass(frozen=True)
-class OffsetSpec:
-    """Where to start or end: ``earliest``, ``latest``, per-partition offsets, a time, or
-    a consumer group's committed offsets.
-
-    Attributes:
-        default: ``EARLIEST`` or ``LATEST``, for every partition not named in ``specific``.
-        specific: ``(topic, partition, offset)`` triples from the JSON form; the offset
-            may be ``EARLIEST`` or ``LATEST``.
-        timestamp_ms: the time form (milliseconds since the epoch): the first record at
-            or after it; when set, ``specific`` is empty.
-        group: the group form ``group:NAME`` (starting offsets only): each partition
-            starts at the group's committed offset, or at ``default`` (``EARLIEST``)
-            without one; resolved at query start, when ``specific`` is empty.
-        timestamps: ``(topic, partition, ms)`` triples of the per-partition time form
-            (``startingOffsetsByTimestamp``/``endingOffsetsByTimestamp``, Kafka's JSON);
-            partitions not named take ``default``.
-        time_strategy: a starting time with no record at or after it: ``latest`` starts
-            at the end, ``error`` fails the query (``startingOffsetsByTimestampStrategy``).
-    """
-
-    default: int = LATEST
-    specific: tuple[tuple[str, int, int], ...] = ()
-    timestamp_ms: int | None = None
-    group: str | None = None
-    timestamps: tuple[tuple[str, int, int], ...] = ()
-    time_strategy: TimeStrategy = "latest"
-
-    def for_partition(self, topic: str, partition: int) -> int:
-        """The offset (or ``EARLIEST``/``LATEST``) this spec names for one partition."""
-        for t, p, offset in self.specific:
-            if t == topic and p == partition:
-                return offset
-        return self.default
-
-    def time_for(self, topic: str, partition: int) -> int | None:
-        """The time (ms) this spec names for one partition, or None (an offset form)."""
-        for t, p, ms in self.timestamps:
-            if t == topic and p == partition:
-                return ms
-        return self.timestamp_ms
-
-    def topics(self) -> set[str]:
-        """Topics the JSON forms name."""
-        return {t for t, _, _ in self.specific} | {t for t, _, _ in self.timestamps}
 
 
 @dataclass(frozen=True)
@@ -360,80 +307,7 @@ def named_endpoint(options: Mapping[str, str]) -> str | None:
     Raises:
         DataSourceOptionError: an unknown option or a malformed endpoint.
     """
-    return _endpoint(canonical_options(options, _READER, READER_ALIASES))
-
-
-def named_token(options: Mapping[str, str]) -> str | None:
-    """The ``token`` option of a read or write (None when not given or empty)."""
-    for name, value in options.items():
-        if name.lower() == "token":
-            return value.strip() or None
-    return None
-
-
-def parse_offset_spec(raw: str, name: str, *, ending: bool) -> OffsetSpec:
-    """Parse ``earliest``, ``latest``, Kafka-style JSON ``{"topic": {"0": 23}}`` or, for
-    starting offsets, ``group:NAME``.
-
-    In the JSON form -2 means earliest and -1 latest; partitions not named take the
-    default (earliest for starting, latest for ending offsets). In the group form,
-    partitions without a committed offset start at the earliest.
-
-    Raises:
-        DataSourceOptionError: naming ``name``, on anything else.
-    """
-    text = raw.strip()
-    lowered = text.lower()
-    if lowered.startswith(_GROUP_PREFIX):
-        if ending:
-            raise DataSourceOptionError(f"option '{name}' cannot be a group's offsets")
-        return OffsetSpec(default=EARLIEST, group=_group_name(text[len(_GROUP_PREFIX) :], name))
-    if lowered == "earliest":
-        if ending:
-            raise DataSourceOptionError(f"option '{name}' cannot be 'earliest'")
-        return OffsetSpec(default=EARLIEST)
-    if lowered == "latest":
-        return OffsetSpec(default=LATEST)
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        forms = "latest" if ending else "earliest, latest, group:NAME"
-        raise DataSourceOptionError(
-            f'option \'{name}\' must be {forms} or JSON like {{"topic": {{"0": 23}}}}, got {raw!r}'
-        ) from None
-    if not isinstance(parsed, dict) or not parsed:
-        raise DataSourceOptionError(f"option '{name}' JSON must be a non-empty object")
-    specific: list[tuple[str, int, int]] = []
-    for topic, parts in parsed.items():
-        if not isinstance(parts, dict):
-            raise DataSourceOptionError(
-                f"option '{name}': topic {topic!r} must map partition numbers to offsets"
-            )
-        for part, offset in parts.items():
-            try:
-                index = int(part)
-            except ValueError:
-                index = -1
-            if index < 0 or isinstance(offset, bool) or not isinstance(offset, int):
-                raise DataSourceOptionError(
-                    f"option '{name}': {topic}/{part} -> {offset!r} is not a partition "
-                    "number mapped to an integer offset"
-                )
-            if offset < EARLIEST or (ending and offset == EARLIEST):
-                raise DataSourceOptionError(
-                    f"option '{name}': offset {offset} for {topic}/{index} is invalid"
-                )
-            specific.append((topic, index, offset))
-    default = LATEST if ending else EARLIEST
-    return OffsetSpec(default=default, specific=tuple(sorted(specific)))
-
-
-def _group_name(raw: str, name: str) -> str:
-    """A consumer group's name, checked by the rule the SC applies (topic-name rules)."""
-    try:
-        return check_group_name(raw.strip(), f"option '{name}'")
-    except InvalidRequestError as exc:
-        raise DataSourceOptionError(str(exc)) from None
+    return endpoint_option(canonical_options(options, _READER, READER_ALIASES))
 
 
 def _offsets_or_time(
@@ -596,7 +470,7 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
             raise DataSourceOptionError(
                 f"option '{name}' names topics the query does not read: {', '.join(stray)}"
             )
-    endpoint = _endpoint(given)
+    endpoint = endpoint_option(given)
     max_records = _int(opts, "maxRecordsPerTrigger", 1)
     if max_records is None:
         max_records = _int(opts, "maxOffsetsPerTrigger", 1)
@@ -618,12 +492,14 @@ def parse_reader_options(options: Mapping[str, str], mode: Mode) -> ReaderOption
         local_reads=_bool(opts, "localReads", True),
         skip_corrupt_frames=_bool(opts, "skipCorruptFrames", False),
         progress_group=(
-            _group_name(opts["progressGroup"], "progressGroup") if "progressGroup" in opts else None
+            group_option(opts["progressGroup"], "progressGroup")
+            if "progressGroup" in opts
+            else None
         ),
         assign=assign,
         min_records_per_trigger=min_records,
         max_trigger_delay_ms=max_delay_ms,
-        tls=_tls(given),
+        tls=tls_option(given),
         token=named_token(opts),
     )
 
@@ -634,44 +510,13 @@ def _subscribed(topic: str, topics: tuple[str, ...], pattern: str | None) -> boo
     return topic in topics
 
 
-def _endpoint(opts: GivenOptions) -> str | None:
-    """The ``endpoint`` option (``kafka.bootstrap.servers``), each entry checked by the one
-    endpoint parser. Kafka's form lists several servers, comma-separated: the client tries
-    them in turn and follows the active SC a standby names (``ScEndpoints``), so a read
-    or write still connects when the first listed SC is dead."""
-    endpoint = opts.values.get("endpoint")
-    if endpoint is None:
-        return None
-    name = opts.name("endpoint")
-    hosts = [h.strip() for h in endpoint.split(",")]
-    for host in hosts:
-        try:
-            parse_endpoint(host, what=f"option '{name}'")
-        except InvalidConfigError as exc:
-            raise DataSourceOptionError(str(exc)) from None
-    return ",".join(hosts)
-
-
 def named_tls(options: Mapping[str, str]) -> TlsConfig | None:
     """The TLS a read names (``tls.*`` options), or None.
 
     Raises:
         DataSourceOptionError: an unknown option or unusable TLS files.
     """
-    return _tls(canonical_options(options, _READER, READER_ALIASES))
-
-
-def _tls(opts: GivenOptions) -> TlsConfig | None:
-    """The ``tls.*`` options as a ``TlsConfig``, its files checked here (on the driver)."""
-    given = {name[len("tls.") :]: opts.values[name] for name in _TLS_OPTIONS if name in opts.values}
-    if not given:
-        return None
-    config = TlsConfig(ca=given.get("ca"), cert=given.get("cert"), key=given.get("key"))
-    try:
-        config.client_context()
-    except InvalidConfigError as exc:
-        raise DataSourceOptionError(f"options tls.*: {exc}") from None
-    return config
+    return tls_option(canonical_options(options, _READER, READER_ALIASES))
 
 
 def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
@@ -685,7 +530,7 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise DataSourceOptionError("option 'topic' must not be empty")
-    endpoint = _endpoint(given)
+    endpoint = endpoint_option(given)
     merge_schema = _bool(opts, "mergeSchema", False)
     if merge_schema and topic is None:
         raise DataSourceOptionError(
@@ -703,7 +548,7 @@ def parse_writer_options(options: Mapping[str, str]) -> WriterOptions:
         preserve_partitions=(
             _bool(opts, "preservePartitions", False) if "preservePartitions" in opts else None
         ),
-        tls=_tls(given),
+        tls=tls_option(given),
         token=named_token(opts),
         merge_schema=merge_schema,
     )

@@ -34,8 +34,9 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from datasource.clients import client_for
+from datasource.offset_spec import OffsetSpec
 from datasource.offsets import PartitionOffsetMap, TopicPartition, from_json_dict, to_json_dict
-from datasource.options import OffsetSpec, ReaderOptions
+from datasource.options import ReaderOptions
 from datasource.partition import FluvioPartition, ReadSpec, read_partition
 from datasource.planning import OffsetRange, delay_batch, limit_rows, plan_ranges, prorate
 from datasource.progress import ProgressMirror

@@ -15,8 +15,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from datasource.offset_spec import EARLIEST, LATEST, OffsetSpec
 from datasource.offsets import PartitionOffsetMap, TopicPartition
-from datasource.options import EARLIEST, LATEST, OffsetSpec, ReaderOptions
+from datasource.options import ReaderOptions
 from spark_stream.client import Fluvio, PartitionOffsets
 from spark_stream.errors import (
     DataLossError,

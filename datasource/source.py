@@ -12,11 +12,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
+from datasource.connection_options import named_token
 from datasource.options import (
     check_reader_option_names,
     named_endpoint,
     named_tls,
-    named_token,
     named_topics,
     parse_reader_options,
     parse_writer_options,

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from datasource.offset_spec import EARLIEST, LATEST, OffsetSpec
 from datasource.options import (
-    EARLIEST,
-    LATEST,
-    OffsetSpec,
     check_reader_option_names,
-    parse_offset_spec,
     parse_reader_options,
     parse_writer_options,
 )
@@ -68,19 +65,6 @@ def test_topic_pattern_matches_whole_names() -> None:
     assert opts.matches("orders-eu")
     assert not opts.matches("x-orders-eu")
     assert opts.topics == ()
-
-
-def test_offset_json_with_earliest_and_latest_markers() -> None:
-    spec = parse_offset_spec(
-        '{"t": {"0": 5, "1": -2}, "u": {"3": -1}}', "startingOffsets", ending=False
-    )
-    assert spec.for_partition("t", 0) == 5
-    assert spec.for_partition("t", 1) == EARLIEST
-    assert spec.for_partition("u", 3) == LATEST
-    assert spec.for_partition("t", 9) == EARLIEST  # not named: the default
-    assert spec.topics() == {"t", "u"}
-    ending = parse_offset_spec('{"t": {"0": 9}}', "endingOffsets", ending=True)
-    assert ending.for_partition("t", 1) == LATEST
 
 
 def test_timestamps_are_milliseconds() -> None:

@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from datasource.options import Mode, OffsetSpec, parse_reader_options
+from datasource.offset_spec import OffsetSpec
+from datasource.options import Mode, parse_reader_options
 from spark_stream.client.config import MAX_PRODUCER_ID, producer_id_for
 from spark_stream.client.producer.partitioner import fnv1a_32
 from spark_stream.errors import FluvioError
