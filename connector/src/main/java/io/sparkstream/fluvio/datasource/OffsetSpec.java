@@ -4,7 +4,7 @@ import java.io.Serializable;
 import java.util.List;
 
 /**
- * Where a read starts or ends ({@code OffsetSpec} of {@code datasource/options.py}):
+ * Where a read starts or ends ({@code OffsetSpec} of {@code datasource/offset_spec.py}):
  * {@code earliest}, {@code latest}, per-partition offsets from the JSON form, or a time.
  *
  * @param defaultOffset {@link #EARLIEST} or {@link #LATEST}, for partitions not named

@@ -316,7 +316,7 @@ public record ReaderOptions(
 
   /**
    * The {@code progressGroup} option of a stream, checked by the group-name rule
-   * ({@code _group_name} of {@code datasource/options.py}).
+   * ({@code group_option} of {@code datasource/offset_spec.py}).
    *
    * @param opts the options by canonical name
    * @return the group's name, stripped, or null when the option is absent
