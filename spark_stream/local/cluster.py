@@ -33,6 +33,10 @@ follow whichever is active (``sc.leadership``).
 so it stops its managed SPUs, and keeps the data. The client profile is written after a start.
 ``status`` reports only what exists: nothing for a data directory never started, and
 the SPUs of the cluster's current state (the SC's view when it answers).
+
+The paths above and what the layout implies are ``cluster_files.ClusterFiles`` (this
+class's base); spawning, bounded waits and a failed start's rollback are ``launcher``'s;
+``status`` is ``status.read_status``. This module decides which processes run, and when.
 """
 
 from __future__ import annotations
