@@ -180,9 +180,6 @@ class LocalCluster(ClusterFiles):
         if spus is not None and spus < 0:
             raise InvalidConfigError(f"spus: must be >= 0, got {spus}")
         resolved = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
-        default = ClusterLayout(spu_mode=spu_mode or "group", spus=1 if spus is None else spus)
-        super().__init__(resolved, load_layout(resolved / LAYOUT_FILE, default))
-        self._existing = self.layout_file.is_file()
         self._want_spus = spus
         self._sc_port = sc_port
         self._redis_url = redis_url
@@ -195,6 +192,9 @@ class LocalCluster(ClusterFiles):
         self.env = dict(env or {})
         self.default_tier = default_tier
         self._tls = tls
+        default = ClusterLayout(spu_mode=spu_mode or "group", spus=1 if spus is None else spus)
+        super().__init__(resolved, load_layout(resolved / LAYOUT_FILE, default))
+        self._existing = self.layout_file.is_file()
         if not self._existing and tls is not None:
             self.layout.tls = tls
         self.layout.metrics = self.layout.metrics or metrics
