@@ -46,7 +46,8 @@ from bench._scale_procs import (
     start_cluster,
 )
 from spark_stream.client.admin import AdminClient
-from spark_stream.local.cluster import LocalCluster, process_alive
+from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.launcher import process_alive
 from spark_stream.models import Partition, PartitionResolution
 from spark_stream.protocol.control import MetadataUpdate
 from spark_stream.supervision import log_text

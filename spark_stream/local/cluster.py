@@ -33,6 +33,10 @@ follow whichever is active (``sc.leadership``).
 so it stops its managed SPUs, and keeps the data. The client profile is written after a start.
 ``status`` reports only what exists: nothing for a data directory never started, and
 the SPUs of the cluster's current state (the SC's view when it answers).
+
+The paths above and what the layout implies are ``cluster_files.ClusterFiles`` (this
+class's base); spawning, bounded waits and a failed start's rollback are ``launcher``'s;
+``status`` is ``status.read_status``. This module decides which processes run, and when.
 """
 
 from __future__ import annotations
@@ -41,25 +45,12 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from spark_stream.auth import (
-    CLUSTER,
-    Claims,
-    Grant,
-    Permission,
-    load_key,
-    new_key,
-    sign,
-    write_key,
-)
 from spark_stream.client.admin import AdminClient
 from spark_stream.client.profile import Profile, delete_profile, load_profiles, save_profile
 from spark_stream.errors import (
@@ -77,7 +68,15 @@ from spark_stream.local._state import (
     ProcessStatus,
     option_conflicts,
 )
-from spark_stream.local.certs import LocalCerts, ensure_local_certs
+from spark_stream.local.cluster_files import HOST, LAYOUT_FILE, ClusterFiles, load_layout
+from spark_stream.local.launcher import (
+    Launcher,
+    Started,
+    log_size,
+    port_free,
+    port_freed,
+    stop_pid,
+)
 from spark_stream.local.redis_server import (
     check_appendfsync,
     find_redis_server,
@@ -86,28 +85,16 @@ from spark_stream.local.redis_server import (
     redis_problem,
     write_auth_config,
 )
-from spark_stream.models import Spu
+from spark_stream.local.status import read_status
 from spark_stream.net.endpoint import Endpoint
 from spark_stream.net.sc_endpoints import ScEndpoints
-from spark_stream.net.tls import TlsConfig
 from spark_stream.spu_identity import (
     SECRET_FILE,
     new_secret,
     read_secret_file,
     write_secret_file,
 )
-from spark_stream.supervision import (
-    ManagedSpuDirs,
-    PidRecord,
-    log_tail,
-    log_text,
-    read_pid_file,
-    running,
-    spawn,
-    spu_environment,
-    terminate,
-    write_pid_file,
-)
+from spark_stream.supervision import PidRecord, log_tail, log_text, running, spu_environment
 
 __all__ = [
     "DEFAULT_DATA_DIR",
@@ -118,7 +105,6 @@ __all__ = [
     "ClusterStatus",
     "LocalCluster",
     "option_conflicts",
-    "process_alive",
 ]
 
 DEFAULT_DATA_DIR = Path.home() / ".fluvio"
@@ -126,49 +112,9 @@ DEFAULT_SC_PORT = 9003
 PORT_RELEASE_S = 5.0
 """How long a start waits for the SC port of a process that just died to be released."""
 GROUP_NAME = "main"
-_HOST = "127.0.0.1"
-# A log line of our servers: "date time LEVEL logger message".
-_ERROR_LINE = re.compile(r"^\S+ \S+ ERROR \S+ (?P<message>.+)$", re.MULTILINE)
 
 
-def process_alive(pid_file: Path) -> int | None:
-    """The pid recorded in ``pid_file`` if that very process still runs (not a zombie)."""
-    record = running(pid_file)
-    return record.pid if record is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class _Started:
-    """A process this start spawned: stopped again if the start fails."""
-
-    name: str
-    label: str
-    pid_file: Path
-    record: PidRecord
-    log_offset: int
-
-
-def _exit_reason(log_file: Path, offset: int, name: str) -> str:
-    """The last ERROR our server logged since ``offset`` (its own "x failed to start: "
-    prefix dropped), else "it exited"."""
-    errors = _ERROR_LINE.findall(log_text(log_file, offset))
-    if not errors:
-        return "it exited"
-    message: str = errors[-1].strip()
-    prefix = f"{name} failed to start: "
-    return message[len(prefix) :] if message.startswith(prefix) else message
-
-
-def _stop_pid(pid_file: Path, timeout: float, name: str) -> bool:
-    """SIGTERM the recorded process, SIGKILL after ``timeout``; True if one was running."""
-    record = running(pid_file)
-    if record is not None:
-        terminate(record, timeout, name=name)
-    pid_file.unlink(missing_ok=True)
-    return record is not None
-
-
-class LocalCluster:
+class LocalCluster(ClusterFiles):
     """Start, stop and inspect a local cluster under ``data_dir``.
 
     Options left None take the cluster's recorded values (on a first start: 1 SPU, port
@@ -233,7 +179,7 @@ class LocalCluster:
             raise InvalidConfigError(f"tls: must be one of {', '.join(TLS_MODES)}, got {tls!r}")
         if spus is not None and spus < 0:
             raise InvalidConfigError(f"spus: must be >= 0, got {spus}")
-        self.data_dir = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
+        resolved = Path(data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
         self._want_spus = spus
         self._sc_port = sc_port
         self._redis_url = redis_url
@@ -246,128 +192,16 @@ class LocalCluster:
         self.env = dict(env or {})
         self.default_tier = default_tier
         self._tls = tls
-        self._existing = self._layout_path().is_file()
-        self.layout = self._load_layout()
+        default = ClusterLayout(spu_mode=spu_mode or "group", spus=1 if spus is None else spus)
+        super().__init__(resolved, load_layout(resolved / LAYOUT_FILE, default))
+        self._existing = self.layout_file.is_file()
         if not self._existing and tls is not None:
             self.layout.tls = tls
         self.layout.metrics = self.layout.metrics or metrics
         self.layout.auth = self.layout.auth or auth
-        self._admin_token: str | None = None
-        self._spu_dirs = ManagedSpuDirs(self.data_dir / "spus")
-        self._started: list[_Started] = []
+        self._launcher = Launcher(self.pid_file, self.log_file)
         self._want_standbys = standby_scs or 0
         self._before: dict[int, tuple[int | None, int]] = {}
-
-    # -- paths ---------------------------------------------------------------------------
-
-    def pid_file(self, name: str) -> Path:
-        """The pid file of process ``name`` (``redis``, ``sc``, ``spu-5001``)."""
-        return self.data_dir / "pids" / f"{name}.pid"
-
-    @property
-    def tier_root(self) -> Path:
-        """The default tier of the cluster's topics: ``{data_dir}/tier/{topic}``."""
-        return self.data_dir / "tier"
-
-    def log_file(self, name: str) -> Path:
-        """The log file of process ``name``."""
-        return self.data_dir / "logs" / f"{name}.log"
-
-    def spu_dir(self, spu_id: int) -> Path:
-        """The data dir of SPU ``spu_id`` (the provisioner's layout for managed SPUs)."""
-        return self._spu_dirs.spu_dir(spu_id)
-
-    def spu_pid_file(self, spu_id: int) -> Path:
-        """The pid file of SPU ``spu_id``: the provisioner's for a group, ours for custom."""
-        if self.layout.spu_mode == "group":
-            return self._spu_dirs.pid_file(spu_id)  # written by the SC's provisioner
-        return self.pid_file(f"spu-{spu_id}")
-
-    @property
-    def auth_key_file(self) -> Path:
-        """The cluster key signing client tokens (used when ``auth`` is on)."""
-        return self.data_dir / "auth" / "cluster.key"
-
-    @property
-    def admin_token(self) -> str | None:
-        """A cluster-admin token (``*=admin``) when auth is on, else None.
-
-        Raises:
-            InvalidConfigError: the key file is unreadable.
-        """
-        if not self.layout.auth:
-            return None
-        if self._admin_token is None:
-            if not self.auth_key_file.is_file():
-                write_key(self.auth_key_file, new_key())
-            admin = Claims("admin", (Grant(CLUSTER, frozenset({Permission.ADMIN})),))
-            self._admin_token = sign(admin, load_key(self.auth_key_file))
-        return self._admin_token
-
-    @property
-    def endpoint(self) -> str:
-        """The SC's public ``host:port``; with standby SCs, every SC's, comma separated."""
-        ports = [self.layout.sc_public_port] + [p[0] for p in self.layout.standby_ports]
-        return ",".join(f"{_HOST}:{port}" for port in ports)
-
-    @property
-    def sc_private_endpoints(self) -> str:
-        """Every SC's private ``host:port``, comma separated (what SPUs are given)."""
-        ports = [self.layout.sc_private_port] + [p[1] for p in self.layout.standby_ports]
-        return ",".join(f"{_HOST}:{port}" for port in ports)
-
-    @property
-    def standby_names(self) -> list[str]:
-        """The process names of the standby SCs (``sc-standby-1``...)."""
-        return [f"sc-standby-{n}" for n in range(1, len(self.layout.standby_ports) + 1)]
-
-    @property
-    def certs(self) -> LocalCerts:
-        """The cluster's TLS files (made by the first ``--tls`` start)."""
-        return LocalCerts(self.data_dir / "tls")
-
-    @property
-    def client_tls(self) -> TlsConfig | None:
-        """How clients connect (None: plaintext): the profile written by ``start`` has it."""
-        if self.layout.tls == "off":
-            return None
-        return self.certs.client_config(mutual=self.layout.tls == "mtls")
-
-    def _tls_env(self) -> dict[str, str]:
-        """``FLUVIO_SC_TLS__*`` and ``FLUVIO_SPU_TLS__*``: every server's certificate,
-        the CA, and whether client certificates are required (made now if missing)."""
-        if self.layout.tls == "off":
-            return {}
-        certs = ensure_local_certs(self.certs.directory)
-        server = certs.server_config(mutual=self.layout.tls == "mtls")
-        env = {}
-        for role in ("SC", "SPU"):
-            for key, value in server.model_dump(exclude_defaults=True).items():
-                env[f"FLUVIO_{role}_TLS__{key.upper()}"] = (
-                    str(value).lower() if isinstance(value, bool) else str(value)
-                )
-        return env
-
-    def _layout_path(self) -> Path:
-        return self.data_dir / "cluster.json"
-
-    def _load_layout(self) -> ClusterLayout:
-        try:
-            data = json.loads(self._layout_path().read_text())
-            return ClusterLayout(**data)
-        except FileNotFoundError:
-            return ClusterLayout(
-                spu_mode=self._spu_mode or "group",
-                spus=1 if self._want_spus is None else self._want_spus,
-            )
-        except (OSError, ValueError, TypeError) as exc:
-            raise InvalidConfigError(f"{self._layout_path()} is unreadable: {exc}") from exc
-
-    def _save_layout(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self._layout_path().with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self.layout), indent=2) + "\n")
-        tmp.replace(self._layout_path())
 
     # -- start ---------------------------------------------------------------------------
 
@@ -397,22 +231,22 @@ class LocalCluster:
             self.layout.spus = max(self.layout.spus, self._want_spus)
         while len(self.layout.standby_ports) < self._want_standbys:
             self.layout.standby_ports.append([free_port(), free_port()])
-        self._started = []
+        self._launcher.clear()
         # Where each SPU's log and process stood before this start (see _spu_up).
         self._before = {
-            i: (self.spu_pid(i), self._log_size(self._spu_log(i))) for i in self.layout.spu_ids
+            i: (self.spu_pid(i), log_size(self.spu_log(i))) for i in self.layout.spu_ids
         }
         try:
             self._start_redis()
             self._start_sc()
             self._start_standbys()
-            self._save_layout()
+            self.save_layout()
             asyncio.run(self._start_spus())
-            self._save_layout()
+            self.save_layout()
         except BaseException:
             self._stop_started()
             raise
-        self._started = []
+        self._launcher.clear()
         save_profile(
             Profile(
                 endpoint=self.endpoint,
@@ -424,34 +258,14 @@ class LocalCluster:
         )
         return self.status()
 
-    def _spawn(
-        self, name: str, label: str, argv: Sequence[str], env: Mapping[str, str] | None = None
-    ) -> _Started:
-        """Start a detached process (own session), record it in its pid file and in the
-        list of what this start started."""
-        log_file = self.log_file(name)
-        offset = log_file.stat().st_size if log_file.exists() else 0
-        try:
-            record = spawn(argv, log_file, env=env)
-        except OSError as exc:
-            raise ServerStartError(
-                f"{label} failed to start: cannot run {argv[0]!r}: {exc}"
-            ) from exc
-        pid_file = self.pid_file(name)
-        write_pid_file(pid_file, record)
-        started = _Started(name, label, pid_file, record, offset)
-        self._started.append(started)
-        return started
-
     def _stop_started(self) -> None:
         """Stop what this start started, newest first (SPUs, SC, Redis)."""
-        for started in reversed(self._started):
-            terminate(started.record, self.stop_timeout, name=started.name)
-            if read_pid_file(started.pid_file) == started.record:
-                started.pid_file.unlink(missing_ok=True)
-            if started.name.startswith("sc"):
-                (self.data_dir / f"{started.name}.ready").unlink(missing_ok=True)
-        self._started = []
+        self._launcher.stop_started(self.stop_timeout, self._forget_ready)
+
+    def _forget_ready(self, started: Started) -> None:
+        """Remove the ready file of an SC that was stopped (a later start waits for it)."""
+        if started.name.startswith("sc"):
+            (self.data_dir / f"{started.name}.ready").unlink(missing_ok=True)
 
     def _start_redis(self) -> None:
         if self._redis_url and not self._existing:
@@ -464,14 +278,14 @@ class LocalCluster:
             return
         if running(self.pid_file("redis")) is not None and self._redis_ok():
             return
-        if not self._redis_password_file.exists():
-            write_secret_file(self._redis_password_file, new_secret())
+        if not self.redis_password_file.exists():
+            write_secret_file(self.redis_password_file, new_secret())
         port = self.layout.redis_port or free_port()
-        if not self._port_free(port):
+        if not port_free(HOST, port):
             port = free_port()
         folder = self.data_dir / "redis"
         folder.mkdir(parents=True, exist_ok=True)
-        config = write_auth_config(folder, read_secret_file(self._redis_password_file))
+        config = write_auth_config(folder, read_secret_file(self.redis_password_file))
         argv = redis_argv(
             find_redis_server(),
             port,
@@ -480,52 +294,14 @@ class LocalCluster:
             appendfsync=self._redis_fsync,
             config_file=config,
         )
-        started = self._spawn("redis", "Redis", argv, self.env)
+        started = self._launcher.spawn("redis", "Redis", argv, self.env)
         self.layout.redis_port = port
-        self.layout.redis_url = f"redis://{_HOST}:{port}/0"
-        self._wait(self._redis_ok, started)
-
-    @property
-    def _redis_password_file(self) -> Path:
-        return self.data_dir / "redis.password"
-
-    def redis_password(self) -> str | None:
-        """The password of the cluster's own Redis; None for an external one or none."""
-        if not self.layout.redis_port or not self._redis_password_file.exists():
-            return None
-        return read_secret_file(self._redis_password_file)
+        self.layout.redis_url = f"redis://{HOST}:{port}/0"
+        self._launcher.wait(self._redis_ok, started, self.start_timeout)
 
     def _redis_ok(self) -> bool:
         problem = redis_problem(self.layout.redis_url, timeout=0.5, password=self.redis_password())
         return problem is None
-
-    @staticmethod
-    def _port_free(port: int) -> bool:
-        import socket
-
-        with socket.socket() as sock:
-            # As the servers bind: connections of a previous run in TIME_WAIT do not count.
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((_HOST, port))
-            except OSError:
-                return False
-        return True
-
-    @classmethod
-    def _port_freed(cls, port: int, within_s: float) -> bool:
-        """Whether ``port`` is free, or becomes free within ``within_s`` (polled).
-
-        A killed SC's main thread can be gone (the pid file then names no running
-        process) while its other threads still end and hold its sockets open; a restart
-        right after a crash waits that out instead of calling the port taken.
-        """
-        deadline = time.monotonic() + within_s
-        while not cls._port_free(port):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)  # bounded by the deadline
-        return True
 
     def _start_sc(self) -> None:
         if running(self.pid_file("sc")) is not None and self.layout.sc_public_port:
@@ -540,41 +316,41 @@ class LocalCluster:
         # and a restart on the recorded port would find it in use.
         public = public or free_port()
         private = self.layout.sc_private_port or free_port()
-        if not self._port_freed(public, PORT_RELEASE_S):
+        if not port_freed(HOST, public, PORT_RELEASE_S):
             raise ServerStartError(
-                f"SC failed to start: port {Endpoint(_HOST, public)} is in use "
+                f"SC failed to start: port {Endpoint(HOST, public)} is in use "
                 "(another cluster?); choose another with --sc-port"
             )
-        if not self._port_free(private) and not self.layout.standby_ports:
+        if not port_free(HOST, private) and not self.layout.standby_ports:
             private = free_port()
         started = self._spawn_sc("sc", "SC", public, private)
-        self._wait(ready.is_file, started)
+        self._launcher.wait(ready.is_file, started, self.start_timeout)
         info = json.loads(ready.read_text())
         self.layout.sc_public_port = int(info["public_port"])
         self.layout.sc_private_port = int(info["private_port"])
 
-    def _spawn_sc(self, name: str, label: str, public: int, private: int) -> _Started:
+    def _spawn_sc(self, name: str, label: str, public: int, private: int) -> Started:
         """Start an SC process ``name`` (``sc`` or a standby) on the given ports."""
         spu_command = f"{self.python} -m spu"
         self.admin_token  # noqa: B018 - writes the key file before the SC reads it
         # Managed SPUs inherit the SC's environment (TLS and auth included).
-        env = {**self.env, **self._metrics_env(), **self._tls_env(), **self._auth_env()}
+        env = {**self.env, **self.metrics_env(), **self.tls_env(), **self.auth_env()}
         argv = [
-            self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", _HOST,
+            self.python, "-m", "sc", "--redis-url", self.layout.redis_url, "--host", HOST,
             "--public-port", str(public), "--private-port", str(private),
             "--data-dir", str(self._spu_dirs.root), "--spu-command", spu_command,
             "--ready-file", str(self.data_dir / f"{name}.ready"),
         ]  # fmt: skip
         if self.layout.standby_ports:
             ports = [private] + [p[1] for p in self.layout.standby_ports]
-            argv += ["--spu-sc-endpoints", ",".join(f"{_HOST}:{p}" for p in ports)]
+            argv += ["--spu-sc-endpoints", ",".join(f"{HOST}:{p}" for p in ports)]
         if self.redis_password() is not None:
-            argv += ["--redis-password-file", str(self._redis_password_file)]
+            argv += ["--redis-password-file", str(self.redis_password_file)]
         if self.layout.metrics:
             argv += ["--metrics-port", "0"]
         if self.default_tier:
             argv += ["--tier-root", str(self.tier_root)]
-        return self._spawn(name, label, argv, env)
+        return self._launcher.spawn(name, label, argv, env)
 
     def _start_standbys(self) -> None:
         """Start each standby SC that is not running; they stand by (the SC is active)."""
@@ -586,26 +362,7 @@ class LocalCluster:
             ready = self.data_dir / f"{name}.ready"
             ready.unlink(missing_ok=True)
             started = self._spawn_sc(name, f"standby SC {name}", public, private)
-            self._wait(ready.is_file, started)
-
-    def _wait(self, check: Callable[[], bool], started: _Started) -> None:
-        """Poll ``check`` until true; fail naming the component if it exits or times out."""
-        log_file = self.log_file(started.name)
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if check():
-                return
-            if not started.record.alive():
-                reason = _exit_reason(log_file, started.log_offset, started.name)
-                raise ServerStartError(
-                    f"{started.label} failed to start: {reason}; log "
-                    f"{log_file}:{log_tail(log_file, offset=started.log_offset)}"
-                )
-            time.sleep(0.05)  # bounded poll of a condition in another process
-        raise ServerStartError(
-            f"{started.label} failed to start: not ready within {self.start_timeout}s; log "
-            f"{log_file}:{log_tail(log_file, offset=started.log_offset)}"
-        )
+            self._launcher.wait(ready.is_file, started, self.start_timeout)
 
     async def _start_spus(self) -> None:
         scs = ScEndpoints.parse(self.endpoint)
@@ -653,8 +410,8 @@ class LocalCluster:
                 await admin.register_spu(
                     spu_id,
                     secret=secret,
-                    publicEndpoint={"port": ports[0], "ingress": [{"hostname": _HOST}]},
-                    privateEndpoint={"port": ports[1], "host": _HOST},
+                    publicEndpoint={"port": ports[0], "ingress": [{"hostname": HOST}]},
+                    privateEndpoint={"port": ports[1], "host": HOST},
                 )
         if running(self.pid_file(f"spu-{spu_id}")) is None:
             self._spawn_spu(spu_id)
@@ -666,40 +423,20 @@ class LocalCluster:
         folder.mkdir(parents=True, exist_ok=True)
         env = {
             **self.env,
-            **self._metrics_env(),
-            **self._tls_env(),
-            **self._auth_env(),
+            **self.metrics_env(),
+            **self.tls_env(),
+            **self.auth_env(),
             **spu_environment(
                 spu_id,
                 sc_endpoint=self.sc_private_endpoints,
                 data_dir=folder,
                 ports=(ports[0], ports[1]),
-                host=_HOST,
+                host=HOST,
             ),
         }
-        return self._spawn(f"spu-{spu_id}", f"SPU {spu_id}", [self.python, "-m", "spu"], env).record
-
-    def _metrics_env(self) -> dict[str, str]:
-        """SPU settings for metrics on a free port each (``FLUVIO_SPU_METRICS_PORT``)."""
-        return {"FLUVIO_SPU_METRICS_PORT": "0"} if self.layout.metrics else {}
-
-    def _auth_env(self) -> dict[str, str]:
-        """The SC's and SPUs' ``auth_key_file`` setting when auth is on."""
-        if not self.layout.auth:
-            return {}
-        key = str(self.auth_key_file)
-        return {"FLUVIO_SC_AUTH_KEY_FILE": key, "FLUVIO_SPU_AUTH_KEY_FILE": key}
-
-    def _metrics_url(self, name: str) -> str | None:
-        """The metrics URL process ``name`` (``sc``, ``spu-5001``) wrote, if any."""
-        try:
-            if name == "sc":
-                url = json.loads((self.data_dir / "sc.ready").read_text()).get("metrics_url")
-            else:
-                url = self._spu_dirs.metrics_file(int(name[4:])).read_text().strip()
-        except (OSError, ValueError):
-            return None
-        return url if isinstance(url, str) and url else None
+        return self._launcher.spawn(
+            f"spu-{spu_id}", f"SPU {spu_id}", [self.python, "-m", "spu"], env
+        ).record
 
     async def _wait_spus_online(self, admin: AdminClient) -> None:
         """Wait until every SPU of the layout runs here *and* the SC lists it online.
@@ -723,7 +460,7 @@ class LocalCluster:
             f"SPU {i}: " + ("no process running" if i not in alive else "not accepted by the SC")
             for i in missing
         )
-        logs = "".join(f"\n{self._spu_log(i)}:{log_tail(self._spu_log(i), 8)}" for i in missing)
+        logs = "".join(f"\n{self.spu_log(i)}:{log_tail(self.spu_log(i), 8)}" for i in missing)
         raise ServerStartError(
             f"SPUs {missing} failed to start within {self.start_timeout}s ({why}){logs}"
         )
@@ -736,26 +473,10 @@ class LocalCluster:
         show it was accepted (``connected to the SC``) after this start began.
         """
         pid_before, offset = self._before.get(spu_id, (None, 0))
-        sc_new = any(started.name == "sc" for started in self._started)
+        sc_new = any(started.name == "sc" for started in self._launcher.started)
         if not sc_new and pid_before is not None and self.spu_pid(spu_id) == pid_before:
             return True
-        return "connected to the SC" in log_text(self._spu_log(spu_id), offset)
-
-    @staticmethod
-    def _log_size(path: Path) -> int:
-        try:
-            return path.stat().st_size
-        except OSError:
-            return 0
-
-    def _spu_log(self, spu_id: int) -> Path:
-        if self.layout.spu_mode == "group":
-            return self._spu_dirs.log_file(spu_id)
-        return self.log_file(f"spu-{spu_id}")
-
-    def spu_pid(self, spu_id: int) -> int | None:
-        """The pid of SPU ``spu_id`` if it runs."""
-        return process_alive(self.spu_pid_file(spu_id))
+        return "connected to the SC" in log_text(self.spu_log(spu_id), offset)
 
     # -- stop and status -----------------------------------------------------------------
 
@@ -767,11 +488,11 @@ class LocalCluster:
         """
         files = [(name, self.pid_file(name)) for name in self.standby_names]
         files.append(("sc", self.pid_file("sc")))
-        files += [(f"spu-{i}", self.spu_pid_file(i)) for i in self._known_spu_ids()]
+        files += [(f"spu-{i}", self.spu_pid_file(i)) for i in self.known_spu_ids()]
         files.append(("redis", self.pid_file("redis")))
         stopped = []
         for name, pid_file in files:
-            if _stop_pid(pid_file, self.stop_timeout, name):
+            if stop_pid(pid_file, self.stop_timeout, name):
                 stopped.append(name)
         for name in ["sc", *self.standby_names]:
             (self.data_dir / f"{name}.ready").unlink(missing_ok=True)
@@ -798,7 +519,7 @@ class LocalCluster:
         removed = []
         ready = ["sc.ready", *(f"{name}.ready" for name in self.standby_names)]
         owned = ("cluster.json", "cluster.tmp", *ready, "pids", "logs", "redis", "spus", "tls")
-        for name in (*owned, self._redis_password_file.name):
+        for name in (*owned, self.redis_password_file.name):
             path = self.data_dir / name
             if path.is_dir():
                 shutil.rmtree(path)
@@ -816,69 +537,7 @@ class LocalCluster:
             removed.append(self.data_dir)
         return stopped, removed
 
-    def _known_spu_ids(self) -> list[int]:
-        """Every SPU id this data dir has heard of: layout, custom ports, SPU dirs."""
-        ids = set(self.layout.spu_ids) | {int(k) for k in self.layout.spu_ports}
-        return sorted(ids | set(self._spu_dirs.spu_ids()))
-
     def status(self) -> ClusterStatus:
-        """Every process of the cluster as it is now and, when the SC answers, every SPU.
-
-        SPU processes listed are those of the cluster's current state: the SC's SPUs
-        when it answers (else the recorded layout's), plus any still running here; a
-        deleted group's SPUs are gone. A data dir never started reports ``not started``.
-        """
-        redis_pid = process_alive(self.pid_file("redis"))
-        sc_pid = process_alive(self.pid_file("sc"))
-        known = self._known_spu_ids()
-        spu_pids = {i: pid for i in known if (pid := self.spu_pid(i)) is not None}
-        endpoint = self.endpoint if self.layout.sc_public_port else None
-        if not (self._layout_path().is_file() or redis_pid or sc_pid or spu_pids):
-            return ClusterStatus(str(self.data_dir), None, [], [], started=False)
-        spus: list[dict[str, Any]] | None = None
-        standbys = {name: process_alive(self.pid_file(name)) for name in self.standby_names}
-        any_sc = sc_pid is not None or any(pid is not None for pid in standbys.values())
-        if any_sc and endpoint is not None:
-            try:
-                spus = asyncio.run(self._list_spus())
-            except (FluvioError, OSError):
-                spus = None  # not answering: fall back to the recorded layout
-        if spus is not None:
-            ids = {s["id"] for s in spus} & set(known)
-        else:
-            ids = set(self.layout.spu_ids) | {int(k) for k in self.layout.spu_ports}
-        procs = []
-        if self.layout.redis_port or redis_pid is not None:
-            procs.append(
-                ProcessStatus("redis", redis_pid, redis_pid is not None, self.layout.redis_url)
-            )
-        sc_metrics = self._metrics_url("sc") if sc_pid is not None else None
-        procs.append(ProcessStatus("sc", sc_pid, sc_pid is not None, endpoint or "", sc_metrics))
-        for name, (public, _) in zip(self.standby_names, self.layout.standby_ports, strict=True):
-            pid = standbys[name]
-            procs.append(ProcessStatus(name, pid, pid is not None, f"{_HOST}:{public}"))
-        for spu_id in sorted(ids | set(spu_pids)):
-            pid = spu_pids.get(spu_id)
-            name = f"spu-{spu_id}"
-            url = self._metrics_url(name) if pid is not None else None
-            procs.append(ProcessStatus(name, pid, pid is not None, metrics_url=url))
-        return ClusterStatus(str(self.data_dir), endpoint, procs, spus or [])
-
-    async def _list_spus(self) -> list[dict[str, Any]]:
-        scs = ScEndpoints.parse(self.endpoint)
-        async with AdminClient(
-            endpoints=scs, timeout=5.0, tls=self.client_tls, token=self.admin_token
-        ) as admin:
-            return [_spu_row(s) for s in await admin.list_spus()]
-
-
-def _spu_row(spu: Spu) -> dict[str, Any]:
-    """One SPU as ``status`` lists it."""
-    public = spu.spec.public_endpoint
-    return {
-        "id": spu.spu_id,
-        "name": spu.name,
-        "type": spu.spec.spu_type.value,
-        "public": str(Endpoint(public.host, public.port)),
-        "status": spu.status.resolution.value,
-    }
+        """Every process of the cluster as it is now and, when the SC answers, every SPU
+        (``spark_stream.local.status.read_status``)."""
+        return read_status(self)

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from spark_stream.client import Fluvio
-from spark_stream.local.cluster import LocalCluster, process_alive
+from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.launcher import process_alive
 from tests.integration.group_faults import (
     SESSION_S,
     Producer,

@@ -26,7 +26,8 @@ import pytest
 
 from spark_stream.client import Fluvio
 from spark_stream.errors import FluvioError, RequestTimeoutError
-from spark_stream.local.cluster import LocalCluster, process_alive
+from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.launcher import process_alive
 from spark_stream.net.connection import Connection
 from spark_stream.protocol import Acks, ProduceRequest, ProduceResponse
 from spark_stream.records import encode_records

@@ -18,7 +18,8 @@ import pytest
 import redis
 
 from spark_stream.client import Fluvio, Offset
-from spark_stream.local.cluster import LocalCluster, process_alive
+from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.launcher import process_alive
 from spark_stream.local.redis_server import find_redis_server, redis_argv, write_auth_config
 from spark_stream.supervision import running, spawn, terminate, write_pid_file
 from tests.integration.helpers import make_topic, running_cluster

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from spark_stream.client import Fluvio, Offset
-from spark_stream.local.cluster import LocalCluster, process_alive
+from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.launcher import process_alive
 from tests.integration.helpers import make_topic, running_cluster
 from tests.polling import wait_until
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_stream.local.cluster import LocalCluster, process_alive
+from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.launcher import process_alive
 from tests.polling import wait_until
 from tests.spark_stream.cli.test_round_trip import fluvio
 

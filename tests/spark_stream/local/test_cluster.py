@@ -23,8 +23,8 @@ from spark_stream.local.cluster import (
     ClusterLayout,
     LocalCluster,
     option_conflicts,
-    process_alive,
 )
+from spark_stream.local.launcher import process_alive
 from spark_stream.local.redis_server import redis_problem
 from spark_stream.spu_identity import SECRET_FILE, read_secret_file
 from spark_stream.supervision import running, terminate
@@ -74,18 +74,6 @@ def test_a_later_start_refuses_options_it_cannot_honour(
         with pytest.raises(InvalidConfigError, match=re.escape(problem)):
             LocalCluster(tmp_path, **options).start()
         assert not (tmp_path / "pids").exists()
-
-
-def test_pid_files_name_one_process_only(tmp_path: Path) -> None:
-    me = psutil.Process()
-    pid_file = tmp_path / "me.pid"
-    pid_file.write_text(f"{me.pid} {me.create_time()!r}\n")
-    assert process_alive(pid_file) == os.getpid()
-    pid_file.write_text(f"{me.pid} {me.create_time() - 100!r}\n")  # a recycled pid
-    assert process_alive(pid_file) is None
-    pid_file.write_text("garbage")
-    assert process_alive(pid_file) is None
-    assert process_alive(tmp_path / "missing.pid") is None
 
 
 @pytest.mark.integration

@@ -14,7 +14,8 @@ import pytest
 
 from spark_stream.client import Fluvio
 from spark_stream.client.fluvio import FluvioAsync
-from spark_stream.local.cluster import LocalCluster, process_alive
+from spark_stream.local.cluster import LocalCluster
+from spark_stream.local.launcher import process_alive
 from spu.gate_audit import overlapping_grants, read_audit_file
 from tests.integration.helpers import make_topic, unique
 from tests.polling import until
