@@ -1,4 +1,4 @@
-"""Local cluster helpers: the embedded Redis server (and later the SC/SPU processes)."""
+"""Local cluster helpers: the embedded Redis server, and a local cluster's SC and SPUs."""
 
 from __future__ import annotations
 
