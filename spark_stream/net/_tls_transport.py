@@ -194,7 +194,7 @@ class TlsSocketTransport(asyncio.Transport):
             self._extra["sockname"] = sock.getsockname()
         protocol.connection_made(self)
         self._set_reader(True)
-        loop.call_soon(self._read_ready)  # the handshake may have read records ahead
+        loop.call_soon(self._read_ready)  # OpenSSL may already hold decrypted bytes
 
     # -- asyncio.BaseTransport ---------------------------------------------------------
 
