@@ -13,11 +13,11 @@ import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from spark_stream.client import Fluvio
+from spark_stream.client import Fluvio, TopicProducer
 from spark_stream.local.cluster import LocalCluster
 from tests.polling import wait_until
 
-__all__ = ["running_cluster", "make_topic", "unique"]
+__all__ = ["durable_producer", "leader_pid", "make_topic", "running_cluster", "unique"]
 
 
 @contextlib.contextmanager
@@ -94,3 +94,16 @@ def leader_pid(
     pid = cluster.spu_pid(leader)
     assert pid is not None
     return leader, pid
+
+
+def durable_producer(fluvio: Fluvio, topic: str, **config: object) -> TopicProducer:
+    """The fault tests' producer: ``acks=all``, idempotent, a short linger and retry
+    backoff; ``config`` adds or overrides settings (timeouts, linger, retries)."""
+    settings: dict[str, object] = {
+        "acks": "all",
+        "idempotence": True,
+        "linger_ms": 2,
+        "retry_backoff_ms": 50,
+        **config,
+    }
+    return fluvio.topic_producer(topic, **settings)

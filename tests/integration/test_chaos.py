@@ -22,7 +22,7 @@ from spark_stream.client import Fluvio, fnv1a_32
 from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.local.cluster import LocalCluster
 from tests.harness.local_cluster import kill_spu
-from tests.integration.helpers import make_topic, running_cluster
+from tests.integration.helpers import durable_producer, make_topic, running_cluster
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
@@ -50,14 +50,8 @@ def test_random_spu_kills_lose_and_duplicate_nothing(cluster: LocalCluster) -> N
     rng = random.Random(20240601)
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
         topic = make_topic(fluvio, partitions=PARTITIONS, replication=3, min_in_sync_replicas=2)
-        producer = fluvio.topic_producer(
-            topic,
-            acks="all",
-            idempotence=True,
-            linger_ms=5,
-            retry_backoff_ms=50,
-            retries=200,
-            delivery_timeout_ms=120_000,
+        producer = durable_producer(
+            fluvio, topic, linger_ms=5, retries=200, delivery_timeout_ms=120_000
         )
         sent: list[tuple[bytes, bytes, DeliveryFuture]] = []
         stop = threading.Event()

@@ -18,7 +18,7 @@ from spark_stream.client import Fluvio, Offset
 from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.local.cluster import LocalCluster
 from tests.harness.local_cluster import kill_spu
-from tests.integration.helpers import make_topic, running_cluster
+from tests.integration.helpers import durable_producer, make_topic, running_cluster
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
@@ -33,14 +33,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def test_leader_sigkill_loses_no_acknowledged_record(cluster: LocalCluster) -> None:
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
         topic = make_topic(fluvio, partitions=1, replication=3, min_in_sync_replicas=2)
-        producer = fluvio.topic_producer(
-            topic,
-            acks="all",
-            idempotence=True,
-            linger_ms=2,
-            retry_backoff_ms=50,
-            delivery_timeout_ms=60_000,
-        )
+        producer = durable_producer(fluvio, topic, delivery_timeout_ms=60_000)
         consumed: list[tuple[int, bytes]] = []
         stop_consumer = threading.Event()
         consumer_error: list[BaseException] = []

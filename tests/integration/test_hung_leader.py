@@ -30,7 +30,13 @@ from spark_stream.client import Fluvio, Offset
 from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.errors import FluvioError
 from spark_stream.local.cluster import LocalCluster
-from tests.integration.helpers import leader_pid, make_topic, running_cluster, unique
+from tests.integration.helpers import (
+    durable_producer,
+    leader_pid,
+    make_topic,
+    running_cluster,
+    unique,
+)
 from tests.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -49,14 +55,8 @@ def test_in_flight_produce_fails_over_from_a_hung_leader(cluster: LocalCluster) 
     with Fluvio.connect(cluster.endpoint, timeout=20) as fluvio:
         topic = make_topic(fluvio, partitions=1, replication=3, min_in_sync_replicas=2)
         leader, pid = leader_pid(fluvio, cluster, topic)
-        producer = fluvio.topic_producer(
-            topic,
-            acks="all",
-            idempotence=True,
-            linger_ms=2,
-            retry_backoff_ms=50,
-            request_timeout_ms=30_000,
-            delivery_timeout_ms=25_000,
+        producer = durable_producer(
+            fluvio, topic, request_timeout_ms=30_000, delivery_timeout_ms=25_000
         )
         futures: list[tuple[bytes, DeliveryFuture]] = []
         stopped = False

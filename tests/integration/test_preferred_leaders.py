@@ -25,7 +25,7 @@ from spark_stream.client import Fluvio
 from spark_stream.client.producer.futures import DeliveryFuture
 from spark_stream.local.cluster import LocalCluster
 from tests.harness.local_cluster import kill_spu
-from tests.integration.helpers import make_topic, running_cluster
+from tests.integration.helpers import durable_producer, make_topic, running_cluster
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.integration
@@ -69,14 +69,7 @@ def test_leaders_return_to_preferred_replicas_and_no_record_is_lost(
         assert _leaders(fluvio, topic) == preferred  # a new topic starts balanced
         victim = preferred[0]
         moved = sorted(p for p, spu in preferred.items() if spu == victim)
-        producer = fluvio.topic_producer(
-            topic,
-            acks="all",
-            idempotence=True,
-            linger_ms=2,
-            retry_backoff_ms=50,
-            delivery_timeout_ms=120_000,
-        )
+        producer = durable_producer(fluvio, topic, delivery_timeout_ms=120_000)
         futures: list[tuple[bytes, DeliveryFuture]] = []
         stop = threading.Event()
 
