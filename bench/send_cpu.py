@@ -7,6 +7,9 @@ the client's CPU (``time.process_time``) and do not depend on a loaded machine.
 - ``send_us_per_record``: ``append_record`` of 100 B values, batch_size 1 MiB, linger 2 ms
   (as ``bench.cluster``'s ``send_100b`` run), flushed: partitioning, the append, sealing,
   encoding and settling, per record.
+- ``blocking_send_us_per_record``: the same through the blocking ``TopicProducer.send``
+  (what ``bench.cluster`` calls), its sender on the client's loop thread: both threads'
+  CPU, so the GIL hand-offs between them count.
 - ``single_us_per_record``: linger 0, one record sent and its delivery awaited before the
   next (as ``bench.cluster``'s e2e run), plus decoding its frame as a consumer does.
 
@@ -21,11 +24,14 @@ import cProfile
 import json
 import pstats
 import time
+from collections.abc import Callable
 from typing import Any
 
+from spark_stream.client._blocking import LoopThread
 from spark_stream.client.config import ProducerConfig
 from spark_stream.client.metadata import MetadataView
 from spark_stream.client.producer.producer import AsyncTopicProducer
+from spark_stream.client.sync import TopicProducer
 from spark_stream.models import (
     IngressAddr,
     Partition,
@@ -104,6 +110,28 @@ async def send_many(records: int) -> float:
     return elapsed / records * 1e6
 
 
+def send_blocking(records: int) -> float:
+    """Client CPU µs per record of ``records`` 100 B blocking sends (both threads)."""
+    runner = LoopThread("bench-send")
+    try:
+
+        async def build() -> AsyncTopicProducer:
+            return _producer(batch_size=1 << 20, linger_ms=2)[0]
+
+        producer = TopicProducer(runner.run(build()), runner)
+        send = producer.send
+        value = bytes(100)
+        start = time.process_time()
+        for _ in range(records):
+            send(None, value, partition=0)
+        producer.flush()
+        elapsed = time.process_time() - start
+        producer.close()
+    finally:
+        runner.stop()
+    return elapsed / records * 1e6
+
+
 async def send_single(records: int) -> float:
     """Client CPU µs per record sent alone at linger 0, delivered, and its frame decoded."""
     producer, leaders = _producer(linger_ms=0)
@@ -127,20 +155,22 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, float] = {}
     profile = cProfile.Profile() if args.profile else None
-    for name, run, count in (
-        ("send_us_per_record", send_many, args.records),
-        ("single_us_per_record", send_single, args.single),
-    ):
-        best = min(asyncio.run(run(count)) for _ in range(3))
+    runs: tuple[tuple[str, Callable[[int], float], int], ...] = (
+        ("send_us_per_record", lambda n: asyncio.run(send_many(n)), args.records),
+        ("blocking_send_us_per_record", send_blocking, args.records),
+        ("single_us_per_record", lambda n: asyncio.run(send_single(n)), args.single),
+    )
+    for name, run, count in runs:
+        best = min(run(count) for _ in range(3))
         results[name] = round(best, 3)
         if profile is not None:
             profile.enable()
-            asyncio.run(run(count))
+            run(count)
             profile.disable()
             pstats.Stats(profile).sort_stats("tottime").print_stats(18)
             profile = cProfile.Profile()
     for key, value in results.items():
-        print(f"{key:24s} {value}")
+        print(f"{key:28s} {value}")
     print(json.dumps(results))
 
 

@@ -131,12 +131,15 @@ class AsyncTopicProducer:
         self,
         key: bytes | str | None,
         value: bytes | str,
-        *,
         timestamp_us: int | None = None,
         headers: list[tuple[str, bytes]] | None = None,
         partition: int | None = None,
     ) -> DeliveryFuture:
-        """Partition and append one record without waiting (the arguments of ``send``)."""
+        """Partition and append one record without waiting (the arguments of ``send``).
+
+        Positional after ``value`` so that both faces' ``send`` pass them without
+        keyword handling (a per-record cost).
+        """
         topics = self._watcher.view.topics
         count = self._count if topics is self._seen_topics else self._refresh_count(topics)
         key_b = key if key is None or type(key) is bytes else to_bytes(key, "key")
@@ -270,9 +273,7 @@ class AsyncTopicProducer:
         """
         if not self.accumulator.has_space():
             await self._sender.wait_for_space(self.config.delivery_timeout_ms / 1000.0)
-        return self.append_record(
-            key, value, timestamp_us=timestamp_us, headers=headers, partition=partition
-        )
+        return self.append_record(key, value, timestamp_us, headers, partition)
 
     async def send_batch(
         self,
