@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from spark_stream.errors import CorruptFrameError
 from spark_stream.protocol import FRAME_HEADER_SIZE, Event, FrameHeader, OversizedFrame
+from spark_stream.protocol.body_buffer import body_buffer
 from spark_stream.protocol.decoder import classify_header, split_body
 
 __all__ = ["FrameReceiver", "SCRATCH_SIZE", "OWN_BUFFER_BODY"]
@@ -148,7 +149,7 @@ class FrameReceiver(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
                 self._emit(split_body(header, body))
                 continue
             if need >= OWN_BUFFER_BODY:
-                body = memoryview(bytearray(need))
+                body = body_buffer(need)
                 body[:have] = view[self._start : self._end]
                 self._body, self._filled = body, have
                 self._start = self._end = 0

@@ -37,6 +37,8 @@ import functools
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
+import pyarrow as pa
+
 __all__ = [
     "ByteBudget",
     "RequestBudget",
@@ -327,8 +329,11 @@ def release_free_memory() -> bool:
     glibc keeps freed memory in its arenas (and below a threshold that grows with the
     largest buffer freed, even 1 MiB buffers come from the heap), so after a burst of
     large frames RSS stays at its peak although Python freed every buffer.
-    ``malloc_trim(0)`` gives the free pages back.
+    ``malloc_trim(0)`` gives the free pages back. Arrow's pool, which large frame bodies
+    come from (``spark_stream.protocol.body_buffer``), keeps freed pages too: they go
+    back first.
     """
+    pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is None:
         return False

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from spark_stream.errors import CorruptFrameError
+from spark_stream.protocol.body_buffer import body_buffer
 from spark_stream.protocol.frame import (
     DEFAULT_MAX_FRAME_SIZE,
     FRAME_HEADER_SIZE,
@@ -180,7 +181,7 @@ class FrameDecoder:
                 or (not self._chunks and data.nbytes >= header.body_length)
             ):
                 return data  # small, or whole in one chunk: sliced without a copy
-            self._body = memoryview(bytearray(header.body_length))
+            self._body = body_buffer(header.body_length)
             self._filled = 0
             while self._chunks:  # only body bytes are buffered now (buffered < body_length)
                 chunk = self._chunks.popleft()
