@@ -1,5 +1,6 @@
 """Assignment, seek, pause and offsets of ``AsyncGroupConsumer`` (the application's
-side of the member's state; the membership itself is ``group.py``).
+side of the member's state; the membership itself is ``_group_member.py``, the pumps
+``group.py``).
 
 ``GroupPartitions`` holds what the member has per partition: its pump (the grant and
 where reading restarts), its position (the next offset handed out) and the offset the

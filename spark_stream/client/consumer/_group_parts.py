@@ -1,8 +1,8 @@
 """Pieces of ``AsyncGroupConsumer``: a partition's pump record, queue items, the
 application's callbacks and the topic column of group batches.
 
-Kept apart from the member's state machine (``group.py``) so that file reads as the
-protocol; nothing here does I/O except awaiting a callback.
+Kept apart from the member's state machine (``group.py``, ``_group_member.py``) so those
+read as the protocol; nothing here does I/O except awaiting a callback.
 """
 
 from __future__ import annotations
