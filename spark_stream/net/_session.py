@@ -41,8 +41,9 @@ from spark_stream.errors import (
     TlsError,
     UnsupportedVersionError,
 )
+from spark_stream.net._chunk_reader import ChunkReader
 from spark_stream.net._replies import sendable, unpack
-from spark_stream.net._sockets import READ_CHUNK, close_writer, write_parts
+from spark_stream.net._sockets import close_writer, write_parts
 from spark_stream.net.tls import requires_client_cert
 from spark_stream.protocol import (
     ErrorReply,
@@ -81,7 +82,7 @@ class Session:
         self,
         server: Server,
         ctx: ConnContext,
-        reader: asyncio.StreamReader,
+        reader: ChunkReader,
         writer: asyncio.StreamWriter,
     ) -> None:
         self.server = server
@@ -183,7 +184,7 @@ class Session:
             if not await self._hold(pending.frame_length):
                 return False
             self.reserved = pending.frame_length
-        data = await self.reader.read(max(READ_CHUNK, self.decoder.bytes_needed()))
+        data = await self.reader.read()
         if not data:
             return False
         for event in self.decoder.feed(data):
@@ -210,7 +211,7 @@ class Session:
                 self.writer.write_eof()
             async with asyncio.timeout(LINGER_SECONDS):
                 discarded = 0
-                while discarded < LINGER_BYTES and (data := await self.reader.read(65536)):
+                while discarded < LINGER_BYTES and (data := await self.reader.read()):
                     discarded += len(data)
 
     async def _disconnected(self, cause: BaseException | None) -> None:

@@ -22,7 +22,7 @@ import ssl
 from collections.abc import Awaitable, Callable
 
 from spark_stream.errors import TlsError
-from spark_stream.net._sockets import STREAM_LIMIT
+from spark_stream.net._chunk_reader import ChunkReader
 from spark_stream.net._tls_transport import TlsSocketTransport, handshake, wrap_tls
 from spark_stream.net.tls import TLS_RECORD_HANDSHAKE, describe_tls_error
 from spark_stream.protocol import ErrorReply, FrameKind, as_buffer, encode_frame
@@ -167,10 +167,9 @@ async def _handshake(
     except BaseException:
         sock.close()
         raise
-    reader = asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop)
-    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    protocol = ChunkReader()
     transport = TlsSocketTransport(loop, sock, protocol)
-    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+    return protocol.reader, asyncio.StreamWriter(transport, protocol, protocol.reader, loop)
 
 
 async def _refuse_plaintext(conn: socket.socket, name: str) -> None:

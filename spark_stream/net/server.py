@@ -36,8 +36,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
+from spark_stream.net._chunk_reader import ChunkReader, chunk_reader_of
 from spark_stream.net._session import Session
-from spark_stream.net._sockets import STREAM_LIMIT
 from spark_stream.net._tls_listener import TlsListener
 from spark_stream.net.budget import RequestBudget
 from spark_stream.protocol import (
@@ -193,8 +193,8 @@ class Server:
             self._tls_listener = TlsListener(self.tls, self._accept, self.name)
             self.port = await self._tls_listener.start(self.host, self._requested_port)
         else:
-            self._server = await asyncio.start_server(
-                self._accept, self.host, self._requested_port, limit=STREAM_LIMIT
+            self._server = await asyncio.get_running_loop().create_server(
+                lambda: ChunkReader(self._accept), self.host, self._requested_port
             )
             self.port = self._server.sockets[0].getsockname()[1]
         log.info(
@@ -250,7 +250,7 @@ class Server:
             f"{peer[0]}:{peer[1]}" if peer else "?",
             peer_certificate=writer.get_extra_info("peercert") or None,
         )
-        session = Session(self, ctx, reader, writer)
+        session = Session(self, ctx, chunk_reader_of(writer), writer)
         self._sessions.add(session)
         try:
             await session.run()
