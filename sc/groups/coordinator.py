@@ -18,6 +18,11 @@ retries on ``GateNotReadyError``).
 Liveness costs no KV write: heartbeats only move a deadline in memory. A sweeper task
 expires members whose deadline passed (``MemberExpired(SESSION_TIMEOUT)``) and members
 that kept a revoke past the rebalance timeout (``RebalanceTimedOut``).
+
+This module is the I/O loop (locks, the KV, the clock, the gate wait). The session
+table and its deadlines are ``sc.groups.sessions``; what the coordinator decides around
+the reducer without I/O (topic changes to events, a new group's spec, a push's and a
+heartbeat's contents) is ``sc.groups.decisions``.
 """
 
 from __future__ import annotations
@@ -26,8 +31,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from sc.controllers.group import (
@@ -45,13 +49,20 @@ from sc.controllers.group import (
     RebalanceTimedOut,
     Reject,
     Seed,
-    TopicDeleted,
-    TopicPartitionsChanged,
     check_epoch,
     reduce,
-    view_of,
+)
+from sc.groups.decisions import (
+    gate_needs,
+    groups_touched,
+    heartbeat_reply,
+    join_spec,
+    owned_partitions,
+    topic_events,
+    view_push,
 )
 from sc.groups.metrics import GroupMetrics
+from sc.groups.sessions import MemberStream, Sessions
 from sc.kv import GROUP_KIND, Grant
 from sc.kv.store import KvStore
 from sc.local_store import Change, StoreView
@@ -67,7 +78,6 @@ from spark_stream.models import (
     ConsumerGroupStatus,
     GroupKind,
     GroupState,
-    Topic,
 )
 from spark_stream.protocol import control as c
 
@@ -93,28 +103,6 @@ class GateAcks(Protocol):
     def group_rejections(self, group: str) -> dict[str, int]:
         """The group fetches the leaders' gates refused, per reason."""
         ...
-
-
-@dataclass
-class _Stream:
-    """One member's ``GROUP_JOIN`` stream: the pushes waiting to be sent."""
-
-    group: str
-    member_id: str
-    connection: int
-    queue: asyncio.Queue[c.GroupAssignment | BaseException | None] = field(
-        default_factory=asyncio.Queue
-    )
-    last: c.GroupAssignment | None = None
-
-    async def pushes(self) -> AsyncIterator[c.GroupAssignment]:
-        while True:
-            item = await self.queue.get()
-            if item is None:  # the member left
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
 
 
 class GroupCoordinator:
@@ -145,13 +133,7 @@ class GroupCoordinator:
         self._groups: dict[str, ConsumerGroup] = {}
         self._deleted: dict[str, int] = {}  # name -> last revision, until the mirror drops it
         self._locks: dict[str, asyncio.Lock] = {}
-        self._sessions: dict[str, dict[str, int]] = {}  # group -> member -> connection
-        self._streams: dict[tuple[str, int], _Stream] = {}  # (group, connection)
-        # connection -> groups joined on it (a superset of where its sessions are), so a
-        # closed connection looks at its own groups, not at every session
-        self._conn_groups: dict[int, set[str]] = {}
-        self._deadlines: dict[tuple[str, str], float] = {}  # session deadlines
-        self._rebalance: dict[tuple[str, str], tuple[int, float]] = {}  # (epoch, deadline)
+        self._sessions = Sessions()
         self._sweeper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()  # topic events being reduced
         self._stopping = False
@@ -166,7 +148,7 @@ class GroupCoordinator:
             self._groups[obj.name] = obj
             now = self.clock()
             for member in obj.status.members:
-                self._deadlines[(obj.name, member.member_id)] = now + self._session_s(obj)
+                self._sessions.set_deadline(obj.name, member.member_id, now + _session_s(obj))
             await self._run(obj.name, Seed())
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep(), name="groups")
 
@@ -218,18 +200,17 @@ class GroupCoordinator:
 
     def live(self, name: str) -> dict[str, int]:
         """``member_id -> connection`` of the group's members with a session now."""
-        return dict(self._sessions.get(name, {}))
+        return self._sessions.live(name)
 
     # -- member requests -------------------------------------------------------------------
 
-    async def join(self, msg: c.GroupJoinRequest, connection: int, host: str) -> _Stream:
+    async def join(self, msg: c.GroupJoinRequest, connection: int, host: str) -> MemberStream:
         """Open a member session; the returned stream already holds the first push.
 
         Raises:
             FluvioError: the join was refused (``Reject``); nothing changed.
         """
-        stream = _Stream(msg.group, msg.member_id, connection)
-        key = (msg.group, connection)
+        stream = MemberStream(msg.group, msg.member_id, connection)
         event = MemberJoined(
             member_id=msg.member_id,
             connection=connection,
@@ -245,16 +226,11 @@ class GroupCoordinator:
         async with self._lock(msg.group):
             if msg.group not in self._groups and self.group(msg.group) is None:
                 await self._create(msg)
-            previous = self._streams.get(key)
-            self._streams[key] = stream
-            self._conn_groups.setdefault(connection, set()).add(msg.group)
+            previous = self._sessions.attach(stream)
             try:
                 await self._reduce_locked(msg.group, event)
             except BaseException:
-                if previous is None:
-                    self._streams.pop(key, None)
-                else:
-                    self._streams[key] = previous
+                self._sessions.restore(stream, previous)
                 raise
             if stream.last is None:  # nothing changed for it: tell it where it stands
                 self._push_view(msg.group, msg.member_id, connection)
@@ -270,17 +246,11 @@ class GroupCoordinator:
             FencedMemberError: a stale epoch.
         """
         group = self._known(msg.group, msg.member_id, connection)
-        check_epoch(group.status, msg.member_id, msg.member_epoch, _tps(msg.owned))
-        self._deadlines[(msg.group, msg.member_id)] = self.clock() + self._session_s(group)
-        member = group.status.member(msg.member_id)
-        assert member is not None  # check_epoch passed
-        assigned, revoke = view_of(group.status, msg.member_id)
-        return c.GroupHeartbeatResponse(
-            group.status.generation,
-            member.member_epoch,
-            c.grant_list(assigned),
-            c.grant_list(revoke),
-        )
+        owned = owned_partitions(msg.owned)
+        check_epoch(group.status, msg.member_id, msg.member_epoch, owned)
+        deadline = self.clock() + _session_s(group)
+        self._sessions.set_deadline(msg.group, msg.member_id, deadline)
+        return heartbeat_reply(group, msg.member_id)  # check_epoch passed: a member
 
     async def release(self, msg: c.GroupReleaseRequest, connection: int) -> int:
         """The member released revoked partitions; returns the generation after."""
@@ -294,14 +264,13 @@ class GroupCoordinator:
         """The member leaves (``-1``) or pauses (``-2``); returns the generation after."""
         self._known(msg.group, msg.member_id, connection)
         await self._run(msg.group, MemberLeft(msg.member_id, connection, msg.member_epoch))
-        self._unbind(msg.group, msg.member_id, connection)
+        self._sessions.unbind(msg.group, msg.member_id, connection)
         group = self.group(msg.group)
         if group is not None and group.status.member(msg.member_id) is not None:
             # A static member's pause: it keeps its grants for one session timeout.
-            self._deadlines[(msg.group, msg.member_id)] = self.clock() + self._session_s(group)
-        stream = self._streams.pop((msg.group, connection), None)
-        if stream is not None:
-            stream.queue.put_nowait(None)
+            deadline = self.clock() + _session_s(group)
+            self._sessions.set_deadline(msg.group, msg.member_id, deadline)
+        self._sessions.end_stream(msg.group, connection)
         return self._generation(msg.group)
 
     def check_member(self, group: str, member_id: str) -> None:
@@ -318,42 +287,27 @@ class GroupCoordinator:
         """A client connection closed: each member session on it expires now."""
         if self._stopping:
             return
-        for group in sorted(self._conn_groups.pop(connection, set())):
-            sessions = self._sessions.get(group, {})
-            for member_id, conn in list(sessions.items()):
-                if conn == connection:
-                    event = MemberExpired(member_id, connection, ExpiryCause.CONNECTION_CLOSED)
-                    obj = self.group(group)
-                    if obj is not None:  # a static member keeps its grants this long
-                        self._deadlines[(group, member_id)] = self.clock() + self._session_s(obj)
-                    await self._guarded(group, event)
-                    self._unbind(group, member_id, connection)
-            self._streams.pop((group, connection), None)
+        for group in self._sessions.closed(connection):
+            for member_id in self._sessions.members_on(group, connection):
+                event = MemberExpired(member_id, connection, ExpiryCause.CONNECTION_CLOSED)
+                obj = self.group(group)
+                if obj is not None:  # a static member keeps its grants this long
+                    deadline = self.clock() + _session_s(obj)
+                    self._sessions.set_deadline(group, member_id, deadline)
+                await self._guarded(group, event)
+                self._sessions.unbind(group, member_id, connection)
+            self._sessions.drop_stream(group, connection)
 
     def on_changes(self, changes: list[Change], resync: bool) -> None:
         """Dispatcher listener: topic creations, growth and deletions feed the groups."""
-        events: list[GroupEvent] = []
-        for change in changes:
-            if change.kind != Topic.kind:
-                continue
-            if isinstance(change.new, Topic):
-                old = change.old
-                if not isinstance(old, Topic) or old.spec.partitions != change.new.spec.partitions:
-                    events.append(TopicPartitionsChanged(change.name, change.new.spec.partitions))
-            elif change.new is None:
-                events.append(TopicDeleted(change.name))
+        events = topic_events(changes)
         if not events:
             return
         loop = asyncio.get_running_loop()
-        for name, obj in list(self._groups.items()):
-            named = {getattr(event, "topic", "") for event in events}
-            topics = {g.topic for g in obj.status.assignment}
-            topics.update(t for m in obj.status.members for t in m.subscribed(named))
-            for event in events:
-                if getattr(event, "topic", None) in topics:
-                    task = loop.create_task(self._guarded(name, event), name=f"group-{name}")
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+        for name, event in groups_touched(self._groups, events):
+            task = loop.create_task(self._guarded(name, event), name=f"group-{name}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def forget(self, name: str, revision: int) -> None:
         """The group was deleted (``revision``: its last revision)."""
@@ -404,11 +358,15 @@ class GroupCoordinator:
                     )
                     assert isinstance(stored, ConsumerGroup)
                     self._groups[name] = stored
-                    self._sync_sessions(name)
+                    members = {m.member_id for m in stored.status.members}
+                    self._sessions.sync(name, members)
                     if before is not None:
-                        self._count_plan(name, before.status, stored.status)
+                        self.metrics(name).published(
+                            before.status, stored.status, self._topics(), self.clock()
+                        )
                 case FenceMember():
-                    self._fence(action)
+                    error = FencedMemberError(f"member {action.member_id}: {action.reason}")
+                    self._sessions.fence(action.group, action.member_id, action.connection, error)
                 case PushAssignment():
                     if not waited:  # once per event, for every push's grants
                         waited = True
@@ -419,110 +377,27 @@ class GroupCoordinator:
 
     async def _wait_gates(self, name: str, actions: list[GroupAction]) -> None:
         """Let the leaders hold the gates of the grants about to be pushed (bounded)."""
-        needs: dict[tuple[str, int], int] = {}
-        for action in actions:
-            if isinstance(action, PushAssignment):
-                needs.update((g.tp, g.grant_epoch) for g in action.assigned)
+        needs = gate_needs(actions)
         if self.gates is None or not needs:
             return
         if not await self.gates.wait_gates(name, needs, GATE_WAIT_S):
             self.metrics(name).gate_wait_timeouts += 1
             log.info("pushing grants before the leaders hold their gates group=%s", name)
 
-    def _count_plan(self, name: str, old: ConsumerGroupStatus, new: ConsumerGroupStatus) -> None:
-        """Metrics of a published plan: a rebalance, and partitions losing their holder."""
-        metrics = self.metrics(name)
-        if new.generation != old.generation:
-            metrics.rebalances += 1
-        held = {g.tp: g.member_id for g in new.assignment if not g.revoking}
-        before = {g.tp: g.member_id for g in old.assignment}
-        counts = self._topics()
-        lost = {tp for tp in before if tp not in held}
-        lost |= {g.tp for g in new.assignment if g.revoking}
-        lost |= {tp for tp, m in held.items() if before.get(tp, m) != m}  # a dead holder
-        metrics.forget({tp for tp in lost if tp[1] >= counts.get(tp[0], 0)})
-        metrics.forget({tp for tp, m in held.items() if before.get(tp) == m})
-        metrics.lost_holder({tp for tp in lost if tp[1] < counts.get(tp[0], 0)}, self.clock())
-
-    def _sync_sessions(self, name: str) -> None:
-        """Sessions follow the published member list (joins bind, leaves unbind)."""
-        group = self._groups[name]
-        sessions = self._sessions.setdefault(name, {})
-        members = {m.member_id for m in group.status.members}
-        for member_id in list(sessions):
-            if member_id not in members:
-                sessions.pop(member_id)
-        for timers in (self._deadlines, self._rebalance):
-            for key in [k for k in timers if k[0] == name and k[1] not in members]:
-                del timers[key]
-
-    def _unbind(self, name: str, member_id: str, connection: int | None) -> None:
-        """End a session (if still on ``connection``): the member is away, not gone."""
-        sessions = self._sessions.get(name, {})
-        if connection is not None and sessions.get(member_id) == connection:
-            sessions.pop(member_id)
-
-    def _fence(self, action: FenceMember) -> None:
-        sessions = self._sessions.get(action.group, {})
-        if sessions.get(action.member_id) == action.connection:
-            sessions.pop(action.member_id)
-        stream = self._streams.pop((action.group, action.connection), None)
-        if stream is not None:
-            stream.queue.put_nowait(
-                FencedMemberError(f"member {action.member_id}: {action.reason}")
-            )
-
     def _push(self, action: PushAssignment) -> None:
-        key = (action.group, action.connection)
-        stream = self._streams.get(key)
-        if stream is None or stream.member_id != action.member_id:
+        stream = self._sessions.stream_for(action)
+        if stream is None:
             return
-        # The reducer pushes to a connection only once it accepted the member there.
-        sessions = self._sessions.setdefault(action.group, {})
         group = self._groups[action.group]
-        if sessions.get(action.member_id) != action.connection:
-            sessions[action.member_id] = action.connection
-            self._deadlines[(action.group, action.member_id)] = self.clock() + self._session_s(
-                group
-            )
-        push = c.GroupAssignment(
-            action.generation,
-            action.member_epoch,
-            action.heartbeat_interval_ms,
-            action.session_timeout_ms,
-            c.grant_list(action.assigned),
-            c.grant_list(action.revoke),
-        )
-        stream.last = push
-        stream.queue.put_nowait(push)
+        rebalance_s = group.spec.rebalance_timeout_ms / 1000
+        self._sessions.push(stream, action, self.clock(), _session_s(group), rebalance_s)
         self.metrics(action.group).granted({g.tp for g in action.assigned}, self.clock())
-        if action.revoke:
-            deadline = self.clock() + group.spec.rebalance_timeout_ms / 1000
-            self._rebalance[(action.group, action.member_id)] = (action.member_epoch, deadline)
-        else:
-            self._rebalance.pop((action.group, action.member_id), None)
 
     def _push_view(self, name: str, member_id: str, connection: int) -> None:
         group = self._groups.get(name) or self.group(name)
-        if group is None:
-            return
-        member = group.status.member(member_id)
-        if member is None:
-            return
-        assigned, revoke = view_of(group.status, member_id)
-        self._push(
-            PushAssignment(
-                name,
-                member_id,
-                connection,
-                group.status.generation,
-                member.member_epoch,
-                assigned,
-                revoke,
-                group.spec.heartbeat_interval_ms,
-                group.spec.session_timeout_ms,
-            )
-        )
+        push = None if group is None else view_push(group, member_id, connection)
+        if push is not None:
+            self._push(push)
 
     async def _sweep(self) -> None:
         while True:
@@ -532,18 +407,14 @@ class GroupCoordinator:
     async def expire_due(self) -> None:
         """Expire sessions and rebalances whose deadline passed (the sweeper's step)."""
         now = self.clock()
-        for (name, member_id), deadline in list(self._deadlines.items()):
-            if deadline <= now:
-                self._deadlines.pop((name, member_id), None)
-                conn = self._sessions.get(name, {}).get(member_id)
-                await self._guarded(
-                    name, MemberExpired(member_id, conn, ExpiryCause.SESSION_TIMEOUT)
-                )
-                self._unbind(name, member_id, conn)
-        for (name, member_id), (epoch, deadline) in list(self._rebalance.items()):
-            if deadline <= now:
-                self._rebalance.pop((name, member_id), None)
-                await self._guarded(name, RebalanceTimedOut(member_id, epoch))
+        for name, member_id in self._sessions.due_sessions(now):
+            self._sessions.clear_deadline(name, member_id)
+            conn = self._sessions.connection(name, member_id)
+            await self._guarded(name, MemberExpired(member_id, conn, ExpiryCause.SESSION_TIMEOUT))
+            self._sessions.unbind(name, member_id, conn)
+        for name, member_id, epoch in self._sessions.due_rebalances(now):
+            self._sessions.clear_rebalance(name, member_id)
+            await self._guarded(name, RebalanceTimedOut(member_id, epoch))
 
     async def _guarded(self, name: str, event: GroupEvent) -> None:
         try:
@@ -554,15 +425,8 @@ class GroupCoordinator:
     # -- helpers -----------------------------------------------------------------------------
 
     async def _create(self, msg: c.GroupJoinRequest) -> None:
-        spec: dict[str, Any] = self.defaults.model_dump()
-        if msg.session_timeout_ms is not None:
-            spec["session_timeout_ms"] = msg.session_timeout_ms
-            spec["heartbeat_interval_ms"] = min(
-                spec["heartbeat_interval_ms"], max(500, msg.session_timeout_ms // 3)
-            )
-        if msg.rebalance_timeout_ms is not None:
-            spec["rebalance_timeout_ms"] = msg.rebalance_timeout_ms
-        await self._create_group(ConsumerGroup.new(msg.group, ConsumerGroupSpec(**spec)))
+        spec = join_spec(self.defaults, msg)
+        await self._create_group(ConsumerGroup.new(msg.group, spec))
 
     async def create_external(self, name: str) -> ConsumerGroup:
         """Create a progress-only group (a Spark query's ``progressGroup``), or return the
@@ -591,7 +455,7 @@ class GroupCoordinator:
 
     def _known(self, name: str, member_id: str, connection: int) -> ConsumerGroup:
         group = self.group(name)
-        if group is None or self._sessions.get(name, {}).get(member_id) != connection:
+        if group is None or self._sessions.connection(name, member_id) != connection:
             raise UnknownMemberError(
                 f"member_id: {member_id} has no session in group {name!r} on this connection"
             )
@@ -604,10 +468,6 @@ class GroupCoordinator:
     def _topics(self) -> dict[str, int]:
         return {t.name: t.spec.partitions for t in self.store.topics()}
 
-    @staticmethod
-    def _session_s(group: ConsumerGroup) -> float:
-        return group.spec.session_timeout_ms / 1000
 
-
-def _tps(value: list[dict[str, Any]]) -> tuple[tuple[str, int], ...]:
-    return c.tp_list(value, "owned")
+def _session_s(group: ConsumerGroup) -> float:
+    return group.spec.session_timeout_ms / 1000

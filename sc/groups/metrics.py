@@ -8,8 +8,11 @@ the two stay one list. Pure bookkeeping; the coordinator calls in.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from spark_stream.models import ConsumerGroupStatus
 
 __all__ = ["GroupMetrics", "PROMETHEUS"]
 
@@ -61,6 +64,31 @@ class GroupMetrics:
         """These partitions no longer wait for a holder (deleted, or kept)."""
         for tp in partitions:
             self._unheld.pop(tp, None)
+
+    def published(
+        self,
+        old: ConsumerGroupStatus,
+        new: ConsumerGroupStatus,
+        partitions: Mapping[str, int],
+        now: float,
+    ) -> None:
+        """A plan was published at ``now``: count a rebalance, and time the partitions
+        that lost their holder (``partitions``: each topic's partition count now).
+
+        A partition is unheld when it left the plan, is being revoked, or passed to
+        another member (its holder died); it stops waiting when it was deleted (past
+        its topic's count) or kept its holder.
+        """
+        if new.generation != old.generation:
+            self.rebalances += 1
+        held = {g.tp: g.member_id for g in new.assignment if not g.revoking}
+        before = {g.tp: g.member_id for g in old.assignment}
+        lost = {tp for tp in before if tp not in held}
+        lost |= {g.tp for g in new.assignment if g.revoking}
+        lost |= {tp for tp, m in held.items() if before.get(tp, m) != m}  # a dead holder
+        self.forget({tp for tp in lost if tp[1] >= partitions.get(tp[0], 0)})
+        self.forget({tp for tp, m in held.items() if before.get(tp) == m})
+        self.lost_holder({tp for tp in lost if tp[1] < partitions.get(tp[0], 0)}, now)
 
     def granted(self, partitions: set[tuple[str, int]], now: float) -> None:
         """A member was pushed these partitions at ``now``."""

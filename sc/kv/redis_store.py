@@ -1,13 +1,10 @@
 """The product KV store on Redis (redis-py asyncio).
 
-Each write is one Lua script (``sc.kv._lua``) that checks the revision, writes the
-object's hashes, bumps the revision counter and appends the change to a Redis Stream
-(``XADD ... MAXLEN ~ N`` with id ``{revision}-0``), so the feed can never disagree with
-the data. ``watch`` reads the stream with ``XREAD BLOCK`` from ``{last}-0``; because
-ids are dense revisions, a first entry other than ``last + 1`` proves a trimmed gap and
-triggers a re-list (``Resync``). After a reconnect or an idle block the watcher also
-checks the counter: a counter below its position means Redis lost data (restart without
-persistence), which also triggers a re-list.
+Each write is one Lua script (``sc.kv._lua``, which also lays out the keys) that checks
+the revision, writes the object's hashes, bumps the revision counter and appends the
+change to a Redis Stream (``XADD ... MAXLEN ~ N`` with id ``{revision}-0``), so the feed
+can never disagree with the data; ``watch`` reads that stream (``sc.kv._redis_watch``).
+Arguments and replies are translated by ``sc.kv._redis_codec`` (pure).
 
 Every writing script checks the writer's fencing token first (``KvStore.fence``),
 naming the store (``STORE_ID``) and adding tombstones (``ADD_TOMBSTONES``) included; the
@@ -20,34 +17,42 @@ written by their own scripts (``PUBLISH_PLAN``, ``COMMIT``, ``WRITE_OFFSETS``,
 group status that ``PUBLISH_PLAN`` writes as ``UPDATE`` does.
 
 Connection failures are retried with exponential backoff for up to
-``reconnect_timeout`` seconds, then raise ``KvUnavailableError``. A write whose reply was
-lost may have been applied: its retry then fails with ``ConflictError`` (or
-``ObjectExistsError``), and the caller re-reads, as for any lost compare-and-set.
+``reconnect_timeout`` seconds, then raise ``KvUnavailableError`` (``sc.kv._redis_retry``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import AuthenticationError as RedisAuthenticationError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sc.kv import _lua
 from sc.kv import groups as g
 from sc.kv._batch import ScriptBatcher
-from sc.kv.budget import budget_deadline, call_deadline
+from sc.kv._redis_codec import (
+    RedisKeys,
+    check_create,
+    check_offsets_write,
+    check_write,
+    commit_fields,
+    commit_results,
+    decode_object,
+    lease_record,
+    lease_refused,
+    offset_fields,
+    owner_fields,
+    text,
+    to_json,
+)
+from sc.kv._redis_retry import FIRST_RETRY_S, retrying
+from sc.kv._redis_watch import FeedReader
 from sc.kv.client import close_client, redis_client
 from sc.kv.groups import (
     GROUP_KIND,
-    CommitOutcome,
     CommitResult,
     Grant,
     OffsetCommit,
@@ -57,11 +62,8 @@ from sc.kv.groups import (
 from sc.kv.store import (
     DEFAULT_FEED_RETENTION,
     TOMBSTONES_MAX,
-    ChangeEvent,
-    ChangeType,
     KindFilter,
     KvStore,
-    Resync,
     WatchEvent,
     coerce_part,
     new_uid,
@@ -69,64 +71,15 @@ from sc.kv.store import (
 )
 from sc.lease import LeaseClaim
 from spark_stream.backoff import BackoffPolicy
-from spark_stream.errors import (
-    ConflictError,
-    GroupNotEmptyError,
-    KvUnavailableError,
-    NotFoundError,
-    ObjectExistsError,
-    UnauthorizedError,
-    UnknownGroupError,
-    UnknownPartitionError,
-)
-from spark_stream.models import KvObject, Partition, Topic, object_class, parse_model
+from spark_stream.errors import GroupNotEmptyError
+from spark_stream.models import KvObject, Partition, Topic, object_class
 
 if TYPE_CHECKING:
-    from redis.typing import EncodableT, XReadResponse
+    from redis.typing import EncodableT
 
 __all__ = ["RedisKvStore"]
 
 T = TypeVar("T")
-
-_TRANSIENT = (RedisConnectionError, RedisTimeoutError, ConnectionError)
-#: First delay between retries; it doubles up to ``backoff_max``.
-_FIRST_RETRY_S = 0.02
-
-
-def _json(model: Any, **kwargs: Any) -> str:
-    return json.dumps(
-        model.model_dump(by_alias=True, mode="json", exclude_none=True, **kwargs),
-        separators=(",", ":"),
-    )
-
-
-def _decode(kind: str, rev: Any, meta: str, spec: str, status: str) -> KvObject[Any, Any]:
-    data = {
-        "metadata": {**json.loads(meta), "revision": int(rev)},
-        "spec": json.loads(spec),
-        "status": json.loads(status),
-    }
-    return parse_model(object_class(kind), data)
-
-
-def _text(value: bytes | str) -> str:
-    """A reply string (the client decodes replies; bytes only if configured otherwise)."""
-    return value if isinstance(value, str) else value.decode()
-
-
-def _entry_revision(entry_id: str) -> int:
-    return int(entry_id.split("-", 1)[0])
-
-
-def _feed_entries(reply: XReadResponse) -> list[tuple[str, dict[str, str]]]:
-    """The entries of an ``XREAD`` reply on the one feed stream.
-
-    The client speaks RESP2 with ``decode_responses``, so the reply is
-    ``[[feed, [(entry_id, fields), ...]]]``, or empty when nothing was read.
-    """
-    if isinstance(reply, dict):
-        raise KvUnavailableError("redis answered XREAD in RESP3; this store speaks RESP2")
-    return reply[0][1] if reply else []
 
 
 class RedisKvStore(KvStore):
@@ -160,11 +113,9 @@ class RedisKvStore(KvStore):
             raise ValueError("feed_retention must be >= 1")
         self._prefix = prefix
         self._maxlen = feed_retention
-        self._block_ms = block_ms
         self._reconnect_timeout = reconnect_timeout
-        self._backoff = BackoffPolicy(min(_FIRST_RETRY_S, backoff_max), backoff_max)
-        self._batch = batch
-        self._feed = f"{prefix}:feed"
+        self._backoff = BackoffPolicy(min(FIRST_RETRY_S, backoff_max), backoff_max)
+        self._keys = RedisKeys(prefix)
         self._closed = False
         self.on_op: Callable[[str, float], None] | None = None
         """Called with (operation, seconds) after each Redis call (the SC's metrics)."""
@@ -196,6 +147,17 @@ class RedisKvStore(KvStore):
         self._claim = self._redis.register_script(_lua.CLAIM_LEASE)
         self._renew = self._redis.register_script(_lua.RENEW_LEASE)
         self._release = self._redis.register_script(_lua.RELEASE_LEASE)
+        self._feed = FeedReader(
+            self._redis,
+            self._keys,
+            batch,
+            block_ms,
+            reconnect_timeout,
+            self._backoff,
+            self._call,
+            self.list_kinds,
+            lambda: self._closed,
+        )
 
     @property
     def prefix(self) -> str:
@@ -209,41 +171,19 @@ class RedisKvStore(KvStore):
 
         ``name`` labels the time the call took (retries included) for ``on_op``.
         """
-        if self.on_op is not None:
-            began = time.perf_counter()
-            try:
-                return await self._retrying(op)
-            finally:
-                self.on_op(name, time.perf_counter() - began)
-        return await self._retrying(op)
-
-    async def _retrying(self, op: Callable[[], Awaitable[T]]) -> T:
-        loop = asyncio.get_running_loop()
-        budget = budget_deadline()
-        deadline = call_deadline(loop.time(), self._reconnect_timeout, budget)
-        backoff = self._backoff.start()
-        while True:
-            try:
-                if budget is None:
-                    return await op()
-                # A waiting caller: also bound one attempt (a Redis that accepts and
-                # never answers would otherwise hold it for the socket timeout).
-                async with asyncio.timeout_at(deadline):
-                    return await op()
-            except TimeoutError as exc:
-                if budget is None or loop.time() < deadline:
-                    raise
-                raise KvUnavailableError(f"redis did not answer in time: {exc!r}") from exc
-            except RedisAuthenticationError as exc:  # not transient: retrying cannot help
-                raise UnauthorizedError(
-                    f"redis refused the SC's credentials ({exc}); set its password with "
-                    "redis_password_file or in redis_url"
-                ) from exc
-            except _TRANSIENT as exc:
-                delay = backoff.next()
-                if self._closed or loop.time() + delay > deadline:
-                    raise KvUnavailableError(f"redis unreachable: {exc}") from exc
-                await asyncio.sleep(delay)  # backoff before reconnecting
+        attempts = retrying(
+            op,
+            backoff=self._backoff,
+            reconnect_timeout=self._reconnect_timeout,
+            closed=lambda: self._closed,
+        )
+        if self.on_op is None:
+            return await attempts
+        began = time.perf_counter()
+        try:
+            return await attempts
+        finally:
+            self.on_op(name, time.perf_counter() - began)
 
     # -- fencing and the lease -----------------------------------------------------------
 
@@ -272,32 +212,29 @@ class RedisKvStore(KvStore):
         reply = await self._call(lambda: self._claim(args=args), "lease")
         if reply[0] == "ok":
             return LeaseClaim(True, int(reply[1]), holder)
-        return LeaseClaim(False, int(reply[1]), _text(reply[2]))
+        return lease_refused(reply)
 
     async def renew_lease(self, token: int, holder: str, ttl_s: float) -> LeaseClaim:
         args: list[EncodableT] = [self._prefix, token, holder, max(1, round(ttl_s * 1000))]
         reply = await self._call(lambda: self._renew(args=args), "lease")
         if reply[0] == "ok":
             return LeaseClaim(True, token, holder)
-        return LeaseClaim(False, int(reply[1]), _text(reply[2]))
+        return lease_refused(reply)
 
     async def release_lease(self, token: int) -> None:
         args: list[EncodableT] = [self._prefix, token]
         await self._call(lambda: self._release(args=args), "lease")
 
     async def lease_holder(self) -> LeaseClaim:
-        value = await self._call(lambda: self._redis.get(f"{self._prefix}:lease"), "lease")
-        if not value:
-            return LeaseClaim(False, 0, "")
-        token, _, holder = _text(value).partition("|")
-        return LeaseClaim(False, int(token), holder)
+        value = await self._call(lambda: self._redis.get(self._keys.lease), "lease")
+        return lease_record(value)
 
     # -- reads ---------------------------------------------------------------------
 
     async def get(self, kind: str, name: str) -> KvObject[Any, Any] | None:
         object_class(kind)
         row = await self._call(lambda: self._get(args=[self._prefix, kind, name]), "get")
-        return _decode(kind, *row) if row else None
+        return decode_object(kind, *row) if row else None
 
     async def list_objects(self, kind: str) -> tuple[list[KvObject[Any, Any]], int]:
         objects, revision = await self.list_kinds(kind)
@@ -310,12 +247,12 @@ class RedisKvStore(KvStore):
         reply = await self._call(lambda: self._list(args=[self._prefix, *names]), "list")
         out: dict[str, list[KvObject[Any, Any]]] = {}
         for kind, rows in zip(names, reply[1:], strict=True):
-            objs = [_decode(kind, *rows[i + 1 : i + 5]) for i in range(0, len(rows), 5)]
+            objs = [decode_object(kind, *rows[i + 1 : i + 5]) for i in range(0, len(rows), 5)]
             out[kind] = sorted(objs, key=lambda o: o.name)
         return out, int(reply[0])
 
     async def revision(self) -> int:
-        value = await self._call(lambda: self._redis.get(f"{self._prefix}:rev"), "revision")
+        value = await self._call(lambda: self._redis.get(self._keys.rev), "revision")
         return int(value or 0)
 
     # -- writes --------------------------------------------------------------------
@@ -324,7 +261,7 @@ class RedisKvStore(KvStore):
         # SET NX then GET in one fenced script: the first active SC to ask after the
         # data was lost names the store; a deposed one cannot.
         reply = await self._write(self._store_id, [self._prefix, new_uid()], "store_id")
-        return _text(reply[1])
+        return text(reply[1])
 
     async def add_tombstones(self, uids: Collection[str]) -> None:
         if not uids:
@@ -333,7 +270,7 @@ class RedisKvStore(KvStore):
         await self._write(self._add_tombstones, args, "tombstones")
 
     async def tombstones(self) -> frozenset[str]:
-        key = f"{self._prefix}:tombstones"
+        key = self._keys.tombstones
         members = await self._call(lambda: self._redis.zrange(key, 0, -1), "tombstones")
         return frozenset(str(m) for m in members)  # decode_responses: already text
 
@@ -349,17 +286,14 @@ class RedisKvStore(KvStore):
             self._maxlen,
             kind,
             obj.name,
-            _json(obj.metadata, exclude={"revision"}),
-            _json(obj.spec),
-            _json(obj.status),
+            to_json(obj.metadata, exclude={"revision"}),
+            to_json(obj.spec),
+            to_json(obj.status),
             parent.kind if parent else "",
             parent.name if parent else "",
         ]
         reply = await self._write(self._create, args, "create")
-        if reply[0] == "exists":
-            raise ObjectExistsError(f"{kind} {obj.name!r} already exists")
-        if reply[0] == "noparent":
-            raise NotFoundError(f"{kind} {obj.name!r}: parent {parent} does not exist")
+        check_create(reply, kind, obj.name, parent)
         return obj.with_revision(int(reply[1]))
 
     async def update_spec(
@@ -382,12 +316,12 @@ class RedisKvStore(KvStore):
             kind,
             name,
             part,
-            _json(model),
+            to_json(model),
             "" if expected is None else str(expected),
         ]
         reply = await self._write(self._update, args, "update")
-        self._check(reply, kind, name, expected)
-        return _decode(kind, *reply[1:5])
+        check_write(reply, kind, name, expected)
+        return decode_object(kind, *reply[1:5])
 
     async def delete(
         self, kind: str, name: str, expected_revision: int | None = None
@@ -410,22 +344,10 @@ class RedisKvStore(KvStore):
             Topic.kind,
         ]
         reply = await self._write(self._delete, args, "delete")
-        self._check(reply, kind, name, expected_revision)
-        return _decode(kind, *reply[1:5])
-
-    @staticmethod
-    def _check(reply: list[Any], kind: str, name: str, expected: int | None) -> None:
-        if reply[0] == "missing":
-            raise NotFoundError(f"{kind} {name!r} does not exist")
-        if reply[0] == "conflict":
-            raise ConflictError(f"{kind} {name!r} is at revision {reply[1]}, not {expected}")
-        if reply[0] == "busy":
-            raise GroupNotEmptyError(f"group {name!r} holds grants: not deleted")
+        check_write(reply, kind, name, expected_revision)
+        return decode_object(kind, *reply[1:5])
 
     # -- consumer groups -------------------------------------------------------------
-
-    def _key(self, name: str, what: str) -> str:
-        return f"{self._prefix}:grp:{name}:{what}"
 
     async def publish_group_plan(
         self,
@@ -443,19 +365,19 @@ class RedisKvStore(KvStore):
             self._maxlen,
             kind,
             name,
-            _json(model),
+            to_json(model),
             str(expected_revision),
         ]
-        for tp, grant in sorted(checked.items()):
-            args += [g.field(*tp), g.grant_value(grant)]
+        args += owner_fields(checked)
         reply = await self._write(self._publish, args, "publish_plan")
-        self._check(reply, kind, name, expected_revision)
-        return _decode(kind, *reply[1:5])
+        check_write(reply, kind, name, expected_revision)
+        return decode_object(kind, *reply[1:5])
 
     async def fetch_group_owners(self, name: str) -> dict[TopicPartition, Grant]:
         g.check_group_name(name)
-        rows = await self._call(lambda: self._redis.hgetall(self._key(name, "own")), "fetch_owners")
-        return {g.parse_field(_text(f)): g.parse_grant(_text(v)) for f, v in rows.items()}
+        key = self._keys.group(name, "own")
+        rows = await self._call(lambda: self._redis.hgetall(key), "fetch_owners")
+        return {g.parse_field(text(f)): g.parse_grant(text(v)) for f, v in rows.items()}
 
     async def commit_group_offsets(
         self, name: str, member_id: str, commits: Collection[OffsetCommit]
@@ -467,20 +389,10 @@ class RedisKvStore(KvStore):
             return []
         ts_ms = time.time_ns() // 1_000_000
         args: list[EncodableT] = [self._prefix, name, member_id, Partition.kind]
-        for c in checked:
-            value = g.offset_value(StoredOffset(c.offset, c.grant_epoch, ts_ms, c.metadata))
-            args += [g.field(c.topic, c.partition), value]
+        args += commit_fields(checked, ts_ms)
         reply = await self._commits.call([self._fence_arg(), *args])
         self._check_deposed(reply)
-        return [
-            CommitResult(
-                c.topic,
-                c.partition,
-                CommitOutcome(reply[2 * i]),
-                int(reply[2 * i + 1]) if reply[2 * i + 1] else None,
-            )
-            for i, c in enumerate(checked)
-        ]
+        return commit_results(checked, reply)
 
     async def write_group_offsets(
         self,
@@ -496,30 +408,24 @@ class RedisKvStore(KvStore):
         object_class(kind)
         ts_ms = time.time_ns() // 1_000_000
         args: list[EncodableT] = [self._prefix, kind, name, Partition.kind]
-        for (topic, index), offset in checked.items():
-            args += [topic, index, g.offset_value(StoredOffset(offset, None, ts_ms, metadata))]
+        args += offset_fields(checked, ts_ms, metadata)
         reply = await self._write(self._write_offsets, args, "write_offsets")
-        if reply[0] == "missing":
-            raise UnknownGroupError(f"group {name!r} does not exist")
-        if reply[0] == "busy":
-            raise GroupNotEmptyError(f"group {name!r} holds grants: offsets not written")
-        if reply[0] == "unknown":
-            raise UnknownPartitionError(f"partition {reply[1]}/{reply[2]} does not exist")
+        check_offsets_write(reply, name)
 
     async def fetch_group_offsets(
         self, name: str, partitions: Collection[TopicPartition] | None = None
     ) -> dict[TopicPartition, StoredOffset]:
         g.check_group_name(name)
-        key = self._key(name, "off")
+        key = self._keys.group(name, "off")
         if partitions is None:
             rows = await self._call(lambda: self._redis.hgetall(key), "fetch_offsets")
-            return {g.parse_field(_text(f)): g.parse_offset(_text(v)) for f, v in rows.items()}
+            return {g.parse_field(text(f)): g.parse_offset(text(v)) for f, v in rows.items()}
         wanted = g.check_partitions(partitions)
         if not wanted:
             return {}
         fields = [g.field(*tp) for tp in wanted]
         values = await self._call(lambda: self._redis.hmget(key, fields), "fetch_offsets")
-        return {tp: g.parse_offset(_text(v)) for tp, v in zip(wanted, values, strict=True) if v}
+        return {tp: g.parse_offset(text(v)) for tp, v in zip(wanted, values, strict=True) if v}
 
     async def delete_group_offsets(self, name: str, topic: str | None = None) -> int:
         g.check_group_name(name)
@@ -542,75 +448,7 @@ class RedisKvStore(KvStore):
         names = watched_kinds(kinds)
         if from_revision < 0:
             raise ValueError("from_revision must be >= 0")
-        return self._watch(names, from_revision)
-
-    async def _watch(self, kinds: tuple[str, ...], last: int) -> AsyncGenerator[WatchEvent, None]:
-        wanted = frozenset(kinds)
-        verify = True  # check the position against the counter before reading
-        loop = asyncio.get_running_loop()
-        failing_since: float | None = None
-        backoff = self._backoff.start()
-        while not self._closed:
-            if verify:
-                lost = await self._call(
-                    functools.partial(self._position_lost, last), "watch_position"
-                )
-                verify = False
-                if lost:
-                    resync = await self._resync(kinds)
-                    last = resync.revision
-                    yield resync
-                    continue
-            try:
-                reply = await self._redis.xread(
-                    {self._feed: f"{last}-0"}, count=self._batch, block=self._block_ms
-                )
-            except _TRANSIENT as exc:
-                if self._closed:
-                    return
-                now = loop.time()
-                failing_since = now if failing_since is None else failing_since
-                if now - failing_since > self._reconnect_timeout:
-                    raise KvUnavailableError(f"redis unreachable: {exc}") from exc
-                await backoff.sleep()  # before reconnecting
-                verify = True
-                continue
-            failing_since = None
-            backoff.reset()
-            entries = _feed_entries(reply)
-            if not entries:
-                verify = True
-                continue
-            if _entry_revision(entries[0][0]) != last + 1:
-                resync = await self._resync(kinds)
-                last = resync.revision
-                yield resync
-                continue
-            for entry_id, fields in entries:
-                last = _entry_revision(entry_id)
-                if fields["kind"] in wanted:
-                    yield self._event(last, fields)
-
-    async def _position_lost(self, last: int) -> bool:
-        """True when the feed cannot continue after ``last`` (data lost or trimmed)."""
-        current = int(await self._redis.get(f"{self._prefix}:rev") or 0)
-        if current == last:
-            return False
-        if current < last:
-            return True
-        # Writes append to the feed atomically, so if none is readable it was lost.
-        entries = _feed_entries(await self._redis.xread({self._feed: f"{last}-0"}, count=1))
-        return not entries or _entry_revision(entries[0][0]) != last + 1
-
-    async def _resync(self, kinds: tuple[str, ...]) -> Resync:
-        objects, revision = await self.list_kinds(kinds)
-        return Resync(revision, {kind: tuple(objs) for kind, objs in objects.items()})
-
-    @staticmethod
-    def _event(revision: int, fields: dict[str, str]) -> ChangeEvent:
-        kind = fields["kind"]
-        obj = _decode(kind, fields["orev"], fields["meta"], fields["spec"], fields["status"])
-        return ChangeEvent(kind, obj.name, ChangeType(fields["type"]), obj, revision)
+        return self._feed.watch(names, from_revision)
 
     async def close(self) -> None:
         self._closed = True
