@@ -5,7 +5,7 @@ itself (``asyncio.start_server(ssl=...)`` would start the handshake on whatever 
 sends). It peeks at the first byte of each connection without consuming it: a TLS
 ClientHello starts with 0x16, a plaintext frame with the high byte of its length (far
 below it). A TLS peer gets the handshake (bounded by ``HANDSHAKE_TIMEOUT``) and then the
-server's usual session on a ``StreamReader``/``StreamWriter`` pair; a plaintext peer gets
+server's usual session on a ``ChunkReader``/``StreamWriter`` pair; a plaintext peer gets
 one plaintext connection-level error frame (``TlsError``: "this port speaks TLS") and
 the connection closes, so a misconfigured client fails at once with the reason instead
 of waiting for a reply that never comes. A failed handshake (an untrusted or missing
