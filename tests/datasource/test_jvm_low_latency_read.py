@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from spark_stream.auth import Claims, load_key, parse_grant, sign
 from spark_stream.client import Fluvio
 from spark_stream.local.cluster import LocalCluster
 from tests.datasource.test_jvm_batch_read import _run_child, connector_jar  # noqa: F401
 from tests.harness.local_cluster import kill_spu
-from tests.integration.helpers import leader_pid
+from tests.integration.helpers import leader_pid, make_topic, running_cluster, unique
 from tests.polling import wait_until
 from tests.spark_conftest import produce
 
@@ -370,3 +371,49 @@ def test_continuous_and_real_time_queries_read_the_tier_first(
     assert continuous == expected  # a memory sink keeps a partition's order
     assert out["real_time_error"] is None
     assert sorted((int(o), str(v)) for o, v in out["real_time"]) == expected
+
+
+def test_a_continuous_query_on_a_cluster_with_auth_reads_with_its_token(
+    connector_jar: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # The stream's own socket presents the token before STREAM_FETCH (before, it presented
+    # none, and a cluster with auth on refused every continuous and real-time read).
+    with (
+        running_cluster(tmp_path / "auth", spus=1, auth=True) as secured,
+        Fluvio.connect(secured.endpoint, token=secured.admin_token) as admin,
+    ):
+        topic = make_topic(admin, unique("jvm-auth"), partitions=2)
+        produce(admin, topic, [f"a{i}" for i in range(30)], keys=[f"k{i}" for i in range(30)])
+        consume = sign(
+            Claims("spark", (parse_grant(f"{topic}=consume"),)),
+            load_key(secured.auth_key_file),
+        )
+        out = _run_child(
+            _HELPERS
+            + textwrap.dedent(
+                f"""
+                query = (
+                    stream(startingOffsets="earliest", token={consume!r})
+                    .select("partition", "offset", "value")
+                    .writeStream.format("memory").queryName("auth_sink")
+                    .trigger(continuous="1 second").start()
+                )
+                try:
+                    count = memory_count("auth_sink")
+                    deadline = time.monotonic() + 180
+                    while count() < 30 and query.isActive and time.monotonic() < deadline:
+                        time.sleep(0.2)
+                    out["error"] = (
+                        None if query.exception() is None else str(query.exception()))
+                finally:
+                    query.stop()
+                out["rows"] = memory_rows("auth_sink")
+                """
+            ),
+            secured.endpoint,
+            topic,
+        )
+        assert out["error"] is None, out["error"]
+        _check_every_record_once_in_order(out["rows"], admin, topic, 2)
+        assert sorted(r[2] for r in out["rows"]) == sorted(f"a{i}" for i in range(30))

@@ -227,7 +227,20 @@ public final class Connection implements Closeable {
    *     {@link #request}
    */
   public void authenticate(String token) {
-    request(ApiKeys.AUTHENTICATE, 0, Map.of("token", token));
+    authenticate(token, null, 0);
+  }
+
+  /**
+   * {@link #authenticate(String)}, asking {@code abandon} every {@code pollMs} while the
+   * answer has not come, as {@link #request(int, int, Map, ByteBuffer, BooleanSupplier, int)}.
+   *
+   * @param token the token
+   * @param abandon true gives the request up with {@code NOT_LEADER}; null: never asked
+   * @param pollMs how often {@code abandon} is asked
+   * @throws FluvioException as {@link #authenticate(String)}; {@code NOT_LEADER} when abandoned
+   */
+  public void authenticate(String token, BooleanSupplier abandon, int pollMs) {
+    request(ApiKeys.AUTHENTICATE, 0, Map.of("token", token), ByteBuffer.allocate(0), abandon, pollMs);
   }
 
   /**

@@ -42,6 +42,7 @@ public final class FetchStream implements Closeable {
   public static final int WINDOW = 16;
 
   private static final long CORRELATION_ID = 1;
+  private static final long AUTHENTICATE_ID = 2;
 
   private final Endpoint leader;
   private final Socket socket;
@@ -74,15 +75,20 @@ public final class FetchStream implements Closeable {
    * @param maxBytes soft limit on the frames of one push
    * @param isolation committed (up to HW) or uncommitted (up to LEO)
    * @param timeoutMs bound on connecting
+   * @param token the client token presented ({@code AUTHENTICATE}) before the stream is
+   *     asked for, as every connection of a cluster with auth on must; null: none
    * @param abandon asked while no push comes: true ends the stream ({@code NOT_LEADER});
    *     null: never
    * @param watchMs how long without a push before {@code abandon} is asked (again)
    * @return the open stream
-   * @throws FluvioException {@code CONNECTION_CLOSED}: the leader cannot be reached
+   * @throws FluvioException {@code CONNECTION_CLOSED}: the leader cannot be reached; the
+   *     typed error the leader refused the token with; {@code REQUEST_TIMEOUT}: no answer
+   *     to the token within {@code timeoutMs}; {@code NOT_LEADER}: {@code abandon} said
+   *     the leader was replaced while the token waited for its answer
    */
   public static FetchStream open(
       Endpoint leader, String topic, int partition, long offset, int maxBytes, Isolation isolation, int timeoutMs,
-      BooleanSupplier abandon, int watchMs) {
+      String token, BooleanSupplier abandon, int watchMs) {
     Socket socket = new Socket();
     try {
       socket.setTcpNoDelay(true);
@@ -90,6 +96,9 @@ public final class FetchStream implements Closeable {
       socket.setSoTimeout(timeoutMs);  // bounds the TLS handshake; reads set their own wait
       Socket wire = leader.tls() == null ? socket : leader.tls().wrap(socket, leader);
       FetchStream stream = new FetchStream(leader, wire, abandon, watchMs);
+      if (token != null) {
+        stream.authenticate(token, timeoutMs);
+      }
       Map<String, Object> meta = new LinkedHashMap<>();
       meta.put("topic", topic);
       meta.put("partition", partition);
@@ -176,6 +185,49 @@ public final class FetchStream implements Closeable {
       close();
       throw new FluvioException(
           ErrorCode.CONNECTION_CLOSED, "the stream from %s failed: %s".formatted(leader, e.getMessage()), e);
+    }
+  }
+
+  /**
+   * Present {@code token} and wait for the answer, before the stream request: a server
+   * with auth on checks the stream against the identity the token gives. Bounded by
+   * {@code timeoutMs}; a hung leader is watched as while polling.
+   */
+  private void authenticate(String token, int timeoutMs) throws IOException {
+    send(Frames.encode(FrameKind.REQUEST, ApiKeys.AUTHENTICATE, AUTHENTICATE_ID, Map.of("token", token),
+        ByteBuffer.allocate(0), 0, 0));
+    long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
+    long watchMs = Math.max(1, watchNanos / 1_000_000L);
+    while (true) {
+      Frame frame = decoder.next();
+      if (frame == null) {
+        long leftMs = (deadline - System.nanoTime()) / 1_000_000L;
+        if (leftMs <= 0) {
+          throw new FluvioException(
+              ErrorCode.REQUEST_TIMEOUT,
+              "no reply from %s to api %d in time".formatted(leader, ApiKeys.AUTHENTICATE));
+        }
+        socket.setSoTimeout((int) Math.min(leftMs, abandon == null ? leftMs : watchMs));
+        int n;
+        try {
+          n = in.read(readBuffer);
+        } catch (SocketTimeoutException e) {
+          abandonIfReplaced();
+          continue;
+        }
+        if (n < 0) {
+          throw new IOException("the leader closed the connection");
+        }
+        decoder.feed(ByteBuffer.wrap(readBuffer, 0, n));
+        lastHeard = System.nanoTime();
+        continue;
+      }
+      if (frame.header().kind() == FrameKind.ERROR) {
+        throw errorOf(frame);
+      }
+      if (frame.header().kind() == FrameKind.RESPONSE && frame.header().correlationId() == AUTHENTICATE_ID) {
+        return;
+      }
     }
   }
 

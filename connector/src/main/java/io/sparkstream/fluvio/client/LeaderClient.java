@@ -8,6 +8,7 @@ import java.io.Closeable;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 
 /**
@@ -81,7 +82,7 @@ public final class LeaderClient implements Closeable {
    * the address that answered stays current for the next call.
    */
   private <T> T withSc(Function<Connection, T> call) {
-    return scEndpoints.call(endpoint -> call.apply(connection(endpoint)));
+    return scEndpoints.call(endpoint -> call.apply(connection(endpoint, null)));
   }
 
   private Frame scRequest(int api, int version, Map<String, ?> meta) {
@@ -196,7 +197,7 @@ public final class LeaderClient implements Closeable {
     metadata.put(topic, fresh);
     int spuId = fresh.leaderId(partition);
     return FetchStream.open(
-        fresh.leader(partition), topic, partition, offset, maxBytes, isolation, timeoutMs,
+        fresh.leader(partition), topic, partition, offset, maxBytes, isolation, timeoutMs, token,
         () -> leaderReplaced(topic, partition, spuId), WATCH_MS);
   }
 
@@ -414,7 +415,8 @@ public final class LeaderClient implements Closeable {
       try {
         Metadata known = metadata(topic);
         Endpoint leader = known.leader(partition);
-        return call.apply(connection(leader), known.leaderId(partition));
+        int spuId = known.leaderId(partition);
+        return call.apply(connection(leader, () -> leaderReplaced(topic, partition, spuId)), spuId);
       } catch (FluvioException e) {
         boolean retry = e.retriable() || (alsoRetry != null && e.code() == alsoRetry);
         if (!retry || System.nanoTime() + backoff * 1_000_000L > deadline) {
@@ -428,13 +430,18 @@ public final class LeaderClient implements Closeable {
     }
   }
 
-  private Connection connection(Endpoint endpoint) {
+  /**
+   * The open connection to {@code endpoint}, opened (and the token presented) when there
+   * is none; {@code abandon}, when not null, is asked every {@link #WATCH_MS} while the
+   * token waits for its answer (a leader that hangs is given up as a request to it is).
+   */
+  private Connection connection(Endpoint endpoint, BooleanSupplier abandon) {
     Connection c = connections.get(endpoint);
     if (c == null || c.isClosed()) {
       c = Connection.open(endpoint, timeoutMs);
       if (token != null) {
         try {
-          c.authenticate(token);
+          c.authenticate(token, abandon, WATCH_MS);
         } catch (FluvioException e) {
           c.close();
           throw e;

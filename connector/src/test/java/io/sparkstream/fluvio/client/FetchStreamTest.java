@@ -9,6 +9,9 @@ import io.sparkstream.fluvio.errors.ErrorCode;
 import io.sparkstream.fluvio.errors.FluvioException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -16,7 +19,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * A stream from a hung leader (a real loopback socket that listens but never reads or
  * pushes, as a SIGSTOPped SPU): it asks its abandon check while nothing comes and ends
- * with the retriable {@code NOT_LEADER} once the check says the leader was replaced.
+ * with the retriable {@code NOT_LEADER} once the check says the leader was replaced. With
+ * a client token, the token is presented and answered before the stream is asked for.
  */
 class FetchStreamTest {
   @Test
@@ -27,7 +31,7 @@ class FetchStreamTest {
         FetchStream stream =
             FetchStream.open(
                 new Endpoint("127.0.0.1", hung.getLocalPort()), "t", 0, 42, 1024, Isolation.COMMITTED, 5_000,
-                () -> checks.incrementAndGet() >= 3, 20)) {
+                null, () -> checks.incrementAndGet() >= 3, 20)) {
       int nothing = 0;
       FluvioException e = null;
       while (e == null) {
@@ -53,10 +57,66 @@ class FetchStreamTest {
         FetchStream stream =
             FetchStream.open(
                 new Endpoint("127.0.0.1", hung.getLocalPort()), "t", 0, 0, 1024, Isolation.COMMITTED, 5_000,
-                null, 0)) {
+                null, null, 0)) {
       for (int i = 0; i < 5; i++) {
         assertNull(stream.poll(5));
       }
+    }
+  }
+
+  @Test
+  @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void theTokenIsAnsweredBeforeTheStreamIsAskedFor() throws Exception {
+    List<Object> tokens = new CopyOnWriteArrayList<>();
+    try (FakePeer leader =
+            new FakePeer(
+                f -> {
+                  if (f.header().apiKey() == ApiKeys.AUTHENTICATE) {
+                    tokens.add(f.decodeMeta().get("token"));
+                  }
+                  return Map.of("principal", "app", "required", true);
+                });
+        FetchStream stream =
+            FetchStream.open(
+                leader.endpoint(), "t", 0, 0, 1024, Isolation.COMMITTED, 5_000, "fv1.claims.mac", null, 0)) {
+      assertEquals(List.of("fv1.claims.mac"), tokens); // answered before open returned
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while (leader.asked.size() < 3 && System.nanoTime() < deadline) {
+        assertNull(stream.poll(5));
+      }
+      assertEquals(List.of(ApiKeys.AUTHENTICATE, ApiKeys.STREAM_FETCH, ApiKeys.STREAM_FETCH), leader.asked);
+    }
+  }
+
+  @Test
+  void aRefusedTokenFailsTheOpenWithItsTypedErrorAndAsksNoStream() throws Exception {
+    try (FakePeer leader = new FakePeer(f -> new FakePeer.Error(120, "the token has expired"))) {
+      FluvioException e =
+          assertThrows(
+              FluvioException.class,
+              () -> FetchStream.open(
+                  leader.endpoint(), "t", 0, 0, 1024, Isolation.COMMITTED, 5_000, "fv1.old.mac", null, 0));
+      assertEquals(ErrorCode.AUTHENTICATION, e.code());
+      assertEquals("AuthenticationError: the token has expired", e.toString());
+      assertEquals(List.of(ApiKeys.AUTHENTICATE), leader.asked);
+    }
+  }
+
+  @Test
+  // Waiting out the 120 s bound would fail here: only the watch can end the open in time.
+  @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void aHungLeaderIsGivenUpWhileTheTokenWaitsForItsAnswer() throws Exception {
+    AtomicInteger checks = new AtomicInteger();
+    try (ServerSocket hung = new ServerSocket(0, 16, InetAddress.getLoopbackAddress())) {
+      FluvioException e =
+          assertThrows(
+              FluvioException.class,
+              () -> FetchStream.open(
+                  new Endpoint("127.0.0.1", hung.getLocalPort()), "t", 0, 0, 1024, Isolation.COMMITTED, 120_000,
+                  "fv1.claims.mac", () -> checks.incrementAndGet() >= 3, 20));
+      assertEquals(ErrorCode.NOT_LEADER, e.code());
+      assertTrue(e.retriable());
+      assertEquals(3, checks.get());
     }
   }
 }
