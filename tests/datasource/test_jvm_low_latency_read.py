@@ -24,6 +24,7 @@ from tests.harness.local_cluster import kill_spu
 from tests.integration.helpers import leader_pid, make_topic, running_cluster, unique
 from tests.polling import wait_until
 from tests.spark_conftest import produce
+from tests.tls_cluster import tls_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -373,18 +374,30 @@ def test_continuous_and_real_time_queries_read_the_tier_first(
     assert sorted((int(o), str(v)) for o, v in out["real_time"]) == expected
 
 
+@pytest.mark.parametrize("transport", ["plaintext", "mtls"])
 def test_a_continuous_query_on_a_cluster_with_auth_reads_with_its_token(
     connector_jar: Path,  # noqa: F811
     tmp_path: Path,
+    transport: str,
 ) -> None:
     # The stream's own socket presents the token before STREAM_FETCH (before, it presented
-    # none, and a cluster with auth on refused every continuous and real-time read).
-    with (
-        running_cluster(tmp_path / "auth", spus=1, auth=True) as secured,
-        Fluvio.connect(secured.endpoint, token=secured.admin_token) as admin,
-    ):
-        topic = make_topic(admin, unique("jvm-auth"), partitions=2)
-        produce(admin, topic, [f"a{i}" for i in range(30)], keys=[f"k{i}" for i in range(30)])
+    # none, and a cluster with auth on refused every continuous and real-time read); over
+    # mutual TLS the token goes inside the TLS session the ``tls.*`` options make.
+    cluster = (
+        running_cluster(tmp_path / "auth", spus=1, auth=True)
+        if transport == "plaintext"
+        else tls_cluster(tmp_path / "auth", spus=1, auth=True)
+    )
+    with cluster as secured:
+        tls = {} if transport == "plaintext" else {
+            "tls.ca": str(secured.certs.ca),
+            "tls.cert": str(secured.certs.cert("client")),
+            "tls.key": str(secured.certs.key("client")),
+        }  # fmt: skip
+        admin = Fluvio.connect(secured.endpoint, token=secured.admin_token, tls=secured.client_tls)
+        with admin:
+            topic = make_topic(admin, unique("jvm-auth"), partitions=2)
+            produce(admin, topic, [f"a{i}" for i in range(30)], keys=[f"k{i}" for i in range(30)])
         consume = sign(
             Claims("spark", (parse_grant(f"{topic}=consume"),)),
             load_key(secured.auth_key_file),
@@ -394,7 +407,7 @@ def test_a_continuous_query_on_a_cluster_with_auth_reads_with_its_token(
             + textwrap.dedent(
                 f"""
                 query = (
-                    stream(startingOffsets="earliest", token={consume!r})
+                    stream(startingOffsets="earliest", token={consume!r}, **{tls!r})
                     .select("partition", "offset", "value")
                     .writeStream.format("memory").queryName("auth_sink")
                     .trigger(continuous="1 second").start()
@@ -415,5 +428,8 @@ def test_a_continuous_query_on_a_cluster_with_auth_reads_with_its_token(
             topic,
         )
         assert out["error"] is None, out["error"]
-        _check_every_record_once_in_order(out["rows"], admin, topic, 2)
+        with Fluvio.connect(
+            secured.endpoint, token=secured.admin_token, tls=secured.client_tls
+        ) as admin:
+            _check_every_record_once_in_order(out["rows"], admin, topic, 2)
         assert sorted(r[2] for r in out["rows"]) == sorted(f"a{i}" for i in range(30))
