@@ -20,7 +20,8 @@ __all__ = [
 
 READ_CHUNK = 1 << 20
 STREAM_LIMIT = 1 << 20
-"""asyncio StreamReader buffer limit: bigger reads mean fewer wake-ups for large tails."""
+"""Receive flow-control limit (a client's ``StreamReader``, a server's ``ChunkReader``):
+reading pauses past twice this many bytes waiting; bigger means fewer wake-ups."""
 
 CLOSE_GRACE = 2.0
 """Seconds a closing socket may spend flushing queued bytes before it is aborted."""

@@ -141,19 +141,9 @@ public final class FetchStream implements Closeable {
       while (true) {
         Frame frame = decoder.next();
         if (frame == null) {
-          socket.setSoTimeout((int) Math.max(1, Math.min(waitMs, Integer.MAX_VALUE)));
-          int n;
-          try {
-            n = in.read(readBuffer);
-          } catch (SocketTimeoutException e) {
-            abandonIfReplaced();
+          if (!receive(Math.max(1, Math.min(waitMs, Integer.MAX_VALUE)))) {
             return null;
           }
-          if (n < 0) {
-            throw new IOException("the leader closed the connection");
-          }
-          decoder.feed(ByteBuffer.wrap(readBuffer, 0, n));
-          lastHeard = System.nanoTime(); // the leader is alive: the watch starts over
           continue;
         }
         FrameKind kind = frame.header().kind();
@@ -207,19 +197,7 @@ public final class FetchStream implements Closeable {
               ErrorCode.REQUEST_TIMEOUT,
               "no reply from %s to api %d in time".formatted(leader, ApiKeys.AUTHENTICATE));
         }
-        socket.setSoTimeout((int) Math.min(leftMs, abandon == null ? leftMs : watchMs));
-        int n;
-        try {
-          n = in.read(readBuffer);
-        } catch (SocketTimeoutException e) {
-          abandonIfReplaced();
-          continue;
-        }
-        if (n < 0) {
-          throw new IOException("the leader closed the connection");
-        }
-        decoder.feed(ByteBuffer.wrap(readBuffer, 0, n));
-        lastHeard = System.nanoTime();
+        receive(Math.min(leftMs, abandon == null ? leftMs : watchMs));
         continue;
       }
       if (frame.header().kind() == FrameKind.ERROR) {
@@ -229,6 +207,29 @@ public final class FetchStream implements Closeable {
         return;
       }
     }
+  }
+
+  /**
+   * Read what the leader sent within {@code timeoutMs} into the decoder; false when
+   * nothing came (then the watch is asked, {@link #abandonIfReplaced}).
+   *
+   * @throws IOException the leader closed the connection, or the socket failed
+   */
+  private boolean receive(long timeoutMs) throws IOException {
+    socket.setSoTimeout((int) timeoutMs);
+    int n;
+    try {
+      n = in.read(readBuffer);
+    } catch (SocketTimeoutException e) {
+      abandonIfReplaced();
+      return false;
+    }
+    if (n < 0) {
+      throw new IOException("the leader closed the connection");
+    }
+    decoder.feed(ByteBuffer.wrap(readBuffer, 0, n));
+    lastHeard = System.nanoTime(); // the leader is alive: the watch starts over
+    return true;
   }
 
   /**
